@@ -1,0 +1,150 @@
+// thread_pool.cpp - chunked parallel_for with spin-then-sleep workers and an inline fast path
+#include "runtime/thread_pool.h"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+
+namespace kdsl::runtime {
+namespace {
+
+// How long an idle thread spins before blocking. Long enough to cover the gap between two
+// back-to-back launches, short enough that an idle pool does not burn a core.
+constexpr auto kSpinTime = std::chrono::microseconds(10);
+
+// Set on pool workers for their whole life, and on a caller while it runs chunks: a
+// parallel_for seen with it set comes from inside a body and runs inline.
+thread_local bool t_inside_body = false;
+
+inline void cpu_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Spins until `done()` or kSpinTime passes; true if done.
+template <class F>
+bool spin_until(F done) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+  for (unsigned i = 1;; ++i) {
+    if (done()) return true;
+    // Reading the clock costs more than a pause; look at it now and then.
+    if (i % 64 == 0 && std::chrono::steady_clock::now() > deadline) return false;
+    cpu_pause();
+  }
+}
+
+}  // namespace
+
+struct ThreadPool::Job {
+  const std::function<void(int64_t, int64_t)> *body;
+  int64_t n;
+  int64_t chunk;
+  int64_t num_chunks;
+  std::atomic<int64_t> next_chunk{0};
+  std::atomic<bool> failed{false};
+  std::mutex error_mutex;
+  std::exception_ptr error;  // the first exception thrown by a body
+};
+
+ThreadPool::ThreadPool(int threads) {
+  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  workers_.reserve(size_t(threads - 1));
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_main(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard lock(wake_mutex_);
+    stopping_.store(true);
+    generation_.fetch_add(1);
+  }
+  wake_.notify_all();
+  for (auto &t : workers_) t.join();
+}
+
+void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)> &body,
+                              int64_t min_chunk) {
+  if (n <= 0) return;
+  min_chunk = std::max<int64_t>(min_chunk, 1);
+  if (n <= min_chunk || workers_.empty() || t_inside_body) {
+    body(0, n);
+    return;
+  }
+
+  const int64_t target_chunks = 4 * int64_t(size());
+  Job job;
+  job.body = &body;
+  job.n = n;
+  job.chunk = std::max(min_chunk, (n + target_chunks - 1) / target_chunks);
+  job.num_chunks = (n + job.chunk - 1) / job.chunk;
+
+  std::lock_guard launch(launch_mutex_);
+  // Publish the job, then wake. sleepers_ and generation_ are a Dekker pair with the check in
+  // wait_for_launch (both seq_cst): either we see the sleeper and notify, or it sees the new
+  // generation and does not sleep.
+  current_.store(&job, std::memory_order_seq_cst);
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+    // Taking the mutex orders us after a sleeper's predicate check, so the notify is not lost.
+    { std::lock_guard lock(wake_mutex_); }
+    wake_.notify_all();
+  }
+
+  t_inside_body = true;
+  run_chunks(job);
+  t_inside_body = false;
+
+  // Every chunk is claimed. Withdraw the job, then wait for the workers that joined it; a worker
+  // that announces itself after this store finds no job (seq_cst store/load pair with
+  // worker_main), so active_ == 0 means nothing can touch `job` any more.
+  current_.store(nullptr, std::memory_order_seq_cst);
+  if (!spin_until([&] { return active_.load(std::memory_order_seq_cst) == 0; })) {
+    for (int a; (a = active_.load(std::memory_order_seq_cst)) != 0;) active_.wait(a);
+  }
+  if (job.error) std::rethrow_exception(job.error);
+}
+
+void ThreadPool::run_chunks(Job &job) {
+  for (;;) {
+    const int64_t i = job.next_chunk.fetch_add(1, std::memory_order_relaxed);
+    if (i >= job.num_chunks || job.failed.load(std::memory_order_relaxed)) return;
+    const int64_t begin = i * job.chunk;
+    const int64_t end = std::min(job.n, begin + job.chunk);
+    try {
+      (*job.body)(begin, end);
+    } catch (...) {
+      std::lock_guard lock(job.error_mutex);
+      if (!job.error) job.error = std::current_exception();
+      job.failed.store(true, std::memory_order_relaxed);
+      return;
+    }
+  }
+}
+
+void ThreadPool::worker_main() {
+  t_inside_body = true;
+  uint64_t seen = generation_.load(std::memory_order_acquire);
+  while (wait_for_launch(seen)) {
+    active_.fetch_add(1, std::memory_order_seq_cst);
+    if (Job *job = current_.load(std::memory_order_seq_cst)) run_chunks(*job);
+    // The release half publishes this worker's writes (and any error) to the caller.
+    if (active_.fetch_sub(1, std::memory_order_acq_rel) == 1) active_.notify_all();
+  }
+}
+
+bool ThreadPool::wait_for_launch(uint64_t &seen) {
+  auto launched = [&] { return generation_.load(std::memory_order_seq_cst) != seen; };
+  if (!spin_until(launched)) {
+    std::unique_lock lock(wake_mutex_);
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    wake_.wait(lock, [&] { return launched() || stopping_.load(); });
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  seen = generation_.load(std::memory_order_acquire);
+  return !stopping_.load();
+}
+
+}  // namespace kdsl::runtime
