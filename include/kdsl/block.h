@@ -1,0 +1,284 @@
+// block.h - Block<T, Shape...>: a traced block value whose element type and shape are in its C++ type
+#pragma once
+#include <array>
+#include <concepts>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include <kdsl/detail/static_text.h>
+#include <kdsl/detail/trace.h>
+#include <kdsl/dtype.h>
+
+namespace kdsl {
+
+// The element type of a block of pointers: Ptr<f16> is Block<ptr<f16>>.
+template <ElementType T>
+struct ptr {
+  using pointee = T;
+};
+
+namespace detail {
+
+template <class E>
+struct element_traits {
+  static constexpr DType dtype = E::dtype;
+  static constexpr bool is_ptr = false;
+  static constexpr std::string_view name = E::text;
+};
+template <class T>
+struct element_traits<ptr<T>> {
+  static constexpr DType dtype = T::dtype;
+  static constexpr bool is_ptr = true;
+  static constexpr std::string_view name = "pointer";
+};
+
+template <class E>
+constexpr bool is_float_element = !element_traits<E>::is_ptr && is_float(element_traits<E>::dtype);
+template <class E>
+constexpr bool is_int_element = !element_traits<E>::is_ptr && !is_float(element_traits<E>::dtype);
+
+struct Traced {};  // tag: a Block built from an existing IR value
+
+}  // namespace detail
+
+template <class E, int... D>
+class Block {
+  static_assert(((D > 0) && ...), "every block dimension must be positive");
+  static_assert(sizeof...(D) <= 4, "blocks have at most 4 dimensions");
+
+ public:
+  using element = E;
+  static constexpr int rank = int(sizeof...(D));
+  static constexpr std::array<int, sizeof...(D)> dims{D...};
+  static constexpr int64_t numel = (int64_t(1) * ... * int64_t(D));
+
+  Block(detail::Traced, int32_t id) : id_(id) {}
+
+  int32_t id() const { return id_; }
+
+  static detail::TypeDesc type() {
+    detail::TypeDesc t;
+    t.elem = detail::element_traits<E>::dtype;
+    t.is_ptr = detail::element_traits<E>::is_ptr;
+    t.rank = rank;
+    int i = 0;
+    ((t.dims[i++] = D), ...);
+    return t;
+  }
+
+ private:
+  int32_t id_;
+};
+
+// A run-time scalar kernel argument, and a pointer argument: both are rank-0 blocks.
+template <ElementType T>
+using Scalar = Block<T>;
+template <ElementType T>
+using Ptr = Block<ptr<T>>;
+
+template <class X>
+struct is_block : std::false_type {};
+template <class E, int... D>
+struct is_block<Block<E, D...>> : std::true_type {};
+template <class X>
+constexpr bool is_block_v = is_block<std::remove_cvref_t<X>>::value;
+
+// A C++ number written in a kernel: it takes the element type of the block beside it.
+template <class X>
+concept Literal = std::is_arithmetic_v<std::remove_cvref_t<X>> && !std::is_same_v<std::remove_cvref_t<X>, bool>;
+
+template <class X>
+concept BlockLike = is_block_v<X>;
+
+namespace detail {
+
+// --- compile-time shapes -------------------------------------------------------------
+
+template <int... D>
+struct Dims {};
+
+template <class E, class DimsT>
+struct block_from;
+template <class E, int... D>
+struct block_from<E, Dims<D...>> {
+  using type = Block<E, D...>;
+};
+
+template <auto Arr, std::size_t... I>
+Dims<Arr[I]...> dims_from_array(std::index_sequence<I...>);
+template <auto Arr>
+using dims_of = decltype(dims_from_array<Arr>(std::make_index_sequence<Arr.size()>{}));
+
+// A block type with element E and the extents held in a constexpr std::array.
+template <class E, auto Arr>
+using block_with = typename block_from<E, dims_of<Arr>>::type;
+
+template <std::size_t A, std::size_t B>
+struct BroadcastResult {
+  bool ok = true;
+  std::array<int, (A > B ? A : B)> dims{};
+};
+
+// NumPy broadcasting: align on the right; extents must match or one must be 1.
+template <std::size_t A, std::size_t B>
+constexpr BroadcastResult<A, B> broadcast_dims(std::array<int, A> a, std::array<int, B> b) {
+  BroadcastResult<A, B> r;
+  constexpr std::size_t n = A > B ? A : B;
+  for (std::size_t i = 0; i < n; ++i) {
+    int da = i < A ? a[A - 1 - i] : 1;
+    int db = i < B ? b[B - 1 - i] : 1;
+    if (da != db && da != 1 && db != 1) r.ok = false;
+    r.dims[n - 1 - i] = da == 1 ? db : da;
+  }
+  return r;
+}
+
+template <class A, class B>
+constexpr auto broadcast_of() {
+  constexpr auto r = broadcast_dims(A::dims, B::dims);
+  if constexpr (!r.ok) {
+    KDSL_STATIC_FAIL(TextBuffer{}.add("shapes ").add_shape(A::dims).add(" and ").add_shape(B::dims).add(" do not broadcast"),
+                     "block shapes do not broadcast (the shapes are named in the compile_error note)");
+  }
+  return r.dims;
+}
+
+template <class EA, class EB>
+constexpr void check_same_element() {
+  if constexpr (!std::is_same_v<EA, EB>) {
+    KDSL_STATIC_FAIL(TextBuffer{}
+                         .add("element types ")
+                         .add(element_traits<EA>::name)
+                         .add(" and ")
+                         .add(element_traits<EB>::name)
+                         .add(" differ: convert one with kdsl::cast<T>"),
+                     "block element types differ (named in the compile_error note)");
+  }
+}
+
+// --- emitting ops ----------------------------------------------------------------------
+
+template <class B>
+B make(int32_t id) {
+  return B(Traced{}, id);
+}
+
+template <class B>
+B emit_as(OpKind kind, std::initializer_list<int32_t> operands, std::initializer_list<int64_t> ints = {}) {
+  return make<B>(emit(kind, operands, B::type(), ints));
+}
+
+// A splat constant of block type B.
+template <class B, class V>
+B constant(V value) {
+  using E = typename B::element;
+  static_assert(!element_traits<E>::is_ptr, "pointer constants are not supported");
+  if constexpr (is_float_element<E>) {
+    return make<B>(emit(OpKind::Constant, {}, B::type(), {}, double(value)));
+  } else {
+    static_assert(std::is_integral_v<V> || std::is_enum_v<V> || std::is_same_v<V, bool>,
+                  "a floating-point literal cannot combine with an integer block: cast the block or write an integer");
+    return make<B>(emit(OpKind::Constant, {}, B::type(), {int64_t(value)}));
+  }
+}
+
+// Re-shapes x to the extents `Target` (rank >= x's rank) by adding leading unit axes and
+// broadcasting unit axes.
+template <auto Target, class E, int... D>
+block_with<E, Target> broadcast_block(const Block<E, D...> &x) {
+  using Out = block_with<E, Target>;
+  constexpr std::size_t R = Target.size();
+  constexpr std::size_t r = sizeof...(D);
+  static_assert(r <= R, "cannot broadcast a block to a lower rank");
+  if constexpr (std::is_same_v<Out, Block<E, D...>>) {
+    return x;
+  } else {
+    // Leading unit axes first, then one broadcast to the full extents.
+    constexpr auto padded = [] {
+      std::array<int, R> p{};
+      constexpr std::array<int, r> src{D...};
+      for (std::size_t i = 0; i < R; ++i) p[i] = i < R - r ? 1 : src[i - (R - r)];
+      return p;
+    }();
+    int32_t id = x.id();
+    if constexpr (r < R) {
+      constexpr auto one_more = [] {
+        std::array<int, r + 1> p{};
+        constexpr std::array<int, r> src{D...};
+        p[0] = 1;
+        for (std::size_t i = 0; i < r; ++i) p[i + 1] = src[i];
+        return p;
+      }();
+      auto expanded = emit_as<block_with<E, one_more>>(OpKind::ExpandDims, {id}, {0});
+      return broadcast_block<Target>(expanded);
+    } else {
+      (void)padded;
+      return emit_as<Out>(OpKind::Broadcast, {id});
+    }
+  }
+}
+
+// The element type an operand pair computes in: blocks must agree; a literal takes the
+// other side's type.
+template <class A, class B>
+struct operand_element;
+template <BlockLike A, BlockLike B>
+struct operand_element<A, B> {
+  using type = typename std::remove_cvref_t<A>::element;
+};
+template <BlockLike A, Literal B>
+struct operand_element<A, B> {
+  using type = typename std::remove_cvref_t<A>::element;
+};
+template <Literal A, BlockLike B>
+struct operand_element<A, B> {
+  using type = typename std::remove_cvref_t<B>::element;
+};
+
+template <class X>
+struct dims_holder {
+  static constexpr std::array<int, 0> dims{};
+};
+template <BlockLike X>
+struct dims_holder<X> {
+  static constexpr auto dims = std::remove_cvref_t<X>::dims;
+};
+
+template <auto Arr>
+struct dims_value {
+  static constexpr auto dims = Arr;
+};
+
+// Brings x (a block or a literal) to element E and extents Target.
+template <class E, auto Target, class X>
+block_with<E, Target> lift(const X &x) {
+  if constexpr (is_block_v<X>) {
+    return broadcast_block<Target>(x);
+  } else {
+    return constant<block_with<E, Target>>(x);
+  }
+}
+
+template <class A, class B>
+concept BinaryOperands = (BlockLike<A> && (BlockLike<B> || Literal<B>)) || (Literal<A> && BlockLike<B>);
+
+// out = a <kind> b with broadcasting; the result element is `R` (or the operands' type).
+template <OpKind kind, class ResultElement = void, class A, class B>
+auto binary(const A &a, const B &b) {
+  using E = typename operand_element<A, B>::type;
+  if constexpr (is_block_v<A> && is_block_v<B>) check_same_element<typename A::element, typename B::element>();
+  constexpr auto shape = broadcast_of<dims_holder<A>, dims_holder<B>>();
+  using R = std::conditional_t<std::is_void_v<ResultElement>, E, ResultElement>;
+  auto la = lift<E, shape>(a);
+  auto lb = lift<E, shape>(b);
+  return emit_as<block_with<R, shape>>(kind, {la.id(), lb.id()});
+}
+
+template <OpKind kind, class B>
+B unary(const B &x) {
+  return emit_as<B>(kind, {x.id()});
+}
+
+}  // namespace detail
+}  // namespace kdsl

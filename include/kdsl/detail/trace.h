@@ -1,0 +1,42 @@
+// trace.h - the narrow interface through which typed blocks record IR while a kernel is traced
+#pragma once
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include <kdsl/detail/op_kind.h>
+#include <kdsl/dtype.h>
+
+namespace kdsl::detail {
+
+// The IR type of a block, described without the IR headers.
+struct TypeDesc {
+  DType elem = DType::F32;
+  bool is_ptr = false;
+  int rank = 0;
+  std::array<int64_t, 4> dims{};
+};
+
+// Records one op in the innermost open region of the current trace and returns its result
+// value. Throws kdsl::Error when no kernel is being traced.
+int32_t emit(OpKind kind, std::initializer_list<int32_t> operands, const TypeDesc &result,
+             std::initializer_list<int64_t> ints = {}, double fval = 0);
+int32_t emit(OpKind kind, const std::vector<int32_t> &operands, const TypeDesc &result,
+             const std::vector<int64_t> &ints, double fval = 0);
+// An op with no result (store, yield).
+void emit_effect(OpKind kind, std::initializer_list<int32_t> operands);
+
+// Run-time loops: begin_for opens the body and returns its arguments (iv, carried...);
+// end_for closes it with the values to carry and returns the loop's results.
+std::vector<int32_t> begin_for(int32_t lo, int32_t hi, int32_t step, const std::vector<int32_t> &inits);
+std::vector<int32_t> end_for(const std::vector<int32_t> &yields);
+
+// Conditionals: begin_if opens the then-region, begin_else closes it with its yields and
+// opens the else-region, end_if closes that and returns the results.
+void begin_if(int32_t cond);
+void begin_else(const std::vector<int32_t> &then_yields);
+std::vector<int32_t> end_if(const std::vector<int32_t> &else_yields);
+
+}  // namespace kdsl::detail

@@ -1,0 +1,11 @@
+// kdsl.h - everything a kernel author needs: blocks, operations, control flow, compile and launch
+#pragma once
+#include <kdsl/block.h>
+#include <kdsl/control.h>
+#include <kdsl/device.h>
+#include <kdsl/error.h>
+#include <kdsl/kernel.h>
+#include <kdsl/memory.h>
+#include <kdsl/ops.h>
+#include <kdsl/reduce.h>
+#include <kdsl/views.h>

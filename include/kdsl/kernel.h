@@ -1,0 +1,189 @@
+// kernel.h - compiling a traced kernel for a device and launching it over a grid
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include <kdsl/block.h>
+#include <kdsl/device.h>
+
+namespace kdsl {
+
+// Options recorded in the cache key. num_warps and num_stages shape GPU code; the host
+// backend records them and ignores them.
+struct CompileOptions {
+  int num_warps = 4;
+  int num_stages = 2;
+};
+
+struct Grid {
+  int64_t x = 1, y = 1, z = 1;
+};
+inline Grid grid(int64_t x, int64_t y = 1, int64_t z = 1) { return Grid{x, y, z}; }
+
+// A launch argument, type-erased: a pointer (with its element type when known) or a
+// scalar's bits.
+struct ArgValue {
+  DType dtype = DType::I32;
+  bool is_ptr = false;
+  bool untyped_ptr = false;  // void*: accepted for any pointer parameter
+  uint64_t bits = 0;         // pointer address, or the value (integers sign-extended, floats as double bits)
+};
+
+namespace detail {
+
+template <class S>
+constexpr DType dtype_of_storage() {
+  using T = std::remove_cv_t<S>;
+  if constexpr (std::is_same_v<T, float>) return DType::F32;
+  else if constexpr (std::is_same_v<T, half>) return DType::F16;
+  else if constexpr (std::is_same_v<T, bfloat16>) return DType::BF16;
+  else if constexpr (std::is_same_v<T, int8_t>) return DType::I8;
+  else if constexpr (std::is_same_v<T, uint8_t>) return DType::U8;
+  else if constexpr (std::is_same_v<T, int16_t>) return DType::I16;
+  else if constexpr (std::is_same_v<T, int32_t>) return DType::I32;
+  else if constexpr (std::is_same_v<T, int64_t>) return DType::I64;
+  else if constexpr (std::is_same_v<T, uint32_t>) return DType::U32;
+  else if constexpr (std::is_same_v<T, bool>) return DType::Bool;
+  else static_assert(sizeof(T) == 0, "no kdsl element type stores this host type");
+}
+
+}  // namespace detail
+
+template <class T>
+ArgValue make_arg(T *p) {
+  ArgValue a;
+  a.is_ptr = true;
+  a.bits = reinterpret_cast<uintptr_t>(p);
+  if constexpr (std::is_void_v<std::remove_cv_t<T>>) a.untyped_ptr = true;
+  else a.dtype = detail::dtype_of_storage<T>();
+  return a;
+}
+template <class T>
+  requires std::is_arithmetic_v<T>
+ArgValue make_arg(T v) {
+  ArgValue a;
+  if constexpr (std::is_floating_point_v<T>) {
+    a.dtype = DType::F32;
+    double d = double(v);
+    a.bits = std::bit_cast<uint64_t>(d);
+  } else {
+    a.dtype = std::is_same_v<T, bool> ? DType::Bool : detail::dtype_of_storage<std::conditional_t<(sizeof(T) > 4), int64_t, int32_t>>();
+    if constexpr (std::is_unsigned_v<T> && sizeof(T) == 8) {
+      a.dtype = DType::U32;  // marks "unsigned 64-bit": range-checked at the call
+      a.bits = uint64_t(v);
+    } else {
+      a.bits = uint64_t(int64_t(v));
+      if constexpr (std::is_unsigned_v<T>) a.dtype = DType::U32;
+    }
+  }
+  return a;
+}
+template <class T>
+ArgValue make_arg(const Buffer<T> &b) {
+  return make_arg(b.data());
+}
+
+namespace detail {
+
+// What the run time needs to know of a kernel: its name, parameter types and how to trace it.
+struct KernelSignature {
+  std::string name;
+  std::vector<TypeDesc> params;
+  void (*trace)(const std::vector<int32_t> &arg_ids) = nullptr;
+};
+
+class KernelImpl;
+std::shared_ptr<KernelImpl> make_kernel(const Device &device, KernelSignature signature, CompileOptions options);
+void launch(KernelImpl &kernel, const Grid &grid, const ArgValue *args, size_t count);
+// Compiles (or finds in the cache) the specialization for these arguments without running it.
+void warm(KernelImpl &kernel, const ArgValue *args, size_t count);
+
+template <auto K>
+std::string kernel_name() {
+  std::string_view f = __PRETTY_FUNCTION__;
+  auto start = f.find("K = ");
+  if (start == std::string_view::npos) return "kernel";
+  start += 4;
+  auto end = f.find_first_of(";]", start);
+  std::string name(f.substr(start, end - start));
+  // Drop a leading '&' of a function address and namespaces, keeping template arguments.
+  if (!name.empty() && name[0] == '&') name.erase(0, 1);
+  return name;
+}
+
+template <class F>
+struct kernel_params;
+template <class... P>
+struct kernel_params<void (*)(P...)> {
+  static constexpr std::size_t count = sizeof...(P);
+  static_assert((is_block_v<P> && ...), "kernel parameters must be Ptr<T> or Scalar<T>");
+  static_assert(((std::remove_cvref_t<P>::rank == 0) && ...), "kernel parameters must be Ptr<T> or Scalar<T> (rank-0 blocks)");
+
+  static std::vector<TypeDesc> types() { return {std::remove_cvref_t<P>::type()...}; }
+
+  template <auto K, std::size_t... I>
+  static void call(const std::vector<int32_t> &ids, std::index_sequence<I...>) {
+    K(make<std::remove_cvref_t<P>>(ids[I])...);
+  }
+  template <auto K>
+  static void trace(const std::vector<int32_t> &ids) {
+    call<K>(ids, std::index_sequence_for<P...>{});
+  }
+};
+
+}  // namespace detail
+
+// A kernel compiled for one device: call it with a grid and the arguments. Each new
+// specialization of the arguments (Triton's: integers equal to 1 or divisible by 16, pointers
+// aligned to 16 bytes) is traced and compiled once, then found in the cache.
+template <auto K>
+class Kernel {
+  using Params = detail::kernel_params<decltype(K)>;
+
+ public:
+  Kernel(const Device &device, CompileOptions options)
+      : impl_(detail::make_kernel(device, {detail::kernel_name<K>(), Params::types(), &Params::template trace<K>}, options)) {}
+
+  template <class... A>
+  void operator()(const Grid &g, const A &...args) const {
+    static_assert(sizeof...(A) == Params::count, "wrong number of kernel arguments: pass one per kernel parameter");
+    const ArgValue values[] = {make_arg(args)..., ArgValue{}};
+    detail::launch(*impl_, g, values, sizeof...(A));
+  }
+
+  // Launch with type-erased arguments; count and types are checked at run time.
+  void launch(const Grid &g, const std::vector<ArgValue> &args) const { detail::launch(*impl_, g, args.data(), args.size()); }
+
+  // Compile for these arguments' specialization now, without running.
+  template <class... A>
+  void warm(const A &...args) const {
+    const ArgValue values[] = {make_arg(args)..., ArgValue{}};
+    detail::warm(*impl_, values, sizeof...(A));
+  }
+
+  static std::string name() { return detail::kernel_name<K>(); }
+
+ private:
+  std::shared_ptr<detail::KernelImpl> impl_;
+};
+
+// What the kernel cache has done in this process, for summaries and tests.
+struct CacheStats {
+  int64_t compiled = 0;     // traced and compiled by LLVM
+  int64_t memory_hits = 0;  // traced, found compiled in this process
+  int64_t disk_hits = 0;    // traced, loaded from the disk cache
+  int64_t launches = 0;
+  double compile_ms = 0;    // total time of the compiles
+};
+CacheStats cache_stats();
+
+template <auto K>
+Kernel<K> compile(const Device &device, CompileOptions options = {}) {
+  return Kernel<K>(device, options);
+}
+
+}  // namespace kdsl

@@ -1,0 +1,72 @@
+// host_jit.cpp - one ORC LLJIT per process: links kernel objects and resolves their entry points
+#include <fmt/format.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/Support/Error.h>
+#include <llvm/Support/MemoryBuffer.h>
+
+#include <mutex>
+
+#include <kdsl/error.h>
+#include <kdsl/half.h>
+
+#include "codegen/codegen.h"
+#include "codegen/host/target_machine.h"
+
+// Compiler-runtime conversions LLVM may call for f16 on CPUs without F16C; libgcc does not
+// always provide them, so the JIT resolves them here.
+extern "C" {
+static float kdsl_extendhfsf2(uint16_t h) { return kdsl::f16_bits_to_f32(h); }
+static uint16_t kdsl_truncsfhf2(float f) { return kdsl::f32_to_f16_bits(f); }
+}
+
+namespace kdsl::codegen {
+namespace {
+
+std::string describe(llvm::Error e) { return llvm::toString(std::move(e)); }
+
+class HostJit {
+ public:
+  HostJit() {
+    make_host_target_machine();  // initializes the native target
+    auto jit = llvm::orc::LLJITBuilder().create();
+    if (!jit) throw Error("cannot start the LLVM JIT: " + describe(jit.takeError()));
+    jit_ = std::move(*jit);
+    auto &main = jit_->getMainJITDylib();
+    auto generator = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(jit_->getDataLayout().getGlobalPrefix());
+    if (!generator) throw Error("cannot expose process symbols to the JIT: " + describe(generator.takeError()));
+    main.addGenerator(std::move(*generator));
+    llvm::orc::SymbolMap runtime;
+    auto add = [&](const char *name, void *address) {
+      runtime[jit_->mangleAndIntern(name)] = {llvm::orc::ExecutorAddr::fromPtr(address), llvm::JITSymbolFlags::Exported};
+    };
+    add("__extendhfsf2", reinterpret_cast<void *>(&kdsl_extendhfsf2));
+    add("__truncsfhf2", reinterpret_cast<void *>(&kdsl_truncsfhf2));
+    if (auto err = main.define(llvm::orc::absoluteSymbols(std::move(runtime)))) throw Error("cannot define JIT runtime symbols: " + describe(std::move(err)));
+  }
+
+  HostEntry load(const std::vector<uint8_t> &object, const std::string &symbol) {
+    std::lock_guard lock(mutex_);
+    // The same kernel may arrive twice (two threads compiled it at once): reuse the first.
+    if (auto found = jit_->lookup(symbol)) return found->toPtr<HostEntry>();
+    else llvm::consumeError(found.takeError());
+    auto buffer = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(reinterpret_cast<const char *>(object.data()), object.size()), symbol);
+    if (auto err = jit_->addObjectFile(std::move(buffer))) throw Error(fmt::format("cannot link kernel object '{}': {}", symbol, describe(std::move(err))));
+    auto address = jit_->lookup(symbol);
+    if (!address) throw Error(fmt::format("kernel object does not define '{}': {}", symbol, describe(address.takeError())));
+    return address->toPtr<HostEntry>();
+  }
+
+ private:
+  std::unique_ptr<llvm::orc::LLJIT> jit_;
+  std::mutex mutex_;
+};
+
+}  // namespace
+
+HostEntry load_host_object(const std::vector<uint8_t> &object, const std::string &symbol) {
+  static HostJit jit;
+  return jit.load(object, symbol);
+}
+
+}  // namespace kdsl::codegen

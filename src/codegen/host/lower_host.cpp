@@ -1,0 +1,657 @@
+// lower_host.cpp - block IR to LLVM IR for the host: loop nests over blocks, fused index math
+#include "codegen/host/lower_host.h"
+
+#include <fmt/format.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+
+#include <kdsl/error.h>
+
+#include "codegen/host/element_math.h"
+#include "codegen/host/storage_plan.h"
+
+namespace kdsl::codegen {
+namespace {
+
+using Index = std::vector<llvm::Value *>;  // one i64 per axis of the value being read
+
+struct ValueState {
+  llvm::Value *scalar = nullptr;       // rank-0 values
+  llvm::AllocaInst *array = nullptr;   // materialized blocks
+};
+
+class HostLowering {
+ public:
+  HostLowering(const ir::Function &fn, llvm::Module &m) : fn_(fn), m_(m), ctx_(m.getContext()), b_(ctx_), plan_(plan_storage(fn)) {}
+
+  void run(const std::string &symbol) {
+    llvm::Function *body = emit_body(symbol + ".body");
+    emit_entry(symbol, body);
+  }
+
+ private:
+  // --- types ----------------------------------------------------------------------------
+
+  // The type values are computed in: f16 and bf16 compute in f32 (rounded after each op).
+  llvm::Type *compute_type(DType t) {
+    switch (t) {
+      case DType::F32: case DType::F16: case DType::BF16: return b_.getFloatTy();
+      case DType::Bool: return b_.getInt1Ty();
+      case DType::I8: case DType::U8: return b_.getInt8Ty();
+      case DType::I16: return b_.getInt16Ty();
+      case DType::I32: case DType::U32: return b_.getInt32Ty();
+      case DType::I64: return b_.getInt64Ty();
+    }
+    return nullptr;
+  }
+  llvm::Type *compute_type(const ir::Type &t) { return t.is_ptr ? llvm::PointerType::get(ctx_, 0) : compute_type(t.elem); }
+
+  // The type elements have in memory.
+  llvm::Type *storage_type(DType t) {
+    switch (t) {
+      case DType::F16: return b_.getHalfTy();
+      case DType::BF16: return b_.getInt16Ty();
+      case DType::Bool: return b_.getInt8Ty();
+      default: return compute_type(t);
+    }
+  }
+
+  llvm::Value *from_storage(llvm::Value *v, DType t) {
+    switch (t) {
+      case DType::F16: return b_.CreateFPExt(v, b_.getFloatTy());
+      case DType::BF16: return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(v, b_.getInt32Ty()), 16), b_.getFloatTy());
+      case DType::Bool: return b_.CreateICmpNE(v, b_.getInt8(0));
+      default: return v;
+    }
+  }
+  llvm::Value *to_storage(llvm::Value *v, DType t) {
+    switch (t) {
+      case DType::F16: return b_.CreateFPTrunc(v, b_.getHalfTy());
+      case DType::BF16: return b_.CreateTrunc(b_.CreateLShr(b_.CreateBitCast(emit_round_to_bf16(b_, v), b_.getInt32Ty()), 16), b_.getInt16Ty());
+      case DType::Bool: return b_.CreateZExt(v, b_.getInt8Ty());
+      default: return v;
+    }
+  }
+  // Rounds an f32 compute value to the precision of a narrower float dtype.
+  llvm::Value *round_to(llvm::Value *v, DType t) {
+    if (t == DType::F16) return b_.CreateFPExt(b_.CreateFPTrunc(v, b_.getHalfTy()), b_.getFloatTy());
+    if (t == DType::BF16) return emit_round_to_bf16(b_, v);
+    return v;
+  }
+
+  llvm::Value *constant(const ir::Type &t, int64_t i, double f) {
+    llvm::Type *ty = compute_type(t);
+    if (is_float(t.elem)) return llvm::ConstantFP::get(ty, f);
+    return llvm::ConstantInt::get(ty, uint64_t(i), !is_unsigned(t.elem));
+  }
+
+  // --- loops ----------------------------------------------------------------------------
+
+  llvm::Function *current_function() { return b_.GetInsertBlock()->getParent(); }
+
+  // for (i = 0; i < n; ++i) body(i), with n >= 1.
+  template <class F>
+  void loop(int64_t n, F &&body) {
+    llvm::BasicBlock *pre = b_.GetInsertBlock();
+    llvm::BasicBlock *head = llvm::BasicBlock::Create(ctx_, "loop", current_function());
+    llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx_, "loop.end", current_function());
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::PHINode *i = b_.CreatePHI(b_.getInt64Ty(), 2, "i");
+    i->addIncoming(b_.getInt64(0), pre);
+    body(static_cast<llvm::Value *>(i));
+    llvm::Value *next = b_.CreateAdd(i, b_.getInt64(1), "i.next", true, true);
+    i->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateCondBr(b_.CreateICmpSLT(next, b_.getInt64(n)), head, exit);
+    b_.SetInsertPoint(exit);
+  }
+
+  template <class F>
+  void loop_nest(const ir::Shape &shape, F &&body, Index idx = {}) {
+    if (int(idx.size()) == shape.rank) return body(idx);
+    loop(shape[int(idx.size())], [&](llvm::Value *i) {
+      Index inner = idx;
+      inner.push_back(i);
+      loop_nest(shape, body, inner);
+    });
+  }
+
+  // if (cond) then(): a conditional block in the current function.
+  template <class F>
+  void when(llvm::Value *cond, F &&then) {
+    llvm::BasicBlock *yes = llvm::BasicBlock::Create(ctx_, "then", current_function());
+    llvm::BasicBlock *done = llvm::BasicBlock::Create(ctx_, "endif", current_function());
+    b_.CreateCondBr(cond, yes, done);
+    b_.SetInsertPoint(yes);
+    then();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+  }
+
+  llvm::Value *linear(const Index &idx, const ir::Shape &shape) {
+    llvm::Value *offset = b_.getInt64(0);
+    for (int d = 0; d < shape.rank; ++d) offset = b_.CreateAdd(b_.CreateMul(offset, b_.getInt64(shape[d]), "", true, true), idx[size_t(d)], "", true, true);
+    return offset;
+  }
+
+  llvm::AllocaInst *alloca_array(const ir::Type &t, const char *name) {
+    llvm::IRBuilder<> entry(allocas_->getParent(), allocas_->getIterator());
+    auto *ty = llvm::ArrayType::get(compute_type(t), uint64_t(t.shape.numel()));
+    auto *a = entry.CreateAlloca(ty, nullptr, name);
+    a->setAlignment(llvm::Align(64));
+    return a;
+  }
+  llvm::AllocaInst *alloca_slot(llvm::Type *ty, const char *name) {
+    llvm::IRBuilder<> entry(allocas_->getParent(), allocas_->getIterator());
+    return entry.CreateAlloca(ty, nullptr, name);
+  }
+
+  llvm::Value *array_element_ptr(llvm::AllocaInst *array, const ir::Type &t, const Index &idx) {
+    return b_.CreateInBoundsGEP(compute_type(t), array, linear(idx, t.shape));
+  }
+
+  // --- reading values -------------------------------------------------------------------
+
+  llvm::Value *element(ir::ValueId v, const Index &idx) {
+    const ir::Type &t = fn_.type(v);
+    ValueState &st = state_[size_t(v)];
+    if (t.shape.rank == 0 && st.scalar) return st.scalar;
+    if (st.array) return b_.CreateLoad(compute_type(t), array_element_ptr(st.array, t, idx));
+    const ir::Op *def = plan_.def[size_t(v)];
+    if (!def || plan_.storage[size_t(v)] != Storage::Fused) internal_error(fmt::format("host lowering: value {} ({}) read before it was computed", v, t.str()));
+    return compute(*def, idx);
+  }
+
+  // --- computing one element of an op's result --------------------------------------------
+
+  llvm::Value *compute(const ir::Op &op, const Index &idx) {
+    const ir::Type &out = fn_.type(op.results[0]);
+    auto arg = [&](size_t i) { return element(op.operands[i], idx); };
+    auto arg_type = [&](size_t i) -> const ir::Type & { return fn_.type(op.operands[i]); };
+    bool fp = !out.is_ptr && is_float(out.elem);
+    bool arg_fp = !op.operands.empty() && !arg_type(0).is_ptr && is_float(arg_type(0).elem);
+    bool sign = op.operands.empty() || !is_unsigned(arg_type(0).elem);
+    auto fin = [&](llvm::Value *v) { return fp ? round_to(v, out.elem) : v; };
+    auto intrinsic = [&](llvm::Intrinsic::ID id, std::vector<llvm::Value *> args) {
+      return b_.CreateIntrinsic(id, {args[0]->getType()}, args);
+    };
+    switch (op.kind) {
+      case OpKind::Constant: return constant(out, op.ints.empty() ? 0 : op.ints[0], op.fval);
+      case OpKind::ProgramId: return pid_[size_t(op.ints[0])];
+      case OpKind::NumPrograms: return grid_[size_t(op.ints[0])];
+      case OpKind::Arange: return b_.CreateAdd(b_.CreateTrunc(idx[0], b_.getInt32Ty()), b_.getInt32(int32_t(op.ints[0])));
+      case OpKind::Broadcast: {
+        const ir::Shape &in = arg_type(0).shape;
+        Index mapped(idx.size());
+        for (int d = 0; d < in.rank; ++d) mapped[size_t(d)] = in[d] == 1 ? b_.getInt64(0) : idx[size_t(d)];
+        return element(op.operands[0], mapped);
+      }
+      case OpKind::ExpandDims: {
+        Index mapped = idx;
+        mapped.erase(mapped.begin() + op.ints[0]);
+        return element(op.operands[0], mapped);
+      }
+      case OpKind::Reshape: {
+        const ir::Shape &in = arg_type(0).shape;
+        llvm::Value *flat = linear(idx, out.shape);
+        Index mapped(size_t(in.rank));
+        for (int d = in.rank - 1; d >= 0; --d) {
+          mapped[size_t(d)] = b_.CreateURem(flat, b_.getInt64(in[d]));
+          flat = b_.CreateUDiv(flat, b_.getInt64(in[d]));
+        }
+        return element(op.operands[0], mapped);
+      }
+      case OpKind::Trans: {
+        Index mapped(idx.size());
+        for (size_t d = 0; d < idx.size(); ++d) mapped[size_t(op.ints[d])] = idx[d];
+        return element(op.operands[0], mapped);
+      }
+      case OpKind::Add: return fp ? fin(b_.CreateFAdd(arg(0), arg(1))) : b_.CreateAdd(arg(0), arg(1));
+      case OpKind::Sub: return fp ? fin(b_.CreateFSub(arg(0), arg(1))) : b_.CreateSub(arg(0), arg(1));
+      case OpKind::Mul: return fp ? fin(b_.CreateFMul(arg(0), arg(1))) : b_.CreateMul(arg(0), arg(1));
+      case OpKind::Div: return fp ? fin(b_.CreateFDiv(arg(0), arg(1))) : sign ? b_.CreateSDiv(arg(0), arg(1)) : b_.CreateUDiv(arg(0), arg(1));
+      case OpKind::Rem: return fp ? fin(b_.CreateFRem(arg(0), arg(1))) : sign ? b_.CreateSRem(arg(0), arg(1)) : b_.CreateURem(arg(0), arg(1));
+      case OpKind::Min:
+        return fp ? intrinsic(llvm::Intrinsic::minnum, {arg(0), arg(1)}) : intrinsic(sign ? llvm::Intrinsic::smin : llvm::Intrinsic::umin, {arg(0), arg(1)});
+      case OpKind::Max:
+        return fp ? intrinsic(llvm::Intrinsic::maxnum, {arg(0), arg(1)}) : intrinsic(sign ? llvm::Intrinsic::smax : llvm::Intrinsic::umax, {arg(0), arg(1)});
+      case OpKind::And: return b_.CreateAnd(arg(0), arg(1));
+      case OpKind::Or: return b_.CreateOr(arg(0), arg(1));
+      case OpKind::Xor: return b_.CreateXor(arg(0), arg(1));
+      case OpKind::Shl: return b_.CreateShl(arg(0), arg(1));
+      case OpKind::Shr: return sign ? b_.CreateAShr(arg(0), arg(1)) : b_.CreateLShr(arg(0), arg(1));
+      case OpKind::CmpLt: return arg_fp ? b_.CreateFCmpOLT(arg(0), arg(1)) : sign ? b_.CreateICmpSLT(arg(0), arg(1)) : b_.CreateICmpULT(arg(0), arg(1));
+      case OpKind::CmpLe: return arg_fp ? b_.CreateFCmpOLE(arg(0), arg(1)) : sign ? b_.CreateICmpSLE(arg(0), arg(1)) : b_.CreateICmpULE(arg(0), arg(1));
+      case OpKind::CmpGt: return arg_fp ? b_.CreateFCmpOGT(arg(0), arg(1)) : sign ? b_.CreateICmpSGT(arg(0), arg(1)) : b_.CreateICmpUGT(arg(0), arg(1));
+      case OpKind::CmpGe: return arg_fp ? b_.CreateFCmpOGE(arg(0), arg(1)) : sign ? b_.CreateICmpSGE(arg(0), arg(1)) : b_.CreateICmpUGE(arg(0), arg(1));
+      case OpKind::CmpEq: return arg_fp ? b_.CreateFCmpOEQ(arg(0), arg(1)) : b_.CreateICmpEQ(arg(0), arg(1));
+      case OpKind::CmpNe: return arg_fp ? b_.CreateFCmpUNE(arg(0), arg(1)) : b_.CreateICmpNE(arg(0), arg(1));
+      case OpKind::PtrAdd: {
+        llvm::Value *offset = arg(1);
+        offset = is_unsigned(arg_type(1).elem) ? b_.CreateZExt(offset, b_.getInt64Ty()) : b_.CreateSExt(offset, b_.getInt64Ty());
+        return b_.CreateGEP(storage_type(out.elem), arg(0), offset);
+      }
+      case OpKind::Neg: return fp ? b_.CreateFNeg(arg(0)) : b_.CreateNeg(arg(0));
+      case OpKind::Not: return b_.CreateNot(arg(0));
+      case OpKind::Exp: return fin(emit_exp(b_, arg(0)));
+      case OpKind::Exp2: return fin(emit_exp2(b_, arg(0)));
+      case OpKind::Log: return fin(intrinsic(llvm::Intrinsic::log, {arg(0)}));
+      case OpKind::Log2: return fin(intrinsic(llvm::Intrinsic::log2, {arg(0)}));
+      case OpKind::Sqrt: return fin(intrinsic(llvm::Intrinsic::sqrt, {arg(0)}));
+      case OpKind::Rsqrt: return fin(b_.CreateFDiv(llvm::ConstantFP::get(b_.getFloatTy(), 1.0), intrinsic(llvm::Intrinsic::sqrt, {arg(0)})));
+      case OpKind::Sin: return fin(intrinsic(llvm::Intrinsic::sin, {arg(0)}));
+      case OpKind::Cos: return fin(intrinsic(llvm::Intrinsic::cos, {arg(0)}));
+      case OpKind::Tanh: return fin(call_libm("tanhf", arg(0)));
+      case OpKind::Sigmoid: {
+        llvm::Value *e = emit_exp(b_, b_.CreateFNeg(arg(0)));
+        return fin(b_.CreateFDiv(llvm::ConstantFP::get(b_.getFloatTy(), 1.0), b_.CreateFAdd(llvm::ConstantFP::get(b_.getFloatTy(), 1.0), e)));
+      }
+      case OpKind::Abs: return fp ? intrinsic(llvm::Intrinsic::fabs, {arg(0)}) : b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, arg(0), b_.getFalse());
+      case OpKind::Cast: return cast(arg(0), arg_type(0).elem, out.elem);
+      case OpKind::Bitcast: {
+        llvm::Value *bits = b_.CreateBitCast(to_storage(arg(0), arg_type(0).elem), storage_type(out.elem));
+        return from_storage(bits, out.elem);
+      }
+      case OpKind::Fma: return fin(intrinsic(llvm::Intrinsic::fma, {arg(0), arg(1), arg(2)}));
+      case OpKind::Select: return b_.CreateSelect(arg(0), arg(1), arg(2));
+      case OpKind::Load: return load(op, idx);
+      case OpKind::ReduceSum: case OpKind::ReduceMax: case OpKind::ReduceMin: case OpKind::ArgMax: case OpKind::ArgMin:
+        return reduce(op, idx);
+      default:
+        internal_error(fmt::format("host lowering: {} cannot be computed per element", ir::op_name(op.kind)));
+    }
+  }
+
+  llvm::Value *call_libm(const char *name, llvm::Value *x) {
+    llvm::FunctionCallee f = m_.getOrInsertFunction(name, llvm::FunctionType::get(b_.getFloatTy(), {b_.getFloatTy()}, false));
+    return b_.CreateCall(f, {x});
+  }
+
+  llvm::Value *cast(llvm::Value *v, DType from, DType to) {
+    if (is_float(from)) {
+      if (is_float(to)) return round_to(v, to);
+      if (to == DType::Bool) return b_.CreateFCmpUNE(v, llvm::ConstantFP::get(b_.getFloatTy(), 0.0));
+      return is_unsigned(to) ? b_.CreateFPToUI(v, compute_type(to)) : b_.CreateFPToSI(v, compute_type(to));
+    }
+    if (is_float(to)) return round_to(is_unsigned(from) ? b_.CreateUIToFP(v, b_.getFloatTy()) : b_.CreateSIToFP(v, b_.getFloatTy()), to);
+    if (to == DType::Bool) return b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
+    return b_.CreateIntCast(v, compute_type(to), !is_unsigned(from));
+  }
+
+  llvm::Value *load(const ir::Op &op, const Index &idx) {
+    const ir::Type &out = fn_.type(op.results[0]);
+    llvm::Type *mem = storage_type(out.elem);
+    auto plain = [&] { return from_storage(b_.CreateLoad(mem, element(op.operands[0], idx)), out.elem); };
+    if (op.operands.size() == 1) return plain();
+    // Masked: the address is only formed and read where the mask holds.
+    llvm::Value *mask = element(op.operands[1], idx);
+    llvm::Value *other = element(op.operands[2], idx);
+    llvm::BasicBlock *from = b_.GetInsertBlock();
+    llvm::BasicBlock *yes = llvm::BasicBlock::Create(ctx_, "load", current_function());
+    llvm::BasicBlock *done = llvm::BasicBlock::Create(ctx_, "load.end", current_function());
+    b_.CreateCondBr(mask, yes, done);
+    b_.SetInsertPoint(yes);
+    llvm::Value *loaded = plain();
+    llvm::BasicBlock *loaded_in = b_.GetInsertBlock();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+    llvm::PHINode *phi = b_.CreatePHI(loaded->getType(), 2);
+    phi->addIncoming(loaded, loaded_in);
+    phi->addIncoming(other, from);
+    return phi;
+  }
+
+  // One element of a reduction's result: a loop over the reduced axis.
+  llvm::Value *reduce(const ir::Op &op, const Index &idx) {
+    const ir::Type &in = fn_.type(op.operands[0]);
+    int axis = int(op.ints[0]);
+    bool fp = is_float(in.elem), sign = !is_unsigned(in.elem);
+    llvm::Type *ty = compute_type(in.elem);
+    bool arg = op.kind == OpKind::ArgMax || op.kind == OpKind::ArgMin;
+    llvm::AllocaInst *acc = alloca_slot(ty, "acc");
+    llvm::AllocaInst *best = arg ? alloca_slot(b_.getInt32Ty(), "argbest") : nullptr;
+    double inf = __builtin_huge_val();
+    auto extreme = [&](bool largest) -> llvm::Value * {
+      if (fp) return llvm::ConstantFP::get(ty, largest ? inf : -inf);
+      unsigned bits = ty->getIntegerBitWidth();
+      if (sign) return b_.getInt(largest ? llvm::APInt::getSignedMaxValue(bits) : llvm::APInt::getSignedMinValue(bits));
+      return b_.getInt(largest ? llvm::APInt::getMaxValue(bits) : llvm::APInt::getMinValue(bits));
+    };
+    llvm::Value *init = op.kind == OpKind::ReduceSum ? constant(in.with_elem(in.elem), 0, 0.0)
+                        : (op.kind == OpKind::ReduceMax || op.kind == OpKind::ArgMax) ? extreme(false)
+                                                                                       : extreme(true);
+    b_.CreateStore(init, acc);
+    if (best) b_.CreateStore(b_.getInt32(0), best);
+    llvm::FastMathFlags reassoc;
+    reassoc.setAllowReassoc();
+    reassoc.setNoNaNs();
+    reassoc.setNoSignedZeros();
+    loop(in.shape[axis], [&](llvm::Value *i) {
+      Index full = idx;
+      full.insert(full.begin() + axis, i);
+      llvm::Value *x = element(op.operands[0], full);
+      llvm::Value *a = b_.CreateLoad(ty, acc);
+      llvm::Value *next = nullptr;
+      switch (op.kind) {
+        case OpKind::ReduceSum:
+          next = fp ? b_.CreateFAdd(a, x) : b_.CreateAdd(a, x);
+          if (fp) llvm::cast<llvm::Instruction>(next)->setFastMathFlags(reassoc);
+          break;
+        case OpKind::ReduceMax:
+        case OpKind::ReduceMin: {
+          bool mx = op.kind == OpKind::ReduceMax;
+          if (fp) {
+            next = b_.CreateBinaryIntrinsic(mx ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, a, x);
+            llvm::cast<llvm::Instruction>(next)->setFastMathFlags(reassoc);
+          } else {
+            next = b_.CreateBinaryIntrinsic(mx ? (sign ? llvm::Intrinsic::smax : llvm::Intrinsic::umax) : (sign ? llvm::Intrinsic::smin : llvm::Intrinsic::umin), a, x);
+          }
+          break;
+        }
+        default: {  // argmax / argmin: strictly better only, so the first index wins
+          bool mx = op.kind == OpKind::ArgMax;
+          llvm::Value *better = fp ? (mx ? b_.CreateFCmpOGT(x, a) : b_.CreateFCmpOLT(x, a))
+                                   : (mx ? (sign ? b_.CreateICmpSGT(x, a) : b_.CreateICmpUGT(x, a)) : (sign ? b_.CreateICmpSLT(x, a) : b_.CreateICmpULT(x, a)));
+          // The first element always initialises, so an all-minimal (or all -inf) row gives 0.
+          better = b_.CreateOr(better, b_.CreateICmpEQ(i, b_.getInt64(0)));
+          next = b_.CreateSelect(better, x, a);
+          b_.CreateStore(b_.CreateSelect(better, b_.CreateTrunc(i, b_.getInt32Ty()), b_.CreateLoad(b_.getInt32Ty(), best)), best);
+        }
+      }
+      b_.CreateStore(next, acc);
+    });
+    if (arg) return b_.CreateLoad(b_.getInt32Ty(), best);
+    llvm::Value *r = b_.CreateLoad(ty, acc);
+    return fp ? round_to(r, in.elem) : r;
+  }
+
+  // --- ops ------------------------------------------------------------------------------
+
+  // Stores an already computed or fused value into a new (or given) array.
+  void materialize(ir::ValueId v, llvm::AllocaInst *into) {
+    const ir::Type &t = fn_.type(v);
+    loop_nest(t.shape, [&](const Index &idx) { b_.CreateStore(element(v, idx), array_element_ptr(into, t, idx)); });
+  }
+
+  void emit_op(const ir::Op &op) {
+    switch (op.kind) {
+      case OpKind::Store:
+      case OpKind::AtomicAdd:
+        return emit_store(op);
+      case OpKind::Dot:
+        return emit_dot(op);
+      case OpKind::For:
+        return emit_for(op);
+      case OpKind::If:
+        return emit_if(op);
+      case OpKind::Yield:
+        return;  // handled by the parent op
+      default:
+        break;
+    }
+    ir::ValueId v = op.results.at(0);
+    const ir::Type &t = fn_.type(v);
+    switch (plan_.storage[size_t(v)]) {
+      case Storage::Fused:
+        return;
+      case Storage::Scalar:
+        state_[size_t(v)].scalar = compute(op, {});
+        return;
+      case Storage::Array: {
+        llvm::AllocaInst *a = alloca_array(t, ir::op_name(op.kind));
+        loop_nest(t.shape, [&](const Index &idx) { b_.CreateStore(compute(op, idx), array_element_ptr(a, t, idx)); });
+        state_[size_t(v)].array = a;
+        return;
+      }
+    }
+  }
+
+  void emit_store(const ir::Op &op) {
+    const ir::Type &pt = fn_.type(op.operands[0]);
+    bool atomic = op.kind == OpKind::AtomicAdd;
+    llvm::AllocaInst *old = nullptr;
+    if (atomic && pt.shape.rank > 0) old = alloca_array(fn_.type(op.results[0]), "atomic.old");
+    llvm::AllocaInst *old_scalar = atomic && !old ? alloca_slot(compute_type(pt.elem), "atomic.old") : nullptr;
+    loop_nest(pt.shape, [&](const Index &idx) {
+      auto body = [&] {
+        llvm::Value *p = element(op.operands[0], idx);
+        llvm::Value *v = element(op.operands[1], idx);
+        if (!atomic) {
+          b_.CreateStore(to_storage(v, pt.elem), p);
+          return;
+        }
+        auto rmw = is_float(pt.elem) ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add;
+        llvm::Value *prior = b_.CreateAtomicRMW(rmw, p, v, llvm::MaybeAlign(), llvm::AtomicOrdering::Monotonic);
+        b_.CreateStore(prior, old ? array_element_ptr(old, fn_.type(op.results[0]), idx) : old_scalar);
+      };
+      if (op.operands.size() == 3) when(element(op.operands[2], idx), body);
+      else body();
+    });
+    if (old) state_[size_t(op.results[0])].array = old;
+    if (old_scalar) state_[size_t(op.results[0])].scalar = b_.CreateLoad(compute_type(pt.elem), old_scalar);
+  }
+
+  // c = acc + a @ b, accumulating each row of c with the inner loop over n contiguous.
+  void emit_dot(const ir::Op &op) {
+    const ir::Type &ct = fn_.type(op.results[0]);
+    const ir::Type &at = fn_.type(op.operands[0]);
+    bool fp = is_float(ct.elem);
+    llvm::AllocaInst *c = alloca_array(ct, "dot");
+    materialize(op.operands[2], c);
+    int64_t M = ct.shape[0], N = ct.shape[1], K = at.shape[1];
+    llvm::FastMathFlags contract;
+    contract.setAllowContract();
+    loop(M, [&](llvm::Value *m) {
+      loop(K, [&](llvm::Value *k) {
+        llvm::Value *a = element(op.operands[0], {m, k});
+        if (!fp) a = b_.CreateSExt(a, b_.getInt32Ty());
+        loop(N, [&](llvm::Value *n) {
+          llvm::Value *bv = element(op.operands[1], {k, n});
+          llvm::Value *slot = array_element_ptr(c, ct, {m, n});
+          llvm::Value *acc = b_.CreateLoad(compute_type(ct), slot);
+          llvm::Value *sum;
+          if (fp) {
+            auto *mul = llvm::cast<llvm::Instruction>(b_.CreateFMul(a, bv));
+            mul->setFastMathFlags(contract);
+            auto *add = llvm::cast<llvm::Instruction>(b_.CreateFAdd(acc, mul));
+            add->setFastMathFlags(contract);
+            sum = add;
+          } else {
+            sum = b_.CreateAdd(acc, b_.CreateMul(a, b_.CreateSExt(bv, b_.getInt32Ty())));
+          }
+          b_.CreateStore(sum, slot);
+        });
+      });
+    });
+    state_[size_t(op.results[0])].array = c;
+  }
+
+  // Storage a loop or conditional writes its results into: arrays for blocks, slots for scalars.
+  struct Slot {
+    llvm::AllocaInst *memory = nullptr;
+    ir::Type type;
+  };
+  std::vector<Slot> make_slots(const std::vector<ir::ValueId> &like) {
+    std::vector<Slot> slots;
+    for (ir::ValueId v : like) {
+      const ir::Type &t = fn_.type(v);
+      slots.push_back({t.shape.rank ? alloca_array(t, "carried") : alloca_slot(compute_type(t), "carried"), t});
+    }
+    return slots;
+  }
+
+  // Writes `values` into `slots` as if all at once: values that alias a slot (or need
+  // computing) go through temporaries first.
+  void write_slots(const std::vector<ir::ValueId> &values, const std::vector<Slot> &slots) {
+    std::vector<llvm::Value *> scalars(values.size(), nullptr);
+    std::vector<llvm::AllocaInst *> sources(values.size(), nullptr);
+    for (size_t i = 0; i < values.size(); ++i) {
+      const ir::Type &t = slots[i].type;
+      if (t.shape.rank == 0) {
+        scalars[i] = element(values[i], {});
+        continue;
+      }
+      llvm::AllocaInst *a = state_[size_t(values[i])].array;
+      bool aliases = false;
+      for (const Slot &s : slots) aliases |= s.memory == a;
+      if (a && !aliases) {
+        sources[i] = a;
+      } else {
+        sources[i] = alloca_array(t, "yield.tmp");
+        materialize(values[i], sources[i]);
+      }
+    }
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (scalars[i]) {
+        b_.CreateStore(scalars[i], slots[i].memory);
+      } else {
+        uint64_t bytes = uint64_t(slots[i].type.shape.numel()) * m_.getDataLayout().getTypeAllocSize(compute_type(slots[i].type));
+        b_.CreateMemCpy(slots[i].memory, llvm::MaybeAlign(64), sources[i], llvm::MaybeAlign(64), bytes);
+      }
+    }
+  }
+
+  void bind_slots(const std::vector<ir::ValueId> &values, const std::vector<Slot> &slots) {
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (slots[i].type.shape.rank) state_[size_t(values[i])].array = slots[i].memory;
+      else state_[size_t(values[i])].scalar = b_.CreateLoad(compute_type(slots[i].type), slots[i].memory);
+    }
+  }
+
+  void emit_region(const ir::Region &r) {
+    for (const ir::Op &op : r.ops) emit_op(op);
+  }
+
+  void emit_for(const ir::Op &op) {
+    const ir::Region &body = op.regions[0];
+    std::vector<ir::ValueId> inits(op.operands.begin() + 3, op.operands.end());
+    std::vector<Slot> slots = make_slots(inits);
+    write_slots(inits, slots);
+    llvm::Value *lo = element(op.operands[0], {}), *hi = element(op.operands[1], {}), *step = element(op.operands[2], {});
+    llvm::AllocaInst *iv_slot = alloca_slot(b_.getInt32Ty(), "iv");
+    b_.CreateStore(lo, iv_slot);
+    llvm::BasicBlock *head = llvm::BasicBlock::Create(ctx_, "for", current_function());
+    llvm::BasicBlock *loop_body = llvm::BasicBlock::Create(ctx_, "for.body", current_function());
+    llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx_, "for.end", current_function());
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::Value *iv = b_.CreateLoad(b_.getInt32Ty(), iv_slot);
+    b_.CreateCondBr(b_.CreateICmpSLT(iv, hi), loop_body, exit);
+    b_.SetInsertPoint(loop_body);
+    state_[size_t(body.args[0])].scalar = iv;
+    bind_slots({body.args.begin() + 1, body.args.end()}, slots);
+    emit_region(body);
+    write_slots(body.ops.back().operands, slots);
+    b_.CreateStore(b_.CreateAdd(iv, step), iv_slot);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(exit);
+    bind_slots(op.results, slots);
+  }
+
+  void emit_if(const ir::Op &op) {
+    std::vector<Slot> slots = make_slots(op.results);
+    llvm::BasicBlock *then_block = llvm::BasicBlock::Create(ctx_, "if.then", current_function());
+    llvm::BasicBlock *else_block = llvm::BasicBlock::Create(ctx_, "if.else", current_function());
+    llvm::BasicBlock *done = llvm::BasicBlock::Create(ctx_, "if.end", current_function());
+    b_.CreateCondBr(element(op.operands[0], {}), then_block, else_block);
+    for (int branch = 0; branch < 2; ++branch) {
+      b_.SetInsertPoint(branch ? else_block : then_block);
+      emit_region(op.regions[size_t(branch)]);
+      write_slots(op.regions[size_t(branch)].ops.back().operands, slots);
+      b_.CreateBr(done);
+    }
+    b_.SetInsertPoint(done);
+    bind_slots(op.results, slots);
+  }
+
+  // --- functions ------------------------------------------------------------------------
+
+  // void body(ptr args, i32 pid0, pid1, pid2, i32 grid0, grid1, grid2)
+  llvm::Function *emit_body(const std::string &name) {
+    auto *i32 = b_.getInt32Ty();
+    auto *fty = llvm::FunctionType::get(b_.getVoidTy(), {llvm::PointerType::get(ctx_, 0), i32, i32, i32, i32, i32, i32}, false);
+    auto *f = llvm::Function::Create(fty, llvm::Function::InternalLinkage, name, m_);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    f->addFnAttr(llvm::Attribute::AlwaysInline);
+    auto *entry = llvm::BasicBlock::Create(ctx_, "entry", f);
+    b_.SetInsertPoint(entry);
+    allocas_ = b_.CreateAlloca(b_.getInt8Ty(), nullptr, "alloca.point");  // allocas go before this
+    for (int i = 0; i < 3; ++i) {
+      pid_[size_t(i)] = f->getArg(unsigned(1 + i));
+      grid_[size_t(i)] = f->getArg(unsigned(4 + i));
+    }
+    state_.assign(fn_.values.size(), {});
+    for (size_t i = 0; i < fn_.args.size(); ++i) bind_argument(fn_.args[i], f->getArg(0), i);
+    emit_region(fn_.body);
+    b_.CreateRetVoid();
+    allocas_->eraseFromParent();
+    return f;
+  }
+
+  void bind_argument(const ir::Argument &a, llvm::Value *slots, size_t i) {
+    const ir::Type &t = fn_.type(a.value);
+    llvm::Value *raw = b_.CreateLoad(b_.getInt64Ty(), b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), slots, i), a.name);
+    llvm::Value *v;
+    if (t.is_ptr) {
+      v = b_.CreateIntToPtr(raw, llvm::PointerType::get(ctx_, 0));
+      if (a.spec == ir::ArgClass::Divisible16) b_.CreateAlignmentAssumption(m_.getDataLayout(), v, 16);
+    } else if (t.elem == DType::F32) {
+      v = b_.CreateBitCast(b_.CreateTrunc(raw, b_.getInt32Ty()), b_.getFloatTy());
+    } else if (t.elem == DType::F16 || t.elem == DType::BF16) {
+      llvm::Value *bits = b_.CreateTrunc(raw, b_.getInt16Ty());
+      v = from_storage(t.elem == DType::F16 ? b_.CreateBitCast(bits, b_.getHalfTy()) : bits, t.elem);
+    } else {
+      v = b_.CreateTrunc(raw, compute_type(t.elem));
+      if (a.spec == ir::ArgClass::Divisible16) {
+        llvm::Value *low = b_.CreateAnd(v, llvm::ConstantInt::get(v->getType(), 15));
+        b_.CreateAssumption(b_.CreateICmpEQ(low, llvm::ConstantInt::get(v->getType(), 0)));
+      }
+    }
+    state_[size_t(a.value)].scalar = v;
+  }
+
+  // void entry(const u64 *args, i64 begin, i64 end, const i32 *grid)
+  void emit_entry(const std::string &name, llvm::Function *body) {
+    auto *ptr = llvm::PointerType::get(ctx_, 0);
+    auto *i64 = b_.getInt64Ty();
+    auto *fty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, i64, i64, ptr}, false);
+    auto *f = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name, m_);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    auto *entry = llvm::BasicBlock::Create(ctx_, "entry", f);
+    auto *loop_block = llvm::BasicBlock::Create(ctx_, "programs", f);
+    auto *done = llvm::BasicBlock::Create(ctx_, "done", f);
+    b_.SetInsertPoint(entry);
+    llvm::Value *g[3];
+    for (int i = 0; i < 3; ++i) g[i] = b_.CreateLoad(b_.getInt32Ty(), b_.CreateConstInBoundsGEP1_32(b_.getInt32Ty(), f->getArg(3), unsigned(i)));
+    b_.CreateCondBr(b_.CreateICmpSLT(f->getArg(1), f->getArg(2)), loop_block, done);
+    b_.SetInsertPoint(loop_block);
+    llvm::PHINode *id = b_.CreatePHI(i64, 2, "program");
+    id->addIncoming(f->getArg(1), entry);
+    llvm::Value *g0 = b_.CreateZExt(g[0], i64), *g1 = b_.CreateZExt(g[1], i64);
+    llvm::Value *p0 = b_.CreateTrunc(b_.CreateURem(id, g0), b_.getInt32Ty());
+    llvm::Value *rest = b_.CreateUDiv(id, g0);
+    llvm::Value *p1 = b_.CreateTrunc(b_.CreateURem(rest, g1), b_.getInt32Ty());
+    llvm::Value *p2 = b_.CreateTrunc(b_.CreateUDiv(rest, g1), b_.getInt32Ty());
+    b_.CreateCall(body, {f->getArg(0), p0, p1, p2, g[0], g[1], g[2]});
+    llvm::Value *next = b_.CreateAdd(id, b_.getInt64(1));
+    id->addIncoming(next, loop_block);
+    b_.CreateCondBr(b_.CreateICmpSLT(next, f->getArg(2)), loop_block, done);
+    b_.SetInsertPoint(done);
+    b_.CreateRetVoid();
+  }
+
+  const ir::Function &fn_;
+  llvm::Module &m_;
+  llvm::LLVMContext &ctx_;
+  llvm::IRBuilder<> b_;
+  StoragePlan plan_;
+  std::vector<ValueState> state_;
+  llvm::Instruction *allocas_ = nullptr;
+  std::array<llvm::Value *, 3> pid_{}, grid_{};
+};
+
+}  // namespace
+
+void lower_to_llvm(const ir::Function &fn, llvm::Module &module, const std::string &symbol) { HostLowering(fn, module).run(symbol); }
+
+}  // namespace kdsl::codegen

@@ -1,0 +1,108 @@
+// storage_plan.cpp - the fusion decisions of the host lowering
+#include "codegen/host/storage_plan.h"
+
+#include <limits>
+
+namespace kdsl::codegen {
+namespace {
+using namespace ir;  // op traits: is_view, is_elementwise, has_effect, has_regions
+
+constexpr int kManyPlaces = std::numeric_limits<int>::max();
+
+struct Use {
+  const ir::Op *user = nullptr;
+  size_t operand = 0;
+  const ir::Region *region = nullptr;
+  int position = 0;
+};
+
+class Planner {
+ public:
+  explicit Planner(const ir::Function &fn) : fn_(fn) {
+    size_t n = fn.values.size();
+    plan_.storage.assign(n, Storage::Array);
+    plan_.def.assign(n, nullptr);
+    uses_.resize(n);
+    eval_position_.assign(n, kManyPlaces);
+    into_write_.assign(n, false);
+    index_uses(fn.body);
+  }
+
+  StoragePlan run() {
+    for (size_t v = 0; v < fn_.values.size(); ++v)
+      if (fn_.values[v].shape.rank == 0) plan_.storage[v] = Storage::Scalar;
+    plan_region(fn_.body);
+    return std::move(plan_);
+  }
+
+ private:
+  void index_uses(const ir::Region &r) {
+    for (size_t i = 0; i < r.ops.size(); ++i) {
+      const ir::Op &op = r.ops[i];
+      for (size_t k = 0; k < op.operands.size(); ++k) uses_[size_t(op.operands[k])].push_back({&op, k, &r, int(i)});
+      for (ir::ValueId res : op.results) plan_.def[size_t(res)] = &op;
+      for (const ir::Region &inner : op.regions) index_uses(inner);
+    }
+  }
+
+  static bool is_index_math(const ir::Op &op, const ir::Type &t) {
+    switch (op.kind) {
+      case OpKind::Constant: case OpKind::Arange: case OpKind::ProgramId: case OpKind::NumPrograms:
+        return true;
+      default:
+        break;
+    }
+    if (is_view(op.kind)) return true;
+    return is_elementwise(op.kind) && (t.is_ptr || !is_float(t.elem));
+  }
+
+  void plan_region(const ir::Region &r) {
+    // effects[i]: stores, atomics and nested regions before op i.
+    std::vector<int> effects(r.ops.size() + 1, 0);
+    for (size_t i = 0; i < r.ops.size(); ++i) {
+      const ir::Op &op = r.ops[i];
+      bool effect = op.kind == OpKind::Store || op.kind == OpKind::AtomicAdd || has_regions(op.kind);
+      effects[i + 1] = effects[i] + (effect ? 1 : 0);
+    }
+    // Users come after definitions, so walking backwards decides users first.
+    for (size_t i = r.ops.size(); i-- > 0;) {
+      const ir::Op &op = r.ops[i];
+      for (const ir::Region &inner : op.regions) plan_region(inner);
+      if (op.results.size() != 1) continue;
+      ir::ValueId v = op.results[0];
+      const ir::Type &t = fn_.type(v);
+      if (t.shape.rank == 0) continue;
+      if (is_index_math(op, t)) {
+        plan_.storage[size_t(v)] = Storage::Fused;
+        continue;  // eval position stays "many places"
+      }
+      bool fusable = is_elementwise(op.kind) || op.kind == OpKind::Load;
+      if (!fusable || uses_[size_t(v)].size() != 1) continue;
+      const Use &use = uses_[size_t(v)][0];
+      if (use.region != &r || !ir::reads_operand_elementwise(*use.user, use.operand) || use.user->kind == OpKind::Yield) continue;
+      ir::ValueId user_value = use.user->results.empty() ? ir::kNoValue : use.user->results[0];
+      bool user_fused = user_value != ir::kNoValue && plan_.storage[size_t(user_value)] == Storage::Fused;
+      int place = user_fused ? eval_position_[size_t(user_value)] : use.position;
+      if (place == kManyPlaces) continue;  // the user is recomputed in many places
+      bool into_write = user_fused ? into_write_[size_t(user_value)] : has_effect(use.user->kind);
+      // A load fused into a store's loop would read elements the same loop already wrote
+      // when the two ranges overlap (an in-place shift), so loads feed only pure roots.
+      if (op.kind == OpKind::Load && (into_write || effects[size_t(place)] != effects[i])) continue;
+      plan_.storage[size_t(v)] = Storage::Fused;
+      eval_position_[size_t(v)] = place;
+      into_write_[size_t(v)] = into_write;
+    }
+  }
+
+  const ir::Function &fn_;
+  StoragePlan plan_;
+  std::vector<std::vector<Use>> uses_;
+  std::vector<int> eval_position_;
+  std::vector<bool> into_write_;  // fused into a chain that ends in a store or atomic
+};
+
+}  // namespace
+
+StoragePlan plan_storage(const ir::Function &fn) { return Planner(fn).run(); }
+
+}  // namespace kdsl::codegen

@@ -1,0 +1,27 @@
+// storage_plan.h - decides, per block value, whether the host code stores it or fuses it into its users
+#pragma once
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace kdsl::codegen {
+
+enum class Storage : uint8_t {
+  Scalar,  // rank 0: an SSA value computed where it is defined
+  Array,   // a stack array written by one loop nest
+  Fused,   // recomputed inside each consumer's loop, at the consumer's index
+};
+
+struct StoragePlan {
+  std::vector<Storage> storage;     // by ValueId
+  std::vector<const ir::Op *> def;  // defining op by ValueId (null for arguments and region args)
+};
+
+// Fuses index arithmetic always (integer, boolean and pointer elementwise ops, views, ranges,
+// constants); fuses a float op or a load into its single elementwise consumer in the same
+// region (a load only when no store, atomic or nested region runs between its place in the
+// program and the place it is evaluated, and never into a chain ending in a store, whose
+// loop could overwrite elements the load has yet to read); materializes everything else.
+StoragePlan plan_storage(const ir::Function &fn);
+
+}  // namespace kdsl::codegen

@@ -1,0 +1,18 @@
+// target_machine.h - the LLVM TargetMachine for this host CPU, and machine-code emission
+#pragma once
+#include <memory>
+#include <vector>
+
+#include <llvm/IR/Module.h>
+#include <llvm/Target/TargetMachine.h>
+
+namespace kdsl::codegen {
+
+// A target machine for the host's CPU name and features at -O3 (initializes LLVM's native
+// target once).
+std::unique_ptr<llvm::TargetMachine> make_host_target_machine();
+
+// Runs the code generator on an optimized module (the module is not changed).
+std::vector<uint8_t> emit_machine_code(llvm::Module &m, llvm::TargetMachine &tm, llvm::CodeGenFileType kind);
+
+}  // namespace kdsl::codegen

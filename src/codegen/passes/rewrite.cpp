@@ -1,0 +1,25 @@
+// rewrite.cpp - use counts and replace-all-uses for the IR passes
+#include "codegen/passes/rewrite.h"
+
+namespace kdsl::passes {
+
+std::vector<int> count_uses(const ir::Function &fn) {
+  std::vector<int> uses(fn.values.size(), 0);
+  ir::walk(fn.body, [&](const ir::Op &op) {
+    for (ir::ValueId v : op.operands) ++uses[size_t(v)];
+  });
+  return uses;
+}
+
+void replace_uses(ir::Function &fn, const std::unordered_map<ir::ValueId, ir::ValueId> &replacement) {
+  if (replacement.empty()) return;
+  auto resolve = [&](ir::ValueId v) {
+    for (auto it = replacement.find(v); it != replacement.end(); it = replacement.find(v)) v = it->second;
+    return v;
+  };
+  ir::walk(fn.body, [&](ir::Op &op) {
+    for (ir::ValueId &v : op.operands) v = resolve(v);
+  });
+}
+
+}  // namespace kdsl::passes

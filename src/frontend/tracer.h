@@ -1,0 +1,44 @@
+// tracer.h - turns one run of a kernel's C++ body into a block-IR function
+#pragma once
+#include <string>
+#include <vector>
+
+#include <kdsl/detail/trace.h>
+
+#include "ir/ir.h"
+
+namespace kdsl::frontend {
+
+ir::Type to_ir_type(const detail::TypeDesc &t);
+
+// While a Tracer is alive on a thread, block operations on that thread record into it.
+// Tracers do not nest.
+class Tracer {
+ public:
+  Tracer(std::string kernel_name, const std::vector<detail::TypeDesc> &params, const std::vector<ir::ArgClass> &classes);
+  ~Tracer();
+  Tracer(const Tracer &) = delete;
+  Tracer &operator=(const Tracer &) = delete;
+
+  const std::vector<int32_t> &argument_values() const { return arg_values_; }
+  // Ends the trace and hands over the function (checked by the verifier).
+  ir::Function finish();
+
+  // Called through kdsl/detail/trace.h.
+  static Tracer &current();
+  ir::Function &function() { return fn_; }
+  ir::Region &region() { return *regions_.back(); }
+  void push(ir::Region *r) { regions_.push_back(r); }
+  void pop() { regions_.pop_back(); }
+  ir::Op *open_op(size_t depth) { return open_ops_.at(depth); }
+  std::vector<ir::Op *> &open_ops() { return open_ops_; }
+
+ private:
+  ir::Function fn_;
+  std::vector<ir::Region *> regions_;
+  std::vector<ir::Op *> open_ops_;  // the for / if ops whose regions are being filled
+  std::vector<int32_t> arg_values_;
+  Tracer *previous_ = nullptr;
+};
+
+}  // namespace kdsl::frontend

@@ -1,0 +1,241 @@
+// kernel.cpp - launching kernels: argument checks, specialization, the cache lookup chain, the grid
+#include <fmt/format.h>
+
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <limits>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include <kdsl/error.h>
+#include <kdsl/kernel.h>
+#include <kdsl_version.h>
+
+#include "codegen/codegen.h"
+#include "frontend/tracer.h"
+#include "ir/printer.h"
+#include "jit_cache/cache_key.h"
+#include "jit_cache/disk_cache.h"
+#include "jit_cache/memory_cache.h"
+#include "runtime/device_impl.h"
+#include "support/log.h"
+
+namespace kdsl {
+namespace detail {
+using jit_cache::CacheEntry;
+using jit_cache::CacheKey;
+using jit_cache::DiskCache;
+using jit_cache::MemoryCache;
+using jit_cache::hash_text_hex;
+
+namespace {
+
+struct LoadedKernel {
+  codegen::HostEntry entry = nullptr;
+  std::string symbol;
+};
+
+struct Stats {
+  std::atomic<int64_t> compiled{0}, memory_hits{0}, disk_hits{0}, launches{0};
+  std::atomic<int64_t> compile_us{0};
+};
+Stats &stats() {
+  static Stats s;
+  return s;
+}
+
+MemoryCache<LoadedKernel> &memory_cache() {
+  static MemoryCache<LoadedKernel> cache;
+  return cache;
+}
+
+std::string type_text(const TypeDesc &t) {
+  return t.is_ptr ? fmt::format("Ptr<{}>", dtype_name(t.elem)) : fmt::format("Scalar<{}>", dtype_name(t.elem));
+}
+
+std::string arg_text(const ArgValue &a) {
+  if (a.is_ptr) return a.untyped_ptr ? "an untyped pointer (void*)" : fmt::format("a pointer to {}", dtype_name(a.dtype));
+  if (a.dtype == DType::F32) return fmt::format("the floating-point value {}", std::bit_cast<double>(a.bits));
+  return fmt::format("the integer {}", a.dtype == DType::U32 ? fmt::format("{}", a.bits) : fmt::format("{}", int64_t(a.bits)));
+}
+
+// Range of the integer dtypes a Scalar<T> parameter accepts.
+bool fits(DType t, const ArgValue &a) {
+  bool unsigned_big = a.dtype == DType::U32 && a.bits > uint64_t(std::numeric_limits<int64_t>::max());
+  int64_t v = int64_t(a.bits);
+  switch (t) {
+    case DType::Bool: return !unsigned_big && (v == 0 || v == 1);
+    case DType::I8: return !unsigned_big && v >= INT8_MIN && v <= INT8_MAX;
+    case DType::U8: return !unsigned_big && v >= 0 && v <= UINT8_MAX;
+    case DType::I16: return !unsigned_big && v >= INT16_MIN && v <= INT16_MAX;
+    case DType::I32: return !unsigned_big && v >= INT32_MIN && v <= INT32_MAX;
+    case DType::U32: return !unsigned_big && v >= 0 && v <= int64_t(UINT32_MAX);
+    case DType::I64: return !unsigned_big;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+class KernelImpl {
+ public:
+  KernelImpl(const Device &device, KernelSignature signature, CompileOptions options)
+      : device_(device), sig_(std::move(signature)), options_(options) {}
+
+  // Checks arguments against the signature and packs them into 8-byte slots; returns the
+  // specialization bits (2 per argument).
+  uint64_t pack(const ArgValue *args, size_t count, uint64_t *slots) const {
+    if (count != sig_.params.size())
+      throw Error(fmt::format("kernel '{}' takes {} arguments, {} were given", sig_.name, sig_.params.size(), count));
+    uint64_t spec = 0;
+    for (size_t i = 0; i < count; ++i) {
+      const TypeDesc &p = sig_.params[i];
+      const ArgValue &a = args[i];
+      auto fail = [&](const char *expected) {
+        throw Error(fmt::format("kernel '{}': argument {} ({}) expects {}, got {}", sig_.name, i, type_text(p), expected, arg_text(a)));
+      };
+      ir::ArgClass c = ir::ArgClass::None;
+      if (p.is_ptr) {
+        if (!a.is_ptr) fail(fmt::format("a pointer to {}", dtype_name(p.elem)).c_str());
+        if (!a.untyped_ptr && a.dtype != p.elem) fail(fmt::format("a pointer to {}", dtype_name(p.elem)).c_str());
+        slots[i] = a.bits;
+        if (a.bits % 16 == 0) c = ir::ArgClass::Divisible16;
+      } else if (is_float(p.elem)) {
+        if (a.is_ptr) fail("a number");
+        double v = a.dtype == DType::F32 ? std::bit_cast<double>(a.bits) : a.dtype == DType::U32 ? double(a.bits) : double(int64_t(a.bits));
+        float f = float(v);
+        slots[i] = p.elem == DType::F32 ? std::bit_cast<uint32_t>(f) : p.elem == DType::F16 ? f32_to_f16_bits(f) : f32_to_bf16_bits(f);
+      } else {
+        if (a.is_ptr || a.dtype == DType::F32) fail(fmt::format("an integer ({})", dtype_name(p.elem)).c_str());
+        if (!fits(p.elem, a)) fail(fmt::format("an integer in the range of {}", dtype_name(p.elem)).c_str());
+        slots[i] = a.bits;
+        int64_t v = int64_t(a.bits);
+        if (v == 1) c = ir::ArgClass::EqualToOne;
+        else if (v % 16 == 0) c = ir::ArgClass::Divisible16;
+      }
+      spec |= uint64_t(c) << (2 * (i % 32));
+      if (i >= 32) spec ^= uint64_t(c) * 0x9e3779b97f4a7c15ull * i;  // rare: fold the rest in
+    }
+    return spec;
+  }
+
+  std::shared_ptr<LoadedKernel> find(uint64_t spec, const ArgValue *args, size_t count) {
+    {
+      std::shared_lock lock(mutex_);
+      if (auto it = by_spec_.find(spec); it != by_spec_.end()) return it->second;
+    }
+    auto loaded = load_specialization(args, count);
+    std::unique_lock lock(mutex_);
+    return by_spec_.emplace(spec, loaded).first->second;
+  }
+
+  void run(const LoadedKernel &k, const Grid &g, const uint64_t *slots) {
+    for (int64_t extent : {g.x, g.y, g.z})
+      if (extent < 0 || extent > std::numeric_limits<int32_t>::max())
+        throw Error(fmt::format("kernel '{}': grid ({}, {}, {}) has an extent outside [0, 2^31)", sig_.name, g.x, g.y, g.z));
+    int32_t grid[3] = {int32_t(g.x), int32_t(g.y), int32_t(g.z)};
+    stats().launches.fetch_add(1, std::memory_order_relaxed);
+    static_cast<CpuDevice &>(device_.impl()).run(k.entry, slots, grid);
+  }
+
+ private:
+  std::vector<ir::ArgClass> classes(const ArgValue *args, size_t count) const {
+    std::vector<uint64_t> slots(count);
+    std::vector<ir::ArgClass> out;
+    uint64_t spec = pack(args, count, slots.data());
+    for (size_t i = 0; i < count; ++i) out.push_back(i < 32 ? ir::ArgClass((spec >> (2 * i)) & 3) : ir::ArgClass::None);
+    return out;
+  }
+
+  std::shared_ptr<LoadedKernel> load_specialization(const ArgValue *args, size_t count) {
+    auto start = std::chrono::steady_clock::now();
+    std::vector<ir::ArgClass> arg_classes = classes(args, count);
+    ir::Function fn;
+    {
+      frontend::Tracer tracer(sig_.name, sig_.params, arg_classes);
+      sig_.trace(tracer.argument_values());
+      fn = tracer.finish();
+    }
+    const codegen::TargetDesc &target = device_.impl().target();
+    CacheKey key;
+    key.kernel_name = sig_.name;
+    key.ir_hash = hash_text_hex(ir::print(fn));
+    for (size_t i = 0; i < arg_classes.size(); ++i)
+      key.specialization += fmt::format("{}{}", i ? "," : "", arg_classes[i] == ir::ArgClass::EqualToOne ? "1" : arg_classes[i] == ir::ArgClass::Divisible16 ? "16" : "_");
+    key.options = fmt::format("num_warps={},num_stages={}", options_.num_warps, options_.num_stages);
+    key.backend = target.backend;
+    key.arch = target.arch;
+    key.features = target.features;
+    key.kdsl_version = KDSL_VERSION_STRING;
+    key.llvm_version = codegen::llvm_version();
+    std::string digest = key.digest();
+
+    if (auto hit = memory_cache().find(digest)) {
+      stats().memory_hits.fetch_add(1);
+      log_info("{} [{}]: memory cache hit ({:.3f} ms with tracing)", sig_.name, key.specialization, elapsed_ms(start));
+      return hit;
+    }
+    DiskCache disk(DiskCache::default_dir());
+    auto loaded = std::make_shared<LoadedKernel>();
+    if (auto entry = disk.load(key)) {
+      loaded->symbol = entry->symbol;
+      loaded->entry = codegen::load_host_object(entry->code, entry->symbol);
+      stats().disk_hits.fetch_add(1);
+      log_info("{} [{}]: disk cache hit {} ({:.3f} ms)", sig_.name, key.specialization, disk.entry_path(key).string(), elapsed_ms(start));
+    } else {
+      std::string symbol = "kdsl_" + digest;
+      codegen::CompiledObject obj = codegen::compile_for_host(fn, symbol, codegen::DumpOptions::from_env());
+      CacheEntry fresh;
+      fresh.symbol = symbol;
+      fresh.code = obj.object;
+      fresh.metadata = {{"kernel", sig_.name}, {"compile_ms", elapsed_ms(start)}};
+      disk.store(key, fresh);
+      loaded->symbol = symbol;
+      loaded->entry = codegen::load_host_object(obj.object, symbol);
+      double ms = elapsed_ms(start);
+      stats().compiled.fetch_add(1);
+      stats().compile_us.fetch_add(int64_t(ms * 1000));
+      log_info("{} [{}]: compiled in {:.2f} ms (passes {:.2f}, lowering {:.2f}, LLVM {:.2f})", sig_.name, key.specialization, ms, obj.passes_ms,
+               obj.lower_ms, obj.llvm_ms);
+    }
+    return memory_cache().insert(digest, loaded);
+  }
+
+  Device device_;
+  KernelSignature sig_;
+  CompileOptions options_;
+  std::shared_mutex mutex_;
+  std::unordered_map<uint64_t, std::shared_ptr<LoadedKernel>> by_spec_;
+};
+
+std::shared_ptr<KernelImpl> make_kernel(const Device &device, KernelSignature signature, CompileOptions options) {
+  return std::make_shared<KernelImpl>(device, std::move(signature), options);
+}
+
+void launch(KernelImpl &kernel, const Grid &grid, const ArgValue *args, size_t count) {
+  uint64_t stack_slots[16];
+  std::vector<uint64_t> heap_slots;
+  uint64_t *slots = stack_slots;
+  if (count > 16) {
+    heap_slots.resize(count);
+    slots = heap_slots.data();
+  }
+  uint64_t spec = kernel.pack(args, count, slots);
+  auto loaded = kernel.find(spec, args, count);
+  kernel.run(*loaded, grid, slots);
+}
+
+void warm(KernelImpl &kernel, const ArgValue *args, size_t count) {
+  std::vector<uint64_t> slots(count);
+  kernel.find(kernel.pack(args, count, slots.data()), args, count);
+}
+
+}  // namespace detail
+
+CacheStats cache_stats() {
+  auto &s = detail::stats();
+  return {s.compiled.load(), s.memory_hits.load(), s.disk_hits.load(), s.launches.load(), double(s.compile_us.load()) / 1000.0};
+}
+
+}  // namespace kdsl
