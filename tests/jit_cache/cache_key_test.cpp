@@ -57,8 +57,9 @@ TEST_CASE("jit_cache: a key digest is 32 lowercase hex chars and stable") {
 TEST_CASE("jit_cache: changing any key field changes the digest") {
   const CacheKey base = sample_key();
   std::set<std::string> digests{base.digest()};
-  for (const auto &[name, member] : kFields) {
-    CAPTURE(name);
+  for (const auto &field : kFields) {
+    const auto member = field.second;
+    CAPTURE(field.first);
     CacheKey changed = base;
     changed.*member += "x";
     CHECK(changed.digest() != base.digest());
