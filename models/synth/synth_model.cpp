@@ -1,0 +1,115 @@
+// synth_model.cpp - fills the architecture's tensor table with seeded random weights and a synthetic tokenizer
+#include "models/synth/synth_model.h"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <kdsl/error.h>
+
+#include "models/arch/model_tensors.h"
+#include "models/gguf/gguf_writer.h"
+#include "models/gguf/quantize.h"
+#include "models/sampler/rng.h"
+#include "models/synth/synth_vocab.h"
+
+namespace kdsl::models {
+
+SynthConfig synth_preset(const std::string &name) {
+  SynthConfig c;
+  ModelHParams &h = c.hparams;
+  h.context_length = 2048;
+  if (name == "tiny") {
+    h.n_embd = 64, h.n_layer = 2, h.n_head = 4, h.n_head_kv = 2, h.n_ff = 128, h.n_vocab = 512;
+  } else if (name == "110m") {
+    h.n_embd = 768, h.n_layer = 12, h.n_head = 12, h.n_head_kv = 12, h.n_ff = 2048, h.n_vocab = 32000;
+    h.context_length = 1024;
+  } else if (name == "qwen3-tiny") {
+    h.arch = Arch::Qwen3;
+    h.n_embd = 64, h.n_layer = 2, h.n_head = 4, h.n_head_kv = 2, h.head_dim = 32, h.n_ff = 128, h.n_vocab = 600;
+    h.rope_freq_base = 1000000.0f, h.rms_eps = 1e-6f;
+    c.tied_embeddings = true;
+  } else {
+    throw Error(fmt::format("synthetic model preset '{}' is unknown (presets: tiny, 110m, qwen3-tiny)", name));
+  }
+  return c;
+}
+
+namespace {
+
+uint64_t name_seed(uint64_t seed, const std::string &name) {
+  uint64_t h = 0xCBF29CE484222325ull ^ seed;  // FNV-1a over the name
+  for (char c : name) h = (h ^ uint8_t(c)) * 0x100000001B3ull;
+  return h;
+}
+
+}  // namespace
+
+void add_synthetic_model(GgufWriter &w, const SynthConfig &config) {
+  ModelHParams h = config.hparams;
+  auto positive = [](const char *field, int64_t v) {
+    if (v <= 0) throw Error(fmt::format("synthetic model: {} must be positive, found {}", field, v));
+  };
+  positive("embedding length (dim)", h.n_embd);
+  positive("layer count", h.n_layer);
+  positive("head count", h.n_head);
+  positive("feed-forward length", h.n_ff);
+  positive("vocabulary size", h.n_vocab);
+  positive("context length", h.context_length);
+  if (h.n_head_kv <= 0) h.n_head_kv = h.n_head;
+  if (h.n_head % h.n_head_kv != 0)
+    throw Error(fmt::format("synthetic model: head count {} is not a multiple of the KV head count {}", h.n_head,
+                            h.n_head_kv));
+  if (h.head_dim <= 0) {
+    if (h.n_embd % h.n_head != 0)
+      throw Error(fmt::format("synthetic model: dim {} is not divisible by the head count {}", h.n_embd, h.n_head));
+    h.head_dim = h.n_embd / h.n_head;
+  }
+  if (h.head_dim_v <= 0) h.head_dim_v = h.head_dim;
+  if (h.n_rot <= 0) h.n_rot = h.head_dim;
+  h.rope_type = h.arch == Arch::Llama ? RopeType::Normal : RopeType::Neox;
+
+  write_hparams(w, h);
+  w.set("general.name", fmt::format("kdsl synthetic {} {}x{}", arch_name(h.arch), h.n_layer, h.n_embd));
+  bool spm = config.tokenizer == SynthTokenizer::SentencePiece ||
+             (config.tokenizer == SynthTokenizer::Default && h.arch == Arch::Llama);
+  if (spm) write_synthetic_spm_vocab(w, h.n_vocab);
+  else write_synthetic_bpe_vocab(w, h.n_vocab, h.arch == Arch::Llama ? "llama-bpe" : "qwen2");
+  if (!config.chat_template.empty()) w.set("tokenizer.chat_template", config.chat_template);
+
+  for (const TensorSpec &spec : tensor_specs(h)) {
+    if (spec.name == TensorName::RopeFreqs) continue;
+    if (spec.name == TensorName::Output && config.tied_embeddings) continue;
+    std::string name = tensor_name(spec.name, spec.layer);
+    bool matrix = spec.shape.size() == 2;
+    bool embedding = spec.name == TensorName::TokenEmbd || spec.name == TensorName::Output;
+    GgmlType type = !matrix ? GgmlType::F32 : embedding ? config.embedding_type : config.weight_type;
+    try {
+      GgufWriter::tensor_bytes(type, spec.shape);
+    } catch (const Error &e) {
+      throw Error(fmt::format("synthetic model: tensor '{}' cannot be stored as {}: {}", name,
+                              ggml_type_traits(type).name, e.what()));
+    }
+    bool is_norm = !matrix && name.find("norm") != std::string::npos;
+    float range = matrix ? 1.0f / std::sqrt(float(spec.shape[0])) : 0.05f;
+    uint64_t seed = name_seed(config.seed, name);
+    std::vector<int64_t> shape = spec.shape;
+    w.add_tensor(name, shape, type, [=](std::span<std::byte> out) {
+      Rng rng(seed);
+      const int64_t row = shape[0];
+      const size_t row_bytes = GgufWriter::tensor_bytes(type, {row}), rows = out.size() / row_bytes;
+      std::vector<float> values(static_cast<size_t>(row));
+      for (size_t r = 0; r < rows; ++r) {
+        for (float &v : values) v = (is_norm ? 1.0f : 0.0f) + range * float(2 * rng.uniform() - 1);
+        quantize_row(type, values.data(), out.data() + r * row_bytes, row);
+      }
+    });
+  }
+}
+
+void write_synthetic_model(const SynthConfig &config, const std::string &path) {
+  GgufWriter w;
+  add_synthetic_model(w, config);
+  w.write(path);
+}
+
+}  // namespace kdsl::models

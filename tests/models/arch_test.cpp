@@ -1,0 +1,140 @@
+// arch_test.cpp - hyper-parameters and shape-checked tensors of llama, qwen2 and qwen3 GGUFs, on synthetic models
+#include <doctest/doctest.h>
+
+#include <kdsl/error.h>
+
+#include "models/arch/hparams.h"
+#include "models/arch/model_tensors.h"
+#include "models/gguf/gguf_file.h"
+#include "models/gguf/gguf_writer.h"
+#include "models/llama2c/checkpoint.h"
+#include "models/synth/synth_model.h"
+#include "shared_models.h"
+
+using namespace kdsl::models;
+
+namespace {
+
+GgufFile synth(const SynthConfig &c, void (*edit)(GgufWriter &) = nullptr) {
+  GgufWriter w;
+  add_synthetic_model(w, c);
+  if (edit) edit(w);
+  return GgufFile::from_bytes(w.to_bytes(), "synth.gguf");
+}
+
+std::string load_error(const GgufFile &f) {
+  try {
+    load_tensors(f, load_hparams(f));
+  } catch (const kdsl::Error &e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("arch: llama hyper-parameters and tensors") {
+  GgufFile f = synth(synth_preset("tiny"));
+  ModelHParams h = load_hparams(f);
+  CHECK(h.arch == Arch::Llama);
+  CHECK(h.n_embd == 64);
+  CHECK(h.n_layer == 2);
+  CHECK(h.n_head == 4);
+  CHECK(h.n_head_kv == 2);
+  CHECK(h.n_gqa() == 2);
+  CHECK(h.head_dim == 16);
+  CHECK(h.n_rot == 16);
+  CHECK(h.n_ff == 128);
+  CHECK(h.n_vocab == 512);
+  CHECK(h.context_length == 2048);
+  CHECK(h.rms_eps == doctest::Approx(1e-5));
+  CHECK(h.rope_freq_base == 10000.0f);
+  CHECK(h.rope_type == RopeType::Normal);
+  ModelTensors t = load_tensors(f, h);
+  CHECK_FALSE(t.tied_embeddings);
+  CHECK(t.output->name == "output.weight");
+  CHECK(t.layers.size() == 2);
+  CHECK(t.layers[1].attn_k->shape == std::vector<int64_t>{64, 32});
+  CHECK(t.layers[1].ffn_down->shape == std::vector<int64_t>{128, 64});
+  CHECK(t.layers[0].attn_q_bias == nullptr);
+  CHECK(t.rope_freqs == nullptr);
+}
+
+TEST_CASE("arch: qwen2 has QKV biases, qwen3 has Q/K norms and a head size of its own") {
+  SynthConfig q2 = synth_preset("tiny");
+  q2.hparams.arch = Arch::Qwen2;
+  GgufFile f2 = synth(q2);
+  ModelHParams h2 = load_hparams(f2);
+  CHECK(h2.rope_type == RopeType::Neox);
+  ModelTensors t2 = load_tensors(f2, h2);
+  REQUIRE(t2.layers[0].attn_v_bias != nullptr);
+  CHECK(t2.layers[0].attn_v_bias->shape == std::vector<int64_t>{32});
+  CHECK(f2.get_string("tokenizer.ggml.model") == "gpt2");
+
+  GgufFile f3 = synth(synth_preset("qwen3-tiny"));
+  ModelHParams h3 = load_hparams(f3);
+  CHECK(h3.arch == Arch::Qwen3);
+  CHECK(h3.head_dim == 32);  // attention.key_length, not 64 / 4
+  CHECK(h3.rope_freq_base == 1000000.0f);
+  ModelTensors t3 = load_tensors(f3, h3);
+  CHECK(t3.tied_embeddings);
+  CHECK(t3.output == t3.token_embd);
+  CHECK(t3.layers[1].attn_q->shape == std::vector<int64_t>{64, 128});
+  CHECK(t3.layers[1].attn_output->shape == std::vector<int64_t>{128, 64});
+  CHECK(t3.layers[1].attn_k_norm->shape == std::vector<int64_t>{32});
+}
+
+TEST_CASE("arch: shape and metadata errors say expected against found") {
+  CHECK(load_error(synth(synth_preset("tiny"), [](GgufWriter &w) { w.set("llama.feed_forward_length", uint32_t(100)); })) ==
+        "synth.gguf: tensor 'blk.0.ffn_gate.weight' has wrong shape: expected [64, 100], found [64, 128]");
+  CHECK(load_error(synth(synth_preset("tiny"), [](GgufWriter &w) {
+          w.set("general.architecture", "qwen2");
+          for (const char *k : {"context_length", "embedding_length", "block_count", "feed_forward_length",
+                                "attention.head_count", "attention.head_count_kv", "attention.layer_norm_rms_epsilon"})
+            w.set(std::string("qwen2.") + k, GgufValue(uint32_t(0)));
+        })).find("metadata 'qwen2.context_length': expected a positive count, found 0") != std::string::npos);
+  SynthConfig q2 = synth_preset("tiny");
+  CHECK(load_error(synth(q2, [](GgufWriter &w) {
+          w.set("general.architecture", "qwen2");
+          w.set("qwen2.context_length", uint32_t(64));
+          w.set("qwen2.embedding_length", uint32_t(64));
+          w.set("qwen2.block_count", uint32_t(2));
+          w.set("qwen2.feed_forward_length", uint32_t(128));
+          w.set("qwen2.attention.head_count", uint32_t(4));
+          w.set("qwen2.attention.head_count_kv", uint32_t(2));
+          w.set("qwen2.attention.layer_norm_rms_epsilon", 1e-6f);
+        })) == "synth.gguf: tensor 'blk.0.attn_q.bias' is missing (architecture qwen2, 2 layers)");
+  CHECK(load_error(synth(synth_preset("tiny"), [](GgufWriter &w) { w.set("general.architecture", "gpt2"); })) ==
+        "synth.gguf: metadata 'general.architecture': 'gpt2' is not supported (supported: llama, qwen2, qwen3)");
+  CHECK(load_error(synth(synth_preset("tiny"), [](GgufWriter &w) { w.set("llama.attention.head_count_kv", uint32_t(3)); })) ==
+        "synth.gguf: metadata 'llama.attention.head_count' = 4 is not a multiple of 'llama.attention.head_count_kv' = 3");
+  CHECK(load_error(synth(synth_preset("tiny"), [](GgufWriter &w) { w.set("llama.rope.scaling.type", "ntk"); }))
+            .find("'llama.rope.scaling.type': expected none, linear or yarn, found 'ntk'") != std::string::npos);
+}
+
+TEST_CASE("arch: hyper-parameters survive write_hparams and load_hparams") {
+  ModelHParams h;
+  h.arch = Arch::Qwen3, h.context_length = 4096, h.n_embd = 96, h.n_layer = 3, h.n_ff = 200, h.n_head = 6;
+  h.n_head_kv = 2, h.head_dim = h.head_dim_v = 32, h.n_rot = 32, h.n_vocab = 1000, h.rms_eps = 1e-6f;
+  h.rope_freq_base = 5e5f, h.rope_scaling = RopeScaling::Yarn, h.rope_scaling_factor = 4, h.rope_original_context = 1024;
+  GgufWriter w;
+  write_hparams(w, h);
+  ModelHParams r = load_hparams(GgufFile::from_bytes(w.to_bytes(), "h.gguf"));
+  CHECK(r.head_dim == 32);
+  CHECK(r.n_head_kv == 2);
+  CHECK(r.n_vocab == 1000);
+  CHECK(r.rope_scaling == RopeScaling::Yarn);
+  CHECK(r.rope_scaling_factor == 4.0f);
+  CHECK(r.rope_original_context == 1024);
+  CHECK(r.rope_freq_base == 5e5f);
+}
+
+TEST_CASE("arch: a llama2.c header describes the same hyper-parameters") {
+  auto path = kdsl::test::shared_model("stories260K.bin");
+  if (!path) return;
+  ModelHParams h = hparams_from_llama2c(Llama2cCheckpoint(*path).config());
+  CHECK(h.n_head_kv == 4);
+  CHECK(h.head_dim == 8);
+  CHECK(h.n_vocab == 512);
+  CHECK(h.context_length == 512);
+}
