@@ -1,5 +1,5 @@
-// vector_add.cpp - the first kdsl kernel: out = x + y, one program per BLOCK elements
-#include <kdsl/kdsl.h>
+// vector_add.cpp - checks the vector add kernel against a scalar reference and prints the result
+#include "vector_add.h"
 
 #include <chrono>
 #include <cmath>
@@ -8,13 +8,7 @@
 #include <vector>
 
 using namespace kdsl;
-
-template <int BLOCK>
-void add(Ptr<f32> x, Ptr<f32> y, Ptr<f32> out, Scalar<i32> n) {
-  auto offs = program_id(0) * BLOCK + arange<BLOCK>();
-  auto mask = offs < n;
-  store(out + offs, load(x + offs, mask) + load(y + offs, mask), mask);
-}
+using examples::add;
 
 int main() {
   constexpr int kBlock = 1024;

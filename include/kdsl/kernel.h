@@ -101,6 +101,9 @@ std::shared_ptr<KernelImpl> make_kernel(const Device &device, KernelSignature si
 void launch(KernelImpl &kernel, const Grid &grid, const ArgValue *args, size_t count);
 // Compiles (or finds in the cache) the specialization for these arguments without running it.
 void warm(KernelImpl &kernel, const ArgValue *args, size_t count);
+// Traces, compiles and links the specialization for these arguments bypassing every cache;
+// returns the milliseconds it took. For benchmarks of the compiler.
+double compile_cold(KernelImpl &kernel, const ArgValue *args, size_t count);
 
 template <auto K>
 std::string kernel_name() {
@@ -163,6 +166,14 @@ class Kernel {
   void warm(const A &...args) const {
     const ArgValue values[] = {make_arg(args)..., ArgValue{}};
     detail::warm(*impl_, values, sizeof...(A));
+  }
+
+  // Milliseconds to trace, compile and link these arguments' specialization from scratch,
+  // bypassing the caches (for compiler benchmarks; the result is not kept).
+  template <class... A>
+  double compile_cold(const A &...args) const {
+    const ArgValue values[] = {make_arg(args)..., ArgValue{}};
+    return detail::compile_cold(*impl_, values, sizeof...(A));
   }
 
   static std::string name() { return detail::kernel_name<K>(); }

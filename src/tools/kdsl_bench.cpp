@@ -1,0 +1,152 @@
+// kdsl_bench.cpp - kdsl-bench: compile times, cache and launch overheads, and kernel bandwidth on this machine
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <vector>
+
+#include <kdsl/kdsl.h>
+
+#include "examples/layer_norm.h"
+#include "examples/matmul.h"
+#include "examples/softmax.h"
+#include "examples/vector_add.h"
+#include "runtime/host_bandwidth.h"
+
+using namespace kdsl;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void row(const std::string &what, const std::string &measured, const std::string &ceiling, const std::string &ratio) {
+  fmt::print("| {:<46} | {:>16} | {:>22} | {:>9} |\n", what, measured, ceiling, ratio);
+}
+
+// Median cold compile (trace to linked machine code) of a kernel over `runs` compiles.
+template <auto K, class... A>
+double cold_compile_ms(const Device &dev, int runs, const A &...args) {
+  auto k = compile<K>(dev);
+  std::vector<double> times;
+  for (int i = 0; i < runs; ++i) times.push_back(k.compile_cold(args...));
+  return median(times);
+}
+
+// The child side of the disk-hit measurement: the kernel was compiled by the parent into the
+// same cache directory; time the first launch here (trace, disk load, JIT link, run of an
+// empty grid) and report it on stdout.
+int disk_hit_probe() {
+  float dummy[16];
+  auto k = compile<examples::add<2048>>(Device::cpu(1));
+  auto t = Clock::now();
+  k(grid(0), dummy, dummy, dummy, 16);
+  double ms = ms_since(t);
+  CacheStats s = cache_stats();
+  fmt::print("{} {} {}\n", ms, s.disk_hits, s.compiled);
+  return s.disk_hits == 1 ? 0 : 1;
+}
+
+double disk_hit_ms(const std::string &self) {
+  auto dir = std::filesystem::temp_directory_path() / fmt::format("kdsl-bench-cache-{}", getpid());
+  std::filesystem::create_directories(dir);
+  setenv("KDSL_CACHE_DIR", dir.c_str(), 1);
+  float dummy[16];
+  compile<examples::add<2048>>(Device::cpu(1))(grid(0), dummy, dummy, dummy, 16);  // fills the disk cache
+  std::vector<double> times;
+  for (int i = 0; i < 5; ++i) {
+    FILE *p = popen(fmt::format("'{}' --disk-hit-probe", self).c_str(), "r");
+    double ms = -1, hits = 0, compiled = 0;
+    if (p && fscanf(p, "%lf %lf %lf", &ms, &hits, &compiled) == 3 && hits == 1 && compiled == 0) times.push_back(ms);
+    if (p) pclose(p);
+  }
+  std::filesystem::remove_all(dir);
+  return times.empty() ? -1 : median(times);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"kdsl-bench: measures the kdsl compiler and CPU backend on this machine"};
+  int threads = 0;
+  bool quick = false, probe = false;
+  app.add_option("--threads", threads, "CPU threads (0: all)");
+  app.add_flag("--quick", quick, "smaller sizes and fewer repeats");
+  app.add_flag("--disk-hit-probe", probe, "internal: the second process of the disk-hit measurement");
+  CLI11_PARSE(app, argc, argv);
+  if (probe) return disk_hit_probe();
+
+  Device dev = Device::cpu(threads);
+  const int runs = quick ? 3 : 7;
+  fmt::print("kdsl-bench on {}\n\n", dev.name());
+  fmt::print("| {:<46} | {:>16} | {:>22} | {:>9} |\n", "measurement", "measured", "target / ceiling", "ratio");
+  fmt::print("|{:-<48}|{:-<18}|{:-<24}|{:-<11}|\n", "", "", "", "");
+
+  // Cold compiles: trace, passes, lowering, LLVM O3, object emission, JIT link.
+  std::vector<float> f(4096, 1.0f);
+  std::vector<half> h(64 * 64);
+  auto compile_row = [&](const char *name, double ms) { row(fmt::format("cold compile: {}", name), fmt::format("{:.1f} ms", ms), "30 ms", fmt::format("{:.2f}x", ms / 30)); };
+  compile_row("vector add (elementwise)", cold_compile_ms<examples::add<1024>>(dev, runs, f.data(), f.data(), f.data(), 4096));
+  compile_row("softmax (reduction)", cold_compile_ms<examples::softmax<1024>>(dev, runs, f.data(), f.data(), 1000, 1000));
+  compile_row("layer norm (reduction)", cold_compile_ms<examples::layer_norm<1024>>(dev, runs, f.data(), f.data(), f.data(), f.data(), 1000, 1e-5f));
+  compile_row("matmul 32x32x32 (dot, for_range)", cold_compile_ms<examples::matmul<32, 32, 32>>(dev, runs, h.data(), h.data(), f.data(), 64, 64, 64));
+
+  // In-memory hit plus launch overhead: an empty grid runs no program, so this is argument
+  // checks, specialization, the cache lookup and the dispatch.
+  {
+    auto k = compile<examples::add<1024>>(dev);
+    k(grid(0), f.data(), f.data(), f.data(), 4096);
+    const int n = quick ? 20000 : 200000;
+    auto t = Clock::now();
+    for (int i = 0; i < n; ++i) k(grid(0), f.data(), f.data(), f.data(), 4096);
+    double us = ms_since(t) * 1000 / n;
+    row("memory cache hit + launch overhead", fmt::format("{:.3f} us", us), "2 us", fmt::format("{:.2f}x", us / 2));
+  }
+
+  {
+    double ms = disk_hit_ms(argv[0]);
+    row("disk cache hit in a fresh process", ms < 0 ? "failed" : fmt::format("{:.3f} ms", ms), "1 ms", ms < 0 ? "-" : fmt::format("{:.2f}x", ms));
+  }
+
+  // Throughput against a threaded memcpy on the same threads, at sizes far past the caches.
+  double copy_gbs = runtime::measure_copy_bandwidth(dev.threads(), size_t(quick ? 128 : 512) << 20);
+  row("host memcpy bandwidth (read + write)", fmt::format("{:.2f} GB/s", copy_gbs), "(the ceiling)", "-");
+  {
+    const int64_t n = (quick ? 16 : 64) << 20;
+    std::vector<float> x(size_t(n), 1.0f), y(size_t(n), 2.0f), out(x.size());
+    auto k = compile<examples::add<1024>>(dev);
+    k(grid(cdiv(n, 1024)), x.data(), y.data(), out.data(), int(n));
+    std::vector<double> times;
+    for (int r = 0; r < runs; ++r) {
+      auto t = Clock::now();
+      k(grid(cdiv(n, 1024)), x.data(), y.data(), out.data(), int(n));
+      times.push_back(ms_since(t));
+    }
+    double gbs = 3.0 * double(n) * 4 / (*std::min_element(times.begin(), times.end()) / 1e3) / 1e9;
+    row(fmt::format("vector add f32, n = {}M", n >> 20), fmt::format("{:.2f} GB/s", gbs), fmt::format("{:.2f} GB/s", copy_gbs), fmt::format("{:.0f}%", 100 * gbs / copy_gbs));
+  }
+  {
+    const int rows = quick ? 8192 : 32768, cols = 4096;
+    std::vector<float> x(size_t(rows) * cols, 0.5f), y(x.size());
+    auto k = compile<examples::softmax<4096>>(dev);
+    k(grid(rows), x.data(), y.data(), cols, cols);
+    std::vector<double> times;
+    for (int r = 0; r < runs; ++r) {
+      auto t = Clock::now();
+      k(grid(rows), x.data(), y.data(), cols, cols);
+      times.push_back(ms_since(t));
+    }
+    double gbs = 2.0 * double(x.size()) * 4 / (*std::min_element(times.begin(), times.end()) / 1e3) / 1e9;
+    row(fmt::format("softmax f32, {} x {}", rows, cols), fmt::format("{:.2f} GB/s", gbs), fmt::format("{:.2f} GB/s", copy_gbs), fmt::format("{:.0f}%", 100 * gbs / copy_gbs));
+  }
+  return 0;
+}
