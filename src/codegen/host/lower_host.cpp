@@ -573,6 +573,9 @@ class HostLowering {
     auto *f = llvm::Function::Create(fty, llvm::Function::InternalLinkage, name, m_);
     f->addFnAttr(llvm::Attribute::NoUnwind);
     f->addFnAttr(llvm::Attribute::AlwaysInline);
+    // Block loops are long and regular: use the widest vectors the CPU has (LLVM defaults
+    // to 256 bits on AVX-512 parts to protect mixed scalar code's clock, not our case).
+    f->addFnAttr("prefer-vector-width", "512");
     auto *entry = llvm::BasicBlock::Create(ctx_, "entry", f);
     b_.SetInsertPoint(entry);
     allocas_ = b_.CreateAlloca(b_.getInt8Ty(), nullptr, "alloca.point");  // allocas go before this
@@ -617,6 +620,7 @@ class HostLowering {
     auto *fty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, i64, i64, ptr}, false);
     auto *f = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name, m_);
     f->addFnAttr(llvm::Attribute::NoUnwind);
+    f->addFnAttr("prefer-vector-width", "512");
     auto *entry = llvm::BasicBlock::Create(ctx_, "entry", f);
     auto *loop_block = llvm::BasicBlock::Create(ctx_, "programs", f);
     auto *done = llvm::BasicBlock::Create(ctx_, "done", f);
