@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """gen_bpe_fixture.py - writes tests/models/data/bpe_hf_fixture.json: a byte-level BPE vocabulary
 trained here, and the ids HF `tokenizers` gives for ~1000 strings (ASCII and not) under the
-gpt2, llama-bpe and qwen2 pre-tokenizers. The C++ suite checks kdsl's tokenizer against it, so
+gpt2, llama-bpe, qwen2 and smollm pre-tokenizers. The C++ suite checks kdsl's tokenizer against it, so
 CI needs no Python. Needs `pip install tokenizers`; run from the repository root."""
 import json
 import random
@@ -45,6 +45,10 @@ def build(vocab, merges, pre):
     tok = Tokenizer(bpe)
     if pre == "gpt2":
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    elif pre == "smollm":
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Digits(individual_digits=True),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
     else:
         pattern = LLAMA3 if pre == "llama-bpe" else QWEN2
         tok.pre_tokenizer = pre_tokenizers.Sequence([
@@ -69,12 +73,12 @@ def main():
     tokens = [t for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])]
     assert all(vocab[t] == i for i, t in enumerate(tokens))
 
-    tokenizers = {pre: build(vocab, merges, pre) for pre in ("gpt2", "llama-bpe", "qwen2")}
+    tokenizers = {pre: build(vocab, merges, pre) for pre in ("gpt2", "llama-bpe", "qwen2", "smollm")}
     special_ids = [tokenizers["gpt2"].token_to_id(s) for s in SPECIALS]
     assert special_ids == list(range(len(tokens), len(tokens) + len(SPECIALS))), special_ids
 
     edge = ["", " ", "  ", "\n", " \n\n x", "a  b", "a\n\n\nb", "it's", "IT'S", "I'll've", "'", "''s", "12345678",
-            "x1234y", "  12", "hello world", "hello  world ", "tab\tsep", "<|im_start|>user\nhi<|im_end|>",
+            "x1234y", "  12", "a  1", "v2.0 ١٢ Ⅻ", "hello world", "hello  world ", "tab\tsep", "<|im_start|>user\nhi<|im_end|>",
             "<|endoftext|><|endoftext|>", "a<|im_end|>b", "!!!\n\n", " !?\r\n", "\u00a0\u00a0x", "é", "日本\n語"]
     rng = random.Random(5)
     texts = edge + [random_text(rng, 6) for _ in range(1000)]

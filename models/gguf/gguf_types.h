@@ -57,6 +57,7 @@ struct GgmlTypeTraits {
 std::optional<GgmlTypeTraits> ggml_type_traits(uint32_t type);
 const GgmlTypeTraits &ggml_type_traits(GgmlType type);
 std::string ggml_type_name(uint32_t type);
+inline std::string ggml_type_name(GgmlType type) { return ggml_type_name(uint32_t(type)); }
 // Parses "Q4_K", "f16" and the like (case-insensitive); nullopt when not a supported type.
 std::optional<GgmlType> parse_ggml_type(std::string_view name);
 

@@ -29,6 +29,7 @@ Vocabulary read_tokenizer_bin(const std::string &path, int vocab_size) {
   v.bos = 1;
   v.eos = 2;
   v.unk = 0;
+  v.eot = 1;  // llama2.c models end a text by producing BOS, and generation stops there
   for (int i = 0; vocab_size < 0 ? r.remaining() > 0 : i < vocab_size; ++i) {
     std::string field = fmt::format("token {}", i);
     float score = r.read<float>(field + " score");

@@ -12,6 +12,7 @@ std::optional<PreTokenizer> parse_pre_tokenizer(std::string_view name) {
   if (name == "default" || name == "gpt-2" || name == "gpt2") return PreTokenizer::Gpt2;
   if (name == "llama-bpe" || name == "llama3") return PreTokenizer::Llama3;
   if (name == "qwen2") return PreTokenizer::Qwen2;
+  if (name == "smollm") return PreTokenizer::SmolLM;
   return std::nullopt;
 }
 
@@ -126,8 +127,22 @@ size_t match_llama3(const Scanner &s, size_t i, size_t max_digits) {
 }  // namespace
 
 std::vector<std::string_view> pre_tokenize(PreTokenizer kind, std::string_view text) {
-  Scanner s(text);
   std::vector<std::string_view> words;
+  if (kind == PreTokenizer::SmolLM) {
+    // Digits split first, so the GPT-2 regex sees the text between them as separate pieces
+    // (a space before a digit stays with the text before it).
+    size_t begin = 0;
+    for (size_t i = 0, n = 0; i < text.size(); i += n) {
+      uint32_t cp = utf8_decode(text, i, &n);
+      if ((cp == 0xFFFD && n == 1) || !is_number(cp)) continue;
+      for (std::string_view w : pre_tokenize(PreTokenizer::Gpt2, text.substr(begin, i - begin))) words.push_back(w);
+      words.push_back(text.substr(i, n));
+      begin = i + n;
+    }
+    for (std::string_view w : pre_tokenize(PreTokenizer::Gpt2, text.substr(begin))) words.push_back(w);
+    return words;
+  }
+  Scanner s(text);
   for (size_t i = 0; i < s.size();) {
     size_t n = kind == PreTokenizer::Gpt2     ? match_gpt2(s, i)
                : kind == PreTokenizer::Llama3 ? match_llama3(s, i, 3)

@@ -95,7 +95,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const GgufFile &f) {
     auto pre = parse_pre_tokenizer(pre_name);
     if (!pre)
       throw Error(fmt::format("{}: metadata 'tokenizer.ggml.pre': pre-tokenizer '{}' is not supported (supported: "
-                              "default, gpt-2, llama-bpe, qwen2)",
+                              "default, gpt-2, llama-bpe, qwen2, smollm)",
                               f.path(), pre_name));
     std::vector<std::string> merges = f.get_string_array("tokenizer.ggml.merges");
     try {

@@ -40,7 +40,7 @@ std::unique_ptr<Tokenizer> small_bpe(const std::string &pre = "default") {
 
 }  // namespace
 
-TEST_CASE("bpe: matches HF tokenizers on ~1000 strings under three pre-tokenizers") {
+TEST_CASE("bpe: matches HF tokenizers on ~1000 strings under four pre-tokenizers") {
   std::string path = std::string(KDSL_SOURCE_DIR) + "/tests/models/data/bpe_hf_fixture.json";
   std::ifstream in(path);
   REQUIRE_MESSAGE(in.good(), "missing " << path << " (regenerate with scripts/gen_bpe_fixture.py)");
@@ -48,7 +48,7 @@ TEST_CASE("bpe: matches HF tokenizers on ~1000 strings under three pre-tokenizer
   auto tokens = fixture["tokens"].get<std::vector<std::string>>();
   auto merges = fixture["merges"].get<std::vector<std::string>>();
   size_t specials = fixture["special_count"].get<size_t>();
-  for (std::string pre : {"gpt2", "llama-bpe", "qwen2"}) {
+  for (std::string pre : {"gpt2", "llama-bpe", "qwen2", "smollm"}) {
     auto tok = gguf_bpe(tokens, merges, specials, pre);
     int checked = 0, mismatches = 0;
     for (const auto &c : fixture["cases"]) {
@@ -84,6 +84,7 @@ TEST_CASE("bpe: pre-tokenizers split as their regexes do") {
   CHECK(pre_tokenize(PreTokenizer::Gpt2, "日本 語") == Words{"日本", " 語"});
   CHECK(pre_tokenize(PreTokenizer::Gpt2, "a \xFF b") == Words{"a", " \xFF", " b"});  // malformed byte: punctuation-like
   CHECK(pre_tokenize(PreTokenizer::Gpt2, "") == Words{});
+  CHECK(pre_tokenize(PreTokenizer::SmolLM, "a  12 x") == Words{"a", "  ", "1", "2", " x"});
   CHECK(parse_pre_tokenizer("llama-bpe") == PreTokenizer::Llama3);
   CHECK_FALSE(parse_pre_tokenizer("falcon"));
 }
