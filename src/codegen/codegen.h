@@ -41,6 +41,10 @@ struct CompiledObject {
 // object file exporting `symbol` as a HostEntry.
 CompiledObject compile_for_host(const ir::Function &fn, const std::string &symbol, const DumpOptions &dump);
 
+// Starts the process's JIT (target set-up, symbol search of the process); the CPU device
+// calls it when created so that the first kernel load does not pay for it.
+void start_host_jit();
+
 // Links an object into the process's JIT and returns its entry point. Thread-safe.
 HostEntry load_host_object(const std::vector<uint8_t> &object, const std::string &symbol);
 

@@ -6,7 +6,7 @@
 namespace kdsl {
 namespace detail {
 
-CpuDevice::CpuDevice(int threads) : pool_(threads) {}
+CpuDevice::CpuDevice(int threads) : pool_(threads) { codegen::start_host_jit(); }
 
 std::string CpuDevice::name() const { return fmt::format("cpu ({}, {} threads)", codegen::host_target().arch, pool_.size()); }
 

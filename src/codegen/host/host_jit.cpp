@@ -62,11 +62,15 @@ class HostJit {
   std::mutex mutex_;
 };
 
+HostJit &host_jit() {
+  static HostJit jit;
+  return jit;
+}
+
 }  // namespace
 
-HostEntry load_host_object(const std::vector<uint8_t> &object, const std::string &symbol) {
-  static HostJit jit;
-  return jit.load(object, symbol);
-}
+void start_host_jit() { host_jit(); }
+
+HostEntry load_host_object(const std::vector<uint8_t> &object, const std::string &symbol) { return host_jit().load(object, symbol); }
 
 }  // namespace kdsl::codegen
