@@ -246,7 +246,9 @@ class HostLowering {
         llvm::Value *e = emit_exp(b_, b_.CreateFNeg(arg(0)));
         return fin(b_.CreateFDiv(llvm::ConstantFP::get(b_.getFloatTy(), 1.0), b_.CreateFAdd(llvm::ConstantFP::get(b_.getFloatTy(), 1.0), e)));
       }
-      case OpKind::Abs: return fp ? intrinsic(llvm::Intrinsic::fabs, {arg(0)}) : b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, arg(0), b_.getFalse());
+      case OpKind::Abs:
+        if (fp) return intrinsic(llvm::Intrinsic::fabs, {arg(0)});
+        return sign ? b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, arg(0), b_.getFalse()) : arg(0);  // unsigned: identity
       case OpKind::Cast: return cast(arg(0), arg_type(0).elem, out.elem);
       case OpKind::Bitcast: {
         llvm::Value *bits = b_.CreateBitCast(to_storage(arg(0), arg_type(0).elem), storage_type(out.elem));
