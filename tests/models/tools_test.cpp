@@ -1,6 +1,8 @@
 // tools_test.cpp - kdsl-tokenize and kdsl-synth run as a user runs them (skipped when not built)
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <string>
