@@ -1,0 +1,98 @@
+// engine.cpp - one transformer forward pass as a sequence of kdsl kernel launches
+#include "models/engine/engine.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include <kdsl/error.h>
+
+namespace kdsl::models {
+
+Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions options) : model_(model), kernels_(device), options_(options) {
+  const ModelHParams &h = model.hparams;
+  context_ = options.context > 0 ? options.context : int(std::min<int64_t>(h.context_length > 0 ? h.context_length : 2048, 4096));
+  if (options.page_size < 1) throw Error(fmt::format("KV page size must be positive, got {}", options.page_size));
+  dim_ = int(h.n_embd);
+  q_dim_ = int(h.n_head * h.head_dim);
+  kv_dim_ = int(h.n_head_kv * h.head_dim);
+  ff_ = int(h.n_ff);
+  vocab_ = int(h.n_vocab);
+  size_t b = size_t(std::max(1, options.max_batch));
+  x_.resize(b * size_t(dim_));
+  xb_.resize(b * size_t(std::max(dim_, q_dim_)));
+  q_.resize(b * size_t(q_dim_));
+  k_.resize(b * size_t(kv_dim_));
+  v_.resize(b * size_t(kv_dim_));
+  att_.resize(b * size_t(q_dim_));
+  proj_.resize(b * size_t(dim_));
+  gate_.resize(b * size_t(ff_));
+  up_.resize(b * size_t(ff_));
+  logits_.resize(size_t(vocab_));
+  ids_.resize(b);
+  int pages = (context_ + options.page_size - 1) / options.page_size;
+  size_t page_floats = size_t(options.page_size) * size_t(kv_dim_);
+  k_pages_.assign(model.layers.size(), std::vector<float>(size_t(pages) * page_floats));
+  v_pages_.assign(model.layers.size(), std::vector<float>(size_t(pages) * page_floats));
+  // One sequence owns every page, in order; the kernels read through the table all the same.
+  block_table_.resize(size_t(pages));
+  for (int p = 0; p < pages; ++p) block_table_[size_t(p)] = p;
+}
+
+std::span<const float> Engine::forward(std::span<const int> tokens, int pos) {
+  int total = int(tokens.size());
+  if (total == 0) throw Error("forward needs at least one token");
+  if (pos < 0 || pos + total > context_)
+    throw Error(fmt::format("positions {}..{} do not fit the context of {} tokens (raise --ctx)", pos, pos + total - 1, context_));
+  const ModelHParams &h = model_.hparams;
+  for (int start = 0; start < total; start += options_.max_batch) {
+    int n = std::min(options_.max_batch, total - start);
+    for (int i = 0; i < n; ++i) {
+      int id = tokens[size_t(start + i)];
+      if (id < 0 || id >= vocab_) throw Error(fmt::format("token id {} is outside the vocabulary of {}", id, vocab_));
+      ids_[size_t(i)] = id;
+    }
+    kernels_.embedding(ids_.data(), model_.token_embd.data, model_.token_embd.dtype, x_.data(), n, dim_);
+    kernels_.rmsnorm(x_.data(), model_.layers[0].attn_norm.f32(), xb_.data(), n, dim_, h.rms_eps);
+    for (int l = 0; l < int(model_.layers.size()); ++l) layer(l, n, pos + start);
+    // After the last layer xb holds the final norm of every row; only the last row's logits are needed.
+    if (start + n == total) {
+      const float *last = xb_.data() + size_t(n - 1) * size_t(dim_);
+      kernels_.matmul(last, model_.output.data, model_.output.dtype, nullptr, logits_.data(), 1, vocab_, dim_);
+    }
+  }
+  return logits_;
+}
+
+// Expects xb = attn_norm(x) for this layer; leaves xb = the next layer's attn_norm(x) (or the
+// final output norm).
+void Engine::layer(int l, int n, int pos) {
+  const ModelHParams &h = model_.hparams;
+  const LayerWeights &w = model_.layers[size_t(l)];
+  int hd = int(h.head_dim), heads = int(h.n_head), kv_heads = int(h.n_head_kv);
+  auto bias = [](const Weight &b) { return b ? b.f32() : nullptr; };
+
+  kernels_.matmul(xb_.data(), w.wq.data, w.wq.dtype, bias(w.bq), q_.data(), n, q_dim_, dim_);
+  kernels_.matmul(xb_.data(), w.wk.data, w.wk.dtype, bias(w.bk), k_.data(), n, kv_dim_, dim_);
+  kernels_.matmul(xb_.data(), w.wv.data, w.wv.dtype, bias(w.bv), v_.data(), n, kv_dim_, dim_);
+  if (w.q_norm) kernels_.rmsnorm(q_.data(), w.q_norm.f32(), q_.data(), n * heads, hd, h.rms_eps);
+  if (w.k_norm) kernels_.rmsnorm(k_.data(), w.k_norm.f32(), k_.data(), n * kv_heads, hd, h.rms_eps);
+  kernels_.rope(q_.data(), k_.data(), n, heads, kv_heads, hd, pos, h.rope_freq_base, h.rope_type == RopeType::Neox);
+  kernels_.kv_append(k_.data(), v_.data(), k_pages_[size_t(l)].data(), v_pages_[size_t(l)].data(), block_table_.data(), pos, n, kv_heads, hd,
+                     options_.page_size);
+  kernels_.attention(q_.data(), k_pages_[size_t(l)].data(), v_pages_[size_t(l)].data(), block_table_.data(), att_.data(), n, pos, heads, kv_heads, hd,
+                     options_.page_size, 1.0f / std::sqrt(float(hd)));
+  kernels_.matmul(att_.data(), w.wo.data, w.wo.dtype, nullptr, proj_.data(), n, dim_, q_dim_);
+  kernels_.add_rmsnorm(x_.data(), proj_.data(), w.ffn_norm.f32(), xb_.data(), n, dim_, h.rms_eps);
+
+  kernels_.matmul(xb_.data(), w.w_gate.data, w.w_gate.dtype, nullptr, gate_.data(), n, ff_, dim_);
+  kernels_.matmul(xb_.data(), w.w_up.data, w.w_up.dtype, nullptr, up_.data(), n, ff_, dim_);
+  kernels_.swiglu(gate_.data(), up_.data(), gate_.data(), int64_t(n) * ff_);
+  kernels_.matmul(gate_.data(), w.w_down.data, w.w_down.dtype, nullptr, proj_.data(), n, dim_, ff_);
+  bool last = l + 1 == int(model_.layers.size());
+  const float *next_norm = last ? model_.output_norm.f32() : model_.layers[size_t(l + 1)].attn_norm.f32();
+  kernels_.add_rmsnorm(x_.data(), proj_.data(), next_norm, xb_.data(), n, dim_, h.rms_eps);
+}
+
+}  // namespace kdsl::models

@@ -1,0 +1,30 @@
+// generator.h - prompt in, tokens out: prefill, sampling, streaming text, and the timings of each phase
+#pragma once
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/engine/engine.h"
+#include "models/sampler/sampler.h"
+#include "models/tokenizer/tokenizer.h"
+
+namespace kdsl::models {
+
+struct GenerationResult {
+  std::vector<int> prompt_ids;
+  std::vector<int> generated_ids;
+  std::string text;          // the generated text (not the prompt)
+  double prompt_ms = 0;      // prefill of the whole prompt
+  double generation_ms = 0;  // every decode step after it
+  std::string stop_reason;   // "length", "eos", "context"
+};
+
+// Feeds the prompt in one batched prefill, then samples and feeds one token at a time until
+// `max_tokens` are generated, the model emits an end-of-generation token (or BOS, which ends
+// a llama2.c story), or the context is full. `on_text` receives text as soon as it forms
+// whole UTF-8 characters.
+GenerationResult generate(Engine &engine, const Tokenizer &tokenizer, Sampler &sampler, const std::vector<int> &prompt_ids, int max_tokens,
+                          const std::function<void(std::string_view)> &on_text = {});
+
+}  // namespace kdsl::models

@@ -1,0 +1,55 @@
+// model_weights.h - a loaded model as the engine sees it: hyper-parameters and typed weight views
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <kdsl/dtype.h>
+
+#include "models/arch/hparams.h"
+
+namespace kdsl::models {
+
+// A row-major [rows][cols] matrix (or a vector: rows = 1) of f32, f16 or bf16, in memory the
+// ModelWeights keeps alive (a mapped file, or a converted copy).
+struct Weight {
+  const void *data = nullptr;
+  DType dtype = DType::F32;
+  int64_t rows = 0, cols = 0;
+
+  explicit operator bool() const { return data != nullptr; }
+  int64_t bytes() const { return rows * cols * dtype_bytes(dtype); }
+  const float *f32() const { return static_cast<const float *>(data); }
+};
+
+struct LayerWeights {
+  Weight attn_norm, wq, wk, wv, wo;
+  Weight bq, bk, bv;          // qwen2: QKV biases
+  Weight q_norm, k_norm;      // qwen3: per-head RMSNorm of q and k
+  Weight ffn_norm, w_gate, w_up, w_down;
+};
+
+struct ModelWeights {
+  std::string path;
+  ModelHParams hparams;
+  Weight token_embd, output_norm, output;
+  std::vector<LayerWeights> layers;
+  std::shared_ptr<const void> keep_alive;              // the mapped file(s)
+  std::vector<std::vector<float>> converted;           // norms and biases converted to f32
+
+  // Bytes of weights one decoded token reads (every matrix once, the embedding row aside).
+  int64_t bytes_per_token() const;
+};
+
+// A llama2.c version-0 checkpoint (float32).
+ModelWeights load_llama2c_weights(const std::string &path);
+
+// A llama, qwen2 or qwen3 GGUF with F32, F16 or BF16 matrices. Quantized matrices are a clear
+// kdsl::Error naming the tensor and its type (the kernels for them are not written yet).
+ModelWeights load_gguf_weights(const std::string &path);
+
+// Either, chosen by the file's magic ("GGUF" or not); a missing or unreadable file is a
+// kdsl::Error naming it.
+ModelWeights load_model_weights(const std::string &path);
+
+}  // namespace kdsl::models

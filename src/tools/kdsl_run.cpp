@@ -1,0 +1,186 @@
+// kdsl_run.cpp - kdsl-run: generate text from a GGUF or llama2.c model with kdsl kernels, as llama.cpp's main does
+#include <CLI/CLI.hpp>
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <kdsl/kdsl.h>
+
+#include "models/engine/engine.h"
+#include "models/engine/generator.h"
+#include "models/gguf/gguf_file.h"
+#include "models/tokenizer/chat_template.h"
+#include "runtime/host_bandwidth.h"
+
+using namespace kdsl;
+using namespace kdsl::models;
+
+namespace {
+
+struct Options {
+  std::string model, tokenizer_path, prompt, prompt_file, device = "cpu", cache_dir, output_format = "text", chat_template;
+  int n = 128, top_k = 40, ctx = 0, threads = 0;
+  float temp = 0.8f, top_p = 0.95f, min_p = 0.05f, repeat_penalty = 1.0f;
+  uint64_t seed = 0;
+  bool chat = false, verbose = false, seed_given = false;
+};
+
+Device pick_device(const Options &o) {
+  if (o.device == "cpu" || o.device == "auto") return Device::cpu(o.threads);
+  if (o.device == "cuda") {
+    // Say which of the two is missing: the driver, or this build's NVIDIA backend.
+    if (!dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL))
+      throw Error("--device cuda: no NVIDIA driver found (libcuda.so.1 could not be loaded); use --device cpu");
+    throw Error("--device cuda: an NVIDIA driver is present, but this build of kdsl has no NVIDIA backend yet; use --device cpu");
+  }
+  throw Error(fmt::format("--device {}: expected cpu, cuda or auto", o.device));
+}
+
+std::unique_ptr<Tokenizer> open_tokenizer(const Options &o, const ModelWeights &m) {
+  if (!o.tokenizer_path.empty()) return load_tokenizer_bin(o.tokenizer_path, int(m.hparams.n_vocab));
+  std::ifstream f(o.model, std::ios::binary);
+  char magic[4] = {};
+  f.read(magic, 4);
+  if (std::string(magic, 4) == "GGUF") return load_tokenizer(GgufFile(o.model));
+  throw Error(fmt::format("{} is a llama2.c checkpoint, which holds no tokenizer: pass its tokenizer.bin with -z", o.model));
+}
+
+std::string read_prompt(const Options &o) {
+  if (o.prompt_file.empty()) return o.prompt;
+  std::ifstream f(o.prompt_file);
+  if (!f) throw Error(fmt::format("cannot read prompt file '{}'", o.prompt_file));
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+SamplerParams sampler_params(const Options &o) {
+  SamplerParams p;
+  p.temperature = o.temp;
+  p.top_k = o.top_k;
+  p.top_p = o.top_p;
+  p.min_p = o.min_p;
+  p.repetition_penalty = o.repeat_penalty;
+  p.seed = o.seed_given ? o.seed : uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  return p;
+}
+
+void print_summary(const ModelWeights &m, const Device &dev, const GenerationResult &r, double load_ms, bool json, nlohmann::json &out) {
+  CacheStats cs = cache_stats();
+  double prompt_tps = r.prompt_ids.size() / (r.prompt_ms / 1e3);
+  size_t decode_steps = r.generated_ids.empty() ? 0 : r.generated_ids.size() - 1;
+  double gen_tps = decode_steps ? decode_steps / (r.generation_ms / 1e3) : 0;
+  double gb_per_token = double(m.bytes_per_token()) / 1e9;
+  double achieved = gen_tps * gb_per_token;
+  double ceiling = runtime::measure_copy_bandwidth(dev.threads(), size_t(128) << 20, 3);
+  if (json) {
+    out["summary"] = {{"load_ms", load_ms},
+                      {"prompt_tokens", r.prompt_ids.size()},
+                      {"prompt_tokens_per_s", prompt_tps},
+                      {"generated_tokens", r.generated_ids.size()},
+                      {"generation_tokens_per_s", gen_tps},
+                      {"weight_bytes_per_token", m.bytes_per_token()},
+                      {"achieved_gb_per_s", achieved},
+                      {"measured_copy_gb_per_s", ceiling},
+                      {"kernels_compiled", cs.compiled},
+                      {"kernel_cache_memory_hits", cs.memory_hits},
+                      {"kernel_cache_disk_hits", cs.disk_hits},
+                      {"compile_ms", cs.compile_ms},
+                      {"stop_reason", r.stop_reason}};
+    return;
+  }
+  fmt::print(stderr, "\n\n--- kdsl-run on {} ---\n", dev.name());
+  fmt::print(stderr, "load            {:10.1f} ms\n", load_ms);
+  fmt::print(stderr, "prompt          {:10.1f} tokens/s  ({} tokens in {:.1f} ms)\n", prompt_tps, r.prompt_ids.size(), r.prompt_ms);
+  fmt::print(stderr, "generation      {:10.1f} tokens/s  ({} tokens, stop: {})\n", gen_tps, r.generated_ids.size(), r.stop_reason);
+  fmt::print(stderr, "weights/token   {:10.2f} MB; achieved {:.2f} GB/s of {:.2f} GB/s measured copy bandwidth ({:.0f}%)\n", gb_per_token * 1e3, achieved,
+             ceiling, ceiling > 0 ? 100 * achieved / ceiling : 0.0);
+  fmt::print(stderr, "kernels         {} compiled in {:.0f} ms, {} memory and {} disk cache hits\n", cs.compiled, cs.compile_ms, cs.memory_hits, cs.disk_hits);
+}
+
+int run(const Options &o) {
+  if (!o.cache_dir.empty()) setenv("KDSL_CACHE_DIR", o.cache_dir.c_str(), 1);
+  auto t0 = std::chrono::steady_clock::now();
+  Device dev = pick_device(o);
+  ModelWeights model = load_model_weights(o.model);
+  std::unique_ptr<Tokenizer> tok = open_tokenizer(o, model);
+  EngineOptions eo;
+  eo.context = o.ctx;
+  Engine engine(model, dev, eo);
+  double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  bool json = o.output_format == "json";
+  if (o.verbose)
+    fmt::print(stderr, "model {}: {} layers, dim {}, {} heads ({} kv), vocab {}, context {}\n", o.model, model.hparams.n_layer, model.hparams.n_embd,
+               model.hparams.n_head, model.hparams.n_head_kv, model.hparams.n_vocab, engine.context());
+
+  if (o.chat) {
+    ChatTemplate tmpl = select_chat_template(GgufFile(o.model), o.chat_template);
+    std::vector<ChatMessage> history;
+    std::string line;
+    fmt::print(stderr, "chat mode: type a message, an empty line ends the session\n");
+    while (fmt::print("> "), std::fflush(stdout), std::getline(std::cin, line) && !line.empty()) {
+      history.push_back({"user", line});
+      Sampler sampler(sampler_params(o));
+      auto ids = tok->encode(render_chat(tmpl, history), true, true);
+      auto r = generate(engine, *tok, sampler, ids, o.n, [](std::string_view s) { fmt::print("{}", s), std::fflush(stdout); });
+      fmt::print("\n");
+      history.push_back({"assistant", r.text});
+    }
+    return 0;
+  }
+
+  std::string prompt = read_prompt(o);
+  std::vector<int> ids = tok->encode(prompt, true);
+  Sampler sampler(sampler_params(o));
+  if (!json) fmt::print("{}", prompt), std::fflush(stdout);
+  GenerationResult r = generate(engine, *tok, sampler, ids, o.n, [&](std::string_view s) {
+    if (!json) fmt::print("{}", s), std::fflush(stdout);
+  });
+  nlohmann::json out;
+  if (json) out = {{"prompt", prompt}, {"prompt_ids", r.prompt_ids}, {"generated_ids", r.generated_ids}, {"text", r.text}};
+  print_summary(model, dev, r, load_ms, json, out);
+  if (json) fmt::print("{}\n", out.dump(2));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"kdsl-run: text generation with kdsl kernels (GGUF llama/qwen2/qwen3, llama2.c checkpoints)"};
+  Options o;
+  app.add_option("-m,--model", o.model, "model file: GGUF, or a llama2.c checkpoint (with -z)")->required();
+  app.add_option("-z,--tokenizer", o.tokenizer_path, "llama2.c tokenizer.bin");
+  app.add_option("-p,--prompt", o.prompt, "prompt text");
+  app.add_option("-f,--file", o.prompt_file, "read the prompt from a file");
+  app.add_option("-n,--n-predict", o.n, "tokens to generate")->check(CLI::NonNegativeNumber);
+  app.add_option("--temp", o.temp, "temperature (0: greedy)");
+  app.add_option("--top-k", o.top_k, "keep the k most likely tokens (0: all)");
+  app.add_option("--top-p", o.top_p, "nucleus sampling threshold");
+  app.add_option("--min-p", o.min_p, "drop tokens below min-p times the most likely");
+  app.add_option("--repeat-penalty", o.repeat_penalty, "penalty for recently seen tokens (1: none)");
+  app.add_option("--seed", o.seed, "random seed (same seed, same text)")->each([&](const std::string &) { o.seed_given = true; });
+  app.add_option("--ctx", o.ctx, "context length in tokens (default: the model's, at most 4096)");
+  app.add_option("--device", o.device, "cpu, cuda or auto");
+  app.add_option("--threads", o.threads, "CPU threads (0: all)");
+  app.add_flag("--chat", o.chat, "interactive chat with the model's chat template");
+  app.add_option("--chat-template", o.chat_template, "override the chat template: llama2, llama3, chatml, mistral");
+  app.add_option("--cache-dir", o.cache_dir, "kernel cache folder (default $KDSL_CACHE_DIR or ~/.cache/kdsl)");
+  app.add_flag("-v,--verbose", o.verbose, "print model details");
+  app.add_option("--output-format", o.output_format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return run(o);
+  } catch (const Error &e) {
+    fmt::print(stderr, "kdsl-run: error: {}\n", e.what());
+    return 1;
+  } catch (const std::exception &e) {
+    fmt::print(stderr, "kdsl-run: internal error: {}\n", e.what());
+    return 2;
+  }
+}
