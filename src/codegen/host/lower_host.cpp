@@ -369,6 +369,13 @@ class HostLowering {
 
   // --- ops ------------------------------------------------------------------------------
 
+  // The array a value is computed into: a fresh one, or the carried storage it updates in place.
+  llvm::AllocaInst *target_array(ir::ValueId v, const char *name) {
+    ir::ValueId carried = plan_.write_into[size_t(v)];
+    if (carried != ir::kNoValue) return state_[size_t(carried)].array;
+    return alloca_array(fn_.type(v), name);
+  }
+
   // Stores an already computed or fused value into a new (or given) array.
   void materialize(ir::ValueId v, llvm::AllocaInst *into) {
     const ir::Type &t = fn_.type(v);
@@ -400,7 +407,7 @@ class HostLowering {
         state_[size_t(v)].scalar = compute(op, {});
         return;
       case Storage::Array: {
-        llvm::AllocaInst *a = alloca_array(t, ir::op_name(op.kind));
+        llvm::AllocaInst *a = target_array(v, ir::op_name(op.kind));
         loop_nest(t.shape, [&](const Index &idx) { b_.CreateStore(compute(op, idx), array_element_ptr(a, t, idx)); });
         state_[size_t(v)].array = a;
         return;
@@ -438,8 +445,8 @@ class HostLowering {
     const ir::Type &ct = fn_.type(op.results[0]);
     const ir::Type &at = fn_.type(op.operands[0]);
     bool fp = is_float(ct.elem);
-    llvm::AllocaInst *c = alloca_array(ct, "dot");
-    materialize(op.operands[2], c);
+    llvm::AllocaInst *c = target_array(op.results[0], "dot");
+    if (state_[size_t(op.operands[2])].array != c) materialize(op.operands[2], c);
     int64_t M = ct.shape[0], N = ct.shape[1], K = at.shape[1];
     llvm::FastMathFlags contract;
     contract.setAllowContract();
@@ -494,6 +501,7 @@ class HostLowering {
         continue;
       }
       llvm::AllocaInst *a = state_[size_t(values[i])].array;
+      if (a == slots[i].memory) continue;  // updated in place
       bool aliases = false;
       for (const Slot &s : slots) aliases |= s.memory == a;
       if (a && !aliases) {
@@ -506,7 +514,7 @@ class HostLowering {
     for (size_t i = 0; i < values.size(); ++i) {
       if (scalars[i]) {
         b_.CreateStore(scalars[i], slots[i].memory);
-      } else {
+      } else if (sources[i]) {
         uint64_t bytes = uint64_t(slots[i].type.shape.numel()) * m_.getDataLayout().getTypeAllocSize(compute_type(slots[i].type));
         b_.CreateMemCpy(slots[i].memory, llvm::MaybeAlign(64), sources[i], llvm::MaybeAlign(64), bytes);
       }

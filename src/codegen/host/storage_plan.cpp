@@ -32,6 +32,10 @@ class Planner {
     for (size_t v = 0; v < fn_.values.size(); ++v)
       if (fn_.values[v].shape.rank == 0) plan_.storage[v] = Storage::Scalar;
     plan_region(fn_.body);
+    plan_.write_into.assign(fn_.values.size(), kNoValue);
+    walk(fn_.body, [&](const Op &op) {
+      if (op.kind == OpKind::For) plan_in_place(op.regions[0]);
+    });
     return std::move(plan_);
   }
 
@@ -91,6 +95,29 @@ class Planner {
       plan_.storage[size_t(v)] = Storage::Fused;
       eval_position_[size_t(v)] = place;
       into_write_[size_t(v)] = into_write;
+    }
+  }
+
+  // Does v's fused elementwise computation read `arg` directly (at v's own index)?
+  bool reads_elementwise(ValueId v, ValueId arg) const {
+    const Op *def = plan_.def[size_t(v)];
+    if (!def || !is_elementwise(def->kind)) return false;
+    for (ValueId operand : def->operands) {
+      if (operand == arg) return true;
+      if (plan_.storage[size_t(operand)] == Storage::Fused && reads_elementwise(operand, arg)) return true;
+    }
+    return false;
+  }
+
+  void plan_in_place(const Region &body) {
+    const Op &yield = body.ops.back();
+    for (size_t i = 0; i < yield.operands.size(); ++i) {
+      ValueId next = yield.operands[i], arg = body.args[i + 1];
+      const Op *def = plan_.def[size_t(next)];
+      if (fn_.type(next).shape.rank == 0 || plan_.storage[size_t(next)] != Storage::Array || !def) continue;
+      if (uses_[size_t(next)].size() != 1 || uses_[size_t(arg)].size() != 1 || uses_[size_t(next)][0].region != &body) continue;
+      bool in_place = (def->kind == OpKind::Dot && def->operands[2] == arg) || reads_elementwise(next, arg);
+      if (in_place) plan_.write_into[size_t(next)] = arg;
     }
   }
 

@@ -15,6 +15,10 @@ enum class Storage : uint8_t {
 struct StoragePlan {
   std::vector<Storage> storage;     // by ValueId
   std::vector<const ir::Op *> def;  // defining op by ValueId (null for arguments and region args)
+  // Loop-carried updates done in place: a value that is the next value of carried argument
+  // `write_into[v]`, computed from that argument's old value at the same index only (acc + x,
+  // or dot(a, b, acc)) and used nowhere else, is written straight into the carried storage.
+  std::vector<ir::ValueId> write_into;  // by ValueId; kNoValue when not in place
 };
 
 // Fuses index arithmetic always (integer, boolean and pointer elementwise ops, views, ranges,
