@@ -275,9 +275,27 @@ class HostLowering {
       if (to == DType::Bool) return b_.CreateFCmpUNE(v, llvm::ConstantFP::get(b_.getFloatTy(), 0.0));
       return is_unsigned(to) ? b_.CreateFPToUI(v, compute_type(to)) : b_.CreateFPToSI(v, compute_type(to));
     }
+    if (is_float(to) && to == DType::BF16 && v->getType()->getIntegerBitWidth() > 24) return round_to(int_to_f32_for_bf16(v, !is_unsigned(from)), to);
     if (is_float(to)) return round_to(is_unsigned(from) ? b_.CreateUIToFP(v, b_.getFloatTy()) : b_.CreateSIToFP(v, b_.getFloatTy()), to);
     if (to == DType::Bool) return b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
     return b_.CreateIntCast(v, compute_type(to), !is_unsigned(from));
+  }
+
+  // An integer wider than f32's significand, converted for a bf16 result. Rounding it to f32
+  // and then to bf16 would round twice (2^24 + 2^16 + 1 would become 2^24); keeping 10
+  // significant bits, the last one sticky, gives an exact f32 with the same bf16 rounding.
+  llvm::Value *int_to_f32_for_bf16(llvm::Value *v, bool is_signed) {
+    llvm::Type *ty = v->getType();
+    auto c = [&](uint64_t x) { return llvm::ConstantInt::get(ty, x); };
+    llvm::Value *negative = is_signed ? b_.CreateICmpSLT(v, c(0)) : b_.getFalse();
+    llvm::Value *magnitude = is_signed ? b_.CreateSelect(negative, b_.CreateNeg(v), v) : v;
+    llvm::Value *bits = b_.CreateSub(c(ty->getIntegerBitWidth()), b_.CreateBinaryIntrinsic(llvm::Intrinsic::ctlz, magnitude, b_.getFalse()));
+    llvm::Value *shift = b_.CreateSelect(b_.CreateICmpUGT(bits, c(10)), b_.CreateSub(bits, c(10)), c(0));
+    llvm::Value *low_mask = b_.CreateSub(b_.CreateShl(c(1), shift), c(1));
+    llvm::Value *sticky = b_.CreateZExt(b_.CreateICmpNE(b_.CreateAnd(magnitude, low_mask), c(0)), ty);
+    llvm::Value *kept = b_.CreateOr(b_.CreateAnd(magnitude, b_.CreateNot(low_mask)), b_.CreateShl(sticky, shift));
+    llvm::Value *f = b_.CreateUIToFP(kept, b_.getFloatTy());
+    return b_.CreateSelect(negative, b_.CreateFNeg(f), f);
   }
 
   llvm::Value *load(const ir::Op &op, const Index &idx) {
@@ -303,68 +321,93 @@ class HostLowering {
     return phi;
   }
 
-  // One element of a reduction's result: a loop over the reduced axis.
-  llvm::Value *reduce(const ir::Op &op, const Index &idx) {
+  // A reduction in progress: its accumulator (and, for argmax/argmin, the best index).
+  struct Accumulator {
+    const ir::Op *op = nullptr;
+    llvm::AllocaInst *acc = nullptr, *best = nullptr;
+    llvm::Type *type = nullptr;
+    bool fp = false, sign = true;
+  };
+
+  Accumulator start_reduction(const ir::Op &op) {
     const ir::Type &in = fn_.type(op.operands[0]);
-    int axis = int(op.ints[0]);
-    bool fp = is_float(in.elem), sign = !is_unsigned(in.elem);
-    llvm::Type *ty = compute_type(in.elem);
+    Accumulator a;
+    a.op = &op;
+    a.fp = is_float(in.elem);
+    a.sign = !is_unsigned(in.elem);
+    a.type = compute_type(in.elem);
+    a.acc = alloca_slot(a.type, "acc");
     bool arg = op.kind == OpKind::ArgMax || op.kind == OpKind::ArgMin;
-    llvm::AllocaInst *acc = alloca_slot(ty, "acc");
-    llvm::AllocaInst *best = arg ? alloca_slot(b_.getInt32Ty(), "argbest") : nullptr;
+    if (arg) a.best = alloca_slot(b_.getInt32Ty(), "argbest");
     double inf = __builtin_huge_val();
     auto extreme = [&](bool largest) -> llvm::Value * {
-      if (fp) return llvm::ConstantFP::get(ty, largest ? inf : -inf);
-      unsigned bits = ty->getIntegerBitWidth();
-      if (sign) return b_.getInt(largest ? llvm::APInt::getSignedMaxValue(bits) : llvm::APInt::getSignedMinValue(bits));
+      if (a.fp) return llvm::ConstantFP::get(a.type, largest ? inf : -inf);
+      unsigned bits = a.type->getIntegerBitWidth();
+      if (a.sign) return b_.getInt(largest ? llvm::APInt::getSignedMaxValue(bits) : llvm::APInt::getSignedMinValue(bits));
       return b_.getInt(largest ? llvm::APInt::getMaxValue(bits) : llvm::APInt::getMinValue(bits));
     };
-    llvm::Value *init = op.kind == OpKind::ReduceSum ? constant(in.with_elem(in.elem), 0, 0.0)
+    llvm::Value *init = op.kind == OpKind::ReduceSum ? constant(in, 0, 0.0)
                         : (op.kind == OpKind::ReduceMax || op.kind == OpKind::ArgMax) ? extreme(false)
                                                                                        : extreme(true);
-    b_.CreateStore(init, acc);
-    if (best) b_.CreateStore(b_.getInt32(0), best);
-    llvm::FastMathFlags reassoc;
+    b_.CreateStore(init, a.acc);
+    if (a.best) b_.CreateStore(b_.getInt32(0), a.best);
+    return a;
+  }
+
+  // Folds element x (at position i of the reduced axis) into the accumulator.
+  void accumulate(const Accumulator &a, llvm::Value *x, llvm::Value *i) {
+    llvm::FastMathFlags reassoc;  // lets the vectorizer split the reduction into lanes
     reassoc.setAllowReassoc();
     reassoc.setNoNaNs();
     reassoc.setNoSignedZeros();
-    loop(in.shape[axis], [&](llvm::Value *i) {
+    llvm::Value *prior = b_.CreateLoad(a.type, a.acc);
+    llvm::Value *next = nullptr;
+    switch (a.op->kind) {
+      case OpKind::ReduceSum:
+        next = a.fp ? b_.CreateFAdd(prior, x) : b_.CreateAdd(prior, x);
+        if (a.fp) llvm::cast<llvm::Instruction>(next)->setFastMathFlags(reassoc);
+        break;
+      case OpKind::ReduceMax:
+      case OpKind::ReduceMin: {
+        bool mx = a.op->kind == OpKind::ReduceMax;
+        if (a.fp) {
+          next = b_.CreateBinaryIntrinsic(mx ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, prior, x);
+          llvm::cast<llvm::Instruction>(next)->setFastMathFlags(reassoc);
+        } else {
+          next = b_.CreateBinaryIntrinsic(mx ? (a.sign ? llvm::Intrinsic::smax : llvm::Intrinsic::umax) : (a.sign ? llvm::Intrinsic::smin : llvm::Intrinsic::umin), prior, x);
+        }
+        break;
+      }
+      default: {  // argmax / argmin: strictly better only, so the first index wins
+        bool mx = a.op->kind == OpKind::ArgMax;
+        llvm::Value *better = a.fp ? (mx ? b_.CreateFCmpOGT(x, prior) : b_.CreateFCmpOLT(x, prior))
+                                   : (mx ? (a.sign ? b_.CreateICmpSGT(x, prior) : b_.CreateICmpUGT(x, prior))
+                                         : (a.sign ? b_.CreateICmpSLT(x, prior) : b_.CreateICmpULT(x, prior)));
+        // The first element always initialises, so an all-minimal (or all -inf) row gives 0.
+        better = b_.CreateOr(better, b_.CreateICmpEQ(i, b_.getInt64(0)));
+        next = b_.CreateSelect(better, x, prior);
+        b_.CreateStore(b_.CreateSelect(better, b_.CreateTrunc(i, b_.getInt32Ty()), b_.CreateLoad(b_.getInt32Ty(), a.best)), a.best);
+      }
+    }
+    b_.CreateStore(next, a.acc);
+  }
+
+  llvm::Value *finish_reduction(const Accumulator &a) {
+    if (a.best) return b_.CreateLoad(b_.getInt32Ty(), a.best);
+    llvm::Value *r = b_.CreateLoad(a.type, a.acc);
+    return a.fp ? round_to(r, fn_.type(a.op->operands[0]).elem) : r;
+  }
+
+  // One element of a reduction's result: a loop over the reduced axis.
+  llvm::Value *reduce(const ir::Op &op, const Index &idx) {
+    int axis = int(op.ints[0]);
+    Accumulator a = start_reduction(op);
+    loop(fn_.type(op.operands[0]).shape[axis], [&](llvm::Value *i) {
       Index full = idx;
       full.insert(full.begin() + axis, i);
-      llvm::Value *x = element(op.operands[0], full);
-      llvm::Value *a = b_.CreateLoad(ty, acc);
-      llvm::Value *next = nullptr;
-      switch (op.kind) {
-        case OpKind::ReduceSum:
-          next = fp ? b_.CreateFAdd(a, x) : b_.CreateAdd(a, x);
-          if (fp) llvm::cast<llvm::Instruction>(next)->setFastMathFlags(reassoc);
-          break;
-        case OpKind::ReduceMax:
-        case OpKind::ReduceMin: {
-          bool mx = op.kind == OpKind::ReduceMax;
-          if (fp) {
-            next = b_.CreateBinaryIntrinsic(mx ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, a, x);
-            llvm::cast<llvm::Instruction>(next)->setFastMathFlags(reassoc);
-          } else {
-            next = b_.CreateBinaryIntrinsic(mx ? (sign ? llvm::Intrinsic::smax : llvm::Intrinsic::umax) : (sign ? llvm::Intrinsic::smin : llvm::Intrinsic::umin), a, x);
-          }
-          break;
-        }
-        default: {  // argmax / argmin: strictly better only, so the first index wins
-          bool mx = op.kind == OpKind::ArgMax;
-          llvm::Value *better = fp ? (mx ? b_.CreateFCmpOGT(x, a) : b_.CreateFCmpOLT(x, a))
-                                   : (mx ? (sign ? b_.CreateICmpSGT(x, a) : b_.CreateICmpUGT(x, a)) : (sign ? b_.CreateICmpSLT(x, a) : b_.CreateICmpULT(x, a)));
-          // The first element always initialises, so an all-minimal (or all -inf) row gives 0.
-          better = b_.CreateOr(better, b_.CreateICmpEQ(i, b_.getInt64(0)));
-          next = b_.CreateSelect(better, x, a);
-          b_.CreateStore(b_.CreateSelect(better, b_.CreateTrunc(i, b_.getInt32Ty()), b_.CreateLoad(b_.getInt32Ty(), best)), best);
-        }
-      }
-      b_.CreateStore(next, acc);
+      accumulate(a, element(op.operands[0], full), i);
     });
-    if (arg) return b_.CreateLoad(b_.getInt32Ty(), best);
-    llvm::Value *r = b_.CreateLoad(ty, acc);
-    return fp ? round_to(r, in.elem) : r;
+    return finish_reduction(a);
   }
 
   // --- ops ------------------------------------------------------------------------------
@@ -404,11 +447,19 @@ class HostLowering {
       case Storage::Fused:
         return;
       case Storage::Scalar:
-        state_[size_t(v)].scalar = compute(op, {});
+        if (!state_[size_t(v)].scalar) state_[size_t(v)].scalar = compute(op, {});  // else reduced in its input's loop
         return;
       case Storage::Array: {
         llvm::AllocaInst *a = target_array(v, ir::op_name(op.kind));
-        loop_nest(t.shape, [&](const Index &idx) { b_.CreateStore(compute(op, idx), array_element_ptr(a, t, idx)); });
+        // Full reductions of this value ride along in the loop that writes it.
+        std::vector<Accumulator> riders;
+        for (const ir::Op *r : plan_.reductions_in_loop[size_t(v)]) riders.push_back(start_reduction(*r));
+        loop_nest(t.shape, [&](const Index &idx) {
+          llvm::Value *x = compute(op, idx);
+          b_.CreateStore(x, array_element_ptr(a, t, idx));
+          for (const Accumulator &r : riders) accumulate(r, x, idx[0]);
+        });
+        for (const Accumulator &r : riders) state_[size_t(r.op->results[0])].scalar = finish_reduction(r);
         state_[size_t(v)].array = a;
         return;
       }

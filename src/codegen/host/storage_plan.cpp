@@ -2,6 +2,7 @@
 #include "codegen/host/storage_plan.h"
 
 #include <limits>
+#include <unordered_map>
 
 namespace kdsl::codegen {
 namespace {
@@ -36,6 +37,8 @@ class Planner {
     walk(fn_.body, [&](const Op &op) {
       if (op.kind == OpKind::For) plan_in_place(op.regions[0]);
     });
+    plan_.reductions_in_loop.assign(fn_.values.size(), {});
+    walk(fn_.body, [&](const Op &op) { plan_riding_reduction(op); });
     return std::move(plan_);
   }
 
@@ -45,6 +48,7 @@ class Planner {
       const ir::Op &op = r.ops[i];
       for (size_t k = 0; k < op.operands.size(); ++k) uses_[size_t(op.operands[k])].push_back({&op, k, &r, int(i)});
       for (ir::ValueId res : op.results) plan_.def[size_t(res)] = &op;
+      def_region_[&op] = &r;
       for (const ir::Region &inner : op.regions) index_uses(inner);
     }
   }
@@ -121,8 +125,24 @@ class Planner {
     }
   }
 
+  // A full reduction of a 1-D array written by an elementwise op or a load in the same region.
+  void plan_riding_reduction(const Op &op) {
+    if (op.kind != OpKind::ReduceSum && op.kind != OpKind::ReduceMax && op.kind != OpKind::ReduceMin) return;
+    ValueId in = op.operands[0];
+    const Op *def = plan_.def[size_t(in)];
+    if (!def || fn_.type(in).shape.rank != 1 || plan_.storage[size_t(in)] != Storage::Array) return;
+    if (!is_elementwise(def->kind) && def->kind != OpKind::Load) return;
+    bool same_region = false;
+    for (const Use &u : uses_[size_t(in)])
+      if (u.user == &op) same_region = definition_region(def) == u.region;
+    if (same_region) plan_.reductions_in_loop[size_t(in)].push_back(&op);
+  }
+
+  const Region *definition_region(const Op *def) const { return def_region_.at(def); }
+
   const ir::Function &fn_;
   StoragePlan plan_;
+  std::unordered_map<const Op *, const Region *> def_region_;
   std::vector<std::vector<Use>> uses_;
   std::vector<int> eval_position_;
   std::vector<bool> into_write_;  // fused into a chain that ends in a store or atomic

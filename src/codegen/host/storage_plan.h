@@ -19,6 +19,9 @@ struct StoragePlan {
   // `write_into[v]`, computed from that argument's old value at the same index only (acc + x,
   // or dot(a, b, acc)) and used nowhere else, is written straight into the carried storage.
   std::vector<ir::ValueId> write_into;  // by ValueId; kNoValue when not in place
+  // Reductions of a whole 1-D value computed in the loop that writes the value (softmax's
+  // max and sum ride along with the load and the exp), saving a pass over the block.
+  std::vector<std::vector<const ir::Op *>> reductions_in_loop;  // by ValueId of the reduced value
 };
 
 // Fuses index arithmetic always (integer, boolean and pointer elementwise ops, views, ranges,
