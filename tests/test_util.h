@@ -3,10 +3,12 @@
 #include <doctest/doctest.h>
 #include <kdsl/kdsl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -63,10 +65,27 @@ constexpr double epsilon() {
   else return 0x1p-23;
 }
 
+// A host array with contiguous storage for every element type (std::vector<bool> has none).
+template <class S>
+class HostArray {
+ public:
+  HostArray() = default;
+  explicit HostArray(size_t n, S fill = S()) : data_(new S[n]), size_(n) { std::fill_n(data_.get(), n, fill); }
+  S *data() const { return data_.get(); }
+  size_t size() const { return size_; }
+  S &operator[](size_t i) const { return data_[i]; }
+  S *begin() const { return data_.get(); }
+  S *end() const { return data_.get() + size_; }
+
+ private:
+  std::unique_ptr<S[]> data_;
+  size_t size_ = 0;
+};
+
 // Uniform values of element type T in [lo, hi], already representable in T.
 template <class T>
-std::vector<storage_t<T>> random_values(std::mt19937 &rng, size_t n, double lo, double hi) {
-  std::vector<storage_t<T>> out(n);
+HostArray<storage_t<T>> random_values(std::mt19937 &rng, size_t n, double lo, double hi) {
+  HostArray<storage_t<T>> out(n);
   if constexpr (kdsl::is_float(T::dtype)) {
     std::uniform_real_distribution<double> dist(lo, hi);
     for (auto &v : out) v = to_storage<T>(dist(rng));
@@ -79,12 +98,12 @@ std::vector<storage_t<T>> random_values(std::mt19937 &rng, size_t n, double lo, 
 
 // Every value of an integer type's range (or of a float type's [-range, range]).
 template <class T>
-std::vector<storage_t<T>> random_full_range(std::mt19937 &rng, size_t n) {
+HostArray<storage_t<T>> random_full_range(std::mt19937 &rng, size_t n) {
   using S = storage_t<T>;
   if constexpr (std::is_same_v<S, bool>) {
     return random_values<T>(rng, n, 0, 1);
   } else if constexpr (std::is_integral_v<S>) {
-    std::vector<S> out(n);
+    HostArray<S> out(n);
     for (auto &v : out) v = S((uint64_t(rng()) << 32) | rng());  // modular: every bit pattern
     return out;
   } else {

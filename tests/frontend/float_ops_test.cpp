@@ -71,11 +71,11 @@ void check_float_ops(std::mt19937 &rng, int n) {
                                 {normal_min, 0.75}, {-normal_min, normal_min}, {3.0, 3.0}, {1.0, INFINITY}, {5.5, -0.0}};
   for (size_t i = 0; i < std::size(specials); ++i) a[i] = to_storage<T>(specials[i][0]), b[i] = to_storage<T>(specials[i][1]);
   const S sentinel = to_storage<T>(-12345.0);
-  std::vector<S> out(size_t(kValueOps * n + kBlock), sentinel);
-  std::unique_ptr<bool[]> masks(new bool[size_t(kMaskOps * n)]);
+  std::vector<S> out(size_t(kValueOps) * size_t(n) + kBlock, sentinel);
+  HostArray<bool> masks(size_t(kMaskOps) * size_t(n));
 
   auto kernel = compile<float_ops<T>>(cpu());
-  kernel(grid(cdiv(n, kBlock)), a.data(), b.data(), c.data(), out.data(), masks.get(), n);
+  kernel(grid(cdiv(n, kBlock)), a.data(), b.data(), c.data(), out.data(), masks.data(), n);
 
   const char *names[kValueOps] = {"+", "-", "*", "/", "neg", "abs", "min", "max", "minimum(x, 0.25)", "fma", "where(x<y, x, z)",
                                   "where(x>0, x, 0.5)", "x*2.5+1", "1-x", "sqrt(abs(x))"};

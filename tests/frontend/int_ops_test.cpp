@@ -65,12 +65,11 @@ void check_int_ops(std::mt19937 &rng, int n) {
     if (b[i] == 0 || (std::is_signed_v<S> && a[i] == lowest && b[i] == S(-1))) b[i] = 3;
   }
   const S sentinel = S(0x5a);
-  std::vector<S> out(size_t(kValueOps * n + kBlock), sentinel);
-  std::unique_ptr<bool[]> masks(new bool[size_t(kMaskOps * n + kBlock)]);
-  std::fill_n(masks.get(), kMaskOps * n + kBlock, true);
+  std::vector<S> out(size_t(kValueOps) * size_t(n) + kBlock, sentinel);
+  HostArray<bool> masks(size_t(kMaskOps) * size_t(n) + kBlock, true);
 
   auto kernel = compile<int_ops<T>>(cpu());
-  kernel(grid(cdiv(n, kBlock)), a.data(), b.data(), s.data(), out.data(), masks.get(), n);
+  kernel(grid(cdiv(n, kBlock)), a.data(), b.data(), s.data(), out.data(), masks.data(), n);
 
   using U = uint64_t;
   const std::function<S(S, S, S)> refs[kValueOps] = {
@@ -113,7 +112,7 @@ void check_int_ops(std::mt19937 &rng, int n) {
     INFO("comparison or logical op #", k);
     expect_equal("mask", got, ref);
   }
-  CHECK(std::all_of(masks.get() + kMaskOps * n, masks.get() + kMaskOps * n + kBlock, [](bool v) { return v; }));
+  CHECK(std::all_of(masks.data() + kMaskOps * n, masks.data() + kMaskOps * n + kBlock, [](bool v) { return v; }));
 }
 
 }  // namespace int_ops_test
