@@ -22,7 +22,7 @@ auto operator+(const A &a, const B &b) {
       auto lb = detail::broadcast_block<shape>(b);
       return detail::emit_as<detail::block_with<E, shape>>(OpKind::PtrAdd, {la.id(), lb.id()});
     } else {
-      auto off = detail::constant<Block<i32>>(b);
+      auto off = detail::constant<detail::block_with<i32, A::dims>>(b);  // shaped like the pointers
       return detail::emit_as<A>(OpKind::PtrAdd, {a.id(), off.id()});
     }
   } else {
