@@ -1,5 +1,9 @@
-// library_impl.h - what the Library dispatch files share: compiled kernels by identity, size checks
+// library_impl.h - what the Library dispatch files share: compiled kernels by identity, block-size choice, checks
 #pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include <kdsl/kdsl.h>
@@ -10,7 +14,54 @@ namespace kdsl::kernels {
 
 struct Library::Impl {
   explicit Impl(const Device &d) : device(d) {}
+
+  // The compiled kernel K for this device, created at its first use. A launch traces and
+  // compiles each new specialization once; later launches find it in the cache.
+  template <auto K>
+  const Kernel<K> &kernel() {
+    static const char identity = 0;  // one address per kernel instantiation
+    auto it = kernels.find(&identity);
+    if (it == kernels.end()) it = kernels.emplace(&identity, std::make_shared<Kernel<K>>(device, CompileOptions{})).first;
+    return *static_cast<const Kernel<K> *>(it->second.get());
+  }
+
   Device device;
+  std::unordered_map<const void *, std::shared_ptr<const void>> kernels;
+
+  // Scratch owned by the library, grown (never shrunk) on demand so steady-state calls reuse it.
+  Buffer<float> attention_partials;   // decode split-K: normalized outputs, then (max, sum) pairs
+  Buffer<int32_t> argmax_result{1};
+  Buffer<float> rope_inv_freq;        // theta^(-2i/head_dim), for rope_theta and rope_head_dim
+  double rope_theta = 0;
+  int rope_head_dim = 0;
 };
 
+namespace detail {
+
+// Calls f.template operator()<B>() with B the smallest power of two in [Lo, Hi] that is >= n;
+// n > Hi is a user error naming the operation and the size.
+template <int Lo, int Hi, class F>
+void with_block(std::string_view what, std::string_view size_name, int64_t n, F &&f) {
+  if constexpr (Lo > Hi) {
+    throw Error(std::string("kdsl::kernels::") + std::string(what) + ": " + std::string(size_name) + " " + std::to_string(n) +
+                " is larger than the largest supported (" + std::to_string(Hi) + ")");
+  } else {
+    if (n <= Lo) f.template operator()<Lo>();
+    else with_block<Lo * 2, Hi>(what, size_name, n, f);
+  }
+}
+
+// Throws kdsl::Error "kdsl::kernels::<what>: <message>" unless ok.
+inline void require(bool ok, std::string_view what, const std::string &message) {
+  if (!ok) throw Error(std::string("kdsl::kernels::") + std::string(what) + ": " + message);
+}
+
+// Grows a scratch buffer to hold at least n elements.
+template <class T>
+T *reserve(Buffer<T> &buffer, size_t n) {
+  if (buffer.size() < n) buffer = Buffer<T>(n);
+  return buffer.data();
+}
+
+}  // namespace detail
 }  // namespace kdsl::kernels

@@ -1,0 +1,67 @@
+// attention_decode.h - one query token over a paged KV cache: split-K programs and their combine
+#pragma once
+#include "kernels/paged_kv.h"
+
+namespace kdsl::kernels {
+
+// Program (kv_head, split) attends the G query heads that share kv_head (group <= G of them)
+// to the positions split * split_len .. min((split + 1) * split_len, ctx) - 1, BT positions
+// at a time, with an online softmax. It writes its normalized output (acc / l) to
+// part_out[(head * num_splits + split) * head_dim ..] and its running max and sum to
+// part_ml[(head * num_splits + split) * 2 + {0, 1}]. With one split, part_out laid out
+// [n_heads][head_dim] is the final output. Every split must hold at least one position.
+template <int G, int D, int BT>
+void attention_decode(Ptr<f32> q, Ptr<f32> k_pages, Ptr<f32> v_pages, Ptr<i32> block_table, Ptr<f32> part_out, Ptr<f32> part_ml,
+                      Scalar<i32> ctx, Scalar<i32> group, Scalar<i32> n_kv_heads, Scalar<i32> head_dim, Scalar<i32> page_size,
+                      Scalar<i32> split_len, Scalar<f32> scale) {
+  auto kv_head = program_id(0);
+  auto split = program_id(1);
+  auto num_splits = num_programs(1);
+  auto g = arange<G>();
+  auto d = arange<D>();
+  auto head = kv_head * group + g;
+  auto q_mask = col(g < group) && row(d < head_dim);
+  auto qv = load(q + col(head * head_dim) + row(d), q_mask, 0) * scale;  // [G, D]
+  auto first = split * split_len;
+  auto last = minimum(first + split_len, ctx);
+  auto t = arange<BT>();
+  auto [m, l, acc] = for_range(first, last, BT, full<f32, G>(-inf<f32>()), zeros<f32, G>(), zeros<f32, G, D>(),
+                               [&](auto start, auto m, auto l, auto acc) {
+                                 auto pos = start + t;
+                                 auto valid = pos < last;
+                                 auto offs = paged_offsets<BT, D>(block_table, pos, valid, page_size, n_kv_heads, head_dim, kv_head);
+                                 auto kv_mask = col(valid) && row(d < head_dim);
+                                 auto kt = load(k_pages + offs, kv_mask, 0);  // [BT, D]
+                                 auto vt = load(v_pages + offs, kv_mask, 0);
+                                 auto s = sum<2>(expand_dims<1>(qv) * expand_dims<0>(kt));  // [G, BT]
+                                 s = where(row(valid), s, -inf<f32>());
+                                 auto m_new = maximum(m, max<1>(s));
+                                 auto p = exp(s - col(m_new));
+                                 auto alpha = exp(m - m_new);
+                                 return std::tuple(m_new, l * alpha + sum<1>(p), dot(p, vt, acc * col(alpha)));
+                               });
+  auto slot = head * num_splits + split;  // [G]
+  auto g_mask = g < group;
+  store(part_out + col(slot * head_dim) + row(d), acc / col(l), q_mask);
+  store(part_ml + slot * 2, m, g_mask);
+  store(part_ml + slot * 2 + 1, l, g_mask);
+}
+
+// Program h merges head h's num_splits (<= S) partial outputs: each split's normalized output
+// weighs exp(m_split - m_max) * l_split.
+template <int S, int D>
+void attention_combine(Ptr<f32> part_out, Ptr<f32> part_ml, Ptr<f32> out, Scalar<i32> num_splits, Scalar<i32> head_dim) {
+  auto h = program_id(0);
+  auto s = arange<S>();
+  auto d = arange<D>();
+  auto s_mask = s < num_splits;
+  auto slot = h * num_splits + s;
+  auto m = load(part_ml + slot * 2, s_mask, -inf<f32>());
+  auto l = load(part_ml + slot * 2 + 1, s_mask, 0);
+  auto weight = where(s_mask, exp(m - max(m)) * l, 0.0f);
+  auto o = load(part_out + col(slot * head_dim) + row(d), col(s_mask) && row(d < head_dim), 0);  // [S, D]
+  auto merged = sum<0>(o * col(weight)) / sum(weight);
+  store(out + h * head_dim + d, merged, d < head_dim);
+}
+
+}  // namespace kdsl::kernels

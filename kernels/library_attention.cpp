@@ -1,0 +1,61 @@
+// library_attention.cpp - Library::attention: flash-attention prefill, split-K decode and its combine
+#include <algorithm>
+
+#include "kernels/attention_decode.h"
+#include "kernels/attention_prefill.h"
+#include "kernels/library_impl.h"
+
+namespace kdsl::kernels {
+namespace {
+
+constexpr int kDecodeStep = 32;        // positions per step of the decode loop
+constexpr int kMaxSplits = 32;         // decode splits per head (the combine's block)
+constexpr int kMinSplitPositions = 128;
+constexpr int kPrefillRows = 16, kPrefillCols = 32;
+
+}  // namespace
+
+void Library::attention(const float *q, const float *k_pages, const float *v_pages, const int32_t *block_table, float *out, int rows,
+                        int pos0, int n_heads, int n_kv_heads, int head_dim, int page_size, float scale) {
+  using detail::require;
+  using detail::with_block;
+  require(rows >= 0 && pos0 >= 0 && n_heads > 0 && n_kv_heads > 0 && head_dim > 0 && page_size > 0, "attention",
+          "sizes must be positive (rows " + std::to_string(rows) + ", pos0 " + std::to_string(pos0) + ", n_heads " + std::to_string(n_heads) +
+              ", n_kv_heads " + std::to_string(n_kv_heads) + ", head_dim " + std::to_string(head_dim) + ", page_size " +
+              std::to_string(page_size) + ")");
+  require(n_heads % n_kv_heads == 0, "attention",
+          "n_heads (" + std::to_string(n_heads) + ") must be a multiple of n_kv_heads (" + std::to_string(n_kv_heads) + ")");
+  if (rows == 0) return;
+  Impl &im = *impl_;
+  const int group = n_heads / n_kv_heads;
+
+  if (rows > 1) {
+    with_block<16, 256>("attention", "head_dim", head_dim, [&]<int D>() {
+      im.kernel<attention_prefill<kPrefillRows, kPrefillCols, D>>()(grid(cdiv(rows, kPrefillRows), n_heads), q, k_pages, v_pages, block_table,
+                                                                     out, rows, pos0, n_heads, group, n_kv_heads, head_dim, page_size, scale);
+    });
+    return;
+  }
+
+  // Decode: enough splits that every thread has programs, none shorter than kMinSplitPositions.
+  const int ctx = pos0 + 1;
+  const int want_programs = 4 * std::max(1, im.device.threads());
+  int splits = std::min(cdiv(want_programs, n_kv_heads), cdiv(ctx, kMinSplitPositions));
+  splits = std::clamp(splits, 1, kMaxSplits);
+  const int split_len = cdiv(cdiv(ctx, splits), kDecodeStep) * kDecodeStep;
+  splits = cdiv(ctx, split_len);  // every split holds at least one position
+
+  const size_t out_floats = size_t(n_heads) * size_t(splits) * size_t(head_dim);
+  float *scratch = detail::reserve(im.attention_partials, size_t(n_heads) * kMaxSplits * (size_t(head_dim) + 2));
+  float *part_out = splits == 1 ? out : scratch;
+  float *part_ml = scratch + (splits == 1 ? 0 : out_floats);
+  with_block<16, 256>("attention", "head_dim", head_dim, [&]<int D>() {
+    with_block<1, 16>("attention (decode)", "n_heads / n_kv_heads", group, [&]<int G>() {
+      im.kernel<attention_decode<G, D, kDecodeStep>>()(grid(n_kv_heads, splits), q, k_pages, v_pages, block_table, part_out, part_ml, ctx,
+                                                        group, n_kv_heads, head_dim, page_size, split_len, scale);
+    });
+    if (splits > 1) im.kernel<attention_combine<kMaxSplits, D>>()(grid(n_heads), part_out, part_ml, out, splits, head_dim);
+  });
+}
+
+}  // namespace kdsl::kernels

@@ -1,0 +1,25 @@
+// rmsnorm.h - RMSNorm of each row, optionally fused with the residual add before it
+#pragma once
+#include "kernels/common.h"
+
+namespace kdsl::kernels {
+
+// One program per row of `dim` (<= BLOCK) values:
+//   ADD_RESIDUAL: x[r,:] += residual[r,:] (written back), then
+//   y[r,:] = x[r,:] * rsqrt(mean(x[r,:]^2) + eps) * w[:].
+// The row is loaded once into a block, so y may alias x.
+template <int BLOCK, bool ADD_RESIDUAL>
+void rmsnorm(Ptr<f32> x, Ptr<f32> residual, Ptr<f32> w, Ptr<f32> y, Scalar<i32> dim, Scalar<f32> eps) {
+  auto c = arange<BLOCK>();
+  auto mask = c < dim;
+  auto offs = program_id(0) * dim + c;
+  auto v = load(x + offs, mask, 0);
+  if constexpr (ADD_RESIDUAL) {
+    v = v + load(residual + offs, mask, 0);
+    store(x + offs, v, mask);
+  }
+  auto inv_rms = rsqrt(sum(v * v) / cast<f32>(dim) + eps);
+  store(y + offs, v * inv_rms * load(w + c, mask, 0), mask);
+}
+
+}  // namespace kdsl::kernels

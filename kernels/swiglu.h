@@ -1,0 +1,17 @@
+// swiglu.h - the SwiGLU gate: out = silu(gate) * up, elementwise
+#pragma once
+#include "kernels/common.h"
+
+namespace kdsl::kernels {
+
+// One program per BLOCK elements; out may alias gate (or up): both inputs are read first.
+template <int BLOCK>
+void swiglu(Ptr<f32> gate, Ptr<f32> up, Ptr<f32> out, Scalar<i32> n) {
+  auto offs = program_id(0) * BLOCK + arange<BLOCK>();
+  auto mask = offs < n;
+  auto g = load(gate + offs, mask, 0);
+  auto u = load(up + offs, mask, 0);
+  store(out + offs, g * sigmoid(g) * u, mask);
+}
+
+}  // namespace kdsl::kernels

@@ -1,0 +1,54 @@
+// library_test_util.h - shared pieces of the kernel library tests: one Library, random data, scaled comparisons
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernels/library.h"
+#include "tests/test_util.h"
+
+namespace kernels_test {
+
+// One library for every kernel test, so each specialization compiles once per run.
+inline kdsl::kernels::Library &library() {
+  static kdsl::kernels::Library lib(kdsl_test::cpu());
+  return lib;
+}
+
+inline std::vector<float> random_floats(std::mt19937 &rng, size_t n, double lo = -1, double hi = 1) {
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<float> out(n);
+  for (float &v : out) v = float(dist(rng));
+  return out;
+}
+
+// Checks |got[i] - ref[i]| <= rtol * scale[i] for every i, where scale[i] is the size of the
+// terms that made ref[i] (for a sum, the sum of their magnitudes), so cancellation cannot
+// make an f32 result look wrong.
+inline void expect_close_scaled(const std::string &what, const std::vector<float> &got, const std::vector<double> &ref,
+                                const std::vector<double> &scale, double rtol) {
+  REQUIRE(got.size() == ref.size());
+  REQUIRE(scale.size() == ref.size());
+  size_t bad = 0;
+  std::ostringstream first;
+  first.precision(9);
+  for (size_t i = 0; i < got.size(); ++i) {
+    double err = std::fabs(double(got[i]) - ref[i]);
+    if (err <= rtol * scale[i] && !std::isnan(got[i])) continue;
+    if (bad++ < 4) first << "\n  [" << i << "] got " << got[i] << ", expected " << ref[i] << " (scale " << scale[i] << ")";
+  }
+  INFO(what, ": ", bad, " of ", got.size(), " elements differ (rtol ", rtol, " of the terms' magnitude)", first.str());
+  CHECK(bad == 0);
+}
+
+// The same with one scale for every element.
+inline void expect_close_scaled(const std::string &what, const std::vector<float> &got, const std::vector<double> &ref, double scale,
+                                double rtol) {
+  expect_close_scaled(what, got, ref, std::vector<double>(ref.size(), scale), rtol);
+}
+
+}  // namespace kernels_test
