@@ -16,13 +16,17 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 }
 }  // namespace
 
+void check_prompt_fits(const Engine &engine, const std::vector<int> &prompt_ids) {
+  if (prompt_ids.empty()) throw Error("the prompt encodes to no tokens (give a prompt, or use a model whose tokenizer adds BOS)");
+  if (int(prompt_ids.size()) >= engine.context())
+    throw Error(fmt::format("the prompt is {} tokens but the context holds {}: shorten it or raise --ctx", prompt_ids.size(), engine.context()));
+}
+
 GenerationResult generate(Engine &engine, const Tokenizer &tokenizer, Sampler &sampler, const std::vector<int> &prompt_ids, int max_tokens,
                           const std::function<void(std::string_view)> &on_text) {
   GenerationResult r;
   r.prompt_ids = prompt_ids;
-  if (prompt_ids.empty()) throw Error("the prompt encodes to no tokens (a BOS is needed at least)");
-  if (int(prompt_ids.size()) >= engine.context())
-    throw Error(fmt::format("the prompt is {} tokens but the context holds {}: shorten it or raise --ctx", prompt_ids.size(), engine.context()));
+  check_prompt_fits(engine, prompt_ids);
   for (int id : prompt_ids) sampler.accept(id);
 
   auto start = std::chrono::steady_clock::now();

@@ -20,6 +20,10 @@ struct GenerationResult {
   std::string stop_reason;   // "length", "eos", "context"
 };
 
+// Throws kdsl::Error unless `prompt_ids` is non-empty and leaves room in the context for at
+// least one generated token (the message says to shorten the prompt or raise --ctx).
+void check_prompt_fits(const Engine &engine, const std::vector<int> &prompt_ids);
+
 // Feeds the prompt in one batched prefill, then samples and feeds one token at a time until
 // `max_tokens` are generated, the model emits an end-of-generation token (or BOS, which ends
 // a llama2.c story), or the context is full. `on_text` receives text as soon as it forms

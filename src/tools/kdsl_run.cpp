@@ -42,12 +42,16 @@ Device pick_device(const Options &o) {
   throw Error(fmt::format("--device {}: expected cpu, cuda or auto", o.device));
 }
 
-std::unique_ptr<Tokenizer> open_tokenizer(const Options &o, const ModelWeights &m) {
-  if (!o.tokenizer_path.empty()) return load_tokenizer_bin(o.tokenizer_path, int(m.hparams.n_vocab));
-  std::ifstream f(o.model, std::ios::binary);
+bool is_gguf(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
   char magic[4] = {};
   f.read(magic, 4);
-  if (std::string(magic, 4) == "GGUF") return load_tokenizer(GgufFile(o.model));
+  return f.gcount() == 4 && std::string(magic, 4) == "GGUF";
+}
+
+std::unique_ptr<Tokenizer> open_tokenizer(const Options &o, const ModelWeights &m) {
+  if (!o.tokenizer_path.empty()) return load_tokenizer_bin(o.tokenizer_path, int(m.hparams.n_vocab));
+  if (is_gguf(o.model)) return load_tokenizer(GgufFile(o.model));
   throw Error(fmt::format("{} is a llama2.c checkpoint, which holds no tokenizer: pass its tokenizer.bin with -z", o.model));
 }
 
@@ -95,7 +99,7 @@ void print_summary(const ModelWeights &m, const Device &dev, const GenerationRes
                       {"stop_reason", r.stop_reason}};
     return;
   }
-  fmt::print(stderr, "\n\n--- kdsl-run on {} ---\n", dev.name());
+  fmt::print(stderr, "\n--- kdsl-run on {} ---\n", dev.name());
   fmt::print(stderr, "load            {:10.1f} ms\n", load_ms);
   fmt::print(stderr, "prompt          {:10.1f} tokens/s  ({} tokens in {:.1f} ms)\n", prompt_tps, r.prompt_ids.size(), r.prompt_ms);
   fmt::print(stderr, "generation      {:10.1f} tokens/s  ({} tokens, stop: {})\n", gen_tps, r.generated_ids.size(), r.stop_reason);
@@ -120,6 +124,7 @@ int run(const Options &o) {
                model.hparams.n_head, model.hparams.n_head_kv, model.hparams.n_vocab, engine.context());
 
   if (o.chat) {
+    if (!is_gguf(o.model)) throw Error(fmt::format("--chat reads the chat template from a GGUF model; {} is a llama2.c checkpoint", o.model));
     ChatTemplate tmpl = select_chat_template(GgufFile(o.model), o.chat_template);
     std::vector<ChatMessage> history;
     std::string line;
@@ -127,7 +132,7 @@ int run(const Options &o) {
     while (fmt::print("> "), std::fflush(stdout), std::getline(std::cin, line) && !line.empty()) {
       history.push_back({"user", line});
       Sampler sampler(sampler_params(o));
-      auto ids = tok->encode(render_chat(tmpl, history), true, true);
+      auto ids = tok->encode(render_chat(tmpl, history), tok->vocab().add_bos, true);
       auto r = generate(engine, *tok, sampler, ids, o.n, [](std::string_view s) { fmt::print("{}", s), std::fflush(stdout); });
       fmt::print("\n");
       history.push_back({"assistant", r.text});
@@ -136,16 +141,20 @@ int run(const Options &o) {
   }
 
   std::string prompt = read_prompt(o);
-  std::vector<int> ids = tok->encode(prompt, true);
+  // BOS as the model's tokenizer says (llama: yes; qwen: no), as llama.cpp does.
+  std::vector<int> ids = tok->encode(prompt, tok->vocab().add_bos);
+  check_prompt_fits(engine, ids);  // before the prompt is echoed
   Sampler sampler(sampler_params(o));
   if (!json) fmt::print("{}", prompt), std::fflush(stdout);
   GenerationResult r = generate(engine, *tok, sampler, ids, o.n, [&](std::string_view s) {
     if (!json) fmt::print("{}", s), std::fflush(stdout);
   });
+  if (!json) fmt::print("\n"), std::fflush(stdout);
   nlohmann::json out;
   if (json) out = {{"prompt", prompt}, {"prompt_ids", r.prompt_ids}, {"generated_ids", r.generated_ids}, {"text", r.text}};
   print_summary(model, dev, r, load_ms, json, out);
-  if (json) fmt::print("{}\n", out.dump(2));
+  // Random or byte-level tokens can leave malformed UTF-8; JSON gets U+FFFD in their place.
+  if (json) fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   return 0;
 }
 
