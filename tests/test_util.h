@@ -126,8 +126,10 @@ inline bool close_enough(double got, double ref, double rtol, double floor) {
   return std::fabs(got - ref) <= rtol * std::max(std::fabs(ref), floor);
 }
 
-template <class Got, class Ref, class Checked>
-void expect_close(const Comparison &c, size_t n, Got got, Ref ref, Checked checked) {
+// As above, with a per-element scale: |got - ref| <= rtol * max(|ref|, scale(i)). A sum's
+// scale is the sum of its terms' magnitudes, which bounds its rounding error.
+template <class Got, class Ref, class Checked, class Scale>
+void expect_close_scaled(const std::string &what, double rtol, size_t n, Got got, Ref ref, Checked checked, Scale scale) {
   size_t bad = 0, checked_count = 0;
   std::ostringstream first;
   first.precision(10);
@@ -135,11 +137,16 @@ void expect_close(const Comparison &c, size_t n, Got got, Ref ref, Checked check
     if (!checked(i)) continue;
     ++checked_count;
     double g = got(i), r = ref(i);
-    if (close_enough(g, r, c.rtol, c.floor)) continue;
+    if (close_enough(g, r, rtol, scale(i))) continue;
     if (bad++ < 4) first << "\n  [" << i << "] got " << g << ", expected " << r;
   }
-  INFO(c.what, ": ", bad, " of ", checked_count, " elements differ (rtol ", c.rtol, ")", first.str());
+  INFO(what, ": ", bad, " of ", checked_count, " elements differ (rtol ", rtol, ")", first.str());
   CHECK(bad == 0);
+}
+
+template <class Got, class Ref, class Checked>
+void expect_close(const Comparison &c, size_t n, Got got, Ref ref, Checked checked) {
+  expect_close_scaled(c.what, c.rtol, n, got, ref, checked, [&](size_t) { return c.floor; });
 }
 
 template <class Got, class Ref>

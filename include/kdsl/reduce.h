@@ -38,7 +38,12 @@ auto reduce_all(const Block<E, D...> &x) {
 template <int Axis, class E, int... D>
 auto sum(const Block<E, D...> &x) { return detail::reduce<OpKind::ReduceSum, Axis, void>(x); }
 template <class E, int... D>
-auto sum(const Block<E, D...> &x) { return detail::reduce_all<OpKind::ReduceSum>(x); }
+auto sum(const Block<E, D...> &x) {
+  // f16 / bf16: one f32 sum over every axis, rounded once (not once per axis).
+  if constexpr (sizeof...(D) > 1 && (std::is_same_v<E, f16> || std::is_same_v<E, bf16>))
+    return cast<E>(detail::reduce_all<OpKind::ReduceSum>(cast<f32>(x)));
+  else return detail::reduce_all<OpKind::ReduceSum>(x);
+}
 
 template <int Axis, class E, int... D>
 auto max(const Block<E, D...> &x) { return detail::reduce<OpKind::ReduceMax, Axis, void>(x); }
