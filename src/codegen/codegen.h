@@ -31,10 +31,22 @@ struct DumpOptions {
 // `args` holds one 8-byte slot per kernel argument; `grid` the three grid extents.
 using HostEntry = void (*)(const uint64_t *args, int64_t begin, int64_t end, const int32_t *grid);
 
+// What ptxas reported for a kernel, plus the shared memory kdsl's lowering allocates
+// dynamically. -1: not known (no ptxas).
+struct ResourceReport {
+  int registers = -1, spill_store_bytes = -1, spill_load_bytes = -1, stack_frame_bytes = -1, static_shared_bytes = -1;
+  int dynamic_shared_bytes = 0;  // passed at launch
+  int threads = 0;               // per block: num_warps * warp size
+  bool assembled = false;        // a cubin was made; false: PTX left to the driver's JIT
+  std::string ptxas_log;
+};
+
 struct CompiledObject {
-  std::vector<uint8_t> object;  // a relocatable object file for the host
+  std::vector<uint8_t> object;  // host: a relocatable object file; cuda: a cubin, or PTX (NUL-terminated) for the driver's JIT
   std::string symbol;
   double passes_ms = 0, lower_ms = 0, llvm_ms = 0;
+  std::string ptx;             // cuda only
+  ResourceReport resources;    // cuda only
 };
 
 // Runs the pass pipeline and the host lowering, optimizes at O3 for the host CPU and emits an
@@ -47,5 +59,18 @@ void start_host_jit();
 
 // Links an object into the process's JIT and returns its entry point. Thread-safe.
 HostEntry load_host_object(const std::vector<uint8_t> &object, const std::string &symbol);
+
+struct CudaCompileOptions {
+  std::string arch = "sm_80";  // a name target_info() knows: sm_80, sm_90
+  int num_warps = 4;           // threads per program: num_warps * 32
+  int num_stages = 2;          // recorded; software pipelining is not implemented yet
+  bool assemble = true;        // run ptxas when found (else the object is PTX for the driver JIT)
+};
+
+// Runs the pass pipeline, assigns layouts, lowers to LLVM IR for nvptx64-nvidia-cuda, links
+// libdevice, optimizes at O3, emits PTX and, where ptxas is found, assembles a cubin with its
+// resource report. DumpOptions: ir writes .traced.kir and .kir, llvm .ll and .opt.ll,
+// asm_text .ptx, .cubin and .resources.txt.
+CompiledObject compile_for_cuda(const ir::Function &fn, const std::string &symbol, const CudaCompileOptions &options, const DumpOptions &dump);
 
 }  // namespace kdsl::codegen

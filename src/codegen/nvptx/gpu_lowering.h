@@ -1,0 +1,130 @@
+// gpu_lowering.h - the state of the GPU lowering, shared by its files (core, math, reductions, dot)
+#pragma once
+#include <llvm/IR/IRBuilder.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "codegen/nvptx/layout.h"
+#include "codegen/nvptx/lower_nvptx.h"
+
+namespace kdsl::codegen::nvptx {
+
+// An element position of a block: one i32 per axis. When it is a thread's own register r of
+// the layout (and shape) the value is held in, `layout` says so and registers are read
+// directly; otherwise the value must be readable at any index (recomputed or in shared memory).
+struct Index {
+  std::vector<llvm::Value *> coords;
+  const BlockedLayout *layout = nullptr;
+  const ir::Shape *shape = nullptr;
+  int reg = -1;
+  llvm::Value *valid = nullptr;  // false on duplicated elements (layout wraps); null: always valid
+  std::vector<llvm::Value *> axis_valid;  // the same, per axis
+};
+
+// Integer, boolean and pointer elementwise ops, views, ranges, constants: recomputed where read.
+bool is_index_math(const ir::Op &op, const ir::Type &t);
+
+struct ValueState {
+  llvm::Value *scalar = nullptr;     // rank 0: uniform across the CTA
+  std::vector<llvm::Value *> regs;   // this thread's registers, in the value's layout
+  bool has_regs = false;
+  llvm::Value *shared = nullptr;     // a full copy in shared memory (row-major, padded rows)
+  llvm::Value *partials = nullptr;   // a reduction's per-warp partial results in shared memory
+  llvm::Value *partial_index = nullptr;  // argmax/argmin: the partials' indices
+  int partial_rows = 0;
+  int depth = 0;                     // region nesting depth where the state was made
+};
+
+class GpuLowering {
+ public:
+  GpuLowering(const ir::Function &fn, const LayoutPlan &plan, const TargetInfo &target, llvm::Module &m);
+  LoweringResult run(const std::string &symbol);
+
+  // --- lower_nvptx.cpp: values, memory, control flow -------------------------------------
+  llvm::Type *compute_type(DType t);
+  llvm::Type *compute_type(const ir::Type &t);
+  llvm::Type *storage_type(DType t);
+  llvm::Value *from_storage(llvm::Value *v, DType t);
+  llvm::Value *to_storage(llvm::Value *v, DType t);
+  llvm::Value *round_to(llvm::Value *v, DType t);
+  llvm::Value *constant(const ir::Type &t, int64_t i, double f);
+
+  Index own_index(ir::ValueId v, int reg);
+  const RegisterMap &registers(ir::ValueId v);
+  llvm::Value *element(ir::ValueId v, const Index &idx);
+  void prepare(ir::ValueId v, bool own);
+  std::vector<llvm::Value *> to_regs(ir::ValueId v);
+  llvm::Value *shared_copy(ir::ValueId v);
+  llvm::Value *shared_address(llvm::Value *base, const ir::Type &t, const std::vector<llvm::Value *> &coords);
+  llvm::Value *load_shared(llvm::Value *base, const ir::Type &t, const std::vector<llvm::Value *> &coords);
+  void store_shared(llvm::Value *base, const ir::Type &t, const std::vector<llvm::Value *> &coords, llvm::Value *v);
+  llvm::Value *allocate_shared(int64_t bytes);
+  int64_t shared_bytes_of(const ir::Type &t);
+  void barrier_before_write();
+  void barrier_after_write();
+  llvm::Value *lane_id() { return lane_; }
+  llvm::Value *warp_id() { return warp_; }
+  llvm::Value *thread_coordinate(const BlockedLayout &l, int axis, bool warp_part);
+
+  template <class F>
+  void when(llvm::Value *cond, F &&then);
+
+  // --- element_ops.cpp: one element of an elementwise or view op ---------------------------
+  llvm::Value *compute(const ir::Op &op, const Index &idx);
+  llvm::Value *cast(llvm::Value *v, DType from, DType to);
+
+  // --- lower_memory.cpp: loads, stores, atomics ------------------------------------------
+  void emit_load(const ir::Op &op);
+  void emit_store(const ir::Op &op);
+  void emit_atomic(const ir::Op &op);
+
+  // --- lower_control.cpp: ops in order, for, if, the kernel function ------------------------
+  void emit_op(const ir::Op &op);
+  void emit_region(const ir::Region &r);
+  void emit_for(const ir::Op &op);
+  void emit_if(const ir::Op &op);
+  void bind_argument(const ir::Argument &a, llvm::Value *param);
+  void set_regs(ir::ValueId v, std::vector<llvm::Value *> regs);
+  void set_scalar(ir::ValueId v, llvm::Value *s);
+
+  // --- lower_reduce.cpp / lower_dot.cpp -----------------------------------------------------
+  void emit_reduce(const ir::Op &op);
+  llvm::Value *read_partials(ir::ValueId v, const Index &idx);
+  void emit_dot(const ir::Op &op);
+
+  const ir::Function &fn_;
+  const LayoutPlan &plan_;
+  const TargetInfo &target_;
+  llvm::Module &m_;
+  llvm::LLVMContext &ctx_;
+  llvm::IRBuilder<> b_;
+  std::vector<ValueState> state_;
+  std::vector<const ir::Op *> def_;
+  std::map<std::string, std::vector<llvm::Value *>> thread_coords_;  // per layout and axis
+  std::map<ir::ValueId, RegisterMap> register_maps_;
+  llvm::Instruction *prologue_end_ = nullptr;  // thread coordinates are computed before this
+  llvm::Value *tid_ = nullptr, *lane_ = nullptr, *warp_ = nullptr;
+  std::array<llvm::Value *, 3> pid_{}, grid_{};
+  llvm::GlobalVariable *shared_base_ = nullptr;
+  int64_t shared_top_ = 0;
+  bool shared_dirty_ = false;  // shared memory was read since the last barrier
+  int depth_ = 0;
+  std::vector<std::pair<ir::ValueId, int>> shared_made_;  // copies made inside nested regions
+  int threads_ = 0;
+};
+
+template <class F>
+void GpuLowering::when(llvm::Value *cond, F &&then) {
+  llvm::Function *f = b_.GetInsertBlock()->getParent();
+  llvm::BasicBlock *yes = llvm::BasicBlock::Create(ctx_, "then", f);
+  llvm::BasicBlock *done = llvm::BasicBlock::Create(ctx_, "endif", f);
+  b_.CreateCondBr(cond, yes, done);
+  b_.SetInsertPoint(yes);
+  then();
+  b_.CreateBr(done);
+  b_.SetInsertPoint(done);
+}
+
+}  // namespace kdsl::codegen::nvptx

@@ -1,0 +1,57 @@
+// target_info.cpp - the table of GPU targets the compiler knows
+#include "codegen/target_info.h"
+
+#include <fmt/format.h>
+
+#include <kdsl/error.h>
+
+namespace kdsl::codegen {
+namespace {
+
+std::vector<MatrixInstruction> ampere_mma() {
+  return {
+      {"mma.sync.m16n8k16", 16, 8, 16, DType::F16, DType::F16, DType::F32},
+      {"mma.sync.m16n8k16", 16, 8, 16, DType::BF16, DType::BF16, DType::F32},
+      {"mma.sync.m16n8k32", 16, 8, 32, DType::I8, DType::I8, DType::I32},
+  };
+}
+
+std::vector<TargetInfo> make_targets() {
+  TargetInfo sm80;
+  sm80.name = "sm_80";
+  sm80.backend = "cuda";
+  sm80.triple = "nvptx64-nvidia-cuda";
+  sm80.ptx_features = "+ptx70";
+  sm80.compute_capability = 80;
+  sm80.shared_bytes_optin = 163 * 1024;
+  sm80.matrix_instructions = ampere_mma();
+
+  TargetInfo sm90 = sm80;
+  sm90.name = "sm_90";
+  sm90.ptx_features = "+ptx78";
+  sm90.compute_capability = 90;
+  sm90.shared_bytes_optin = 227 * 1024;
+  // wgmma (m64nNk16) comes with its own layouts; until then Hopper runs the sm_80 mma path.
+  return {sm80, sm90};
+}
+
+const std::vector<TargetInfo> &targets() {
+  static const std::vector<TargetInfo> all = make_targets();
+  return all;
+}
+
+}  // namespace
+
+const TargetInfo &target_info(const std::string &arch) {
+  for (const TargetInfo &t : targets())
+    if (t.name == arch) return t;
+  throw Error(fmt::format("unknown GPU target '{}': kdsl knows {}", arch, fmt::join(target_names(), ", ")));
+}
+
+std::vector<std::string> target_names() {
+  std::vector<std::string> names;
+  for (const TargetInfo &t : targets()) names.push_back(t.name);
+  return names;
+}
+
+}  // namespace kdsl::codegen
