@@ -1,0 +1,148 @@
+// attention_test.cpp - paged KV cache append, decode (split-K) and prefill attention against float64 references
+#include "tests/kernels/library_test_util.h"
+
+namespace {
+using namespace kernels_test;
+
+// A paged KV cache for one sequence, its pages handed out in shuffled order from a larger pool.
+struct PagedCache {
+  int page_size, n_kv_heads, head_dim, num_pages;
+  std::vector<float> k_pages, v_pages;
+  std::vector<int32_t> block_table;
+
+  PagedCache(std::mt19937 &rng, int positions, int page_size_, int n_kv_heads_, int head_dim_)
+      : page_size(page_size_), n_kv_heads(n_kv_heads_), head_dim(head_dim_) {
+    int used = (positions + page_size - 1) / page_size;
+    num_pages = used + 3;
+    std::vector<int32_t> pool(static_cast<size_t>(num_pages));
+    std::iota(pool.begin(), pool.end(), 0);
+    std::shuffle(pool.begin(), pool.end(), rng);
+    block_table.assign(pool.begin(), pool.begin() + used);
+    size_t floats = size_t(num_pages) * page_size * n_kv_heads * head_dim;
+    k_pages = random_floats(rng, floats, -100, 100);  // garbage everywhere the kernels must not look
+    v_pages = random_floats(rng, floats, -100, 100);
+  }
+  size_t at(int pos, int kv_head) const {
+    return ((size_t(block_table[size_t(pos / page_size)]) * page_size + size_t(pos % page_size)) * n_kv_heads + size_t(kv_head)) *
+           head_dim;
+  }
+  // Fills positions [0, n) with fresh random keys and values.
+  void fill(std::mt19937 &rng, int n) {
+    std::uniform_real_distribution<float> dist(-1, 1);
+    for (int p = 0; p < n; ++p)
+      for (int h = 0; h < n_kv_heads; ++h)
+        for (int d = 0; d < head_dim; ++d) k_pages[at(p, h) + size_t(d)] = dist(rng), v_pages[at(p, h) + size_t(d)] = dist(rng);
+  }
+};
+
+// Causal attention of rows at positions pos0.. over the cache, in float64; scale[i] is the
+// largest |v| a row's output mixes, the size of the values the softmax weighs.
+void attention_ref(const PagedCache &c, const std::vector<float> &q, int rows, int pos0, int n_heads, float scale, std::vector<double> &out,
+                   std::vector<double> &size) {
+  const int D = c.head_dim, group = n_heads / c.n_kv_heads;
+  out.assign(size_t(rows) * n_heads * D, 0);
+  size.assign(out.size(), 0);
+  for (int r = 0; r < rows; ++r)
+    for (int h = 0; h < n_heads; ++h) {
+      const int kvh = h / group, last = pos0 + r;
+      const float *qh = q.data() + (size_t(r) * n_heads + h) * D;
+      std::vector<double> s(size_t(last) + 1);
+      double m = -1e300;
+      for (int p = 0; p <= last; ++p) {
+        double dot = 0;
+        for (int d = 0; d < D; ++d) dot += double(qh[d]) * c.k_pages[c.at(p, kvh) + size_t(d)];
+        s[size_t(p)] = dot * scale;
+        m = std::max(m, s[size_t(p)]);
+      }
+      double total = 0;
+      for (double &v : s) total += (v = std::exp(v - m));
+      double *o = out.data() + (size_t(r) * n_heads + h) * D;
+      for (int p = 0; p <= last; ++p)
+        for (int d = 0; d < D; ++d) {
+          double v = c.v_pages[c.at(p, kvh) + size_t(d)];
+          o[d] += s[size_t(p)] / total * v;
+          size[(size_t(r) * n_heads + h) * D + size_t(d)] = std::max(size[(size_t(r) * n_heads + h) * D + size_t(d)], std::fabs(v));
+        }
+    }
+}
+
+TEST_CASE("kernels: kv_append writes rows through the block table, across pages, and nothing else") {
+  KDSL_TEST_RNG(rng);
+  const int page_size = 16, n_kv = 2, D = 32, pos0 = 5, rows = 40;
+  PagedCache c(rng, pos0 + rows, page_size, n_kv, D);
+  auto k_before = c.k_pages, v_before = c.v_pages;
+  auto k = random_floats(rng, size_t(rows) * n_kv * D), v = random_floats(rng, size_t(rows) * n_kv * D);
+  library().kv_append(k.data(), v.data(), c.k_pages.data(), c.v_pages.data(), c.block_table.data(), pos0, rows, n_kv, D, page_size);
+  std::vector<double> k_ref(k_before.begin(), k_before.end()), v_ref(v_before.begin(), v_before.end());
+  for (int r = 0; r < rows; ++r)
+    for (int h = 0; h < n_kv; ++h)
+      for (int d = 0; d < D; ++d) {
+        size_t src = (size_t(r) * n_kv + h) * D + size_t(d);
+        k_ref[c.at(pos0 + r, h) + size_t(d)] = k[src];
+        v_ref[c.at(pos0 + r, h) + size_t(d)] = v[src];
+      }
+  expect_close_scaled("k pages", c.k_pages, k_ref, 1.0, 0);
+  expect_close_scaled("v pages", c.v_pages, v_ref, 1.0, 0);
+}
+
+TEST_CASE("kernels: decode attention over a shuffled paged cache, grouped-query heads, split across programs") {
+  KDSL_TEST_RNG(rng);
+  const int n_heads = 8, page_size = 16;
+  for (int n_kv : {4, 2, 1}) {
+    for (int pos0 : {0, 37, 300, 1000}) {
+      for (int D : {64, 40}) {
+        if (D == 40 && n_kv != 2) continue;
+        CAPTURE(n_kv);
+        CAPTURE(pos0);
+        CAPTURE(D);
+        PagedCache c(rng, pos0 + 1, page_size, n_kv, D);
+        c.fill(rng, pos0 + 1);
+        auto q = random_floats(rng, size_t(n_heads) * D, -2, 2);
+        const float scale = 1.0f / std::sqrt(float(D));
+        std::vector<double> ref, size;
+        attention_ref(c, q, 1, pos0, n_heads, scale, ref, size);
+        std::vector<float> out(ref.size(), -7.0f);
+        library().attention(q.data(), c.k_pages.data(), c.v_pages.data(), c.block_table.data(), out.data(), 1, pos0, n_heads, n_kv, D,
+                            page_size, scale);
+        expect_close_scaled("decode attention", out, ref, size, 1e-5);
+      }
+    }
+  }
+}
+
+TEST_CASE("kernels: prefill attention, causal over pages, from the start and chunked (pos0 > 0)") {
+  KDSL_TEST_RNG(rng);
+  const int n_heads = 8;
+  struct Case {
+    int rows, pos0, n_kv, D, page_size;
+  };
+  for (Case t : {Case{20, 0, 2, 64, 16}, Case{37, 50, 2, 64, 16}, Case{5, 3, 8, 64, 32}, Case{70, 0, 1, 40, 16}, Case{2, 100, 4, 64, 16}}) {
+    CAPTURE(t.rows);
+    CAPTURE(t.pos0);
+    CAPTURE(t.n_kv);
+    CAPTURE(t.D);
+    PagedCache c(rng, t.pos0 + t.rows, t.page_size, t.n_kv, t.D);
+    c.fill(rng, t.pos0 + t.rows);
+    auto q = random_floats(rng, size_t(t.rows) * n_heads * t.D, -2, 2);
+    const float scale = 1.0f / std::sqrt(float(t.D));
+    std::vector<double> ref, size;
+    attention_ref(c, q, t.rows, t.pos0, n_heads, scale, ref, size);
+    std::vector<float> out(ref.size(), -7.0f);
+    library().attention(q.data(), c.k_pages.data(), c.v_pages.data(), c.block_table.data(), out.data(), t.rows, t.pos0, n_heads, t.n_kv,
+                        t.D, t.page_size, scale);
+    expect_close_scaled("prefill attention", out, ref, size, 1e-5);
+  }
+}
+
+TEST_CASE("kernels: attention rejects heads that do not group and head dims past 256") {
+  std::vector<float> buf(4096);
+  std::vector<int32_t> table(4);
+  std::string text = kdsl_test::error_text(
+      [&] { library().attention(buf.data(), buf.data(), buf.data(), table.data(), buf.data(), 1, 0, 6, 4, 16, 16, 1.0f); });
+  CHECK(kdsl_test::contains(text, "n_heads (6) must be a multiple of n_kv_heads (4)"));
+  text = kdsl_test::error_text(
+      [&] { library().attention(buf.data(), buf.data(), buf.data(), table.data(), buf.data(), 1, 0, 1, 1, 320, 16, 1.0f); });
+  CHECK(kdsl_test::contains(text, "head_dim 320"));
+}
+
+}  // namespace

@@ -1,0 +1,76 @@
+// rope_embedding_test.cpp - Library::rope (both conventions) and Library::embedding against float64 references
+#include "tests/kernels/library_test_util.h"
+
+namespace {
+using namespace kernels_test;
+
+// Rotates one head of `head_dim` values at position pos, in float64.
+void rope_ref(std::vector<double> &x, size_t at, int head_dim, int pos, double theta, bool neox) {
+  for (int i = 0; i < head_dim / 2; ++i) {
+    double angle = pos * std::pow(theta, -2.0 * i / head_dim);
+    size_t a = at + size_t(neox ? i : 2 * i), b = at + size_t(neox ? i + head_dim / 2 : 2 * i + 1);
+    double xa = x[a], xb = x[b];
+    x[a] = xa * std::cos(angle) - xb * std::sin(angle);
+    x[b] = xa * std::sin(angle) + xb * std::cos(angle);
+  }
+}
+
+TEST_CASE("kernels: rope, adjacent pairs and NeoX halves, at non-zero positions") {
+  KDSL_TEST_RNG(rng);
+  struct Case {
+    int rows, n_heads, n_kv_heads, head_dim, pos0;
+    float theta;
+  };
+  for (bool neox : {false, true}) {
+    for (Case c : {Case{1, 4, 2, 64, 0, 10000.0f}, Case{3, 4, 2, 64, 17, 10000.0f}, Case{5, 6, 1, 20, 250, 1000000.0f},
+                   Case{2, 2, 2, 128, 1000, 500000.0f}}) {
+      CAPTURE(neox);
+      CAPTURE(c.head_dim);
+      CAPTURE(c.pos0);
+      auto q = random_floats(rng, size_t(c.rows) * c.n_heads * c.head_dim);
+      auto k = random_floats(rng, size_t(c.rows) * c.n_kv_heads * c.head_dim);
+      std::vector<double> q_ref(q.begin(), q.end()), k_ref(k.begin(), k.end());
+      for (int r = 0; r < c.rows; ++r) {
+        for (int h = 0; h < c.n_heads; ++h) rope_ref(q_ref, (size_t(r) * c.n_heads + h) * c.head_dim, c.head_dim, c.pos0 + r, c.theta, neox);
+        for (int h = 0; h < c.n_kv_heads; ++h)
+          rope_ref(k_ref, (size_t(r) * c.n_kv_heads + h) * c.head_dim, c.head_dim, c.pos0 + r, c.theta, neox);
+      }
+      library().rope(q.data(), k.data(), c.rows, c.n_heads, c.n_kv_heads, c.head_dim, c.pos0, c.theta, neox);
+      // The angle pos * freq is an f32 (as in llama.cpp), so its error grows with the position.
+      double rtol = 2e-6 + 2e-7 * (c.pos0 + c.rows);
+      expect_close_scaled("rope q", q, q_ref, 1.0, rtol);
+      expect_close_scaled("rope k", k, k_ref, 1.0, rtol);
+    }
+  }
+}
+
+template <class T>
+void check_embedding(std::mt19937 &rng, int vocab, int dim, int rows) {
+  using S = typename T::storage;
+  CAPTURE(std::string(T::text));
+  CAPTURE(dim);
+  auto values = random_floats(rng, size_t(vocab) * dim, -3, 3);
+  std::vector<S> table(values.size());
+  for (size_t i = 0; i < table.size(); ++i) table[i] = S(values[i]);
+  std::vector<int32_t> ids(static_cast<size_t>(rows));
+  std::uniform_int_distribution<int32_t> pick(0, vocab - 1);
+  for (auto &id : ids) id = pick(rng);
+  ids[0] = vocab - 1;
+  std::vector<double> ref(size_t(rows) * dim);
+  for (int r = 0; r < rows; ++r)
+    for (int i = 0; i < dim; ++i) ref[size_t(r) * dim + i] = double(float(table[size_t(ids[size_t(r)]) * dim + i]));
+  std::vector<float> out(ref.size());
+  library().embedding(ids.data(), table.data(), T::dtype, out.data(), rows, dim);
+  expect_close_scaled("embedding", out, ref, 1.0, 0);  // exact: widening loses nothing
+}
+
+TEST_CASE("kernels: embedding gathers rows of f32, f16 and bf16 tables as f32") {
+  KDSL_TEST_RNG(rng);
+  for (int dim : {64, 100, 1500}) {
+    check_embedding<kdsl::f32>(rng, 50, dim, 5);
+    check_embedding<kdsl::f16>(rng, 50, dim, 5);
+    check_embedding<kdsl::bf16>(rng, 50, dim, 1);
+  }
+}
+
+}  // namespace
