@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include <kdsl/error.h>
+#include <kdsl/kernel.h>
 
 #include "models/tokenizer/stream_decoder.h"
 
@@ -29,9 +30,12 @@ GenerationResult generate(Engine &engine, const Tokenizer &tokenizer, Sampler &s
   check_prompt_fits(engine, prompt_ids);
   for (int id : prompt_ids) sampler.accept(id);
 
+  double compile_ms = cache_stats().compile_ms;
   auto start = std::chrono::steady_clock::now();
   std::span<const float> logits = engine.forward(prompt_ids, 0);
   r.prompt_ms = ms_since(start);
+  r.prompt_compile_ms = cache_stats().compile_ms - compile_ms;
+  compile_ms = cache_stats().compile_ms;
 
   StreamDecoder stream(tokenizer);
   int pos = int(prompt_ids.size());
@@ -60,6 +64,7 @@ GenerationResult generate(Engine &engine, const Tokenizer &tokenizer, Sampler &s
   r.text += rest;
   if (on_text && !rest.empty()) on_text(rest);
   r.generation_ms = ms_since(start);
+  r.generation_compile_ms = cache_stats().compile_ms - compile_ms;
   return r;
 }
 

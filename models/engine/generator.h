@@ -17,6 +17,8 @@ struct GenerationResult {
   std::string text;          // the generated text (not the prompt)
   double prompt_ms = 0;      // prefill of the whole prompt
   double generation_ms = 0;  // every decode step after it
+  // Of which spent compiling kernels met for the first time (zero once the cache is warm).
+  double prompt_compile_ms = 0, generation_compile_ms = 0;
   std::string stop_reason;   // "length", "eos", "context"
 };
 
