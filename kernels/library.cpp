@@ -19,48 +19,54 @@ Library::Library(const Device &device) : impl_(std::make_unique<Impl>(device)) {
 Library::~Library() = default;
 
 void Library::rmsnorm(const float *x, const float *w, float *y, int rows, int dim, float eps) {
-  require(rows >= 0 && dim > 0, "rmsnorm", "rows and dim must be positive (got rows " + std::to_string(rows) + ", dim " + std::to_string(dim) + ")");
+  require(rows >= 0 && dim > 0, "rmsnorm",
+          [&] { return "rows and dim must be positive (got rows " + std::to_string(rows) + ", dim " + std::to_string(dim) + ")"; });
   if (rows == 0) return;
-  with_block<16, 8192>("rmsnorm", "dim", dim, [&]<int B>() {
-    impl_->kernel<kernels::rmsnorm<B, false>>()(grid(rows), x, x, w, y, dim, eps);
-  });
+  with_block<16, 8192>("rmsnorm", "dim", dim,
+                       [&]<int B>() { impl_->kernel<kernels::rmsnorm<B, false>>()(grid(rows), x, x, w, y, dim, eps); });
 }
 
 void Library::add_rmsnorm(float *x, const float *residual, const float *w, float *y, int rows, int dim, float eps) {
-  require(rows >= 0 && dim > 0, "add_rmsnorm", "rows and dim must be positive (got rows " + std::to_string(rows) + ", dim " + std::to_string(dim) + ")");
+  require(rows >= 0 && dim > 0, "add_rmsnorm",
+          [&] { return "rows and dim must be positive (got rows " + std::to_string(rows) + ", dim " + std::to_string(dim) + ")"; });
   if (rows == 0) return;
-  with_block<16, 8192>("add_rmsnorm", "dim", dim, [&]<int B>() {
-    impl_->kernel<kernels::rmsnorm<B, true>>()(grid(rows), x, residual, w, y, dim, eps);
-  });
+  with_block<16, 8192>("add_rmsnorm", "dim", dim,
+                       [&]<int B>() { impl_->kernel<kernels::rmsnorm<B, true>>()(grid(rows), x, residual, w, y, dim, eps); });
 }
 
 void Library::swiglu(const float *gate, const float *up, float *out, int64_t n) {
-  require(n >= 0 && n < (int64_t(1) << 31), "swiglu", "n must be in [0, 2^31) (got " + std::to_string(n) + ")");
+  require(n >= 0 && n < (int64_t(1) << 31), "swiglu", [&] { return "n must be in [0, 2^31) (got " + std::to_string(n) + ")"; });
   if (n == 0) return;
   constexpr int kBlock = 1024;
   impl_->kernel<kernels::swiglu<kBlock>>()(grid(cdiv(n, int64_t(kBlock))), gate, up, out, int(n));
 }
 
 void Library::embedding(const int32_t *ids, const void *table, DType ttype, float *out, int rows, int dim) {
-  require(rows >= 0 && dim > 0, "embedding", "rows and dim must be positive (got rows " + std::to_string(rows) + ", dim " + std::to_string(dim) + ")");
+  require(rows >= 0 && dim > 0, "embedding",
+          [&] { return "rows and dim must be positive (got rows " + std::to_string(rows) + ", dim " + std::to_string(dim) + ")"; });
   if (rows == 0) return;
   with_block<16, 1024>("embedding", "dim", std::min(dim, 1024), [&]<int B>() {
     auto g = grid(rows, cdiv(dim, B));
     switch (ttype) {
-      case DType::F32: return impl_->kernel<kernels::embedding<f32, B>>()(g, ids, static_cast<const float *>(table), out, dim);
-      case DType::F16: return impl_->kernel<kernels::embedding<f16, B>>()(g, ids, static_cast<const half *>(table), out, dim);
-      case DType::BF16: return impl_->kernel<kernels::embedding<bf16, B>>()(g, ids, static_cast<const bfloat16 *>(table), out, dim);
+      case DType::F32:
+        return impl_->kernel<kernels::embedding<f32, B>>()(g, ids, static_cast<const float *>(table), out, dim);
+      case DType::F16:
+        return impl_->kernel<kernels::embedding<f16, B>>()(g, ids, static_cast<const half *>(table), out, dim);
+      case DType::BF16:
+        return impl_->kernel<kernels::embedding<bf16, B>>()(g, ids, static_cast<const bfloat16 *>(table), out, dim);
       default:
-        require(false, "embedding", "table type " + std::string(dtype_name(ttype)) + " is not supported (f32, f16 or bf16)");
+        require(false, "embedding",
+                [&] { return "table type " + std::string(dtype_name(ttype)) + " is not supported (f32, f16 or bf16)"; });
     }
   });
 }
 
 void Library::kv_append(const float *k, const float *v, float *k_pages, float *v_pages, const int32_t *block_table, int pos0, int rows,
                         int n_kv_heads, int head_dim, int page_size) {
-  require(rows >= 0 && pos0 >= 0 && n_kv_heads > 0 && head_dim > 0 && page_size > 0, "kv_append",
-          "sizes must be positive (rows " + std::to_string(rows) + ", pos0 " + std::to_string(pos0) + ", n_kv_heads " +
-              std::to_string(n_kv_heads) + ", head_dim " + std::to_string(head_dim) + ", page_size " + std::to_string(page_size) + ")");
+  require(rows >= 0 && pos0 >= 0 && n_kv_heads > 0 && head_dim > 0 && page_size > 0, "kv_append", [&] {
+    return "sizes must be positive (rows " + std::to_string(rows) + ", pos0 " + std::to_string(pos0) + ", n_kv_heads " +
+           std::to_string(n_kv_heads) + ", head_dim " + std::to_string(head_dim) + ", page_size " + std::to_string(page_size) + ")";
+  });
   if (rows == 0) return;
   int row = n_kv_heads * head_dim;
   with_block<16, 1024>("kv_append", "n_kv_heads * head_dim", std::min(row, 1024), [&]<int B>() {
@@ -69,8 +75,9 @@ void Library::kv_append(const float *k, const float *v, float *k_pages, float *v
 }
 
 void Library::rope(float *q, float *k, int rows, int n_heads, int n_kv_heads, int head_dim, int pos0, float theta, bool neox) {
-  require(head_dim > 0 && head_dim % 2 == 0, "rope", "head_dim must be positive and even (got " + std::to_string(head_dim) + ")");
-  require(rows >= 0 && n_heads >= 0 && n_kv_heads >= 0 && pos0 >= 0, "rope", "rows, heads and pos0 must not be negative");
+  require(head_dim > 0 && head_dim % 2 == 0, "rope",
+          [&] { return "head_dim must be positive and even (got " + std::to_string(head_dim) + ")"; });
+  require(rows >= 0 && n_heads >= 0 && n_kv_heads >= 0 && pos0 >= 0, "rope", [&] { return "rows, heads and pos0 must not be negative"; });
   if (rows == 0) return;
   Impl &im = *impl_;
   if (im.rope_theta != double(theta) || im.rope_head_dim != head_dim) {
@@ -81,13 +88,16 @@ void Library::rope(float *q, float *k, int rows, int n_heads, int n_kv_heads, in
   }
   const float *inv_freq = im.rope_inv_freq.data();
   with_block<8, 128>("rope", "head_dim / 2", head_dim / 2, [&]<int H>() {
-    if (neox) im.kernel<kernels::rope<H, true>>()(grid(rows), q, k, inv_freq, n_heads, n_kv_heads, head_dim, pos0);
-    else im.kernel<kernels::rope<H, false>>()(grid(rows), q, k, inv_freq, n_heads, n_kv_heads, head_dim, pos0);
+    if (neox)
+      im.kernel<kernels::rope<H, true>>()(grid(rows), q, k, inv_freq, n_heads, n_kv_heads, head_dim, pos0);
+    else
+      im.kernel<kernels::rope<H, false>>()(grid(rows), q, k, inv_freq, n_heads, n_kv_heads, head_dim, pos0);
   });
 }
 
 void Library::softmax(float *x, int rows, int cols) {
-  require(rows >= 0 && cols > 0, "softmax", "rows and cols must be positive (got rows " + std::to_string(rows) + ", cols " + std::to_string(cols) + ")");
+  require(rows >= 0 && cols > 0, "softmax",
+          [&] { return "rows and cols must be positive (got rows " + std::to_string(rows) + ", cols " + std::to_string(cols) + ")"; });
   if (rows == 0) return;
   if (cols > 8192) {
     impl_->kernel<kernels::softmax_online<2048>>()(grid(rows), x, cols);
@@ -97,7 +107,7 @@ void Library::softmax(float *x, int rows, int cols) {
 }
 
 int32_t Library::argmax(const float *x, int n) {
-  require(n > 0, "argmax", "n must be positive (got " + std::to_string(n) + ")");
+  require(n > 0, "argmax", [&] { return "n must be positive (got " + std::to_string(n) + ")"; });
   int32_t *result = impl_->argmax_result.data();
   impl_->kernel<kernels::argmax<512>>()(grid(1), x, result, n);
   return *result;

@@ -8,8 +8,8 @@
 namespace kdsl::kernels {
 namespace {
 
-constexpr int kDecodeStep = 32;        // positions per step of the decode loop
-constexpr int kMaxSplits = 32;         // decode splits per head (the combine's block)
+constexpr int kDecodeStep = 32;  // positions per step of the decode loop
+constexpr int kMaxSplits = 32;   // decode splits per head (the combine's block)
 constexpr int kMinSplitPositions = 128;
 constexpr int kPrefillRows = 16, kPrefillCols = 32;
 
@@ -19,20 +19,23 @@ void Library::attention(const float *q, const float *k_pages, const float *v_pag
                         int pos0, int n_heads, int n_kv_heads, int head_dim, int page_size, float scale) {
   using detail::require;
   using detail::with_block;
-  require(rows >= 0 && pos0 >= 0 && n_heads > 0 && n_kv_heads > 0 && head_dim > 0 && page_size > 0, "attention",
-          "sizes must be positive (rows " + std::to_string(rows) + ", pos0 " + std::to_string(pos0) + ", n_heads " + std::to_string(n_heads) +
-              ", n_kv_heads " + std::to_string(n_kv_heads) + ", head_dim " + std::to_string(head_dim) + ", page_size " +
-              std::to_string(page_size) + ")");
-  require(n_heads % n_kv_heads == 0, "attention",
-          "n_heads (" + std::to_string(n_heads) + ") must be a multiple of n_kv_heads (" + std::to_string(n_kv_heads) + ")");
+  require(rows >= 0 && pos0 >= 0 && n_heads > 0 && n_kv_heads > 0 && head_dim > 0 && page_size > 0, "attention", [&] {
+    return "sizes must be positive (rows " + std::to_string(rows) + ", pos0 " + std::to_string(pos0) + ", n_heads " +
+           std::to_string(n_heads) + ", n_kv_heads " + std::to_string(n_kv_heads) + ", head_dim " + std::to_string(head_dim) +
+           ", page_size " + std::to_string(page_size) + ")";
+  });
+  require(n_heads % n_kv_heads == 0, "attention", [&] {
+    return "n_heads (" + std::to_string(n_heads) + ") must be a multiple of n_kv_heads (" + std::to_string(n_kv_heads) + ")";
+  });
   if (rows == 0) return;
   Impl &im = *impl_;
   const int group = n_heads / n_kv_heads;
 
   if (rows > 1) {
     with_block<16, 256>("attention", "head_dim", head_dim, [&]<int D>() {
-      im.kernel<attention_prefill<kPrefillRows, kPrefillCols, D>>()(grid(cdiv(rows, kPrefillRows), n_heads), q, k_pages, v_pages, block_table,
-                                                                     out, rows, pos0, n_heads, group, n_kv_heads, head_dim, page_size, scale);
+      im.kernel<attention_prefill<kPrefillRows, kPrefillCols, D>>()(grid(cdiv(rows, kPrefillRows), n_heads), q, k_pages, v_pages,
+                                                                    block_table, out, rows, pos0, n_heads, group, n_kv_heads, head_dim,
+                                                                    page_size, scale);
     });
     return;
   }
@@ -52,7 +55,7 @@ void Library::attention(const float *q, const float *k_pages, const float *v_pag
   with_block<16, 256>("attention", "head_dim", head_dim, [&]<int D>() {
     with_block<1, 16>("attention (decode)", "n_heads / n_kv_heads", group, [&]<int G>() {
       im.kernel<attention_decode<G, D, kDecodeStep>>()(grid(n_kv_heads, splits), q, k_pages, v_pages, block_table, part_out, part_ml, ctx,
-                                                        group, n_kv_heads, head_dim, page_size, split_len, scale);
+                                                       group, n_kv_heads, head_dim, page_size, split_len, scale);
     });
     if (splits > 1) im.kernel<attention_combine<kMaxSplits, D>>()(grid(n_heads), part_out, part_ml, out, splits, head_dim);
   });

@@ -51,9 +51,11 @@ void with_block(std::string_view what, std::string_view size_name, int64_t n, F 
   }
 }
 
-// Throws kdsl::Error "kdsl::kernels::<what>: <message>" unless ok.
-inline void require(bool ok, std::string_view what, const std::string &message) {
-  if (!ok) throw Error(std::string("kdsl::kernels::") + std::string(what) + ": " + message);
+// Throws kdsl::Error "kdsl::kernels::<what>: <message()>" unless ok; the message is only
+// built on failure, so checks cost nothing (and allocate nothing) in the per-token loop.
+template <class Message>
+void require(bool ok, std::string_view what, Message &&message) {
+  if (!ok) throw Error(std::string("kdsl::kernels::") + std::string(what) + ": " + std::string(message()));
 }
 
 // Grows a scratch buffer to hold at least n elements.

@@ -15,27 +15,36 @@ template <class T>
 void run_matmul(Library::Impl &im, const float *x, const typename T::storage *w, const float *bias, float *out, int rows, int N, int K) {
   if (rows == 1) {
     auto g = grid(cdiv(N, kMatvecRows));
-    if (bias) im.kernel<matvec<T, kMatvecRows, kMatvecCols, true>>()(g, x, w, bias, out, N, K);
-    else im.kernel<matvec<T, kMatvecRows, kMatvecCols, false>>()(g, x, w, out, out, N, K);
+    if (bias)
+      im.kernel<matvec<T, kMatvecRows, kMatvecCols, true>>()(g, x, w, bias, out, N, K);
+    else
+      im.kernel<matvec<T, kMatvecRows, kMatvecCols, false>>()(g, x, w, out, out, N, K);
     return;
   }
   auto g = grid(cdiv(rows, kTileM), cdiv(N, kTileN));
-  if (bias) im.kernel<kernels::matmul<T, kTileM, kTileN, kTileK, true>>()(g, x, w, bias, out, rows, N, K);
-  else im.kernel<kernels::matmul<T, kTileM, kTileN, kTileK, false>>()(g, x, w, out, out, rows, N, K);
+  if (bias)
+    im.kernel<kernels::matmul<T, kTileM, kTileN, kTileK, true>>()(g, x, w, bias, out, rows, N, K);
+  else
+    im.kernel<kernels::matmul<T, kTileM, kTileN, kTileK, false>>()(g, x, w, out, out, rows, N, K);
 }
 
 }  // namespace
 
 void Library::matmul(const float *x, const void *w, DType wtype, const float *bias, float *out, int rows, int N, int K) {
-  detail::require(rows >= 0 && N > 0 && K > 0, "matmul",
-                  "sizes must be positive (rows " + std::to_string(rows) + ", N " + std::to_string(N) + ", K " + std::to_string(K) + ")");
+  detail::require(rows >= 0 && N > 0 && K > 0, "matmul", [&] {
+    return "sizes must be positive (rows " + std::to_string(rows) + ", N " + std::to_string(N) + ", K " + std::to_string(K) + ")";
+  });
   if (rows == 0) return;
   switch (wtype) {
-    case DType::F32: return run_matmul<f32>(*impl_, x, static_cast<const float *>(w), bias, out, rows, N, K);
-    case DType::F16: return run_matmul<f16>(*impl_, x, static_cast<const half *>(w), bias, out, rows, N, K);
-    case DType::BF16: return run_matmul<bf16>(*impl_, x, static_cast<const bfloat16 *>(w), bias, out, rows, N, K);
+    case DType::F32:
+      return run_matmul<f32>(*impl_, x, static_cast<const float *>(w), bias, out, rows, N, K);
+    case DType::F16:
+      return run_matmul<f16>(*impl_, x, static_cast<const half *>(w), bias, out, rows, N, K);
+    case DType::BF16:
+      return run_matmul<bf16>(*impl_, x, static_cast<const bfloat16 *>(w), bias, out, rows, N, K);
     default:
-      detail::require(false, "matmul", "weight type " + std::string(dtype_name(wtype)) + " is not supported (f32, f16 or bf16)");
+      detail::require(false, "matmul",
+                      [&] { return "weight type " + std::string(dtype_name(wtype)) + " is not supported (f32, f16 or bf16)"; });
   }
 }
 

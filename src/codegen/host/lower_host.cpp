@@ -58,7 +58,7 @@ class HostLowering {
 
   llvm::Value *from_storage(llvm::Value *v, DType t) {
     switch (t) {
-      case DType::F16: return b_.CreateFPExt(v, b_.getFloatTy());
+      case DType::F16: return emit_f16_bits_to_f32(b_, b_.CreateBitCast(v, b_.getInt16Ty()));
       case DType::BF16: return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(v, b_.getInt32Ty()), 16), b_.getFloatTy());
       case DType::Bool: return b_.CreateICmpNE(v, b_.getInt8(0));
       default: return v;
