@@ -8,6 +8,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include "codegen/codegen.h"
+#include "codegen/nvptx/ptxas.h"
 #include "codegen/target_info.h"
 
 namespace kdsl::codegen::nvptx {
@@ -22,17 +23,5 @@ std::unique_ptr<llvm::TargetMachine> make_nvptx_target_machine(const TargetInfo 
 void link_and_optimize(llvm::Module &m, llvm::TargetMachine &tm, const std::string &keep);
 
 std::string emit_ptx(llvm::Module &m, llvm::TargetMachine &tm);
-
-// The ptxas binary: $KDSL_PTXAS, $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin, PATH.
-// Empty when there is none.
-std::string find_ptxas();
-
-// Assembles PTX into a cubin for `arch` with `ptxas -v` and parses its resource report.
-// Throws kdsl::Error with ptxas's messages when it fails.
-std::vector<uint8_t> assemble_ptx(const std::string &ptxas, const std::string &ptx, const std::string &arch, ResourceReport &report);
-
-// Reads "Used N registers, ... N bytes smem", "N bytes stack frame, N bytes spill stores, N
-// bytes spill loads" from ptxas -v output.
-void parse_ptxas_report(const std::string &log, ResourceReport &report);
 
 }  // namespace kdsl::codegen::nvptx

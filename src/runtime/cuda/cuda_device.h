@@ -1,0 +1,67 @@
+// cuda_device.h - an NVIDIA GPU as a kdsl device: context, memory, modules, launches, queries
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codegen/target_info.h"
+#include "runtime/cuda/cuda_driver.h"
+#include "runtime/device_impl.h"
+
+namespace kdsl::detail {
+
+// One kernel loaded into the device's context.
+struct CudaFunction {
+  cuda::CUmodule module = nullptr;
+  cuda::CUfunction function = nullptr;
+  int shared_bytes = 0;  // dynamic shared memory per block
+  int threads = 0;       // per block
+};
+
+class CudaDevice final : public DeviceImpl {
+ public:
+  // Opens GPU `ordinal` (its primary context). Throws kdsl::Error when there is no driver,
+  // no such GPU, or the GPU is older than sm_80.
+  explicit CudaDevice(int ordinal);
+  Device::Kind kind() const override { return Device::Kind::Cuda; }
+  std::string name() const override { return name_; }
+  const codegen::TargetDesc &target() const override { return target_; }
+  int threads() const override { return info_.sm_count; }
+  // The compiler's target description with this GPU's queried limits.
+  const codegen::TargetInfo &info() const { return info_; }
+
+  cuda::CUdeviceptr alloc(size_t bytes);
+  void free(cuda::CUdeviceptr p);
+  void copy_to_device(cuda::CUdeviceptr dst, const void *src, size_t bytes);
+  void copy_to_host(void *dst, cuda::CUdeviceptr src, size_t bytes);
+  void copy_on_device(cuda::CUdeviceptr dst, cuda::CUdeviceptr src, size_t bytes);
+
+  // Loads a cubin or NUL-terminated PTX (the driver JIT-compiles it) and finds `symbol`.
+  CudaFunction load(const std::vector<uint8_t> &image, const std::string &symbol, int shared_bytes, int threads);
+  // Launches over grid[3] with one 8-byte slot per kernel argument (values in the low bytes).
+  void launch(const CudaFunction &f, const int32_t grid[3], uint64_t *slots, size_t count);
+  void synchronize();
+  // Milliseconds `body` takes on the device's stream, timed with CUDA events.
+  template <class F>
+  double time_ms(F &&body) {
+    begin_timing();
+    body();
+    return end_timing();
+  }
+
+ private:
+  void make_current() const;
+  void begin_timing();
+  double end_timing();
+
+  const cuda::Driver &drv_;
+  cuda::CUdevice device_ = 0;
+  cuda::CUcontext context_ = nullptr;
+  cuda::CUstream stream_ = nullptr;
+  cuda::CUevent start_ = nullptr, stop_ = nullptr;
+  std::string name_;
+  codegen::TargetDesc target_;
+  codegen::TargetInfo info_;
+};
+
+}  // namespace kdsl::detail

@@ -1,0 +1,81 @@
+// cuda_driver.cpp - dlopen("libcuda.so.1"), the entry points of cuda_functions.def, errors by name
+#include "runtime/cuda/cuda_driver.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <mutex>
+
+#include <kdsl/error.h>
+
+namespace kdsl::cuda {
+
+std::string error_name(CUresult result) {
+  switch (result) {
+    case 0: return "CUDA_SUCCESS";
+    case 1: return "CUDA_ERROR_INVALID_VALUE";
+    case 2: return "CUDA_ERROR_OUT_OF_MEMORY";
+    case 3: return "CUDA_ERROR_NOT_INITIALIZED";
+    case 4: return "CUDA_ERROR_DEINITIALIZED";
+    case 34: return "CUDA_ERROR_STUB_LIBRARY";
+    case 35: return "CUDA_ERROR_INSUFFICIENT_DRIVER";
+    case 100: return "CUDA_ERROR_NO_DEVICE";
+    case 101: return "CUDA_ERROR_INVALID_DEVICE";
+    case 200: return "CUDA_ERROR_INVALID_IMAGE";
+    case 201: return "CUDA_ERROR_INVALID_CONTEXT";
+    case 209: return "CUDA_ERROR_NO_BINARY_FOR_GPU";
+    case 218: return "CUDA_ERROR_INVALID_PTX";
+    case 222: return "CUDA_ERROR_UNSUPPORTED_PTX_VERSION";
+    case 400: return "CUDA_ERROR_INVALID_HANDLE";
+    case 500: return "CUDA_ERROR_NOT_FOUND";
+    case 700: return "CUDA_ERROR_ILLEGAL_ADDRESS";
+    case 701: return "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES";
+    case 702: return "CUDA_ERROR_LAUNCH_TIMEOUT";
+    case 719: return "CUDA_ERROR_LAUNCH_FAILED";
+    case 999: return "CUDA_ERROR_UNKNOWN";
+    default: return fmt::format("CUDA_ERROR_{}", result);
+  }
+}
+
+void Driver::check(CUresult result, const char *call) const {
+  if (result == 0) return;
+  const char *name = nullptr;
+  std::string text = cuGetErrorName && cuGetErrorName(result, &name) == 0 && name ? name : error_name(result);
+  throw Error(fmt::format("CUDA driver call {} failed: {} ({}) [driver {}]", call, text, result, library));
+}
+
+Driver load_driver(const std::string &library) {
+  void *handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char *why = dlerror();
+    throw Error(fmt::format("no NVIDIA driver found ({}: {}); CUDA devices are unavailable, the CPU device still works", library,
+                            why ? why : "not found"));
+  }
+  Driver d;
+  d.library = library;
+#define CUDA_FUNCTION(name, symbol, params)                                                                                          \
+  d.name = reinterpret_cast<decltype(d.name)>(dlsym(handle, symbol));                                                                \
+  if (!d.name) throw Error(fmt::format("the NVIDIA driver {} lacks {} (driver too old for kdsl; update it)", library, symbol));
+#include "runtime/cuda/cuda_functions.def"
+  d.check(d.cuInit(0), "cuInit");
+  return d;
+}
+
+const Driver &driver() {
+  static std::once_flag once;
+  static Driver loaded;
+  static std::string failure;
+  std::call_once(once, [] {
+    const char *override_path = std::getenv("KDSL_LIBCUDA");
+    try {
+      loaded = load_driver(override_path && *override_path ? override_path : "libcuda.so.1");
+    } catch (const Error &e) {
+      failure = e.what();
+    }
+  });
+  if (!failure.empty()) throw Error(failure);
+  return loaded;
+}
+
+}  // namespace kdsl::cuda

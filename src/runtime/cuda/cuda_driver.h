@@ -1,0 +1,52 @@
+// cuda_driver.h - the CUDA driver API, loaded with dlopen at run time (no link-time dependency)
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace kdsl::cuda {
+
+// The few driver types kdsl needs, ABI-compatible with cuda.h.
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = struct CUctx_st *;
+using CUmodule = struct CUmod_st *;
+using CUfunction = struct CUfunc_st *;
+using CUstream = struct CUstream_st *;
+using CUevent = struct CUevent_st *;
+
+// Attribute numbers from cuda.h.
+enum : int {
+  kAttrMaxThreadsPerBlock = 1,
+  kAttrMaxSharedPerBlock = 8,
+  kAttrWarpSize = 10,
+  kAttrMultiprocessorCount = 16,
+  kAttrComputeCapabilityMajor = 75,
+  kAttrComputeCapabilityMinor = 76,
+  kAttrMaxSharedPerBlockOptin = 97,
+  kFuncAttrMaxDynamicSharedBytes = 8,
+};
+
+// The driver's entry points, one member per line of cuda_functions.def.
+struct Driver {
+#define CUDA_FUNCTION(name, symbol, params) CUresult(*name) params = nullptr;
+#include "runtime/cuda/cuda_functions.def"
+  std::string library;  // where it was loaded from
+
+  // Throws kdsl::Error "<call> failed: CUDA_ERROR_<NAME> (<code>)" unless result is 0.
+  void check(CUresult result, const char *call) const;
+};
+
+// The process's driver, loaded on first use from $KDSL_LIBCUDA or libcuda.so.1 and
+// initialized (cuInit). Throws kdsl::Error "no NVIDIA driver found (libcuda.so.1: <dlerror>)"
+// when it cannot be loaded; the failure is remembered, and rethrown on every call.
+const Driver &driver();
+
+// Loads a driver from `library` without caching it (for tests of the error paths).
+Driver load_driver(const std::string &library);
+
+// CUDA_ERROR_INVALID_VALUE for 1, ...; "CUDA_ERROR_<code>" for codes it does not know.
+std::string error_name(CUresult result);
+
+}  // namespace kdsl::cuda

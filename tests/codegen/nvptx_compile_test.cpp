@@ -1,0 +1,206 @@
+// nvptx_compile_test.cpp - every example and test kernel lowers to PTX that ptxas assembles for sm_80 and sm_90 (no GPU needed)
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+
+#include <kdsl/kdsl.h>
+
+#include "codegen/codegen.h"
+#include "codegen/nvptx/ptxas.h"
+#include "codegen/target_info.h"
+#include "src/tools/example_kernels.h"
+
+using namespace kdsl;
+
+namespace nvptx_test {
+
+// Kernels that reach the corners of the GPU lowering the examples do not.
+template <int M, int N>
+void row_and_column_sums(Ptr<f32> x, Ptr<f32> rows, Ptr<f32> cols) {
+  auto r = expand_dims<1>(arange<M>());
+  auto c = expand_dims<0>(arange<N>());
+  auto v = load(x + r * N + c);
+  store(rows + arange<M>(), sum<1>(v));
+  store(cols + arange<N>(), sum<0>(v));
+  store(x + r * N + c, v - expand_dims<0>(max<0>(v)));  // a reduction's result broadcast back
+}
+
+template <int M, int N>
+void transpose(Ptr<f16> x, Ptr<f16> y) {
+  auto r = expand_dims<1>(arange<M>());
+  auto c = expand_dims<0>(arange<N>());
+  auto v = load(x + r * N + c);
+  auto rt = expand_dims<1>(arange<N>());
+  auto ct = expand_dims<0>(arange<M>());
+  store(y + rt * M + ct, trans(v));
+}
+
+template <int N>
+void reshape_and_argmax(Ptr<f32> x, Ptr<i32> out) {
+  auto v = reshape<N / 8, 8>(load(x + arange<N>()));
+  store(out + arange<N / 8>(), argmax<1>(v));
+  store(out + N, argmin(load(x + arange<N>())));
+}
+
+template <int BLOCK>
+void loops_and_atomics(Ptr<f32> x, Ptr<f32> total, Ptr<i32> counts, Scalar<i32> n) {
+  auto acc = for_range(0, n, BLOCK, zeros<f32, BLOCK>(), [&](auto i, auto acc) {
+    auto offs = i + arange<BLOCK>();
+    return acc + load(x + offs, offs < n, 0);
+  });
+  auto s = sum(acc);
+  auto big = if_(s > 0.0f, [&] { return s; }, [&] { return -s; });
+  atomic_add(total, big);
+  atomic_add(counts + arange<BLOCK>() % 4, full<i32, BLOCK>(1));
+}
+
+template <int BM, int BN, int BK>
+void int8_dot(Ptr<i8> a, Ptr<i8> b, Ptr<i32> c) {
+  auto rm = expand_dims<1>(arange<BM>());
+  auto rn = expand_dims<0>(arange<BN>());
+  auto rk = arange<BK>();
+  auto ta = load(a + rm * BK + expand_dims<0>(rk));
+  auto tb = load(b + expand_dims<1>(rk) * BN + rn);
+  store(c + rm * BN + rn, dot(ta, tb));
+}
+
+template <int BLOCK>
+void bf16_math(Ptr<bf16> x, Ptr<bf16> y, Scalar<i32> n) {
+  auto offs = program_id(0) * BLOCK + arange<BLOCK>();
+  auto m = offs < n;
+  auto v = load(x + offs, m, 1.0);
+  store(y + offs, tanh(v) + log(v) * sigmoid(v) + exp2(v), m);
+}
+
+std::vector<tools::NamedKernel> all_kernels() {
+  std::vector<tools::NamedKernel> k = tools::example_kernels();
+  k.push_back(tools::named_kernel<row_and_column_sums<32, 64>>("row_and_column_sums"));
+  k.push_back(tools::named_kernel<transpose<64, 32>>("transpose"));
+  k.push_back(tools::named_kernel<reshape_and_argmax<256>>("reshape_and_argmax"));
+  k.push_back(tools::named_kernel<loops_and_atomics<256>>("loops_and_atomics", 8));
+  k.push_back(tools::named_kernel<int8_dot<32, 32, 64>>("int8_dot"));
+  k.push_back(tools::named_kernel<bf16_math<64>>("bf16_math", 4));  // smaller than the CTA: duplicated elements
+  return k;
+}
+
+codegen::CompiledObject compile(const tools::NamedKernel &k, const std::string &arch, const std::string &spec = "aligned") {
+  codegen::CudaCompileOptions options;
+  options.arch = arch;
+  options.num_warps = k.num_warps;
+  return codegen::compile_for_cuda(tools::trace_kernel(k.signature, tools::parse_specialization(spec, k.signature)), "kdsl_" + k.name, options, {});
+}
+
+const tools::NamedKernel &find(const std::string &name) {
+  static const std::vector<tools::NamedKernel> kernels = all_kernels();
+  for (const auto &k : kernels)
+    if (k.name == name) return k;
+  throw std::runtime_error("no test kernel " + name);
+}
+
+bool contains(const std::string &text, const char *what) { return text.find(what) != std::string::npos; }
+
+}  // namespace nvptx_test
+
+using namespace nvptx_test;
+
+TEST_CASE("nvptx: every example and test kernel assembles for sm_80 and sm_90 without spills") {
+  bool have_ptxas = !codegen::nvptx::find_ptxas().empty();
+  if (!have_ptxas) MESSAGE("ptxas not found (CUDA_HOME, /usr/local/cuda/bin, PATH): checking PTX emission only");
+  for (const char *arch : {"sm_80", "sm_90"})
+    for (const tools::NamedKernel &k : all_kernels()) {
+      CAPTURE(k.name);
+      CAPTURE(arch);
+      codegen::CompiledObject obj = compile(k, arch);
+      CHECK(contains(obj.ptx, (std::string(".target ") + arch).c_str()));
+      CHECK(contains(obj.ptx, (".entry kdsl_" + k.name).c_str()));
+      CHECK(obj.resources.threads == k.num_warps * 32);
+      if (!have_ptxas) continue;
+      REQUIRE(obj.resources.assembled);
+      CHECK(obj.resources.registers > 0);
+      CHECK(obj.resources.registers <= 255);
+      CHECK(obj.resources.spill_store_bytes == 0);
+      CHECK(obj.resources.spill_load_bytes == 0);
+      CHECK(obj.object.size() > 4);
+      CHECK(obj.object[0] == 0x7f);  // a cubin is an ELF file
+    }
+}
+
+TEST_CASE("nvptx: aligned vector add moves 128 bits per access; unaligned sizes fall back to scalar accesses") {
+  const auto &add = find("vector_add");
+  std::string aligned = compile(add, "sm_80").ptx;
+  CHECK(contains(aligned, "ld.global.v4.f32"));
+  CHECK(contains(aligned, "st.global.v4.f32"));
+  // n not known to be a multiple of 16: the mask may change inside a group of four.
+  std::string ragged = compile(add, "sm_80", "16,16,16,_").ptx;
+  CHECK_FALSE(contains(ragged, "ld.global.v4"));
+  CHECK(contains(ragged, "ld.global.f32"));
+  // Pointers not known to be aligned: no vector access either.
+  std::string unaligned = compile(add, "sm_80", "none").ptx;
+  CHECK_FALSE(contains(unaligned, "ld.global.v4"));
+}
+
+TEST_CASE("nvptx: softmax reduces across lanes with shfl.sync and across warps through shared memory; exp is ex2.approx") {
+  codegen::CompiledObject obj = compile(find("softmax"), "sm_90");
+  CHECK(contains(obj.ptx, "shfl.sync.bfly.b32"));
+  CHECK(contains(obj.ptx, "bar.sync"));
+  CHECK(contains(obj.ptx, "ex2.approx"));
+  CHECK(contains(obj.ptx, "ld.global.v4.f32"));
+  CHECK(obj.resources.dynamic_shared_bytes > 0);
+}
+
+TEST_CASE("nvptx: matmul multiplies from shared memory with FMAs (tensor cores not lowered yet)") {
+  std::string ptx = compile(find("matmul"), "sm_80").ptx;
+  CHECK(contains(ptx, "fma.rn.f32"));
+  CHECK(contains(ptx, "ld.shared"));
+  CHECK(contains(ptx, "bar.sync"));
+  CHECK_FALSE(contains(ptx, "mma.sync"));  // flip when the mma.sync path lands
+}
+
+TEST_CASE("nvptx: libdevice math is linked in, not left as calls") {
+  std::string ptx = compile(find("bf16_math"), "sm_80").ptx;
+  CHECK_FALSE(contains(ptx, "__nv_"));
+  CHECK_FALSE(contains(ptx, ".extern .func"));
+}
+
+TEST_CASE("nvptx: atomics use global atomic instructions") {
+  std::string ptx = compile(find("loops_and_atomics"), "sm_80").ptx;
+  CHECK((contains(ptx, "atom.global.add.f32") || contains(ptx, "red.global.add.f32")));
+  CHECK((contains(ptx, "atom.global.add.u32") || contains(ptx, "red.global.add.u32") || contains(ptx, "atom.global.add.s32")));
+}
+
+TEST_CASE("nvptx: unknown targets and too many warps are user errors naming what is known") {
+  CHECK_THROWS_WITH_AS(codegen::target_info("sm_75"), doctest::Contains("unknown GPU target 'sm_75': kdsl knows sm_80, sm_90"), Error);
+  codegen::CudaCompileOptions options;
+  options.num_warps = 64;
+  const auto &add = find("vector_add");
+  CHECK_THROWS_WITH_AS(codegen::compile_for_cuda(tools::trace_kernel(add.signature, tools::parse_specialization("none", add.signature)), "k", options, {}),
+                       doctest::Contains("num_warps = 64"), Error);
+  CHECK(codegen::target_info("sm_90").matrix_instructions.size() == 3);
+  CHECK(codegen::target_info("sm_80").warp_size == 32);
+}
+
+TEST_CASE("nvptx: ptxas resource reports are parsed") {
+  codegen::ResourceReport r;
+  codegen::nvptx::parse_ptxas_report(
+      "ptxas info    : Function properties for k\n    8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads\n"
+      "ptxas info    : Used 40 registers, used 1 barriers, 256 bytes smem, 380 bytes cmem[0]\n",
+      r);
+  CHECK(r.registers == 40);
+  CHECK(r.stack_frame_bytes == 8);
+  CHECK(r.spill_store_bytes == 4);
+  CHECK(r.spill_load_bytes == 12);
+  CHECK(r.static_shared_bytes == 256);
+}
+
+TEST_CASE("nvptx: without ptxas the object is NUL-terminated PTX for the driver's JIT") {
+  const char *old = std::getenv("KDSL_PTXAS");
+  std::string saved = old ? old : "";
+  setenv("KDSL_PTXAS", "", 1);
+  codegen::CompiledObject obj = compile(find("vector_add"), "sm_80");
+  if (old) setenv("KDSL_PTXAS", saved.c_str(), 1);
+  else unsetenv("KDSL_PTXAS");
+  CHECK_FALSE(obj.resources.assembled);
+  REQUIRE(!obj.object.empty());
+  CHECK(obj.object.back() == 0);
+  CHECK(std::string(reinterpret_cast<const char *>(obj.object.data())) == obj.ptx);
+}
