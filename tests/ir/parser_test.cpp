@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <random>
 #include <string>
 
 #include <kdsl/error.h>
@@ -368,4 +369,36 @@ TEST_CASE("parser: IR that parses but does not verify is reported with the verif
   // A loop body without a yield.
   CHECK(parse_error("kernel @k(%c: i32) {\n  for %c, %c, %c {\n  ^(%i: i32):\n  }\n}\n") ==
         "kernel @k: the text parses but is not valid IR:\n  for: region does not end with yield");
+}
+
+TEST_CASE("parser: mangled text is a kdsl::Error or a valid function, never a crash") {
+  const std::string original = ir::print(trace<loop_and_branch<16>>({ArgClass::Divisible16, ArgClass::None, ArgClass::EqualToOne}));
+  const std::string alphabet = "%:,[]{}()<>=^@ \n-+.0123456789aefinpt";
+  std::mt19937 rng(20240607);
+  int errors = 0, parsed = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::string text = original;
+    for (int edits = 1 + int(rng() % 3); edits > 0; --edits) {
+      size_t at = rng() % text.size();
+      char c = alphabet[rng() % alphabet.size()];
+      switch (rng() % 3) {
+        case 0: text.erase(at, 1); break;
+        case 1: text.insert(at, 1, c); break;
+        default: text[at] = c; break;
+      }
+    }
+    try {
+      ir::Function fn = ir::parse(text);
+      CHECK(ir::verify(fn).empty());
+      std::string printed = ir::print(fn);
+      CHECK(ir::print(ir::parse(printed)) == printed);
+      ++parsed;
+    } catch (const Error &) {
+      ++errors;
+    } catch (const std::exception &e) {
+      FAIL_CHECK("not a kdsl::Error: ", e.what(), "\n", text);
+    }
+  }
+  CHECK(errors > 0);
+  CHECK(parsed > 0);  // some edits (a digit in a constant, a space) leave valid IR
 }
