@@ -12,7 +12,7 @@ using namespace kdsl_test;
 namespace int_ops_test {
 
 constexpr int kBlock = 64;
-constexpr int kValueOps = 18;
+constexpr int kValueOps = 19;
 constexpr int kMaskOps = 11;
 
 // Every integer operator applied to a, b (b != 0) and shift amounts s; result k of element i
@@ -29,7 +29,7 @@ void int_ops(Ptr<T> a, Ptr<T> b, Ptr<T> s, Ptr<T> out, Ptr<boolean> masks, Scala
   put(x + y), put(x - y), put(x * y), put(x / y), put(x % y);
   put(x & y), put(x | y), put(x ^ y), put(x << sh), put(x >> sh);
   put(-x), put(~x), put(min(x, y)), put(max(x, y)), put(abs(x));
-  put(x * 3 + 5), put(100 - x), put(x / 7 + x % 7);
+  put(x * 3 + 5), put(100 - x), put(x / 7 + x % 7), put(cdiv(x, 7));
   int c = 0;
   auto put_mask = [&](const auto &v) { store(masks + (c++) * n + offs, v, m); };
   put_mask(x < y), put_mask(x <= y), put_mask(x > y), put_mask(x >= y), put_mask(x == y), put_mask(x != y);
@@ -91,8 +91,9 @@ void check_int_ops(std::mt19937 &rng, int n) {
       [](S x, S, S) { return wrap<S>(U(x) * 3 + 5); },
       [](S x, S, S) { return wrap<S>(U(100) - U(x)); },
       [](S x, S, S) { return wrap<S>(U(S(x / 7)) + U(S(x % 7))); },
+      [](S x, S, S) { return S(wrap<S>(U(x) + 6) / 7); },  // (x + 7 - 1) / 7 in the element type
   };
-  const char *names[kValueOps] = {"+", "-", "*", "/", "%", "&", "|", "^", "<<", ">>", "neg", "~", "min", "max", "abs", "x*3+5", "100-x", "x/7+x%7"};
+  const char *names[kValueOps] = {"+", "-", "*", "/", "%", "&", "|", "^", "<<", ">>", "neg", "~", "min", "max", "abs", "x*3+5", "100-x", "x/7+x%7", "cdiv(x, 7)"};
   for (int k = 0; k < kValueOps; ++k) {
     std::vector<S> ref(static_cast<size_t>(n));
     for (size_t i = 0; i < ref.size(); ++i) ref[i] = refs[k](a[i], b[i], s[i]);
