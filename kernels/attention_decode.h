@@ -9,8 +9,9 @@ namespace kdsl::kernels {
 // at a time, with an online softmax. It writes its normalized output (acc / l) to
 // part_out[(head * num_splits + split) * head_dim ..] and its running max and sum to
 // part_ml[(head * num_splits + split) * 2 + {0, 1}]. With one split, part_out laid out
-// [n_heads][head_dim] is the final output. Every split must hold at least one position.
-template <int G, int D, int BT>
+// [n_heads][head_dim] is the final output. Every split must hold at least one position, and
+// split_len is a multiple of BT (so with TILE_IN_PAGE each step lies in one page).
+template <int G, int D, int BT, bool TILE_IN_PAGE>
 void attention_decode(Ptr<f32> q, Ptr<f32> k_pages, Ptr<f32> v_pages, Ptr<i32> block_table, Ptr<f32> part_out, Ptr<f32> part_ml,
                       Scalar<i32> ctx, Scalar<i32> group, Scalar<i32> n_kv_heads, Scalar<i32> head_dim, Scalar<i32> page_size,
                       Scalar<i32> split_len, Scalar<f32> scale) {
@@ -29,10 +30,10 @@ void attention_decode(Ptr<f32> q, Ptr<f32> k_pages, Ptr<f32> v_pages, Ptr<i32> b
                                [&](auto start, auto m, auto l, auto acc) {
                                  auto pos = start + t;
                                  auto valid = pos < last;
-                                 auto offs = paged_offsets<BT, D>(block_table, pos, valid, page_size, n_kv_heads, head_dim, kv_head);
-                                 auto kv_mask = col(valid) && row(d < head_dim);
-                                 auto kt = load(k_pages + offs, kv_mask, 0);  // [BT, D]
-                                 auto vt = load(v_pages + offs, kv_mask, 0);
+                                 auto offs = paged_offsets<BT, D, TILE_IN_PAGE>(block_table, start, last, page_size, n_kv_heads, head_dim,
+                                                                                kv_head);
+                                 auto kt = load(k_pages + offs);  // [BT, D], clamped: no mask
+                                 auto vt = load(v_pages + offs);
                                  auto s = sum<2>(expand_dims<1>(qv) * expand_dims<0>(kt));  // [G, BT]
                                  s = where(row(valid), s, -inf<f32>());
                                  auto m_new = maximum(m, max<1>(s));

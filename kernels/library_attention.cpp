@@ -8,10 +8,19 @@
 namespace kdsl::kernels {
 namespace {
 
-constexpr int kDecodeStep = 32;  // positions per step of the decode loop
-constexpr int kMaxSplits = 32;   // decode splits per head (the combine's block)
+constexpr int kMaxSplits = 32;  // decode splits per head (the combine's block)
 constexpr int kMinSplitPositions = 128;
-constexpr int kPrefillRows = 16, kPrefillCols = 32;
+constexpr int kPrefillRows = 16;
+
+// Calls f.template operator()<STEP, TILE_IN_PAGE>() with the positions per loop step: 32 or 16
+// when page_size is a multiple (each step then lies in one page and reads the block table
+// once), else 32 with a table lookup per position.
+template <class F>
+void with_kv_step(int page_size, F &&f) {
+  if (page_size % 32 == 0) f.template operator()<32, true>();
+  else if (page_size % 16 == 0) f.template operator()<16, true>();
+  else f.template operator()<32, false>();
+}
 
 }  // namespace
 
@@ -33,9 +42,11 @@ void Library::attention(const float *q, const float *k_pages, const float *v_pag
 
   if (rows > 1) {
     with_block<16, 256>("attention", "head_dim", head_dim, [&]<int D>() {
-      im.kernel<attention_prefill<kPrefillRows, kPrefillCols, D>>()(grid(cdiv(rows, kPrefillRows), n_heads), q, k_pages, v_pages,
-                                                                    block_table, out, rows, pos0, n_heads, group, n_kv_heads, head_dim,
-                                                                    page_size, scale);
+      with_kv_step(page_size, [&]<int STEP, bool TILE_IN_PAGE>() {
+        im.kernel<attention_prefill<kPrefillRows, STEP, D, TILE_IN_PAGE>>()(grid(cdiv(rows, kPrefillRows), n_heads), q, k_pages, v_pages,
+                                                                            block_table, out, rows, pos0, n_heads, group, n_kv_heads,
+                                                                            head_dim, page_size, scale);
+      });
     });
     return;
   }
@@ -45,19 +56,19 @@ void Library::attention(const float *q, const float *k_pages, const float *v_pag
   const int want_programs = 4 * std::max(1, im.device.threads());
   int splits = std::min(cdiv(want_programs, n_kv_heads), cdiv(ctx, kMinSplitPositions));
   splits = std::clamp(splits, 1, kMaxSplits);
-  const int split_len = cdiv(cdiv(ctx, splits), kDecodeStep) * kDecodeStep;
-  splits = cdiv(ctx, split_len);  // every split holds at least one position
-
-  const size_t out_floats = size_t(n_heads) * size_t(splits) * size_t(head_dim);
   float *scratch = detail::reserve(im.attention_partials, size_t(n_heads) * kMaxSplits * (size_t(head_dim) + 2));
-  float *part_out = splits == 1 ? out : scratch;
-  float *part_ml = scratch + (splits == 1 ? 0 : out_floats);
   with_block<16, 256>("attention", "head_dim", head_dim, [&]<int D>() {
-    with_block<1, 16>("attention (decode)", "n_heads / n_kv_heads", group, [&]<int G>() {
-      im.kernel<attention_decode<G, D, kDecodeStep>>()(grid(n_kv_heads, splits), q, k_pages, v_pages, block_table, part_out, part_ml, ctx,
-                                                       group, n_kv_heads, head_dim, page_size, split_len, scale);
+    with_kv_step(page_size, [&]<int STEP, bool TILE_IN_PAGE>() {
+      const int split_len = cdiv(cdiv(ctx, splits), STEP) * STEP;  // whole steps, so steps stay inside pages
+      const int used_splits = cdiv(ctx, split_len);                // every split holds at least one position
+      float *part_out = used_splits == 1 ? out : scratch;
+      float *part_ml = scratch + (used_splits == 1 ? 0 : size_t(n_heads) * size_t(used_splits) * size_t(head_dim));
+      with_block<1, 16>("attention (decode)", "n_heads / n_kv_heads", group, [&]<int G>() {
+        im.kernel<attention_decode<G, D, STEP, TILE_IN_PAGE>>()(grid(n_kv_heads, used_splits), q, k_pages, v_pages, block_table, part_out,
+                                                                part_ml, ctx, group, n_kv_heads, head_dim, page_size, split_len, scale);
+      });
+      if (used_splits > 1) im.kernel<attention_combine<kMaxSplits, D>>()(grid(n_heads), part_out, part_ml, out, used_splits, head_dim);
     });
-    if (splits > 1) im.kernel<attention_combine<kMaxSplits, D>>()(grid(n_heads), part_out, part_ml, out, splits, head_dim);
   });
 }
 

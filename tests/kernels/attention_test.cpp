@@ -87,14 +87,17 @@ TEST_CASE("kernels: kv_append writes rows through the block table, across pages,
 
 TEST_CASE("kernels: decode attention over a shuffled paged cache, grouped-query heads, split across programs") {
   KDSL_TEST_RNG(rng);
-  const int n_heads = 8, page_size = 16;
+  const int n_heads = 8;
   for (int n_kv : {4, 2, 1}) {
     for (int pos0 : {0, 37, 300, 1000}) {
       for (int D : {64, 40}) {
         if (D == 40 && n_kv != 2) continue;
+        // Pages of 16 (steps of 16 inside a page), 32 (steps of 32) and 24 (steps across pages).
+        const int page_size = n_kv == 4 ? 16 : n_kv == 2 ? 32 : 24;
         CAPTURE(n_kv);
         CAPTURE(pos0);
         CAPTURE(D);
+        CAPTURE(page_size);
         PagedCache c(rng, pos0 + 1, page_size, n_kv, D);
         c.fill(rng, pos0 + 1);
         auto q = random_floats(rng, size_t(n_heads) * D, -2, 2);
@@ -116,11 +119,12 @@ TEST_CASE("kernels: prefill attention, causal over pages, from the start and chu
   struct Case {
     int rows, pos0, n_kv, D, page_size;
   };
-  for (Case t : {Case{20, 0, 2, 64, 16}, Case{37, 50, 2, 64, 16}, Case{5, 3, 8, 64, 32}, Case{70, 0, 1, 40, 16}, Case{2, 100, 4, 64, 16}}) {
+  for (Case t : {Case{20, 0, 2, 64, 16}, Case{37, 50, 2, 64, 16}, Case{5, 3, 8, 64, 32}, Case{70, 0, 1, 40, 16}, Case{2, 100, 4, 64, 24}}) {
     CAPTURE(t.rows);
     CAPTURE(t.pos0);
     CAPTURE(t.n_kv);
     CAPTURE(t.D);
+    CAPTURE(t.page_size);
     PagedCache c(rng, t.pos0 + t.rows, t.page_size, t.n_kv, t.D);
     c.fill(rng, t.pos0 + t.rows);
     auto q = random_floats(rng, size_t(t.rows) * n_heads * t.D, -2, 2);
