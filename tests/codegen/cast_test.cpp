@@ -186,6 +186,7 @@ TEST_CASE("codegen: cast rounds f32 to f16 and bf16 to nearest even") {
   // Ties go to the even neighbour; just past a tie goes up; subnormals and overflow.
   float in[] = {1 + 0x1p-11f, 1 + 3 * 0x1p-11f, 1 + 0x1.01p-11f, 65520.0f, 65519.0f, 0x1p-25f, 0x1.8p-24f, 1 + 0x1p-8f, 1 + 3 * 0x1p-8f, 0x1p-133f};
   std::vector<float> v(in, in + std::size(in));
+  v.push_back(std::bit_cast<float>(0x7f800001u));  // a NaN whose payload is all in the low 16 bits
   v.resize(cast_test::kBlock, 0.0f);
   const uint16_t f16_bits[] = {0x3c00, 0x3c02, 0x3c01, 0x7c00, 0x7bff, 0x0000, 0x0002, 0x3c04, 0x3c0c, 0x0000};
   const uint16_t bf16_bits[] = {0x3f80, 0x3f80, 0x3f80, 0x4780, 0x4780, 0x3300, 0x33c0, 0x3f80, 0x3f82, 0x0001};
@@ -206,6 +207,8 @@ TEST_CASE("codegen: cast rounds f32 to f16 and bf16 to nearest even") {
     CHECK(b[k].bits == f16_bits[k]);
     CHECK(c[k].bits == bf16_bits[k]);
   }
+  CHECK(cast_test::f16_nan(b[std::size(in)].bits));
+  CHECK(std::isnan(float(c[std::size(in)])));  // not inf
 }
 
 TEST_CASE("codegen: bitcast keeps the bits") {

@@ -81,7 +81,11 @@ llvm::Value *emit_round_to_bf16(llvm::IRBuilder<> &b, llvm::Value *x) {
   llvm::Value *lsb = b.CreateAnd(b.CreateLShr(bits, 16), b.getInt32(1));
   llvm::Value *rounded = b.CreateAnd(b.CreateAdd(bits, b.CreateAdd(lsb, b.getInt32(0x7fff))), b.getInt32(int32_t(0xffff0000u)));
   llvm::Value *result = b.CreateBitCast(rounded, b.getFloatTy());
-  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, result);
+  // NaN stays NaN: one whose payload lies only in the low 16 bits would truncate to inf, so
+  // it gets the quiet bit; other payloads (every bf16 NaN) are kept, so bitcasts round-trip.
+  llvm::Value *low_payload_only = b.CreateICmpEQ(b.CreateAnd(bits, b.getInt32(0x007f0000)), b.getInt32(0));
+  llvm::Value *nan = b.CreateBitCast(b.CreateSelect(low_payload_only, b.CreateOr(bits, b.getInt32(0x00400000)), bits), b.getFloatTy());
+  return b.CreateSelect(b.CreateFCmpUNO(x, x), nan, result);
 }
 
 }  // namespace kdsl::codegen
