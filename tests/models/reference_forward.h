@@ -1,0 +1,118 @@
+// reference_forward.h - an independent float64 transformer forward pass (llama, qwen2, qwen3) for checking the engine
+#pragma once
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include <kdsl/half.h>
+
+#include "models/engine/model_weights.h"
+
+namespace kdsl::test {
+
+// Plain loops in double precision, one token at a time, with a contiguous KV cache: nothing
+// shared with the kernels but the weights. Covers grouped-query attention, both RoPE forms,
+// QKV bias (qwen2) and per-head QK RMSNorm (qwen3).
+class ReferenceForward {
+ public:
+  explicit ReferenceForward(const models::ModelWeights &m) : m_(m), h_(m.hparams) {
+    k_cache_.assign(m.layers.size(), {});
+    v_cache_.assign(m.layers.size(), {});
+  }
+
+  std::vector<double> forward(int token, int pos) {
+    const int64_t dim = h_.n_embd, hd = h_.head_dim, nh = h_.n_head, nkv = h_.n_head_kv;
+    std::vector<double> x = row(m_.token_embd, token);
+    for (size_t l = 0; l < m_.layers.size(); ++l) {
+      const models::LayerWeights &w = m_.layers[l];
+      std::vector<double> xb = rmsnorm(x, w.attn_norm);
+      std::vector<double> q = matvec(w.wq, xb, w.bq), k = matvec(w.wk, xb, w.bk), v = matvec(w.wv, xb, w.bv);
+      if (w.q_norm) per_head_norm(q, w.q_norm, nh);
+      if (w.k_norm) per_head_norm(k, w.k_norm, nkv);
+      rope(q, nh, pos);
+      rope(k, nkv, pos);
+      k_cache_[l].insert(k_cache_[l].end(), k.begin(), k.end());
+      v_cache_[l].insert(v_cache_[l].end(), v.begin(), v.end());
+      std::vector<double> att(size_t(nh * hd), 0.0);
+      for (int64_t head = 0; head < nh; ++head) {
+        int64_t kvh = head / (nh / nkv);
+        std::vector<double> scores(size_t(pos + 1));
+        double mx = -1e300;
+        for (int t = 0; t <= pos; ++t) {
+          double s = 0;
+          for (int64_t i = 0; i < hd; ++i) s += q[size_t(head * hd + i)] * k_cache_[l][size_t((t * nkv + kvh) * hd + i)];
+          scores[size_t(t)] = s / std::sqrt(double(hd));
+          mx = std::max(mx, scores[size_t(t)]);
+        }
+        double total = 0;
+        for (double &s : scores) total += (s = std::exp(s - mx));
+        for (int t = 0; t <= pos; ++t)
+          for (int64_t i = 0; i < hd; ++i) att[size_t(head * hd + i)] += scores[size_t(t)] / total * v_cache_[l][size_t((t * nkv + kvh) * hd + i)];
+      }
+      std::vector<double> o = matvec(w.wo, att, {});
+      for (int64_t i = 0; i < dim; ++i) x[size_t(i)] += o[size_t(i)];
+      xb = rmsnorm(x, w.ffn_norm);
+      std::vector<double> g = matvec(w.w_gate, xb, {}), u = matvec(w.w_up, xb, {});
+      for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
+      std::vector<double> d = matvec(w.w_down, g, {});
+      for (int64_t i = 0; i < dim; ++i) x[size_t(i)] += d[size_t(i)];
+    }
+    return matvec(m_.output, rmsnorm(x, m_.output_norm), {});
+  }
+
+ private:
+  static double at(const models::Weight &w, int64_t i) {
+    if (w.dtype == DType::F32) return w.f32()[i];
+    uint16_t b;
+    std::memcpy(&b, static_cast<const uint16_t *>(w.data) + i, 2);
+    return w.dtype == DType::F16 ? f16_bits_to_f32(b) : bf16_bits_to_f32(b);
+  }
+  static std::vector<double> row(const models::Weight &w, int64_t r) {
+    std::vector<double> out(size_t(w.cols));
+    for (int64_t i = 0; i < w.cols; ++i) out[size_t(i)] = at(w, r * w.cols + i);
+    return out;
+  }
+  static std::vector<double> matvec(const models::Weight &w, const std::vector<double> &x, const models::Weight &bias) {
+    std::vector<double> out(size_t(w.rows));
+    for (int64_t r = 0; r < w.rows; ++r) {
+      double s = bias ? at(bias, r) : 0.0;
+      for (int64_t c = 0; c < w.cols; ++c) s += at(w, r * w.cols + c) * x[size_t(c)];
+      out[size_t(r)] = s;
+    }
+    return out;
+  }
+  std::vector<double> rmsnorm(const std::vector<double> &x, const models::Weight &w) const {
+    double ss = 0;
+    for (double v : x) ss += v * v;
+    double scale = 1 / std::sqrt(ss / double(x.size()) + h_.rms_eps);
+    std::vector<double> out(x.size());
+    for (size_t i = 0; i < x.size(); ++i) out[i] = x[i] * scale * at(w, int64_t(i));
+    return out;
+  }
+  void per_head_norm(std::vector<double> &v, const models::Weight &w, int64_t heads) const {
+    int64_t hd = h_.head_dim;
+    for (int64_t head = 0; head < heads; ++head) {
+      std::vector<double> part(v.begin() + head * hd, v.begin() + (head + 1) * hd);
+      part = rmsnorm(part, w);
+      std::copy(part.begin(), part.end(), v.begin() + head * hd);
+    }
+  }
+  void rope(std::vector<double> &v, int64_t heads, int pos) const {
+    int64_t hd = h_.head_dim;
+    bool neox = h_.rope_type == models::RopeType::Neox;
+    for (int64_t head = 0; head < heads; ++head)
+      for (int64_t i = 0; i < hd / 2; ++i) {
+        double angle = pos * std::pow(double(h_.rope_freq_base), -2.0 * double(i) / double(hd));
+        int64_t a = head * hd + (neox ? i : 2 * i), b = head * hd + (neox ? i + hd / 2 : 2 * i + 1);
+        double x0 = v[size_t(a)], x1 = v[size_t(b)];
+        v[size_t(a)] = x0 * std::cos(angle) - x1 * std::sin(angle);
+        v[size_t(b)] = x0 * std::sin(angle) + x1 * std::cos(angle);
+      }
+  }
+
+  const models::ModelWeights &m_;
+  const models::ModelHParams &h_;
+  std::vector<std::vector<double>> k_cache_, v_cache_;  // [layer][pos][kv_heads][head_dim]
+};
+
+}  // namespace kdsl::test
