@@ -71,6 +71,15 @@ void branches(Ptr<i32> flags, Ptr<i32> out, Ptr<f32> values, Ptr<f32> picked, Sc
   for_range(0, 6, 1, [&](auto i) { if_(i % 2 == 1, [&] { store(flags + 1000 + p * 6 + i, i); }); });
 }
 
+// Carried values that trade places each iteration (scalars: Fibonacci; blocks: a swap), so
+// the next values alias the current ones.
+void swaps(Ptr<i64> fib, Ptr<i32> blocks, Scalar<i32> n) {
+  auto [a, b] = for_range(0, n, 1, full<i64>(0), full<i64>(1), [](auto, auto x, auto y) { return std::make_tuple(y, x + y); });
+  store(fib, a), store(fib + 1, b);
+  auto [p, q] = for_range(0, n, 1, arange<8>(), zeros<i32, 8>() + 100, [](auto, auto x, auto y) { return std::make_tuple(y, x); });
+  store(blocks + arange<8>(), p), store(blocks + 8 + arange<8>(), q);
+}
+
 }  // namespace control_test
 
 TEST_CASE("frontend: for_range without carried values, including zero-trip loops") {
@@ -156,5 +165,19 @@ TEST_CASE("frontend: if_ with and without results") {
     CHECK(picked[size_t(1000 + p * 2)] == (p < threshold ? lo : hi));
     CHECK(picked[size_t(1001 + p * 2)] == (p < threshold ? hi : lo));
     for (int i = 0; i < 6; ++i) CHECK(flags[size_t(1000 + p * 6 + i)] == (i % 2 ? i : -1));
+  }
+}
+
+TEST_CASE("frontend: for_range carried values that swap places") {
+  for (int n : {10, 7, 0}) {
+    CAPTURE(n);
+    int64_t fib[2] = {-1, -1}, a = 0, b = 1;
+    std::vector<int32_t> blocks(16, -1), ref(16);
+    compile<control_test::swaps>(cpu())(grid(1), fib, blocks.data(), n);
+    for (int i = 0; i < n; ++i) b = a + b, a = b - a;
+    CHECK(fib[0] == a);
+    CHECK(fib[1] == b);
+    for (int k = 0; k < 8; ++k) ref[size_t(k)] = n % 2 ? 100 : k, ref[size_t(8 + k)] = n % 2 ? k : 100;
+    expect_equal("swapped blocks", blocks, ref);
   }
 }
