@@ -11,7 +11,7 @@ namespace kdsl::kernels {
 // part_ml[(head * num_splits + split) * 2 + {0, 1}]. With one split, part_out laid out
 // [n_heads][head_dim] is the final output. Every split must hold at least one position, and
 // split_len is a multiple of BT (so with TILE_IN_PAGE each step lies in one page).
-template <int G, int D, int BT, bool TILE_IN_PAGE>
+template <int G, int D, int BT, bool TILE_IN_PAGE, bool FULL_D>
 void attention_decode(Ptr<f32> q, Ptr<f32> k_pages, Ptr<f32> v_pages, Ptr<i32> block_table, Ptr<f32> part_out, Ptr<f32> part_ml,
                       Scalar<i32> ctx, Scalar<i32> group, Scalar<i32> n_kv_heads, Scalar<i32> head_dim, Scalar<i32> page_size,
                       Scalar<i32> split_len, Scalar<f32> scale) {
@@ -26,21 +26,20 @@ void attention_decode(Ptr<f32> q, Ptr<f32> k_pages, Ptr<f32> v_pages, Ptr<i32> b
   auto first = split * split_len;
   auto last = minimum(first + split_len, ctx);
   auto t = arange<BT>();
-  auto [m, l, acc] = for_range(first, last, BT, full<f32, G>(-inf<f32>()), zeros<f32, G>(), zeros<f32, G, D>(),
-                               [&](auto start, auto m, auto l, auto acc) {
-                                 auto pos = start + t;
-                                 auto valid = pos < last;
-                                 auto offs = paged_offsets<BT, D, TILE_IN_PAGE>(block_table, start, last, page_size, n_kv_heads, head_dim,
-                                                                                kv_head);
-                                 auto kt = load(k_pages + offs);  // [BT, D], clamped: no mask
-                                 auto vt = load(v_pages + offs);
-                                 auto s = sum<2>(expand_dims<1>(qv) * expand_dims<0>(kt));  // [G, BT]
-                                 s = where(row(valid), s, -inf<f32>());
-                                 auto m_new = maximum(m, max<1>(s));
-                                 auto p = exp(s - col(m_new));
-                                 auto alpha = exp(m - m_new);
-                                 return std::tuple(m_new, l * alpha + sum<1>(p), dot(p, vt, acc * col(alpha)));
-                               });
+  auto [m, l, acc] =
+      for_range(first, last, BT, full<f32, G>(-inf<f32>()), zeros<f32, G>(), zeros<f32, G, D>(), [&](auto start, auto m, auto l, auto acc) {
+        auto pos = start + t;
+        auto valid = pos < last;
+        auto offs = paged_offsets<BT, D, TILE_IN_PAGE, FULL_D>(block_table, start, last, page_size, n_kv_heads, head_dim, kv_head);
+        auto kt = load(k_pages + offs);  // [BT, D], clamped: no mask
+        auto vt = load(v_pages + offs);
+        auto s = sum<2>(expand_dims<1>(qv) * expand_dims<0>(kt));  // [G, BT]
+        s = where(row(valid), s, -inf<f32>());
+        auto m_new = maximum(m, max<1>(s));
+        auto p = exp(s - col(m_new));
+        auto alpha = exp(m - m_new);
+        return std::tuple(m_new, l * alpha + sum<1>(p), dot(p, vt, acc * col(alpha)));
+      });
   auto slot = head * num_splits + split;  // [G]
   auto g_mask = g < group;
   store(part_out + col(slot * head_dim) + row(d), acc / col(l), q_mask);

@@ -17,9 +17,12 @@ constexpr int kPrefillRows = 16;
 // once), else 32 with a table lookup per position.
 template <class F>
 void with_kv_step(int page_size, F &&f) {
-  if (page_size % 32 == 0) f.template operator()<32, true>();
-  else if (page_size % 16 == 0) f.template operator()<16, true>();
-  else f.template operator()<32, false>();
+  if (page_size % 32 == 0)
+    f.template operator()<32, true>();
+  else if (page_size % 16 == 0)
+    f.template operator()<16, true>();
+  else
+    f.template operator()<32, false>();
 }
 
 }  // namespace
@@ -43,9 +46,15 @@ void Library::attention(const float *q, const float *k_pages, const float *v_pag
   if (rows > 1) {
     with_block<16, 256>("attention", "head_dim", head_dim, [&]<int D>() {
       with_kv_step(page_size, [&]<int STEP, bool TILE_IN_PAGE>() {
-        im.kernel<attention_prefill<kPrefillRows, STEP, D, TILE_IN_PAGE>>()(grid(cdiv(rows, kPrefillRows), n_heads), q, k_pages, v_pages,
-                                                                            block_table, out, rows, pos0, n_heads, group, n_kv_heads,
-                                                                            head_dim, page_size, scale);
+        auto run = [&]<bool FULL_D>() {
+          im.kernel<attention_prefill<kPrefillRows, STEP, D, TILE_IN_PAGE, FULL_D>>()(grid(cdiv(rows, kPrefillRows), n_heads), q, k_pages,
+                                                                                      v_pages, block_table, out, rows, pos0, n_heads, group,
+                                                                                      n_kv_heads, head_dim, page_size, scale);
+        };
+        if (head_dim == D)
+          run.template operator()<true>();
+        else
+          run.template operator()<false>();
       });
     });
     return;
@@ -64,8 +73,15 @@ void Library::attention(const float *q, const float *k_pages, const float *v_pag
       float *part_out = used_splits == 1 ? out : scratch;
       float *part_ml = scratch + (used_splits == 1 ? 0 : size_t(n_heads) * size_t(used_splits) * size_t(head_dim));
       with_block<1, 16>("attention (decode)", "n_heads / n_kv_heads", group, [&]<int G>() {
-        im.kernel<attention_decode<G, D, STEP, TILE_IN_PAGE>>()(grid(n_kv_heads, used_splits), q, k_pages, v_pages, block_table, part_out,
-                                                                part_ml, ctx, group, n_kv_heads, head_dim, page_size, split_len, scale);
+        auto run = [&]<bool FULL_D>() {
+          im.kernel<attention_decode<G, D, STEP, TILE_IN_PAGE, FULL_D>>()(grid(n_kv_heads, used_splits), q, k_pages, v_pages, block_table,
+                                                                          part_out, part_ml, ctx, group, n_kv_heads, head_dim, page_size,
+                                                                          split_len, scale);
+        };
+        if (head_dim == D)
+          run.template operator()<true>();
+        else
+          run.template operator()<false>();
       });
       if (used_splits > 1) im.kernel<attention_combine<kMaxSplits, D>>()(grid(n_heads), part_out, part_ml, out, used_splits, head_dim);
     });
