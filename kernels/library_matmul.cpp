@@ -9,7 +9,7 @@ namespace {
 // Block sizes, per weight type: the matrix-vector kernel streams BN weight rows BK columns at
 // a time; the tiled kernel computes BM x BN outputs over BK-deep steps.
 constexpr int kMatvecRows = 8, kMatvecCols = 256;
-constexpr int kTileM = 16, kTileN = 32, kTileK = 32;
+constexpr int kTileM = 32, kTileN = 64, kTileK = 32;
 
 template <class T>
 void run_matmul(Library::Impl &im, const float *x, const typename T::storage *w, const float *bias, float *out, int rows, int N, int K) {
