@@ -1,0 +1,164 @@
+// nvptx_emulator_test.cpp - the NVPTX lowering run on CPU threads (simt_emulator) agrees with the host backend
+#include <doctest/doctest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include <kdsl/kdsl.h>
+
+#include "codegen/nvptx/simt_emulator.h"
+#include "tests/codegen/nvptx_test_kernels.h"
+
+using namespace kdsl;
+
+namespace emulator_test {
+
+struct Arg {
+  std::vector<uint8_t> bytes;  // an array (empty: a scalar)
+  DType dtype = DType::F32;
+  ArgValue scalar;
+};
+
+template <class T>
+Arg array(const std::vector<T> &v) {
+  Arg a;
+  a.bytes.resize(v.size() * sizeof(T));
+  std::memcpy(a.bytes.data(), v.data(), a.bytes.size());
+  a.dtype = detail::dtype_of_storage<T>();
+  return a;
+}
+template <class T>
+Arg value(T v) {
+  Arg a;
+  a.scalar = make_arg(v);
+  return a;
+}
+
+double element(const Arg &a, size_t i) {
+  switch (a.dtype) {
+    case DType::F32: return reinterpret_cast<const float *>(a.bytes.data())[i];
+    case DType::F16: return float(reinterpret_cast<const half *>(a.bytes.data())[i]);
+    case DType::BF16: return float(reinterpret_cast<const bfloat16 *>(a.bytes.data())[i]);
+    case DType::I32: return reinterpret_cast<const int32_t *>(a.bytes.data())[i];
+    case DType::I8: return reinterpret_cast<const int8_t *>(a.bytes.data())[i];
+    default: return 0;
+  }
+}
+
+// Runs `k` on the CPU backend and in the emulator on copies of the same arrays; returns the
+// largest relative difference over every array (inputs included: in-place kernels).
+double compare(const tools::NamedKernel &k, const Grid &g, const std::vector<Arg> &args) {
+  std::vector<Arg> host = args, emu = args;
+  std::vector<ArgValue> values;
+  for (Arg &a : host) values.push_back(a.bytes.empty() ? a.scalar : make_arg(static_cast<void *>(a.bytes.data())));
+  auto cpu = detail::make_kernel(Device::cpu(1), k.signature, {k.num_warps, 2});
+  detail::launch(*cpu, g, values.data(), values.size());
+
+  std::vector<ir::ArgClass> classes;
+  std::vector<uint64_t> slots;
+  for (size_t i = 0; i < emu.size(); ++i) {
+    const detail::TypeDesc &p = k.signature.params[i];
+    if (!emu[i].bytes.empty()) {
+      uint64_t address = reinterpret_cast<uint64_t>(emu[i].bytes.data());
+      slots.push_back(address);
+      classes.push_back(address % 16 == 0 ? ir::ArgClass::Divisible16 : ir::ArgClass::None);
+    } else if (is_float(p.elem)) {
+      slots.push_back(std::bit_cast<uint32_t>(float(std::bit_cast<double>(emu[i].scalar.bits))));
+      classes.push_back(ir::ArgClass::None);
+    } else {
+      int64_t v = int64_t(emu[i].scalar.bits);
+      slots.push_back(uint64_t(v));
+      classes.push_back(v == 1 ? ir::ArgClass::EqualToOne : v % 16 == 0 ? ir::ArgClass::Divisible16 : ir::ArgClass::None);
+    }
+  }
+  static int serial = 0;
+  codegen::nvptx::EmulatedKernel kernel =
+      codegen::nvptx::compile_for_emulation(tools::trace_kernel(k.signature, classes), "kdsl_emulated_" + std::to_string(serial++), k.num_warps);
+  int32_t grid[3] = {int32_t(g.x), int32_t(g.y), int32_t(g.z)};
+  codegen::nvptx::emulate_launch(kernel, grid, slots.data());
+
+  double worst = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    size_t n = host[i].bytes.size() / std::max(1, dtype_bytes(host[i].dtype));
+    for (size_t j = 0; j < n; ++j) {
+      double want = element(host[i], j), got = element(emu[i], j);
+      if (std::isnan(want) || std::isnan(got)) {
+        if (std::isnan(want) != std::isnan(got)) return INFINITY;
+        continue;
+      }
+      worst = std::max(worst, std::fabs(want - got) / (1e-3 + std::fabs(want)));
+    }
+  }
+  return worst;
+}
+
+std::vector<float> random_f32(size_t n, std::mt19937 &rng, float lo = -3, float hi = 3) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float &x : v) x = d(rng);
+  return v;
+}
+
+}  // namespace emulator_test
+
+using namespace emulator_test;
+using nvptx_test::find;
+
+TEST_CASE("nvptx emulated: elementwise kernels with aligned, ragged and duplicated layouts") {
+  std::mt19937 rng(3);
+  for (int n : {4096, 5000, 77}) {
+    CAPTURE(n);
+    CHECK(compare(find("vector_add"), grid(cdiv(n, 1024)), {array(random_f32(size_t(n), rng)), array(random_f32(size_t(n), rng)), array(std::vector<float>(size_t(n))), value(n)}) <= 1e-6);
+    CHECK(compare(find("swiglu"), grid(cdiv(n, 1024)), {array(random_f32(size_t(n), rng)), array(random_f32(size_t(n), rng)), array(std::vector<float>(size_t(n))), value(n)}) <= 1e-5);
+  }
+  std::vector<bfloat16> x(200);
+  for (auto &v : x) v = bfloat16(std::uniform_real_distribution<float>(0.1f, 4)(rng));
+  CHECK(compare(find("bf16_math"), grid(4), {array(x), array(std::vector<bfloat16>(200)), value(200)}) <= 1e-2);
+}
+
+TEST_CASE("nvptx emulated: row reductions (softmax, layer norm, rmsnorm) across lanes and warps") {
+  std::mt19937 rng(4);
+  for (int cols : {1024, 1000, 33}) {
+    CAPTURE(cols);
+    const int rows = 3;
+    size_t n = size_t(rows) * cols;
+    CHECK(compare(find("softmax"), grid(rows), {array(random_f32(n, rng)), array(std::vector<float>(n)), value(cols), value(cols)}) <= 1e-5);
+    CHECK(compare(find("softmax_online"), grid(rows), {array(random_f32(n, rng)), value(cols)}) <= 1e-5);
+    CHECK(compare(find("layer_norm"), grid(rows),
+                  {array(random_f32(n, rng)), array(random_f32(size_t(cols), rng)), array(random_f32(size_t(cols), rng)), array(std::vector<float>(n)),
+                   value(cols), value(1e-5f)}) <= 1e-4);
+    CHECK(compare(find("rmsnorm_residual"), grid(rows),
+                  {array(random_f32(n, rng)), array(random_f32(n, rng)), array(random_f32(size_t(cols), rng)), array(std::vector<float>(n)), value(cols),
+                   value(1e-5f)}) <= 1e-4);
+  }
+}
+
+TEST_CASE("nvptx emulated: argmax in a loop, 2-D reductions on both axes, transposes and reshapes") {
+  std::mt19937 rng(5);
+  CHECK(compare(find("argmax"), grid(1), {array(random_f32(3000, rng)), array(std::vector<int32_t>(1)), value(3000)}) == 0);
+  CHECK(compare(find("row_and_column_sums"), grid(1), {array(random_f32(32 * 64, rng)), array(std::vector<float>(32)), array(std::vector<float>(64))}) <= 1e-4);  // summation order differs
+  std::vector<half> t(64 * 32);
+  for (auto &v : t) v = half(std::uniform_real_distribution<float>(-1, 1)(rng));
+  CHECK(compare(find("transpose"), grid(1), {array(t), array(std::vector<half>(64 * 32))}) == 0);
+  CHECK(compare(find("reshape_and_argmax"), grid(1), {array(random_f32(256, rng)), array(std::vector<int32_t>(33))}) == 0);
+}
+
+TEST_CASE("nvptx emulated: for_range, if_ and atomics") {
+  std::mt19937 rng(6);
+  CHECK(compare(find("loops_and_atomics"), grid(3), {array(random_f32(1000, rng)), array(std::vector<float>(1)), array(std::vector<int32_t>(4)), value(1000)}) <= 1e-4);
+}
+
+TEST_CASE("nvptx emulated: dot through shared memory (f16 tiles in a K loop, i8)") {
+  std::mt19937 rng(7);
+  const int M = 70, N = 40, K = 50;
+  std::vector<half> a(size_t(M) * K), b(size_t(K) * N);
+  for (auto &v : a) v = half(std::uniform_real_distribution<float>(-1, 1)(rng));
+  for (auto &v : b) v = half(std::uniform_real_distribution<float>(-1, 1)(rng));
+  CHECK(compare(find("matmul"), grid(cdiv(M, 32), cdiv(N, 32)), {array(a), array(b), array(std::vector<float>(size_t(M) * N)), value(M), value(N), value(K)}) <= 1e-4);
+  std::vector<int8_t> ia(32 * 64), ib(64 * 32);
+  for (auto &v : ia) v = int8_t(std::uniform_int_distribution<int>(-128, 127)(rng));
+  for (auto &v : ib) v = int8_t(std::uniform_int_distribution<int>(-128, 127)(rng));
+  CHECK(compare(find("int8_dot"), grid(1), {array(ia), array(ib), array(std::vector<int32_t>(32 * 32))}) == 0);
+}
