@@ -5,14 +5,39 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <string>
 
 #include <kdsl/error.h>
 
 namespace kdsl::models {
+namespace {
+
+// MemAvailable from /proc/meminfo, or 0 when it cannot be read.
+int64_t available_memory_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  std::string unit;
+  while (f >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return 0;
+}
+
+// The model's context, capped so the KV cache takes at most a quarter of the free memory.
+int default_context(const ModelHParams &h) {
+  int64_t wanted = h.context_length > 0 ? h.context_length : 2048;
+  int64_t per_position = 2 * h.n_layer * h.n_head_kv * h.head_dim * int64_t(sizeof(float));
+  int64_t free_bytes = available_memory_bytes();
+  if (free_bytes > 0 && per_position > 0) wanted = std::min(wanted, std::max<int64_t>(256, free_bytes / 4 / per_position));
+  return int(std::min<int64_t>(wanted, 1 << 20));
+}
+
+}  // namespace
 
 Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions options) : model_(model), kernels_(device), options_(options) {
   const ModelHParams &h = model.hparams;
-  context_ = options.context > 0 ? options.context : int(std::min<int64_t>(h.context_length > 0 ? h.context_length : 2048, 4096));
+  context_ = options.context > 0 ? options.context : default_context(h);
   if (options.page_size < 1) throw Error(fmt::format("KV page size must be positive, got {}", options.page_size));
   dim_ = int(h.n_embd);
   q_dim_ = int(h.n_head * h.head_dim);

@@ -11,7 +11,7 @@
 namespace kdsl::models {
 
 struct EngineOptions {
-  int context = 0;      // tokens of KV cache; 0: the model's context length (capped at 4096)
+  int context = 0;      // tokens of KV cache; 0: the model's context, or what a quarter of free memory holds
   int page_size = 16;   // positions per KV page
   int max_batch = 512;  // prompt tokens per prefill chunk
 };

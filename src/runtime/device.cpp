@@ -13,8 +13,13 @@ std::string CpuDevice::name() const { return fmt::format("cpu ({}, {} threads)",
 void CpuDevice::run(codegen::HostEntry entry, const uint64_t *args, const int32_t grid[3]) {
   int64_t programs = int64_t(grid[0]) * grid[1] * grid[2];
   if (programs <= 0) return;
-  // Launches of one program (and tiny grids) run on the caller: no hand-off at all.
-  pool_.parallel_for(programs, [&](int64_t begin, int64_t end) { entry(args, begin, end, grid); });
+  // One pointer of capture fits std::function's inline storage, so a launch allocates nothing.
+  struct Launch {
+    codegen::HostEntry entry;
+    const uint64_t *args;
+    const int32_t *grid;
+  } launch{entry, args, grid};
+  pool_.parallel_for(programs, [l = &launch](int64_t begin, int64_t end) { l->entry(l->args, begin, end, l->grid); });
 }
 
 }  // namespace detail

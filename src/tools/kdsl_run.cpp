@@ -185,7 +185,7 @@ int main(int argc, char **argv) {
   app.add_option("--min-p", o.min_p, "drop tokens below min-p times the most likely");
   app.add_option("--repeat-penalty", o.repeat_penalty, "penalty for recently seen tokens (1: none)");
   app.add_option("--seed", o.seed, "random seed (same seed, same text)")->each([&](const std::string &) { o.seed_given = true; });
-  app.add_option("--ctx", o.ctx, "context length in tokens (default: the model's, at most 4096)");
+  app.add_option("--ctx", o.ctx, "context length in tokens (default: the model's, capped so the KV cache uses at most a quarter of free memory)");
   app.add_option("--device", o.device, "cpu, cuda or auto");
   app.add_option("--threads", o.threads, "CPU threads (0: all)");
   app.add_flag("--chat", o.chat, "interactive chat with the model's chat template");
