@@ -8,9 +8,13 @@
 
 namespace kdsl::kernels {
 
-// Host entry points over device memory (host memory on the CPU device). Each call picks the
-// kernel specialization for its run-time sizes (block sizes are compile-time), compiles it on
-// first use and finds it in the cache afterwards; steady-state calls do not allocate.
+// The kernel library's host API. Pointers are device memory (host memory on the CPU device).
+// Each call picks the kernel specialization for its run-time sizes (block sizes are
+// compile-time: the smallest power of two that holds the row, head or page step), traces and
+// compiles it at first use and finds it in the kernel cache afterwards. Steady-state calls
+// allocate nothing (scratch buffers grow once and are kept). Sizes past a kernel's largest
+// block throw kdsl::Error naming the operation and the size. Not thread-safe: one Library per
+// thread that launches.
 class Library {
  public:
   explicit Library(const Device &device);
@@ -18,27 +22,44 @@ class Library {
   Library(const Library &) = delete;
   Library &operator=(const Library &) = delete;
 
-  // y[r,:] = x[r,:] * rsqrt(mean(x[r,:]^2) + eps) * w[:]; x, y: rows x dim contiguous (y may equal x).
+  // y[r,:] = x[r,:] * rsqrt(mean(x[r,:]^2) + eps) * w[:]; x, y: rows x dim contiguous (y may
+  // equal x); dim <= 8192. Also per-head QK norm (rows = tokens * heads, dim = head_dim).
   void rmsnorm(const float *x, const float *w, float *y, int rows, int dim, float eps);
-  // x[r,:] += residual[r,:]; then y = rmsnorm(x).
+  // Fused residual: x[r,:] += residual[r,:] (written back); then y = rmsnorm(x) as above.
   void add_rmsnorm(float *x, const float *residual, const float *w, float *y, int rows, int dim, float eps);
-  // out[r,n] = sum_k x[r,k] * W[n,k] (+ bias[n]); W row-major [N][K] of dtype wtype (F32, F16, BF16).
+  // out[r,n] = sum_k x[r,k] * W[n,k] (+ bias[n] when bias != nullptr). W row-major [N][K] of
+  // dtype wtype (F32, F16 or BF16: kdsl::half / kdsl::bfloat16 storage). rows == 1 runs the
+  // matrix-vector kernel (decode), rows > 1 dot tiles (prefill). out may not alias x.
   void matmul(const float *x, const void *w, DType wtype, const float *bias, float *out, int rows, int N, int K);
-  // Rotary embedding in place; token r at position pos0 + r; neox: pairs (i, i + head_dim/2), else (2i, 2i+1).
+  // Rotary embedding in place. q: [rows][n_heads][head_dim], k: [rows][n_kv_heads][head_dim];
+  // token r is at position pos0 + r; freq_i = theta^(-2i/head_dim) (computed in double, the
+  // angle pos * freq_i in f32); neox = false rotates pairs (2i, 2i+1) (llama2.c, GGUF llama),
+  // neox = true pairs (i, i + head_dim/2) (Qwen). head_dim even, <= 256.
   void rope(float *q, float *k, int rows, int n_heads, int n_kv_heads, int head_dim, int pos0, float theta, bool neox);
-  // out[i] = silu(gate[i]) * up[i] (out may equal gate).
+  // out[i] = silu(gate[i]) * up[i] for i < n (out may equal gate or up); n < 2^31.
   void swiglu(const float *gate, const float *up, float *out, int64_t n);
-  // out[r,:] = table[ids[r], :] as f32; table [vocab][dim] of dtype ttype.
+  // out[r,:] = table[ids[r], :] converted to f32; table [vocab][dim] of dtype ttype (F32, F16,
+  // BF16). ids are not range-checked.
   void embedding(const int32_t *ids, const void *table, DType ttype, float *out, int rows, int dim);
-  // Writes k/v rows ([rows][n_kv_heads][head_dim]) for positions pos0.. into the paged cache.
+  // Paged KV cache: k_pages / v_pages are [num_pages][page_size][n_kv_heads][head_dim] f32;
+  // block_table[j] is the page holding positions j*page_size .. j*page_size + page_size - 1 of
+  // this sequence. Writes the k / v rows ([rows][n_kv_heads][head_dim]) of positions
+  // pos0 .. pos0 + rows - 1.
   void kv_append(const float *k, const float *v, float *k_pages, float *v_pages, const int32_t *block_table, int pos0, int rows,
                  int n_kv_heads, int head_dim, int page_size);
-  // Causal grouped-query attention of q rows (positions pos0..) over the paged cache.
+  // Causal attention of q rows (positions pos0 .. pos0 + rows - 1) over cached positions
+  // 0 .. pos0 + rows - 1 (row r sees positions <= pos0 + r; append the rows' own k / v first),
+  // grouped-query (head h reads kv head h / (n_heads / n_kv_heads)), scores scaled by `scale`,
+  // online softmax. q, out: [rows][n_heads][head_dim], head_dim <= 256. rows > 1 runs the
+  // fused flash-attention kernel over blocks of query rows; rows == 1 the decode kernel, which
+  // splits long contexts across programs (split-K) and merges their partial results with a
+  // second small kernel (scratch owned by the Library); n_heads / n_kv_heads <= 16 there.
+  // Any page_size works; multiples of 16 are fastest (each loop step stays in one page).
   void attention(const float *q, const float *k_pages, const float *v_pages, const int32_t *block_table, float *out, int rows, int pos0,
                  int n_heads, int n_kv_heads, int head_dim, int page_size, float scale);
-  // Row-wise softmax in place.
+  // Row-wise softmax in place (any cols: rows longer than 8192 take a two-pass online kernel).
   void softmax(float *x, int rows, int cols);
-  // The first index of the maximum of x[0..n).
+  // The first index of the maximum of x[0..n) (NaN never wins).
   int32_t argmax(const float *x, int n);
 
   struct Impl;
