@@ -74,3 +74,21 @@ TEST_CASE("kernels: embedding gathers rows of f32, f16 and bf16 tables as f32") 
 }
 
 }  // namespace
+
+namespace {
+
+TEST_CASE("kernels: rope and embedding reject what they cannot do, saying what was wrong") {
+  std::vector<float> q(64), k(64);
+  std::string text = kdsl_test::error_text([&] { kernels_test::library().rope(q.data(), k.data(), 1, 1, 1, 15, 0, 10000.0f, false); });
+  CHECK(kdsl_test::contains(text, "rope"));
+  CHECK(kdsl_test::contains(text, "head_dim must be positive and even (got 15)"));
+  text = kdsl_test::error_text([&] { kernels_test::library().rope(q.data(), k.data(), 1, 1, 1, 514, 0, 10000.0f, false); });
+  CHECK(kdsl_test::contains(text, "head_dim / 2 257"));
+  std::vector<int32_t> ids(1);
+  std::vector<int8_t> table(64);
+  text = kdsl_test::error_text([&] { kernels_test::library().embedding(ids.data(), table.data(), kdsl::DType::I8, q.data(), 1, 64); });
+  CHECK(kdsl_test::contains(text, "embedding"));
+  CHECK(kdsl_test::contains(text, "table type i8 is not supported"));
+}
+
+}  // namespace
