@@ -175,7 +175,13 @@ B constant(V value) {
   using E = typename B::element;
   static_assert(!element_traits<E>::is_ptr, "pointer constants are not supported");
   if constexpr (is_float_element<E>) {
-    return make<B>(emit(OpKind::Constant, {}, B::type(), {}, double(value)));
+    // A literal takes the precision of its block: 0.1 in an f16 block is the f16 nearest 0.1,
+    // so `x + 0.1` rounds as an f16 sum would.
+    double v = double(value);
+    if constexpr (std::is_same_v<E, f32>) v = double(float(v));
+    else if constexpr (std::is_same_v<E, f16>) v = double(f16_bits_to_f32(f32_to_f16_bits(float(v))));
+    else if constexpr (std::is_same_v<E, bf16>) v = double(bf16_bits_to_f32(f32_to_bf16_bits(float(v))));
+    return make<B>(emit(OpKind::Constant, {}, B::type(), {}, v));
   } else {
     static_assert(std::is_integral_v<V> || std::is_enum_v<V> || std::is_same_v<V, bool>,
                   "a floating-point literal cannot combine with an integer block: cast the block or write an integer");

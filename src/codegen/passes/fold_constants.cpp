@@ -71,6 +71,8 @@ class Folder {
       for (ir::Region &inner : op.regions) region(inner);
       if (op.kind == OpKind::Constant) {
         const ir::Type &t = fn_.type(op.results[0]);
+        // A float constant holds a value of its dtype (hand-written IR may say 0.1 : f16).
+        if (is_float(t.elem)) op.fval = round_float(t.elem, op.fval);
         constants_[op.results[0]] = is_float(t.elem) ? ConstValue{true, 0, op.fval} : ConstValue{false, op.ints.at(0), 0};
         continue;
       }
