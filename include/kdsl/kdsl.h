@@ -2,6 +2,7 @@
 #pragma once
 #include <kdsl/block.h>
 #include <kdsl/control.h>
+#include <kdsl/cuda_source.h>
 #include <kdsl/device.h>
 #include <kdsl/error.h>
 #include <kdsl/kernel.h>

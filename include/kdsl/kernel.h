@@ -30,6 +30,7 @@ struct ArgValue {
   DType dtype = DType::I32;
   bool is_ptr = false;
   bool untyped_ptr = false;  // void*: accepted for any pointer parameter
+  bool on_device = false;    // a pointer into a GPU's memory (a Buffer allocated on it), not host memory
   uint64_t bits = 0;         // pointer address, or the value (integers sign-extended, floats as double bits)
 };
 
@@ -84,7 +85,9 @@ ArgValue make_arg(T v) {
 }
 template <class T>
 ArgValue make_arg(const Buffer<T> &b) {
-  return make_arg(b.data());
+  ArgValue a = make_arg(b.data());
+  a.on_device = b.on_device();
+  return a;
 }
 
 namespace detail {

@@ -1,7 +1,16 @@
-// device.cpp - Device handles and the CPU device's grid runner
+// device.cpp - Device handles (CPU, CUDA, the best present) and the CPU device's grid runner
 #include "runtime/device_impl.h"
 
 #include <fmt/format.h>
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+#include <kdsl/error.h>
+
+#include "runtime/cuda/cuda_device.h"
+#include "support/log.h"
 
 namespace kdsl {
 namespace detail {
@@ -26,14 +35,43 @@ void CpuDevice::run(codegen::HostEntry entry, const uint64_t *args, const int32_
 
 Device Device::cpu(int threads) { return Device(std::make_shared<detail::CpuDevice>(threads)); }
 
+Device Device::cuda(int ordinal) {
+  // One CudaDevice (stream, events) per GPU; a failed open is retried on the next call.
+  static std::mutex mutex;
+  static std::map<int, std::shared_ptr<detail::DeviceImpl>> opened;
+  std::lock_guard lock(mutex);
+  auto &device = opened[ordinal];
+  if (!device) {
+    try {
+      device = std::make_shared<detail::CudaDevice>(ordinal);
+    } catch (...) {
+      opened.erase(ordinal);
+      throw;
+    }
+  }
+  return Device(device);
+}
+
 Device Device::best() {
-  // GPU devices join here as their backends land; the CPU is always present.
-  static Device host = cpu();
-  return host;
+  static Device chosen = [] {
+    const char *forced = std::getenv("KDSL_DEVICE");
+    if (forced && std::string(forced) == "cpu") return cpu();
+    try {
+      return cuda(0);
+    } catch (const Error &e) {
+      log_info("Device::best(): no CUDA device ({}); using the CPU", e.what());
+      return cpu();
+    }
+  }();
+  return chosen;
 }
 
 Device::Kind Device::kind() const { return impl_->kind(); }
 std::string Device::name() const { return impl_->name(); }
 int Device::threads() const { return impl_->threads(); }
+
+void Device::synchronize() const {
+  if (kind() == Kind::Cuda) static_cast<detail::CudaDevice &>(*impl_).synchronize();
+}
 
 }  // namespace kdsl

@@ -18,6 +18,8 @@
 #include "jit_cache/cache_key.h"
 #include "jit_cache/disk_cache.h"
 #include "jit_cache/memory_cache.h"
+#include "runtime/cache_stats.h"
+#include "runtime/cuda/cuda_launch.h"
 #include "runtime/device_impl.h"
 #include "support/log.h"
 
@@ -29,21 +31,18 @@ using jit_cache::DiskCache;
 using jit_cache::MemoryCache;
 using jit_cache::hash_text_hex;
 
-namespace {
-
-struct LoadedKernel {
-  codegen::HostEntry entry = nullptr;
-  std::string symbol;
-};
-
-struct Stats {
-  std::atomic<int64_t> compiled{0}, memory_hits{0}, disk_hits{0}, launches{0};
-  std::atomic<int64_t> compile_us{0};
-};
 Stats &stats() {
   static Stats s;
   return s;
 }
+
+namespace {
+
+struct LoadedKernel {
+  codegen::HostEntry entry = nullptr;  // CPU
+  CudaFunction cuda;                   // CUDA: the module loaded in the device's context
+  std::string symbol;
+};
 
 MemoryCache<LoadedKernel> &memory_cache() {
   static MemoryCache<LoadedKernel> cache;
@@ -81,7 +80,7 @@ bool fits(DType t, const ArgValue &a) {
 class KernelImpl {
  public:
   KernelImpl(const Device &device, KernelSignature signature, CompileOptions options)
-      : device_(device), sig_(std::move(signature)), options_(options) {}
+      : device_(device), sig_(std::move(signature)), options_(options), on_gpu_(device.kind() != Device::Kind::Cpu) {}
 
   // Checks arguments against the signature and packs them into 8-byte slots; returns the
   // specialization bits (2 per argument).
@@ -99,6 +98,7 @@ class KernelImpl {
       if (p.is_ptr) {
         if (!a.is_ptr) fail(fmt::format("a pointer to {}", dtype_name(p.elem)).c_str());
         if (!a.untyped_ptr && a.dtype != p.elem) fail(fmt::format("a pointer to {}", dtype_name(p.elem)).c_str());
+        if (a.on_device != on_gpu_) pointer_memory_error(sig_.name, i, on_gpu_);
         slots[i] = a.bits;
         if (a.bits % 16 == 0) c = ir::ArgClass::Divisible16;
       } else if (is_float(p.elem)) {
@@ -130,12 +130,13 @@ class KernelImpl {
     return by_spec_.emplace(spec, loaded).first->second;
   }
 
-  void run(const LoadedKernel &k, const Grid &g, const uint64_t *slots) {
+  void run(const LoadedKernel &k, const Grid &g, const uint64_t *slots, size_t count) {
     for (int64_t extent : {g.x, g.y, g.z})
       if (extent < 0 || extent > std::numeric_limits<int32_t>::max())
         throw Error(fmt::format("kernel '{}': grid ({}, {}, {}) has an extent outside [0, 2^31)", sig_.name, g.x, g.y, g.z));
     int32_t grid[3] = {int32_t(g.x), int32_t(g.y), int32_t(g.z)};
     stats().launches.fetch_add(1, std::memory_order_relaxed);
+    if (on_gpu_) return launch_cuda(cuda_device(), k.cuda, sig_.name, g, slots, count);
     static_cast<CpuDevice &>(device_.impl()).run(k.entry, slots, grid);
   }
 
@@ -153,12 +154,27 @@ class KernelImpl {
     auto start = std::chrono::steady_clock::now();
     ir::Function fn = trace(classes(args, count));
     std::string symbol = fmt::format("kdsl_cold_{}", serial.fetch_add(1));
-    codegen::CompiledObject obj = codegen::compile_for_host(fn, symbol, codegen::DumpOptions{});
-    codegen::load_host_object(obj.object, symbol);
+    codegen::CompiledObject obj = compile(fn, symbol, codegen::DumpOptions{});
+    if (on_gpu_) cuda_device().unload(cuda_device().load(obj.object, symbol, obj.resources.dynamic_shared_bytes, obj.resources.threads));
+    else codegen::load_host_object(obj.object, symbol);
     return elapsed_ms(start);
   }
 
  private:
+  // Devices other than the CPU are CUDA devices (the only GPU backend so far).
+  CudaDevice &cuda_device() const { return static_cast<CudaDevice &>(device_.impl()); }
+
+  codegen::CompiledObject compile(const ir::Function &fn, const std::string &symbol, const codegen::DumpOptions &dump) const {
+    if (on_gpu_) return compile_cuda(cuda_device(), fn, symbol, options_, dump);
+    return codegen::compile_for_host(fn, symbol, dump);
+  }
+
+  void load(LoadedKernel &k, const CacheEntry &entry) const {
+    k.symbol = entry.symbol;
+    if (on_gpu_) k.cuda = load_cuda_entry(cuda_device(), entry);
+    else k.entry = codegen::load_host_object(entry.code, entry.symbol);
+  }
+
   ir::Function trace(const std::vector<ir::ArgClass> &arg_classes) const {
     frontend::Tracer tracer(sig_.name, sig_.params, arg_classes);
     sig_.trace(tracer.argument_values());
@@ -182,8 +198,10 @@ class KernelImpl {
     key.kdsl_version = KDSL_VERSION_STRING;
     key.llvm_version = codegen::llvm_version();
     std::string digest = key.digest();
+    // A GPU's modules live in its context: the in-memory table holds one per device.
+    std::string memory_key = on_gpu_ ? fmt::format("{}@cuda:{}", digest, cuda_device().ordinal()) : digest;
 
-    if (auto hit = memory_cache().find(digest)) {
+    if (auto hit = memory_cache().find(memory_key)) {
       stats().memory_hits.fetch_add(1);
       log_info("{} [{}]: memory cache hit ({:.3f} ms with tracing)", sig_.name, key.specialization, elapsed_ms(start));
       return hit;
@@ -191,32 +209,32 @@ class KernelImpl {
     DiskCache disk(DiskCache::default_dir());
     auto loaded = std::make_shared<LoadedKernel>();
     if (auto entry = disk.load(key)) {
-      loaded->symbol = entry->symbol;
-      loaded->entry = codegen::load_host_object(entry->code, entry->symbol);
+      load(*loaded, *entry);
       stats().disk_hits.fetch_add(1);
       log_info("{} [{}]: disk cache hit {} ({:.3f} ms)", sig_.name, key.specialization, disk.entry_path(key).string(), elapsed_ms(start));
     } else {
       std::string symbol = "kdsl_" + digest;
-      codegen::CompiledObject obj = codegen::compile_for_host(fn, symbol, codegen::DumpOptions::from_env());
+      codegen::CompiledObject obj = compile(fn, symbol, codegen::DumpOptions::from_env());
       CacheEntry fresh;
       fresh.symbol = symbol;
       fresh.code = obj.object;
       fresh.metadata = {{"kernel", sig_.name}, {"compile_ms", elapsed_ms(start)}};
+      if (on_gpu_) add_cuda_metadata(fresh.metadata, obj);
       disk.store(key, fresh);
-      loaded->symbol = symbol;
-      loaded->entry = codegen::load_host_object(obj.object, symbol);
+      load(*loaded, fresh);
       double ms = elapsed_ms(start);
       stats().compiled.fetch_add(1);
       stats().compile_us.fetch_add(int64_t(ms * 1000));
       log_info("{} [{}]: compiled in {:.2f} ms (passes {:.2f}, lowering {:.2f}, LLVM {:.2f})", sig_.name, key.specialization, ms, obj.passes_ms,
                obj.lower_ms, obj.llvm_ms);
     }
-    return memory_cache().insert(digest, loaded);
+    return memory_cache().insert(memory_key, loaded);
   }
 
   Device device_;
   KernelSignature sig_;
   CompileOptions options_;
+  bool on_gpu_;
   std::shared_mutex mutex_;
   std::unordered_map<uint64_t, std::shared_ptr<LoadedKernel>> by_spec_;
 };
@@ -235,7 +253,7 @@ void launch(KernelImpl &kernel, const Grid &grid, const ArgValue *args, size_t c
   }
   uint64_t spec = kernel.pack(args, count, slots);
   auto loaded = kernel.find(spec, args, count);
-  kernel.run(*loaded, grid, slots);
+  kernel.run(*loaded, grid, slots, count);
 }
 
 void warm(KernelImpl &kernel, const ArgValue *args, size_t count) {

@@ -7,9 +7,10 @@
 
 namespace kdsl::detail {
 
-CudaDevice::CudaDevice(int ordinal) : drv_(cuda::driver()) {
+CudaDevice::CudaDevice(int ordinal) : drv_(cuda::driver()), ordinal_(ordinal) {
   int count = 0;
   drv_.check(drv_.cuDeviceGetCount(&count), "cuDeviceGetCount");
+  if (count == 0) throw Error(fmt::format("no CUDA device found (CUDA_ERROR_NO_DEVICE): the driver ({}) sees no GPU", drv_.library));
   if (ordinal < 0 || ordinal >= count)
     throw Error(fmt::format("CUDA device {} requested; the driver ({}) sees {} device(s)", ordinal, drv_.library, count));
   drv_.check(drv_.cuDeviceGet(&device_, ordinal), "cuDeviceGet");
@@ -62,6 +63,10 @@ void CudaDevice::copy_to_host(void *dst, cuda::CUdeviceptr src, size_t bytes) {
   make_current();
   drv_.check(drv_.cuMemcpyDtoH(dst, src, bytes), "cuMemcpyDtoH");
 }
+void CudaDevice::zero(cuda::CUdeviceptr dst, size_t bytes) {
+  make_current();
+  drv_.check(drv_.cuMemsetD8(dst, 0, bytes), "cuMemsetD8");
+}
 void CudaDevice::copy_on_device(cuda::CUdeviceptr dst, cuda::CUdeviceptr src, size_t bytes) {
   make_current();
   drv_.check(drv_.cuMemcpyDtoD(dst, src, bytes), "cuMemcpyDtoD");
@@ -74,19 +79,50 @@ CudaFunction CudaDevice::load(const std::vector<uint8_t> &image, const std::stri
   f.threads = threads;
   drv_.check(drv_.cuModuleLoadData(&f.module, image.data()), "cuModuleLoadData");
   drv_.check(drv_.cuModuleGetFunction(&f.function, f.module, symbol.c_str()), "cuModuleGetFunction");
-  if (shared_bytes > info_.shared_bytes_static)
-    drv_.check(drv_.cuFuncSetAttribute(f.function, cuda::kFuncAttrMaxDynamicSharedBytes, shared_bytes),
-               "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+  allow_shared(f, shared_bytes);
   return f;
 }
 
-void CudaDevice::launch(const CudaFunction &f, const int32_t grid[3], uint64_t *slots, size_t count) {
-  if (int64_t(grid[0]) * grid[1] * grid[2] == 0) return;
+void CudaDevice::allow_shared(const CudaFunction &f, int bytes) {
+  if (bytes <= info_.shared_bytes_static) return;
   make_current();
-  std::vector<void *> params(count);
-  for (size_t i = 0; i < count; ++i) params[i] = &slots[i];  // little-endian: each value sits in its slot's low bytes
-  drv_.check(drv_.cuLaunchKernel(f.function, unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2]), unsigned(f.threads), 1, 1,
-                                 unsigned(f.shared_bytes), stream_, params.data(), nullptr),
+  drv_.check(drv_.cuFuncSetAttribute(f.function, cuda::kFuncAttrMaxDynamicSharedBytes, bytes), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+}
+
+std::optional<std::vector<size_t>> CudaDevice::parameter_sizes(const CudaFunction &f) {
+  if (!drv_.cuFuncGetParamInfo) return std::nullopt;
+  make_current();
+  std::vector<size_t> sizes;
+  size_t offset = 0, size = 0;
+  // The driver answers CUDA_ERROR_INVALID_VALUE past the last parameter.
+  while (drv_.cuFuncGetParamInfo(f.function, sizes.size(), &offset, &size) == 0) sizes.push_back(size);
+  return sizes;
+}
+
+void CudaDevice::unload(const CudaFunction &f) {
+  make_current();
+  drv_.check(drv_.cuModuleUnload(f.module), "cuModuleUnload");
+}
+
+void CudaDevice::launch(const CudaFunction &f, const int32_t grid[3], const uint64_t *slots, size_t count) {
+  // Little-endian: each value sits in its slot's low bytes. The driver only reads through these.
+  void *stack_params[32];
+  std::vector<void *> heap_params;
+  void **params = stack_params;
+  if (count > 32) {
+    heap_params.resize(count);
+    params = heap_params.data();
+  }
+  for (size_t i = 0; i < count; ++i) params[i] = const_cast<uint64_t *>(&slots[i]);
+  const unsigned g[3] = {unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2])}, block[3] = {unsigned(f.threads), 1, 1};
+  launch(f, g, block, f.shared_bytes, params);
+}
+
+void CudaDevice::launch(const CudaFunction &f, const unsigned grid[3], const unsigned block[3], int shared_bytes, void **params) {
+  if (uint64_t(grid[0]) * grid[1] * grid[2] == 0) return;
+  make_current();
+  drv_.check(drv_.cuLaunchKernel(f.function, grid[0], grid[1], grid[2], block[0], block[1], block[2], unsigned(shared_bytes), stream_, params,
+                                 nullptr),
              "cuLaunchKernel");
 }
 

@@ -57,6 +57,7 @@ Driver load_driver(const std::string &library) {
 #define CUDA_FUNCTION(name, symbol, params)                                                                                          \
   d.name = reinterpret_cast<decltype(d.name)>(dlsym(handle, symbol));                                                                \
   if (!d.name) throw Error(fmt::format("the NVIDIA driver {} lacks {} (driver too old for kdsl; update it)", library, symbol));
+#define CUDA_OPTIONAL_FUNCTION(name, symbol, params) d.name = reinterpret_cast<decltype(d.name)>(dlsym(handle, symbol));
 #include "runtime/cuda/cuda_functions.def"
   d.check(d.cuInit(0), "cuInit");
   return d;
