@@ -24,7 +24,9 @@ const char *spec_text(ArgClass c) {
 std::string number_text(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
-  return fmt::format("{}", v);
+  // Float constants hold values of their dtype (at most f32 precision): the shortest text
+  // that reads back as the same f32.
+  return fmt::format("{}", float(v));
 }
 
 class Printer {
