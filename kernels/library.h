@@ -29,7 +29,8 @@ class Library {
   void add_rmsnorm(float *x, const float *residual, const float *w, float *y, int rows, int dim, float eps);
   // out[r,n] = sum_k x[r,k] * W[n,k] (+ bias[n] when bias != nullptr). W row-major [N][K] of
   // dtype wtype (F32, F16 or BF16: kdsl::half / kdsl::bfloat16 storage). rows == 1 runs the
-  // matrix-vector kernel (decode), rows > 1 dot tiles (prefill). out may not alias x.
+  // matrix-vector kernel (decode), 2..8 rows a variant that streams W once for all of them
+  // (small batches, speculative checks), more rows dot tiles (prefill). out may not alias x.
   void matmul(const float *x, const void *w, DType wtype, const float *bias, float *out, int rows, int N, int K);
   // Rotary embedding in place. q: [rows][n_heads][head_dim], k: [rows][n_kv_heads][head_dim];
   // token r is at position pos0 + r; freq_i = theta^(-2i/head_dim) (computed in double, the

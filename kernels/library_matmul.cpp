@@ -2,30 +2,39 @@
 #include "kernels/library_impl.h"
 #include "kernels/matmul.h"
 #include "kernels/matvec.h"
+#include "kernels/matvec_rows.h"
 
 namespace kdsl::kernels {
 namespace {
 
-// Block sizes, per weight type: the matrix-vector kernel streams BN weight rows BK columns at
-// a time; the tiled kernel computes BM x BN outputs over BK-deep steps.
+// Block sizes: the matrix-vector kernels stream BN weight rows BK columns at a time (for up to
+// kMaxFewRows rows of x at once, in blocks of a power of two rows); the tiled kernel computes
+// BM x BN outputs over BK-deep steps.
 constexpr int kMatvecRows = 8, kMatvecCols = 256;
+constexpr int kMaxFewRows = 8;
 constexpr int kTileM = 32, kTileN = 64, kTileK = 32;
 
 template <class T>
 void run_matmul(Library::Impl &im, const float *x, const typename T::storage *w, const float *bias, float *out, int rows, int N, int K) {
+  // Without a bias the kernels get `out` for it, unread.
+  const float *b = bias ? bias : out;
   if (rows == 1) {
     auto g = grid(cdiv(N, kMatvecRows));
-    if (bias)
-      im.kernel<matvec<T, kMatvecRows, kMatvecCols, true>>()(g, x, w, bias, out, N, K);
-    else
-      im.kernel<matvec<T, kMatvecRows, kMatvecCols, false>>()(g, x, w, out, out, N, K);
+    if (bias) im.kernel<matvec<T, kMatvecRows, kMatvecCols, true>>()(g, x, w, b, out, N, K);
+    else im.kernel<matvec<T, kMatvecRows, kMatvecCols, false>>()(g, x, w, b, out, N, K);
+    return;
+  }
+  if (rows <= kMaxFewRows) {
+    detail::with_block<2, kMaxFewRows>("matmul", "rows", rows, [&]<int BR>() {
+      auto g = grid(cdiv(N, kMatvecRows));
+      if (bias) im.kernel<matvec_rows<T, BR, kMatvecRows, kMatvecCols, true>>()(g, x, w, b, out, rows, N, K);
+      else im.kernel<matvec_rows<T, BR, kMatvecRows, kMatvecCols, false>>()(g, x, w, b, out, rows, N, K);
+    });
     return;
   }
   auto g = grid(cdiv(rows, kTileM), cdiv(N, kTileN));
-  if (bias)
-    im.kernel<kernels::matmul<T, kTileM, kTileN, kTileK, true>>()(g, x, w, bias, out, rows, N, K);
-  else
-    im.kernel<kernels::matmul<T, kTileM, kTileN, kTileK, false>>()(g, x, w, out, out, rows, N, K);
+  if (bias) im.kernel<kernels::matmul<T, kTileM, kTileN, kTileK, true>>()(g, x, w, b, out, rows, N, K);
+  else im.kernel<kernels::matmul<T, kTileM, kTileN, kTileK, false>>()(g, x, w, b, out, rows, N, K);
 }
 
 }  // namespace

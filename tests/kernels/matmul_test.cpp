@@ -46,8 +46,10 @@ TEST_CASE("kernels: matmul, one row (decode), aligned and ragged, f32 / f16 / bf
   check_matmul<kdsl::bf16>(rng, 1, 64, 512, true);
 }
 
-TEST_CASE("kernels: matmul, batched rows (prefill tiles), aligned and ragged, f32 / f16 / bf16 weights") {
+TEST_CASE("kernels: matmul, a few rows (2..8, streamed once) and batched rows (prefill tiles), f32 / f16 / bf16 weights") {
   KDSL_TEST_RNG(rng);
+  check_matmul<kdsl::f32>(rng, 2, 37, 300, false);
+  check_matmul<kdsl::bf16>(rng, 8, 64, 96, true);
   for (int rows : {5, 70}) {
     check_matmul<kdsl::f32>(rng, rows, 64, 96, false);
     check_matmul<kdsl::f16>(rng, rows, 37, 300, false);

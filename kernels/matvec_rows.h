@@ -1,0 +1,33 @@
+// matvec_rows.h - a few rows at once (small batches, speculative-decoding checks): out[r,n] = x[r,:] . W[n,:] (+ bias[n])
+#pragma once
+#include "kernels/common.h"
+
+namespace kdsl::kernels {
+
+// Like matvec, memory-bound on W, but for up to BR rows of x: each step loads a [BN, BK]
+// weight tile once and uses it for every row, so W is streamed once for all of them rather
+// than once per row (dot tiles would pad the rows to a full tile). Each step reduces its
+// [BR, BN, BK] products over BK straight into the [BR, BN] accumulator. Rows of x past
+// `rows` and rows of W past N are clamped for loading; stores are masked.
+template <class T, int BR, int BN, int BK, bool HAS_BIAS>
+void matvec_rows(Ptr<f32> x, Ptr<T> w, Ptr<f32> bias, Ptr<f32> out, Scalar<i32> rows, Scalar<i32> N, Scalar<i32> K) {
+  auto r = arange<BR>();
+  auto rn = program_id(0) * BN + arange<BN>();
+  auto rk = arange<BK>();
+  auto x_rows = x + col(wide(minimum(r, rows - 1)) * wide(K));  // [BR, 1]
+  auto w_rows = w + col(wide(minimum(rn, N - 1)) * wide(K));    // [BN, 1]
+  auto step = [&](auto acc, auto kk, bool masked) {
+    auto k_ok = row(kk < K);
+    auto xs = masked ? load(x_rows + row(kk), k_ok, 0) : load(x_rows + row(kk));              // [BR, BK]
+    auto ws = cast<f32>(masked ? load(w_rows + row(kk), k_ok, 0) : load(w_rows + row(kk)));  // [BN, BK]
+    return acc + sum<2>(expand_dims<1>(xs) * expand_dims<0>(ws));
+  };
+  auto k_main = K - K % BK;
+  auto acc = for_range(0, k_main, BK, zeros<f32, BR, BN>(), [&](auto k, auto acc) { return step(acc, k + rk, false); });
+  acc = if_(
+      k_main < K, [&] { return step(acc, k_main + rk, true); }, [&] { return acc; });
+  if constexpr (HAS_BIAS) acc = acc + row(load(bias + minimum(rn, N - 1)));
+  store(out + col(wide(r) * wide(N)) + row(rn), acc, col(r < rows) && row(rn < N));
+}
+
+}  // namespace kdsl::kernels
