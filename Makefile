@@ -12,7 +12,9 @@ configure: deps
 build: configure
 	cmake --build --preset default -j $(JOBS)
 
-# The main job: the kdsl examples, each checked against its reference, then the benchmark table.
+# The main job: the examples (each checked against its reference), the quick benchmark table,
+# then kdsl-run on a synthetic model it writes (random weights) and, when ../shared/models is
+# present, on a trained 260K model.
 run: build
 	./scripts/run-main.sh
 
