@@ -13,8 +13,9 @@ namespace kdsl::kernels {
 // split_len is a multiple of BT (so with TILE_IN_PAGE each step lies in one page).
 template <int G, int D, int BT, bool TILE_IN_PAGE, bool FULL_D>
 void attention_decode(Ptr<f32> q, Ptr<f32> k_pages, Ptr<f32> v_pages, Ptr<i32> block_table, Ptr<f32> part_out, Ptr<f32> part_ml,
-                      Scalar<i32> ctx, Scalar<i32> group, Scalar<i32> n_kv_heads, Scalar<i32> head_dim, Scalar<i32> page_size,
+                      Scalar<f32> ctx_f, Scalar<i32> group, Scalar<i32> n_kv_heads, Scalar<i32> head_dim, Scalar<i32> page_size,
                       Scalar<i32> split_len, Scalar<f32> scale) {
+  auto ctx = position(ctx_f);  // positions 0 .. ctx - 1 are visible
   auto kv_head = program_id(0);
   auto split = program_id(1);
   auto num_splits = num_programs(1);

@@ -67,10 +67,11 @@ void Library::kv_append(const float *k, const float *v, float *k_pages, float *v
     return "sizes must be positive (rows " + std::to_string(rows) + ", pos0 " + std::to_string(pos0) + ", n_kv_heads " +
            std::to_string(n_kv_heads) + ", head_dim " + std::to_string(head_dim) + ", page_size " + std::to_string(page_size) + ")";
   });
+  require(int64_t(pos0) + rows <= detail::kMaxPosition, "kv_append", [&] { return "positions past 2^24 are not supported"; });
   if (rows == 0) return;
   int row = n_kv_heads * head_dim;
   with_block<16, 1024>("kv_append", "n_kv_heads * head_dim", std::min(row, 1024), [&]<int B>() {
-    impl_->kernel<kernels::kv_append<B>>()(grid(rows, cdiv(row, B)), k, v, k_pages, v_pages, block_table, pos0, row, page_size);
+    impl_->kernel<kernels::kv_append<B>>()(grid(rows, cdiv(row, B)), k, v, k_pages, v_pages, block_table, float(pos0), row, page_size);
   });
 }
 
@@ -78,6 +79,7 @@ void Library::rope(float *q, float *k, int rows, int n_heads, int n_kv_heads, in
   require(head_dim > 0 && head_dim % 2 == 0, "rope",
           [&] { return "head_dim must be positive and even (got " + std::to_string(head_dim) + ")"; });
   require(rows >= 0 && n_heads >= 0 && n_kv_heads >= 0 && pos0 >= 0, "rope", [&] { return "rows, heads and pos0 must not be negative"; });
+  require(int64_t(pos0) + rows <= detail::kMaxPosition, "rope", [&] { return "positions past 2^24 are not supported"; });
   if (rows == 0) return;
   Impl &im = *impl_;
   if (im.rope_theta != double(theta) || im.rope_head_dim != head_dim) {
@@ -89,9 +91,9 @@ void Library::rope(float *q, float *k, int rows, int n_heads, int n_kv_heads, in
   const float *inv_freq = im.rope_inv_freq.data();
   with_block<8, 128>("rope", "head_dim / 2", head_dim / 2, [&]<int H>() {
     if (neox)
-      im.kernel<kernels::rope<H, true>>()(grid(rows), q, k, inv_freq, n_heads, n_kv_heads, head_dim, pos0);
+      im.kernel<kernels::rope<H, true>>()(grid(rows), q, k, inv_freq, n_heads, n_kv_heads, head_dim, float(pos0));
     else
-      im.kernel<kernels::rope<H, false>>()(grid(rows), q, k, inv_freq, n_heads, n_kv_heads, head_dim, pos0);
+      im.kernel<kernels::rope<H, false>>()(grid(rows), q, k, inv_freq, n_heads, n_kv_heads, head_dim, float(pos0));
   });
 }
 

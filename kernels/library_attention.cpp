@@ -39,6 +39,7 @@ void Library::attention(const float *q, const float *k_pages, const float *v_pag
   require(n_heads % n_kv_heads == 0, "attention", [&] {
     return "n_heads (" + std::to_string(n_heads) + ") must be a multiple of n_kv_heads (" + std::to_string(n_kv_heads) + ")";
   });
+  require(int64_t(pos0) + rows <= detail::kMaxPosition, "attention", [&] { return "positions past 2^24 are not supported"; });
   if (rows == 0) return;
   Impl &im = *impl_;
   const int group = n_heads / n_kv_heads;
@@ -48,8 +49,8 @@ void Library::attention(const float *q, const float *k_pages, const float *v_pag
       with_kv_step(page_size, [&]<int STEP, bool TILE_IN_PAGE>() {
         auto run = [&]<bool FULL_D>() {
           im.kernel<attention_prefill<kPrefillRows, STEP, D, TILE_IN_PAGE, FULL_D>>()(grid(cdiv(rows, kPrefillRows), n_heads), q, k_pages,
-                                                                                      v_pages, block_table, out, rows, pos0, n_heads, group,
-                                                                                      n_kv_heads, head_dim, page_size, scale);
+                                                                                      v_pages, block_table, out, rows, float(pos0), n_heads,
+                                                                                      group, n_kv_heads, head_dim, page_size, scale);
         };
         if (head_dim == D)
           run.template operator()<true>();
@@ -75,8 +76,8 @@ void Library::attention(const float *q, const float *k_pages, const float *v_pag
       with_block<1, 16>("attention (decode)", "n_heads / n_kv_heads", group, [&]<int G>() {
         auto run = [&]<bool FULL_D>() {
           im.kernel<attention_decode<G, D, STEP, TILE_IN_PAGE, FULL_D>>()(grid(n_kv_heads, used_splits), q, k_pages, v_pages, block_table,
-                                                                          part_out, part_ml, ctx, group, n_kv_heads, head_dim, page_size,
-                                                                          split_len, scale);
+                                                                          part_out, part_ml, float(ctx), group, n_kv_heads, head_dim,
+                                                                          page_size, split_len, scale);
         };
         if (head_dim == D)
           run.template operator()<true>();

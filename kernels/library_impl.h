@@ -38,6 +38,9 @@ struct Library::Impl {
 
 namespace detail {
 
+// Positions reach kernels as f32 (see kernels::position), exact up to 2^24.
+constexpr int64_t kMaxPosition = int64_t(1) << 24;
+
 // Calls f.template operator()<B>() with B the smallest power of two in [Lo, Hi] that is >= n;
 // n > Hi is a user error naming the operation and the size.
 template <int Lo, int Hi, class F>
