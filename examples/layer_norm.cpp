@@ -18,8 +18,11 @@ int main() {
   for (float &v : x) v = dist(rng);
   for (int j = 0; j < cols; ++j) w[j] = dist(rng), b[j] = dist(rng);
 
-  auto kernel = compile<layer_norm<1024>>(Device::best());
-  kernel(grid(rows), x.data(), w.data(), b.data(), y.data(), cols, eps);
+  Device dev = Device::best();  // a CUDA GPU where one is present, else the CPU
+  Buffer<float> dx(dev, x), dw(dev, w), db(dev, b), dy(dev, y.size());
+  auto kernel = compile<layer_norm<1024>>(dev);
+  kernel(grid(rows), dx, dw, db, dy, cols, eps);
+  dy.copy_to_host(y);
 
   double worst = 0;
   for (int r = 0; r < rows; ++r) {

@@ -20,10 +20,15 @@ int main() {
   for (auto &v : b) v = half(dist(rng));
 
   constexpr int BM = 32, BN = 32, BK = 32;
-  auto kernel = compile<matmul<BM, BN, BK>>(Device::best());
+  Device dev = Device::best();  // a CUDA GPU where one is present, else the CPU
+  Buffer<half> da(dev, a), db(dev, b);
+  Buffer<float> dc(dev, c.size());
+  auto kernel = compile<matmul<BM, BN, BK>>(dev);
   auto start = std::chrono::steady_clock::now();
-  kernel(grid(cdiv(M, BM), cdiv(N, BN)), a.data(), b.data(), c.data(), M, N, K);
+  kernel(grid(cdiv(M, BM), cdiv(N, BN)), da, db, dc, M, N, K);
+  dev.synchronize();
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  dc.copy_to_host(c);
 
   double worst = 0;
   for (int i = 0; i < M; ++i)

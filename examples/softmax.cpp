@@ -16,8 +16,11 @@ int main() {
   std::normal_distribution<float> dist(0, 3);
   for (float &v : x) v = dist(rng);
 
-  auto kernel = compile<softmax<1024>>(Device::best());
-  kernel(grid(rows), x.data(), y.data(), cols, cols);
+  Device dev = Device::best();  // a CUDA GPU where one is present, else the CPU
+  Buffer<float> dx(dev, x), dy(dev, y.size());
+  auto kernel = compile<softmax<1024>>(dev);
+  kernel(grid(rows), dx, dy, cols, cols);
+  dy.copy_to_host(y);
 
   double worst = 0;
   for (int r = 0; r < rows; ++r) {

@@ -187,7 +187,7 @@ class Kernel {
 
 // What the kernel cache has done in this process, for summaries and tests.
 struct CacheStats {
-  int64_t compiled = 0;     // traced and compiled by LLVM
+  int64_t compiled = 0;     // traced and compiled by LLVM (or a cuda_source compiled by NVRTC)
   int64_t memory_hits = 0;  // traced, found compiled in this process
   int64_t disk_hits = 0;    // traced, loaded from the disk cache
   int64_t launches = 0;

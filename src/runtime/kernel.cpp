@@ -80,7 +80,7 @@ bool fits(DType t, const ArgValue &a) {
 class KernelImpl {
  public:
   KernelImpl(const Device &device, KernelSignature signature, CompileOptions options)
-      : device_(device), sig_(std::move(signature)), options_(options), on_gpu_(device.kind() != Device::Kind::Cpu) {}
+      : device_(device), sig_(std::move(signature)), options_(options), on_gpu_(device.kind() == Device::Kind::Cuda) {}
 
   // Checks arguments against the signature and packs them into 8-byte slots; returns the
   // specialization bits (2 per argument).
@@ -161,7 +161,7 @@ class KernelImpl {
   }
 
  private:
-  // Devices other than the CPU are CUDA devices (the only GPU backend so far).
+  // on_gpu_: a CUDA device, the only GPU backend so far.
   CudaDevice &cuda_device() const { return static_cast<CudaDevice &>(device_.impl()); }
 
   codegen::CompiledObject compile(const ir::Function &fn, const std::string &symbol, const codegen::DumpOptions &dump) const {

@@ -9,7 +9,7 @@
 
 #include <kdsl/kdsl.h>
 
-#include "runtime/cuda/cuda_kernel.h"
+#include "runtime/cuda/cuda_device.h"
 #include "src/tools/example_kernels.h"
 
 using namespace kdsl;
@@ -31,12 +31,16 @@ void matmul_bf16(Ptr<bf16> a, Ptr<bf16> b, Ptr<f32> c, Scalar<i32> M, Scalar<i32
   store(c + row * N + col, acc, row < M && col < N);
 }
 
-ArgValue device_arg(cuda::CUdeviceptr p) {
-  ArgValue v;
-  v.is_ptr = v.untyped_ptr = true;
-  v.bits = p;
-  return v;
+// y[i] = x[i] + y[i] written by hand in CUDA C++: the baseline a kdsl kernel should match.
+const char *kHandAdd = R"(
+extern "C" __global__ void hand_add(const float4 *x, const float4 *y, float4 *out, int n4) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n4) {
+    float4 a = x[i], b = y[i];
+    out[i] = make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+  }
 }
+)";
 
 std::string cell(const nlohmann::json &baselines, const std::string &key) {
   if (!baselines.contains(key)) return "not installed";
@@ -60,7 +64,8 @@ int main(int argc, char **argv) {
     if (baselines.is_discarded()) baselines = nlohmann::json::object();
   }
   try {
-    detail::CudaDevice dev(0);
+    Device device = Device::cuda(0);
+    auto &dev = static_cast<detail::CudaDevice &>(device.impl());  // for event timing and the device copy
     fmt::print("device: {}\n\n", dev.name());
     auto timed = [&](auto &&body) {
       body();  // compile and warm up
@@ -70,10 +75,9 @@ int main(int argc, char **argv) {
              }) / repeats;
     };
     const size_t n = size_t(1) << 26;  // 64 Mi floats: 256 MiB per array
-    cuda::CUdeviceptr x = dev.alloc(n * 4), y = dev.alloc(n * 4), z = dev.alloc(n * 4);
-    dev.copy_to_device(x, std::vector<float>(n, 1.0f).data(), n * 4);
-    dev.copy_to_device(y, std::vector<float>(n, 2.0f).data(), n * 4);
-    double copy_ms = timed([&] { dev.copy_on_device(z, x, n * 4); });
+    Buffer<float> x(device, std::vector<float>(n, 1.0f)), y(device, std::vector<float>(n, 2.0f)), z(device, n);
+    auto address = [](const Buffer<float> &b) { return cuda::CUdeviceptr(reinterpret_cast<uintptr_t>(b.data())); };
+    double copy_ms = timed([&] { dev.copy_on_device(address(z), address(x), n * 4); });
     double copy_gbs = 2.0 * n * 4 / copy_ms / 1e6;
     fmt::print("{:<28} {:>10} {:>14} {:>8}\n", "kernel", "GB/s", "copy GB/s", "ratio");
     auto row = [&](const char *name, double bytes, double ms) {
@@ -87,36 +91,37 @@ int main(int argc, char **argv) {
       throw Error(std::string("no kernel ") + name);
     };
     {
-      detail::CudaKernel add(dev, find("vector_add").signature, {4, 2});
-      std::vector<ArgValue> args = {device_arg(x), device_arg(y), device_arg(z), make_arg(int32_t(n))};
-      row("vector add (f32)", 3.0 * n * 4, timed([&] { add.launch(grid(int64_t(n) / 1024), args); }));
+      auto add = detail::make_kernel(device, find("vector_add").signature, {4, 2});
+      std::vector<ArgValue> args = {make_arg(x), make_arg(y), make_arg(z), make_arg(int32_t(n))};
+      row("vector add (f32)", 3.0 * n * 4, timed([&] { detail::launch(*add, grid(int64_t(n) / 1024), args.data(), args.size()); }));
+      auto hand = cuda_source(device, "hand_add", kHandAdd);
+      row("vector add (CUDA C++, NVRTC)", 3.0 * n * 4, timed([&] { hand(grid(int64_t(n) / 4 / 256), threads(256), x, y, z, int32_t(n / 4)); }));
     }
     const int cols = 1024, rows = int(n / cols);
     {
-      detail::CudaKernel softmax(dev, find("softmax").signature, {4, 2});
-      std::vector<ArgValue> args = {device_arg(x), device_arg(z), make_arg(cols), make_arg(cols)};
-      row("softmax (f32, 1024 cols)", 2.0 * n * 4, timed([&] { softmax.launch(grid(rows), args); }));
+      auto softmax = detail::make_kernel(device, find("softmax").signature, {4, 2});
+      std::vector<ArgValue> args = {make_arg(x), make_arg(z), make_arg(cols), make_arg(cols)};
+      row("softmax (f32, 1024 cols)", 2.0 * n * 4, timed([&] { detail::launch(*softmax, grid(rows), args.data(), args.size()); }));
     }
     {
-      detail::CudaKernel rms(dev, find("rmsnorm").signature, {4, 2});
-      std::vector<ArgValue> args = {device_arg(x), device_arg(y), device_arg(y), device_arg(z), make_arg(cols), make_arg(1e-5f)};
-      row("RMSNorm (f32, 1024 cols)", 2.0 * n * 4, timed([&] { rms.launch(grid(rows), args); }));
+      auto rms = detail::make_kernel(device, find("rmsnorm").signature, {4, 2});
+      std::vector<ArgValue> args = {make_arg(x), make_arg(y), make_arg(y), make_arg(z), make_arg(cols), make_arg(1e-5f)};
+      row("RMSNorm (f32, 1024 cols)", 2.0 * n * 4, timed([&] { detail::launch(*rms, grid(rows), args.data(), args.size()); }));
     }
-    for (cuda::CUdeviceptr p : {x, y, z}) dev.free(p);
+    x = y = z = Buffer<float>();  // freed
 
     fmt::print("\n{:<28} {:>10} {:>14} {:>14} {:>10}\n", "bf16 matmul (f32 out)", "TFLOP/s", "torch.matmul", "triton", "vs torch");
     using Matmul = detail::kernel_params<decltype(&matmul_bf16<64, 64, 32>)>;
     detail::KernelSignature sig{"matmul_bf16<64, 64, 32>", Matmul::types(), &Matmul::trace<matmul_bf16<64, 64, 32>>};
-    detail::CudaKernel mm(dev, sig, {4, 2});
+    auto mm = detail::make_kernel(device, sig, {4, 2});
     for (int size : {4096, 8192}) {
       size_t elems = size_t(size) * size;
-      cuda::CUdeviceptr a = dev.alloc(elems * 2), b = dev.alloc(elems * 2), c = dev.alloc(elems * 4);
-      dev.copy_to_device(a, std::vector<uint16_t>(elems, 0x3f80).data(), elems * 2);  // 1.0 in bf16
-      dev.copy_to_device(b, std::vector<uint16_t>(elems, 0x3f80).data(), elems * 2);
-      std::vector<ArgValue> args = {device_arg(a), device_arg(b), device_arg(c), make_arg(size), make_arg(size), make_arg(size)};
+      Buffer<bfloat16> a(device, std::vector<bfloat16>(elems, bfloat16(1.0f))), b(device, std::vector<bfloat16>(elems, bfloat16(1.0f)));
+      Buffer<float> c(device, elems);
+      std::vector<ArgValue> args = {make_arg(a), make_arg(b), make_arg(c), make_arg(size), make_arg(size), make_arg(size)};
       int saved = repeats;
       repeats = 3;
-      double ms = timed([&] { mm.launch(grid(size / 64, size / 64), args); });
+      double ms = timed([&] { detail::launch(*mm, grid(size / 64, size / 64), args.data(), args.size()); });
       repeats = saved;
       double tflops = 2.0 * size * size * double(size) / ms / 1e9;
       std::string torch = cell(baselines, fmt::format("torch_{}", size)), triton = cell(baselines, fmt::format("triton_{}", size));
@@ -124,7 +129,6 @@ int main(int argc, char **argv) {
                               ? fmt::format("{:.0f}%", 100 * tflops / baselines[fmt::format("torch_{}", size)].get<double>())
                               : "-";
       fmt::print("{:<28} {:>10.1f} {:>14} {:>14} {:>10}\n", fmt::format("{}^3", size), tflops, torch, triton, ratio);
-      for (cuda::CUdeviceptr p : {a, b, c}) dev.free(p);
     }
     fmt::print("\n(matmul runs the FMA dot path; mma.sync/ldmatrix and cp.async pipelining are not lowered yet)\n");
     return 0;

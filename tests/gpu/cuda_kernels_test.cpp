@@ -1,34 +1,34 @@
 // cuda_kernels_test.cpp - example and library kernels on an NVIDIA GPU against the CPU backend
-// (skipped with a message where no driver or GPU is present; tests/gpu/run.sh runs them on one)
+// (skipped with a message where no driver or GPU is present; tests/gpu/run.sh runs them on one).
+// UNTESTED on a GPU: written and compiled on a machine without one; here every case skips.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstring>
-#include <memory>
+#include <optional>
 #include <random>
 
 #include <kdsl/kdsl.h>
 
-#include "runtime/cuda/cuda_kernel.h"
 #include "src/tools/example_kernels.h"
 
 using namespace kdsl;
 
 namespace cuda_test {
 
-detail::CudaDevice *gpu() {
-  static std::unique_ptr<detail::CudaDevice> device = []() -> std::unique_ptr<detail::CudaDevice> {
+const Device *gpu() {
+  static std::optional<Device> device = []() -> std::optional<Device> {
     try {
-      return std::make_unique<detail::CudaDevice>(0);
+      return Device::cuda(0);
     } catch (const Error &e) {
       MESSAGE("no CUDA device: ", e.what());
-      return nullptr;
+      return std::nullopt;
     }
   }();
-  return device.get();
+  return device ? &*device : nullptr;
 }
 
-// One kernel argument: a host array (copied to the GPU and back) or a scalar.
+// One kernel argument: a host array (copied to a Buffer on the GPU and back) or a scalar.
 struct Arg {
   std::vector<uint8_t> host;  // empty for scalars
   ArgValue scalar;
@@ -43,40 +43,37 @@ struct Arg {
   static Arg value(T v) { return {{}, make_arg(v)}; }
 };
 
-// Runs the kernel on the CPU device and on the GPU with the same inputs; returns the largest
-// relative error between the two over every f32 output array (arrays compared as f32 when
-// `f32_arrays`, else bytewise equality).
+// Runs the kernel on the CPU device and on the GPU (through the same launch path as
+// kdsl::compile: specialization, cache, cubin, cuLaunchKernel) with the same inputs; returns
+// the largest relative error between the two over every output array (compared as f32 when
+// `f32_arrays`, else bytewise).
 double run_both(const tools::NamedKernel &k, const Grid &grid, std::vector<Arg> args, bool f32_arrays = true) {
   std::vector<Arg> cpu_args = args;
   std::vector<ArgValue> cpu_values, gpu_values;
-  std::vector<cuda::CUdeviceptr> buffers;
   for (Arg &a : cpu_args) cpu_values.push_back(a.host.empty() ? a.scalar : make_arg(static_cast<void *>(a.host.data())));
   auto cpu_kernel = detail::make_kernel(Device::cpu(), k.signature, {k.num_warps, 2});
   detail::launch(*cpu_kernel, grid, cpu_values.data(), cpu_values.size());
 
-  detail::CudaDevice &dev = *gpu();
+  const Device &dev = *gpu();
+  std::vector<Buffer<uint8_t>> buffers;
   for (Arg &a : args) {
+    buffers.emplace_back();
     if (a.host.empty()) {
       gpu_values.push_back(a.scalar);
-      buffers.push_back(0);
       continue;
     }
-    cuda::CUdeviceptr p = dev.alloc(a.host.size());
-    dev.copy_to_device(p, a.host.data(), a.host.size());
-    buffers.push_back(p);
-    ArgValue v;
-    v.is_ptr = v.untyped_ptr = true;
-    v.bits = p;
+    buffers.back() = Buffer<uint8_t>(dev, std::span<const uint8_t>(a.host));
+    ArgValue v = make_arg(static_cast<void *>(buffers.back().data()));  // untyped: the kernel's parameter says the type
+    v.on_device = true;
     gpu_values.push_back(v);
   }
-  detail::CudaKernel gpu_kernel(dev, k.signature, {k.num_warps, 2});
-  gpu_kernel.launch(grid, gpu_values);
+  auto gpu_kernel = detail::make_kernel(dev, k.signature, {k.num_warps, 2});
+  detail::launch(*gpu_kernel, grid, gpu_values.data(), gpu_values.size());
   dev.synchronize();
   double worst = 0;
   for (size_t i = 0; i < args.size(); ++i) {
-    if (!buffers[i]) continue;
-    dev.copy_to_host(args[i].host.data(), buffers[i], args[i].host.size());
-    dev.free(buffers[i]);
+    if (args[i].host.empty()) continue;
+    buffers[i].copy_to_host(args[i].host);
     if (!f32_arrays) {
       if (args[i].host != cpu_args[i].host) worst = 1;
       continue;

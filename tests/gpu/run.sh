@@ -8,6 +8,11 @@
 #     sm_90, no spills); no kdsl kernel has executed on an NVIDIA GPU yet.
 #   - Tested without a GPU: the build, the driver's error paths, and that the GPU tests and
 #     kdsl-bench-cuda report "no NVIDIA driver found" and skip/exit cleanly.
+#   - The GPU tests go through the public path (Device::cuda, Buffer, kdsl::compile's launch:
+#     specialization, memory/disk cache with cubins per sm_XX, cuLaunchKernel) and
+#     kdsl::cuda_source (NVRTC); tests/gpu/cuda_runtime_test.cpp covers Buffers, the
+#     host-pointer refusal, NVRTC launches and dynamic shared memory past 48 KB. Only NVRTC's
+#     compile (to PTX and cubin) and the argument checks have run here.
 #   - matmul runs the FMA dot path (no mma.sync/ldmatrix, no cp.async pipelining yet), so
 #     expect it far below cuBLAS; the 70% target needs the tensor-core path.
 # Usage: tests/gpu/run.sh [build-dir]    (default: build-gpu; uses all cores of the GPU machine)

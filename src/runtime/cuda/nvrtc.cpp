@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <mutex>
 #include <regex>
+#include <string_view>
 
 #include <kdsl/error.h>
 
@@ -34,6 +35,17 @@ std::vector<int> soname_version(const std::string &file) {
   std::vector<int> v{std::stoi(m[1].str())};
   if (m[2].matched) v.push_back(std::stoi(m[2].str()));
   return v;
+}
+
+// True when a line of the log starts with `file` ("add.cu(") and reports an error.
+bool has_error_in(const std::string &log, const std::string &file) {
+  for (size_t at = 0; at < log.size();) {
+    size_t end = std::min(log.find('\n', at), log.size());
+    std::string_view line(log.data() + at, end - at);
+    if (line.starts_with(file) && line.find("): error") != std::string_view::npos) return true;
+    at = end + 1;
+  }
+  return false;
 }
 
 }  // namespace
@@ -128,6 +140,11 @@ Output compile(const std::string &name, const std::string &source, const std::ve
   out.log.resize(size);
   if (size) lib.check(lib.nvrtcGetProgramLog(program, out.log.data()), "nvrtcGetProgramLog");
   while (!out.log.empty() && (out.log.back() == '\0' || out.log.back() == '\n')) out.log.pop_back();
+  // The name expression is compiled after the source, in a map of its own: errors only there
+  // mean the source compiled but does not declare the kernel.
+  if (compiled != 0 && has_error_in(out.log, "__nv_name_map(") && !has_error_in(out.log, name + ".cu("))
+    throw Error(fmt::format("kernel '{}': the source declares no __global__ function named '{}' (NVRTC {}.{}):\n{}", name, name, lib.major, lib.minor,
+                            out.log));
   if (compiled != 0)
     throw Error(fmt::format("kernel '{}': NVRTC {}.{} failed to compile it for {} ({}):\n{}", name, lib.major, lib.minor, has_arch ? "the given -arch" : arch,
                             lib.nvrtcGetErrorString(compiled), out.log));
