@@ -47,6 +47,15 @@ SourceArg source_arg(const Buffer<T> &b) {
   return a;
 }
 template <class T>
+SourceArg source_arg(const DevicePointer<T> &p) {
+  SourceArg a;
+  a.kind = SourceArg::Kind::DevicePointer;
+  a.address = reinterpret_cast<uintptr_t>(p.address);
+  a.size = sizeof(void *);
+  a.type = "a pointer";
+  return a;
+}
+template <class T>
 SourceArg source_arg(const T &v) {
   SourceArg a;
   if constexpr (std::is_pointer_v<T>) {
@@ -71,7 +80,8 @@ const std::string &source_kernel_name(const CudaSourceImpl &kernel);
 
 // A hand-written CUDA kernel on one device: k(grid(blocks), threads(256), buffer, n, ...).
 // Pass each argument as the kernel declares it (float for float, int64_t for long long);
-// pointers are kdsl::Buffers allocated on the device. Where the driver reports the kernel's
+// pointers are kdsl::Buffers allocated on the device (or device_pointer(p) for GPU memory
+// allocated elsewhere). Where the driver reports the kernel's
 // parameter sizes (CUDA 12.4+), the count and the size of each argument are checked.
 class CudaSourceKernel {
  public:

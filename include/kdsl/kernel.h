@@ -90,6 +90,23 @@ ArgValue make_arg(const Buffer<T> &b) {
   return a;
 }
 
+// GPU memory kdsl did not allocate (another library's cuMemAlloc), passed to a kernel on that
+// GPU: kdsl cannot tell where a raw pointer points, so the caller says so with device_pointer(p).
+template <class T>
+struct DevicePointer {
+  T *address = nullptr;
+};
+template <class T>
+DevicePointer<T> device_pointer(T *address) {
+  return {address};
+}
+template <class T>
+ArgValue make_arg(DevicePointer<T> p) {
+  ArgValue a = make_arg(p.address);
+  a.on_device = true;
+  return a;
+}
+
 namespace detail {
 
 // What the run time needs to know of a kernel: its name, parameter types and how to trace it.

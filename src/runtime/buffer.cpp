@@ -1,6 +1,8 @@
 // buffer.cpp - GPU memory behind kdsl::Buffer: allocation (zeroed), RAII free, host copies
 #include <fmt/format.h>
 
+#include <string_view>
+
 #include <kdsl/device.h>
 #include <kdsl/error.h>
 
@@ -31,7 +33,9 @@ std::shared_ptr<void> device_alloc(const Device &device, size_t bytes) {
     try {
       cuda_device(device).free(reinterpret_cast<cuda::CUdeviceptr>(q));
     } catch (const Error &e) {
-      log_warn("kdsl::Buffer: freeing GPU memory failed: {}", e.what());  // destructors must not throw
+      // Destructors must not throw; a Buffer outliving the driver (at exit) has nothing to free.
+      if (std::string_view(e.what()).find("CUDA_ERROR_DEINITIALIZED") == std::string_view::npos)
+        log_warn("kdsl::Buffer: freeing GPU memory failed: {}", e.what());
     }
   });
 }

@@ -134,4 +134,6 @@ TEST_CASE("runtime: CPU kernels take Buffers; a GPU launch with a host pointer i
   auto on_cpu = compile<add<1024>>(cpu);
   CHECK(error_text([&] { on_cpu.launch(grid(1), {make_arg(x.data()), device_memory, make_arg(out.data()), make_arg(n)}); }) ==
         name + ": argument 1 is in a GPU's memory; on the CPU pass host memory (a kdsl::Buffer allocated on the CPU, or a host pointer)");
+  CHECK(error_text([&] { on_cpu(grid(1), x, y, device_pointer(out.data()), n); }) ==
+        name + ": argument 2 is in a GPU's memory; on the CPU pass host memory (a kdsl::Buffer allocated on the CPU, or a host pointer)");
 }

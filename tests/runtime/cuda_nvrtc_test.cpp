@@ -96,6 +96,26 @@ TEST_CASE("nvrtc: a syntax error is a kdsl::Error with NVRTC's log naming the ke
   CHECK(option.starts_with("kernel 'kdsl_test_scale': NVRTC "));
 }
 
+TEST_CASE("nvrtc: cuda_source arguments keep their C++ size; pointers say where they point") {
+  using Kind = detail::SourceArg::Kind;
+  float f = 1;
+  double d = 2;
+  int16_t s = 3;
+  std::vector<float> host(4);
+  Buffer<float> on_cpu(Device::cpu(1), 4);
+  CHECK(detail::source_arg(f).size == 4);
+  CHECK(detail::source_arg(d).size == 8);
+  CHECK(detail::source_arg(s).size == 2);
+  CHECK(detail::source_arg(f).kind == Kind::Value);
+  CHECK(detail::source_arg(f).value == &f);
+  CHECK(detail::source_arg(host.data()).kind == Kind::HostPointer);
+  CHECK(detail::source_arg(on_cpu).kind == Kind::HostPointer);
+  auto gpu = detail::source_arg(device_pointer(host.data()));
+  CHECK(gpu.kind == Kind::DevicePointer);
+  CHECK(gpu.size == 8);
+  CHECK(gpu.address == reinterpret_cast<uintptr_t>(host.data()));
+}
+
 TEST_CASE("nvrtc: cuda_source needs a CUDA device, and says so") {
   CHECK_THROWS_WITH_AS(cuda_source(Device::cpu(1), "kdsl_test_scale", kScale),
                        doctest::Contains("kdsl::cuda_source('kdsl_test_scale'): cpu ("), Error);
