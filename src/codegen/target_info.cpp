@@ -17,6 +17,16 @@ std::vector<MatrixInstruction> ampere_mma() {
 }
 
 std::vector<TargetInfo> make_targets() {
+  // Turing: ldmatrix and mma.sync m16n8k8 exist, m16n8k16 and m16n8k32 do not; the
+  // lowering does not use m16n8k8, so dot runs on FMAs here.
+  TargetInfo sm75;
+  sm75.name = "sm_75";
+  sm75.backend = "cuda";
+  sm75.triple = "nvptx64-nvidia-cuda";
+  sm75.ptx_features = "+ptx70";
+  sm75.compute_capability = 75;
+  sm75.shared_bytes_optin = 64 * 1024;
+
   TargetInfo sm80;
   sm80.name = "sm_80";
   sm80.backend = "cuda";
@@ -32,7 +42,7 @@ std::vector<TargetInfo> make_targets() {
   sm90.compute_capability = 90;
   sm90.shared_bytes_optin = 227 * 1024;
   // wgmma (m64nNk16) comes with its own layouts; until then Hopper runs the sm_80 mma path.
-  return {sm80, sm90};
+  return {sm75, sm80, sm90};
 }
 
 const std::vector<TargetInfo> &targets() {

@@ -73,12 +73,17 @@ TEST_CASE("nvptx: softmax reduces across lanes with shfl.sync and across warps t
   CHECK(obj.resources.dynamic_shared_bytes > 0);
 }
 
-TEST_CASE("nvptx: matmul multiplies from shared memory with FMAs (tensor cores not lowered yet)") {
-  std::string ptx = compile(find("matmul"), "sm_80").ptx;
-  CHECK(contains(ptx, "fma.rn.f32"));
-  CHECK(contains(ptx, "ld.shared"));
-  CHECK(contains(ptx, "bar.sync"));
-  CHECK_FALSE(contains(ptx, "mma.sync"));  // flip when the mma.sync path lands
+TEST_CASE("nvptx: the f16 matmul example multiplies on tensor cores: ldmatrix operands, mma.sync, accumulator stored from its fragments") {
+  for (const char *arch : {"sm_80", "sm_90"}) {
+    CAPTURE(arch);
+    std::string ptx = compile(find("matmul"), arch).ptx;
+    CHECK(contains(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"));
+    CHECK(contains(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
+    CHECK(contains(ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"));
+    CHECK(contains(ptx, "st.shared.v4.b32"));  // operand tiles staged 16 bytes at a time
+    CHECK(contains(ptx, "st.global.v2.f32"));  // f32 accumulator stored straight from its fragments
+    CHECK_FALSE(contains(ptx, "fma.rn.f32"));
+  }
 }
 
 TEST_CASE("nvptx: libdevice math is linked in, not left as calls") {
@@ -94,13 +99,14 @@ TEST_CASE("nvptx: atomics use global atomic instructions") {
 }
 
 TEST_CASE("nvptx: unknown targets and too many warps are user errors naming what is known") {
-  CHECK_THROWS_WITH_AS(codegen::target_info("sm_75"), doctest::Contains("unknown GPU target 'sm_75': kdsl knows sm_80, sm_90"), Error);
+  CHECK_THROWS_WITH_AS(codegen::target_info("sm_70"), doctest::Contains("unknown GPU target 'sm_70': kdsl knows sm_75, sm_80, sm_90"), Error);
   codegen::CudaCompileOptions options;
   options.num_warps = 64;
   const auto &add = find("vector_add");
   CHECK_THROWS_WITH_AS(codegen::compile_for_cuda(tools::trace_kernel(add.signature, tools::parse_specialization("none", add.signature)), "k", options, {}),
                        doctest::Contains("num_warps = 64"), Error);
   CHECK(codegen::target_info("sm_90").matrix_instructions.size() == 3);
+  CHECK(codegen::target_info("sm_75").matrix_instructions.empty());
   CHECK(codegen::target_info("sm_80").warp_size == 32);
 }
 

@@ -48,8 +48,9 @@ double element(const Arg &a, size_t i) {
 }
 
 // Runs `k` on the CPU backend and in the emulator on copies of the same arrays; returns the
-// largest relative difference over every array (inputs included: in-place kernels).
-double compare(const tools::NamedKernel &k, const Grid &g, const std::vector<Arg> &args) {
+// largest relative difference over every array (inputs included: in-place kernels). With
+// `tensor_cores`, dots the sm_80 plan puts on mma.sync run as emulated ldmatrix and mma.sync.
+double compare(const tools::NamedKernel &k, const Grid &g, const std::vector<Arg> &args, bool tensor_cores = false) {
   std::vector<Arg> host = args, emu = args;
   std::vector<ArgValue> values;
   for (Arg &a : host) values.push_back(a.bytes.empty() ? a.scalar : make_arg(static_cast<void *>(a.bytes.data())));
@@ -75,7 +76,7 @@ double compare(const tools::NamedKernel &k, const Grid &g, const std::vector<Arg
   }
   static int serial = 0;
   codegen::nvptx::EmulatedKernel kernel =
-      codegen::nvptx::compile_for_emulation(tools::trace_kernel(k.signature, classes), "kdsl_emulated_" + std::to_string(serial++), k.num_warps);
+      codegen::nvptx::compile_for_emulation(tools::trace_kernel(k.signature, classes), "kdsl_emulated_" + std::to_string(serial++), k.num_warps, tensor_cores);
   int32_t grid[3] = {int32_t(g.x), int32_t(g.y), int32_t(g.z)};
   codegen::nvptx::emulate_launch(kernel, grid, slots.data());
 
@@ -99,6 +100,25 @@ std::vector<float> random_f32(size_t n, std::mt19937 &rng, float lo = -3, float 
   std::vector<float> v(n);
   for (float &x : v) x = d(rng);
   return v;
+}
+
+template <class T>
+std::vector<T> random_of(size_t n, std::mt19937 &rng) {
+  std::vector<T> v(n);
+  for (T &x : v) {
+    if constexpr (std::is_same_v<T, int8_t>) x = int8_t(std::uniform_int_distribution<int>(-128, 127)(rng));
+    else x = T(std::uniform_real_distribution<float>(-1, 1)(rng));
+  }
+  return v;
+}
+
+// C = A B for [M, K] x [K, N] through a tiled_matmul kernel of BM x BN tiles.
+template <class T, class Acc>
+double compare_matmul(const char *kernel, int bm, int bn, int M, int N, int K, std::mt19937 &rng, bool tensor_cores) {
+  return compare(nvptx_test::find(kernel), grid(cdiv(M, bm), cdiv(N, bn)),
+                 {array(random_of<T>(size_t(M) * K, rng)), array(random_of<T>(size_t(K) * N, rng)), array(std::vector<Acc>(size_t(M) * N)), value(M),
+                  value(N), value(K)},
+                 tensor_cores);
 }
 
 }  // namespace emulator_test
@@ -161,4 +181,38 @@ TEST_CASE("nvptx emulated: dot through shared memory (f16 tiles in a K loop, i8)
   for (auto &v : ia) v = int8_t(std::uniform_int_distribution<int>(-128, 127)(rng));
   for (auto &v : ib) v = int8_t(std::uniform_int_distribution<int>(-128, 127)(rng));
   CHECK(compare(find("int8_dot"), grid(1), {array(ia), array(ib), array(std::vector<int32_t>(32 * 32))}) == 0);
+}
+
+TEST_CASE("nvptx emulated: f32 matmul and tiles that are not whole instruction tiles (the FMA path, also on sm_80's plan)") {
+  std::mt19937 rng(8);
+  for (bool tensor_cores : {false, true}) {
+    CAPTURE(tensor_cores);
+    CHECK(compare_matmul<float, float>("matmul_f32", 32, 32, 70, 40, 50, rng, tensor_cores) <= 1e-4);
+    CHECK(compare_matmul<half, float>("matmul_f16_k8", 32, 32, 70, 40, 50, rng, tensor_cores) <= 1e-4);
+    CHECK(compare_matmul<half, float>("matmul_f16_n4", 32, 4, 33, 10, 40, rng, tensor_cores) <= 1e-4);
+    CHECK(compare_matmul<half, float>("matmul_f16_one_tile", 16, 16, 20, 20, 33, rng, tensor_cores) <= 1e-4);
+  }
+}
+
+// The tensor-core lowering run end to end: operands staged in shared memory, ldmatrix at the
+// lowering's row addresses, mma.sync on the ISA's fragments, the accumulator layout through
+// loops, stores, conversions, reductions and a second dot.
+// mma.sync sums each k step in its own order (the emulator: in double, rounded once), so
+// sums that cancel to near zero differ from the host's FMA chain in the last bits: 1e-3
+// against a floor of 1e-3 (a misplaced element is off by O(1)).
+TEST_CASE("nvptx emulated tensor cores: f16, bf16 and i8 matmuls (ragged sizes), epilogues on the accumulator, chained dots") {
+  std::mt19937 rng(9);
+  CHECK(compare_matmul<half, float>("matmul", 32, 32, 70, 40, 50, rng, true) <= 1e-3);
+  CHECK(compare_matmul<half, float>("matmul_f16_128x128", 128, 128, 130, 129, 40, rng, true) <= 1e-3);
+  CHECK(compare_matmul<bfloat16, float>("matmul_bf16", 64, 64, 100, 70, 80, rng, true) <= 1e-3);
+  CHECK(compare_matmul<int8_t, int32_t>("matmul_i8", 64, 64, 64, 128, 192, rng, true) == 0);
+  const int K = 64;
+  CHECK(compare(find("matmul_relu_f16"), grid(1),
+                {array(random_of<half>(64 * K, rng)), array(random_of<half>(K * 32, rng)), array(std::vector<half>(64 * 32)), array(std::vector<float>(64)),
+                 value(K)},
+                true) <= 2e-3);
+  CHECK(compare(find("attention_tile"), grid(1),
+                {array(random_of<half>(32 * 64, rng)), array(random_of<half>(32 * 64, rng)), array(random_of<half>(32 * 64, rng)),
+                 array(std::vector<float>(32 * 64))},
+                true) <= 5e-3);
 }

@@ -56,6 +56,55 @@ void int8_dot(Ptr<i8> a, Ptr<i8> b, Ptr<i32> c) {
   store(c + rm * BN + rn, dot(ta, tb));
 }
 
+// examples/matmul.h over any operand and accumulator type: f16, bf16 and i8 run on tensor
+// cores where the tiles are whole instruction tiles (mma.sync m16n8k16, m16n8k32).
+template <class T, class Acc, int BM, int BN, int BK>
+void tiled_matmul(Ptr<T> a, Ptr<T> b, Ptr<Acc> c, Scalar<i32> M, Scalar<i32> N, Scalar<i32> K) {
+  auto row = expand_dims<1>(program_id(0) * BM + arange<BM>());
+  auto col = expand_dims<0>(program_id(1) * BN + arange<BN>());
+  auto rk = arange<BK>();
+  auto acc = for_range(0, K, BK, zeros<Acc, BM, BN>(), [&](auto k, auto acc) {
+    auto ka = expand_dims<0>(k + rk);
+    auto kb = expand_dims<1>(k + rk);
+    auto ta = load(a + row * K + ka, row < M && ka < K, 0);
+    auto tb = load(b + kb * N + col, kb < K && col < N, 0);
+    return dot(ta, tb, acc);
+  });
+  store(c + row * N + col, acc, row < M && col < N);
+}
+
+// An epilogue on the accumulator: scaled, clamped at zero and stored as f16 (a narrow store:
+// the accumulator is converted to a blocked layout through shared memory), plus its row sums
+// (a reduction in the accumulator's layout).
+template <int BM, int BN, int BK>
+void matmul_relu_f16(Ptr<f16> a, Ptr<f16> b, Ptr<f16> c, Ptr<f32> row_sums, Scalar<i32> K) {
+  auto row = expand_dims<1>(arange<BM>());
+  auto col = expand_dims<0>(arange<BN>());
+  auto rk = arange<BK>();
+  auto acc = for_range(0, K, BK, zeros<f32, BM, BN>(), [&](auto k, auto acc) {
+    auto ta = load(a + row * K + expand_dims<0>(k + rk));
+    auto tb = load(b + expand_dims<1>(k + rk) * BN + col);
+    return dot(ta, tb, acc);
+  });
+  auto y = maximum(acc * 0.5f, 0.0f);
+  store(c + row * BN + col, cast<f16>(y));
+  store(row_sums + arange<BM>(), sum<1>(y));
+}
+
+// One tile of attention: s = q k^T, softmax along rows, o = p v; the second dot's A operand
+// is the first one's result (the accumulator layout staged for ldmatrix), and the row max
+// and sum reduce in the accumulator layout.
+template <int BM, int BN, int D>
+void attention_tile(Ptr<f16> q, Ptr<f16> k, Ptr<f16> v, Ptr<f32> o) {
+  auto rm = expand_dims<1>(arange<BM>());
+  auto rn = expand_dims<1>(arange<BN>());
+  auto d = expand_dims<0>(arange<D>());
+  auto s = dot(load(q + rm * D + d), trans(load(k + rn * D + d)));  // [BM, BN]
+  auto p = exp(s - expand_dims<1>(max<1>(s)));
+  auto out = dot(cast<f16>(p), load(v + rn * D + d));  // [BM, D]
+  store(o + rm * D + d, out / expand_dims<1>(sum<1>(p)));
+}
+
 template <int BLOCK>
 void bf16_math(Ptr<bf16> x, Ptr<bf16> y, Scalar<i32> n) {
   auto offs = program_id(0) * BLOCK + arange<BLOCK>();
@@ -72,6 +121,18 @@ inline std::vector<tools::NamedKernel> all_kernels() {
   k.push_back(tools::named_kernel<loops_and_atomics<256>>("loops_and_atomics", 8));
   k.push_back(tools::named_kernel<int8_dot<32, 32, 64>>("int8_dot"));
   k.push_back(tools::named_kernel<bf16_math<64>>("bf16_math", 4));  // smaller than the CTA: duplicated elements
+  // Tensor cores (sm_80+): f16 at the examples' 32 x 32 x 32 and at 128 x 128 x 32, bf16, i8.
+  k.push_back(tools::named_kernel<tiled_matmul<f16, f32, 128, 128, 32>>("matmul_f16_128x128", 4));
+  k.push_back(tools::named_kernel<tiled_matmul<f16, f32, 128, 128, 32>>("matmul_f16_128x128_w8", 8));
+  k.push_back(tools::named_kernel<tiled_matmul<bf16, f32, 64, 64, 32>>("matmul_bf16", 4));
+  k.push_back(tools::named_kernel<tiled_matmul<i8, i32, 64, 64, 64>>("matmul_i8", 4));
+  k.push_back(tools::named_kernel<matmul_relu_f16<64, 32, 32>>("matmul_relu_f16", 4));
+  k.push_back(tools::named_kernel<attention_tile<32, 32, 64>>("attention_tile", 4));
+  // FMA: f32 operands, k not a multiple of 16, n not a multiple of 8, too few tiles for the warps.
+  k.push_back(tools::named_kernel<tiled_matmul<f32, f32, 32, 32, 32>>("matmul_f32", 4));
+  k.push_back(tools::named_kernel<tiled_matmul<f16, f32, 32, 32, 8>>("matmul_f16_k8", 4));
+  k.push_back(tools::named_kernel<tiled_matmul<f16, f32, 32, 4, 16>>("matmul_f16_n4", 4));
+  k.push_back(tools::named_kernel<tiled_matmul<f16, f32, 16, 16, 16>>("matmul_f16_one_tile", 4));
   return k;
 }
 

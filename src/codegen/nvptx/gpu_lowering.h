@@ -16,7 +16,7 @@ namespace kdsl::codegen::nvptx {
 // directly; otherwise the value must be readable at any index (recomputed or in shared memory).
 struct Index {
   std::vector<llvm::Value *> coords;
-  const BlockedLayout *layout = nullptr;
+  const Layout *layout = nullptr;
   const ir::Shape *shape = nullptr;
   int reg = -1;
   llvm::Value *valid = nullptr;  // false on duplicated elements (layout wraps); null: always valid
@@ -25,6 +25,18 @@ struct Index {
 
 // Integer, boolean and pointer elementwise ops, views, ranges, constants: recomputed where read.
 bool is_index_math(const ir::Op &op, const ir::Type &t);
+
+// An i32 LLVM value with integer operators, so index formulas written once as templates over
+// their integer type (layout.h, mma_fragments.h) emit IR here and run on ints in the tests.
+struct IrInt {
+  llvm::IRBuilder<> *b;
+  llvm::Value *v;
+};
+inline IrInt operator+(IrInt x, IrInt y) { return {x.b, x.b->CreateAdd(x.v, y.v)}; }
+inline IrInt operator+(IrInt x, int y) { return {x.b, x.b->CreateAdd(x.v, x.b->getInt32(uint32_t(y)))}; }
+inline IrInt operator*(IrInt x, int y) { return {x.b, x.b->CreateMul(x.v, x.b->getInt32(uint32_t(y)))}; }
+inline IrInt operator&(IrInt x, int y) { return {x.b, x.b->CreateAnd(x.v, uint64_t(y))}; }
+inline IrInt operator>>(IrInt x, int y) { return {x.b, x.b->CreateLShr(x.v, uint64_t(y))}; }
 
 struct ValueState {
   llvm::Value *scalar = nullptr;     // rank 0: uniform across the CTA
@@ -54,8 +66,9 @@ class GpuLowering {
   Index own_index(ir::ValueId v, int reg);
   const RegisterMap &registers(ir::ValueId v);
   llvm::Value *element(ir::ValueId v, const Index &idx);
-  void prepare(ir::ValueId v, bool own);
+  void prepare(ir::ValueId v, const Layout *reader);
   std::vector<llvm::Value *> to_regs(ir::ValueId v);
+  std::vector<llvm::Value *> regs_as(ir::ValueId v, ir::ValueId like);
   llvm::Value *shared_copy(ir::ValueId v);
   llvm::Value *shared_address(llvm::Value *base, const ir::Type &t, const std::vector<llvm::Value *> &coords);
   llvm::Value *load_shared(llvm::Value *base, const ir::Type &t, const std::vector<llvm::Value *> &coords);
@@ -66,7 +79,7 @@ class GpuLowering {
   void barrier_after_write();
   llvm::Value *lane_id() { return lane_; }
   llvm::Value *warp_id() { return warp_; }
-  llvm::Value *thread_coordinate(const BlockedLayout &l, int axis, bool warp_part);
+  llvm::Value *thread_coordinate(const Layout &l, int axis);
 
   template <class F>
   void when(llvm::Value *cond, F &&then);
@@ -89,10 +102,11 @@ class GpuLowering {
   void set_regs(ir::ValueId v, std::vector<llvm::Value *> regs);
   void set_scalar(ir::ValueId v, llvm::Value *s);
 
-  // --- lower_reduce.cpp / lower_dot.cpp -----------------------------------------------------
+  // --- lower_reduce.cpp / lower_dot.cpp / lower_mma.cpp ---------------------------------------
   void emit_reduce(const ir::Op &op);
   llvm::Value *read_partials(ir::ValueId v, const Index &idx);
   void emit_dot(const ir::Op &op);
+  void emit_mma_dot(const ir::Op &op, const MatrixInstruction &instruction);
 
   const ir::Function &fn_;
   const LayoutPlan &plan_;

@@ -45,7 +45,7 @@ void GpuLowering::emit_op(const ir::Op &op) {
     state_[size_t(v)].depth = depth_;
     return;
   }
-  for (ir::ValueId operand : op.operands) prepare(operand, true);
+  for (ir::ValueId operand : op.operands) prepare(operand, &plan_.layout[size_t(v)]);
   std::vector<llvm::Value *> regs;
   for (int r = 0; r < registers(v).count; ++r) regs.push_back(compute(op, own_index(v, r)));
   set_regs(v, std::move(regs));
@@ -67,7 +67,7 @@ void GpuLowering::emit_for(const ir::Op &op) {
   const ir::Region &body = op.regions[0];
   llvm::Value *lo = element(op.operands[0], {}), *hi = element(op.operands[1], {}), *step = element(op.operands[2], {});
   std::vector<std::vector<llvm::Value *>> inits;
-  for (size_t i = 3; i < op.operands.size(); ++i) inits.push_back(to_regs(op.operands[i]));
+  for (size_t i = 3; i < op.operands.size(); ++i) inits.push_back(regs_as(op.operands[i], body.args[i - 2]));
   llvm::Function *f = b_.GetInsertBlock()->getParent();
   llvm::BasicBlock *pre = b_.GetInsertBlock();
   llvm::BasicBlock *head = llvm::BasicBlock::Create(ctx_, "for", f);
@@ -99,7 +99,7 @@ void GpuLowering::emit_for(const ir::Op &op) {
   emit_region(body);
   const ir::Op &yield = body.ops.back();
   std::vector<std::vector<llvm::Value *>> next;
-  for (ir::ValueId y : yield.operands) next.push_back(to_regs(y));
+  for (size_t i = 0; i < yield.operands.size(); ++i) next.push_back(regs_as(yield.operands[i], body.args[i + 1]));
   llvm::Value *iv_next = b_.CreateAdd(iv, step);
   llvm::BasicBlock *latch = b_.GetInsertBlock();
   iv->addIncoming(iv_next, latch);
@@ -135,7 +135,8 @@ void GpuLowering::emit_if(const ir::Op &op) {
     ++depth_;
     const ir::Region &region = op.regions[size_t(branch)];
     emit_region(region);
-    for (ir::ValueId y : region.ops.back().operands) yielded[branch].push_back(to_regs(y));
+    const ir::Op &yield = region.ops.back();
+    for (size_t i = 0; i < yield.operands.size(); ++i) yielded[branch].push_back(regs_as(yield.operands[i], op.results[i]));
     for (auto it = shared_made_.begin(); it != shared_made_.end();) {
       if (it->second == depth_) {
         state_[size_t(it->first)].shared = nullptr;

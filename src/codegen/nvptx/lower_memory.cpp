@@ -35,7 +35,7 @@ void GpuLowering::emit_load(const ir::Op &op) {
     phi->addIncoming(other, from);
     return set_scalar(v, phi);
   }
-  for (ir::ValueId operand : op.operands) prepare(operand, true);
+  for (ir::ValueId operand : op.operands) prepare(operand, &plan_.layout[size_t(v)]);
   int width = plan_.width_of(&op);
   int count = registers(v).count;
   std::vector<llvm::Value *> regs(static_cast<size_t>(count));
@@ -86,7 +86,7 @@ void GpuLowering::emit_store(const ir::Op &op) {
     when(cond, [&] { b_.CreateStore(value, p); });
     return;
   }
-  for (ir::ValueId operand : op.operands) prepare(operand, true);
+  for (ir::ValueId operand : op.operands) prepare(operand, &plan_.layout[size_t(ptrs)]);
   int width = plan_.width_of(&op);
   llvm::Type *mem = storage_type(pt.elem);
   for (int r = 0; r < registers(ptrs).count; r += width) {
@@ -146,7 +146,7 @@ void GpuLowering::emit_atomic(const ir::Op &op) {
     barrier_after_write();
     return set_scalar(op.results[0], load_shared(slot, slot_type, {b_.getInt32(0)}));
   }
-  for (ir::ValueId operand : op.operands) prepare(operand, true);
+  for (ir::ValueId operand : op.operands) prepare(operand, &plan_.layout[size_t(ptrs)]);
   std::vector<llvm::Value *> olds;
   for (int r = 0; r < registers(ptrs).count; ++r) {
     Index idx = own_index(ptrs, r);

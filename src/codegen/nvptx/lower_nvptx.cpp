@@ -88,22 +88,16 @@ llvm::Value *GpuLowering::constant(const ir::Type &t, int64_t i, double f) {
 
 // --- where a thread's elements are ----------------------------------------------------------
 
-// This thread's first coordinate along `axis` of layout l: (warp part * lanes + lane part) *
-// size per thread. Computed once, in the prologue.
-llvm::Value *GpuLowering::thread_coordinate(const BlockedLayout &l, int axis, bool) {
+// This thread's first coordinate along `axis` of layout l (layout.h: thread_offset).
+// Computed once per layout, in the prologue.
+llvm::Value *GpuLowering::thread_coordinate(const Layout &l, int axis) {
   std::vector<llvm::Value *> &cached = thread_coords_[l.str()];
   if (cached.empty()) {
     llvm::IRBuilder<> pb(prologue_end_);
-    int lane_stride = 1, warp_stride = 1;
     cached.resize(size_t(l.rank));
-    for (int i = 0; i < l.rank; ++i) {
-      int d = l.order[size_t(i)];
-      llvm::Value *lane = pb.CreateAnd(pb.CreateLShr(lane_, uint64_t(__builtin_ctz(unsigned(lane_stride)))), uint64_t(l.threads_per_warp[size_t(d)] - 1));
-      llvm::Value *warp = pb.CreateAnd(pb.CreateLShr(warp_, uint64_t(__builtin_ctz(unsigned(warp_stride)))), uint64_t(l.warps_per_cta[size_t(d)] - 1));
-      llvm::Value *part = pb.CreateAdd(pb.CreateMul(warp, pb.getInt32(uint32_t(l.threads_per_warp[size_t(d)]))), lane);
-      cached[size_t(d)] = pb.CreateMul(part, pb.getInt32(uint32_t(l.size_per_thread[size_t(d)])), fmt::format("base{}", d));
-      lane_stride *= l.threads_per_warp[size_t(d)];
-      warp_stride *= l.warps_per_cta[size_t(d)];
+    for (int d = 0; d < l.rank; ++d) {
+      cached[size_t(d)] = thread_offset(l, d, IrInt{&pb, lane_}, IrInt{&pb, warp_}).v;
+      cached[size_t(d)]->setName(fmt::format("base{}", d));
     }
   }
   return cached[size_t(axis)];
@@ -116,7 +110,7 @@ const RegisterMap &GpuLowering::registers(ir::ValueId v) {
 }
 
 Index GpuLowering::own_index(ir::ValueId v, int reg) {
-  const BlockedLayout &l = plan_.layout[size_t(v)];
+  const Layout &l = plan_.layout[size_t(v)];
   const ir::Shape &s = fn_.type(v).shape;
   const RegisterMap &map = registers(v);
   Index idx;
@@ -126,7 +120,7 @@ Index GpuLowering::own_index(ir::ValueId v, int reg) {
   idx.axis_valid.assign(size_t(s.rank), nullptr);
   for (int d = 0; d < s.rank; ++d) {
     int64_t tile = l.tile(d), extent = s[d];
-    llvm::Value *raw = b_.CreateAdd(thread_coordinate(l, d, false), b_.getInt32(uint32_t(map.offset[size_t(reg)][size_t(d)])));
+    llvm::Value *raw = b_.CreateAdd(thread_coordinate(l, d), b_.getInt32(uint32_t(map.offset[size_t(reg)][size_t(d)])));
     int64_t reps = (extent + tile - 1) / tile;
     if (reps * tile != extent) {  // the layout covers more than the block: wrap, mark duplicates
       llvm::Value *inside = b_.CreateICmpULT(raw, b_.getInt32(uint32_t(extent)));
@@ -157,31 +151,44 @@ llvm::Value *GpuLowering::element(ir::ValueId v, const Index &idx) {
   return compute(*def, idx);
 }
 
-// Makes every value `v` reads readable where it will be read: a register value read at
-// other threads' elements (through a view) gets a shared copy now, at the top level of the
-// current region, so the barriers around it are reached by every thread.
-void GpuLowering::prepare(ir::ValueId v, bool own) {
+// Makes every value `v` reads readable where it will be read: at the elements `reader`
+// (a layout) gives this thread, or, with no reader, at any element. A register value held in
+// another layout, or read at other threads' elements (through a view), gets a shared copy
+// now, at the top level of the current region, so the barriers around it are reached by
+// every thread: this is the conversion between layouts (mma accumulator to blocked, say).
+void GpuLowering::prepare(ir::ValueId v, const Layout *reader) {
   const ir::Type &t = fn_.type(v);
   if (t.shape.rank == 0) return;
   ValueState &st = state_[size_t(v)];
   if (st.shared || st.partials) return;
   if (st.has_regs) {
-    if (!own) shared_copy(v);
+    if (!reader || !(*reader == plan_.layout[size_t(v)])) shared_copy(v);
     return;
   }
   const ir::Op *def = def_[size_t(v)];
   if (!def) return;
   bool keeps_index = ir::is_elementwise(def->kind);
-  for (ir::ValueId operand : def->operands) prepare(operand, own && keeps_index);
+  for (ir::ValueId operand : def->operands) prepare(operand, keeps_index ? reader : nullptr);
 }
 
 std::vector<llvm::Value *> GpuLowering::to_regs(ir::ValueId v) {
   if (fn_.type(v).shape.rank == 0) return {element(v, {})};
   ValueState &st = state_[size_t(v)];
   if (st.has_regs) return st.regs;
-  prepare(v, true);
+  prepare(v, &plan_.layout[size_t(v)]);
   std::vector<llvm::Value *> regs;
   for (int r = 0; r < registers(v).count; ++r) regs.push_back(element(v, own_index(v, r)));
+  return regs;
+}
+
+// The elements of `v` at the registers `like` (same shape) holds: v's own registers when the
+// layouts agree, else read through shared memory (loop-carried values, if results, dot's
+// accumulator).
+std::vector<llvm::Value *> GpuLowering::regs_as(ir::ValueId v, ir::ValueId like) {
+  if (fn_.type(v).shape.rank == 0 || plan_.layout[size_t(v)] == plan_.layout[size_t(like)]) return to_regs(v);
+  prepare(v, &plan_.layout[size_t(like)]);
+  std::vector<llvm::Value *> regs;
+  for (int r = 0; r < registers(like).count; ++r) regs.push_back(element(v, own_index(like, r)));
   return regs;
 }
 

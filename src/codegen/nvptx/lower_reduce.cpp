@@ -83,7 +83,7 @@ void GpuLowering::emit_reduce(const ir::Op &op) {
   ir::ValueId x = op.operands[0], v = op.results[0];
   const ir::Type &in = fn_.type(x), &out = fn_.type(v);
   int axis = int(op.ints[0]);
-  const BlockedLayout &l = plan_.layout[size_t(x)];
+  const Layout &l = plan_.layout[size_t(x)];
   llvm::Type *ty = compute_type(in.elem);
   Combiner combiner(b_, op.kind, in.elem, ty);
   std::vector<llvm::Value *> xs = to_regs(x);

@@ -40,6 +40,40 @@ llvm::Value *shuffle_xor(llvm::IRBuilder<> &b, llvm::Value *v, int lane_mask) {
   return b.CreateIntrinsic(id, {}, {b.getInt32(-1), v, b.getInt32(lane_mask), b.getInt32(0x1f)});
 }
 
+std::vector<llvm::Value *> ldmatrix(llvm::IRBuilder<> &b, llvm::Value *row_address, int count, bool trans) {
+  llvm::Intrinsic::ID id = count == 4 ? (trans ? llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16 : llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16)
+                                      : (trans ? llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_trans_b16 : llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_b16);
+  if (count != 2 && count != 4) internal_error("ldmatrix: count must be 2 or 4");
+  llvm::Value *loaded = b.CreateIntrinsic(id, {row_address->getType()}, {row_address});  // overloaded on the pointer: .p3 is .shared
+  std::vector<llvm::Value *> regs;
+  for (int i = 0; i < count; ++i) regs.push_back(b.CreateExtractValue(loaded, unsigned(i)));
+  return regs;
+}
+
+std::vector<llvm::Value *> mma_sync(llvm::IRBuilder<> &b, const MatrixInstruction &mi, const std::vector<llvm::Value *> &a,
+                                    const std::vector<llvm::Value *> &bv, const std::vector<llvm::Value *> &c) {
+  llvm::Intrinsic::ID id;
+  llvm::Type *operand = b.getInt32Ty();
+  if (mi.m == 16 && mi.n == 8 && mi.k == 16 && mi.a == DType::F16 && mi.b == DType::F16 && mi.acc == DType::F32) {
+    id = llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32;  // named by its D and C types
+    operand = llvm::FixedVectorType::get(b.getHalfTy(), 2);
+  } else if (mi.m == 16 && mi.n == 8 && mi.k == 16 && mi.a == DType::BF16 && mi.b == DType::BF16 && mi.acc == DType::F32) {
+    id = llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16;
+  } else if (mi.m == 16 && mi.n == 8 && mi.k == 32 && mi.a == DType::I8 && mi.b == DType::I8 && mi.acc == DType::I32) {
+    id = llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_s8;
+  } else {
+    internal_error(std::string("nvptx: no mma.sync intrinsic for ") + mi.name);
+  }
+  std::vector<llvm::Value *> args;
+  for (llvm::Value *x : a) args.push_back(b.CreateBitCast(x, operand));
+  for (llvm::Value *x : bv) args.push_back(b.CreateBitCast(x, operand));
+  args.insert(args.end(), c.begin(), c.end());
+  llvm::Value *d = b.CreateIntrinsic(id, {}, args);
+  std::vector<llvm::Value *> out;
+  for (unsigned i = 0; i < c.size(); ++i) out.push_back(b.CreateExtractValue(d, i));
+  return out;
+}
+
 llvm::Value *emit_math(llvm::IRBuilder<> &b, llvm::Module &m, OpKind kind, llvm::Value *x, llvm::Value *y) {
   auto f32 = [&](double v) { return llvm::ConstantFP::get(b.getFloatTy(), v); };
   switch (kind) {

@@ -3,6 +3,7 @@
 #pragma once
 #include <llvm/IR/IRBuilder.h>
 
+#include "codegen/target_info.h"
 #include "ir/ir.h"
 
 namespace kdsl::codegen::nvptx {
@@ -16,6 +17,15 @@ llvm::Value *grid_size(llvm::IRBuilder<> &b, int axis);    // %nctaid
 void barrier(llvm::IRBuilder<> &b);                        // bar.sync 0
 // The value of `v` (f32 or i32) in the lane whose id is this lane's xor `lane_mask`.
 llvm::Value *shuffle_xor(llvm::IRBuilder<> &b, llvm::Value *v, int lane_mask);
+
+// ldmatrix.sync.aligned.m8n8.x{count}[.trans].shared.b16 (count 2 or 4): each lane gives the
+// shared address of one 8 x 8 matrix row and gets `count` i32 registers (mma_fragments.h).
+std::vector<llvm::Value *> ldmatrix(llvm::IRBuilder<> &b, llvm::Value *row_address, int count, bool trans);
+
+// mma.sync.aligned for `instruction` (m16n8k16 f16 or bf16 into f32, m16n8k32 s8 into s32):
+// returns d = a * b + c for this lane's 4 accumulators; a: 4 i32, b: 2 i32 (packed elements).
+std::vector<llvm::Value *> mma_sync(llvm::IRBuilder<> &b, const MatrixInstruction &instruction, const std::vector<llvm::Value *> &a,
+                                    const std::vector<llvm::Value *> &bv, const std::vector<llvm::Value *> &c);
 
 // f32 math for one elementwise op (Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Sin, Cos, Tanh,
 // Sigmoid, Rem): fast PTX instructions where their precision is enough (ex2.approx for exp

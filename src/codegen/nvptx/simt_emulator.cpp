@@ -9,7 +9,9 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <array>
 #include <barrier>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -17,11 +19,13 @@
 #include <vector>
 
 #include <kdsl/error.h>
+#include <kdsl/half.h>
 
 #include "codegen/codegen.h"
 #include "codegen/host/target_machine.h"
 #include "codegen/nvptx/assign_layouts.h"
 #include "codegen/nvptx/lower_nvptx.h"
+#include "codegen/nvptx/mma_fragments.h"
 #include "codegen/pipeline.h"
 
 namespace kdsl::codegen::nvptx {
@@ -31,6 +35,8 @@ namespace {
 struct Machine {
   std::barrier<> *sync = nullptr;
   std::vector<uint32_t> exchange;
+  std::vector<uint64_t> addresses;                // ldmatrix: each thread's row address
+  std::vector<std::array<uint32_t, 10>> fragments;  // mma.sync: each thread's a, b, c registers
   int32_t ctaid[3] = {}, nctaid[3] = {};
   alignas(16) uint8_t shared[228 * 1024];
 };
@@ -58,6 +64,72 @@ float emu_shfl_f32(float v, int32_t mask) {
 }
 float emu_rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 
+// ldmatrix.sync.aligned.m8n8.x{count}[.trans].shared.b16, from the PTX ISA's description:
+// lanes 8j .. 8j + 7 give the row addresses of matrix j; lane l receives in register j the
+// 16-bit pair at row l / 4, columns 2 (l % 4) + {0, 1} (with .trans: rows 2 (l % 4) + {0, 1},
+// column l / 4).
+void emu_ldmatrix(uint64_t address, int32_t count, int32_t trans, uint32_t *out) {
+  machine.addresses[size_t(this_tid)] = address;
+  machine.sync->arrive_and_wait();
+  int lane = this_tid % 32, warp_base = this_tid - lane;
+  for (int j = 0; j < count; ++j) {
+    uint16_t pair[2];
+    for (int h = 0; h < 2; ++h) {
+      int row = trans ? 2 * (lane % 4) + h : lane / 4, col = trans ? lane / 4 : 2 * (lane % 4) + h;
+      std::memcpy(&pair[h], reinterpret_cast<const uint8_t *>(machine.addresses[size_t(warp_base + 8 * j + row)]) + 2 * col, 2);
+    }
+    out[j] = uint32_t(pair[0]) | uint32_t(pair[1]) << 16;
+  }
+  machine.sync->arrive_and_wait();
+}
+
+double fragment_value(DType t, uint32_t reg, int i) {
+  switch (t) {
+    case DType::F16: return f16_bits_to_f32(uint16_t(reg >> (16 * i)));
+    case DType::BF16: return bf16_bits_to_f32(uint16_t(reg >> (16 * i)));
+    default: return int8_t(uint8_t(reg >> (8 * i)));
+  }
+}
+
+// mma.sync for the sm_80 instruction `index`: every lane of the warp contributes its a, b
+// and c registers; each lane computes its d elements from the ISA's fragment tables.
+void emu_mma(int32_t index, const uint32_t *abc, uint32_t *d) {
+  const MatrixInstruction &mi = target_info("sm_80").matrix_instructions[size_t(index)];
+  std::memcpy(machine.fragments[size_t(this_tid)].data(), abc, 40);
+  machine.sync->arrive_and_wait();
+  int lane = this_tid % 32, warp_base = this_tid - lane;
+  int per_reg = 4 / dtype_bytes(mi.a);
+  std::vector<double> a(size_t(mi.m * mi.k)), b(size_t(mi.k * mi.n));
+  for (int l = 0; l < 32; ++l) {
+    const auto &f = machine.fragments[size_t(warp_base + l)];
+    for (int i = 0; i < mma_a_elements(mi); ++i) {
+      FragmentElement e = mma_a_element(mi, l, i);
+      a[size_t(e.row * mi.k + e.col)] = fragment_value(mi.a, f[size_t(i / per_reg)], i % per_reg);
+    }
+    for (int i = 0; i < mma_b_elements(mi); ++i) {
+      FragmentElement e = mma_b_element(mi, l, i);
+      b[size_t(e.row * mi.n + e.col)] = fragment_value(mi.b, f[size_t(4 + i / per_reg)], i % per_reg);
+    }
+  }
+  for (int i = 0; i < kMmaCElements; ++i) {
+    FragmentElement e = mma_c_element(mi, lane, i);
+    double sum = 0;
+    for (int k = 0; k < mi.k; ++k) sum += a[size_t(e.row * mi.k + k)] * b[size_t(k * mi.n + e.col)];
+    uint32_t c = abc[6 + i];
+    if (mi.acc == DType::F32) d[i] = std::bit_cast<uint32_t>(float(double(std::bit_cast<float>(c)) + sum));
+    else d[i] = c + uint32_t(int64_t(sum));  // s32 wraps, as the non-saturating instruction does
+  }
+  machine.sync->arrive_and_wait();
+}
+
+int instruction_index(llvm::Intrinsic::ID id) {
+  DType a = id == llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32 ? DType::F16 : id == llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16 ? DType::BF16 : DType::I8;
+  const auto &list = target_info("sm_80").matrix_instructions;
+  for (size_t i = 0; i < list.size(); ++i)
+    if (list[i].a == a) return int(i);
+  internal_error("emulator: no sm_80 instruction for an mma intrinsic");
+}
+
 llvm::Value *callee(llvm::IRBuilder<> &b, void *fn) { return b.CreateIntToPtr(b.getInt64(reinterpret_cast<uint64_t>(fn)), b.getPtrTy()); }
 
 void rewrite_calls(llvm::Module &m) {
@@ -77,6 +149,12 @@ void rewrite_calls(llvm::Module &m) {
       for (auto *a : args) types.push_back(a->getType());
       return b.CreateCall(llvm::FunctionType::get(ret, types, false), callee(b, fn), args);
     };
+    // i32 words on the stack, allocated once in the entry block (calls sit in loops).
+    auto words = [&](llvm::CallInst *at, unsigned n) -> llvm::Value * {
+      llvm::BasicBlock &entry = at->getFunction()->getEntryBlock();
+      llvm::IRBuilder<> eb(&entry, entry.getFirstInsertionPt());
+      return eb.CreateAlloca(llvm::ArrayType::get(i32, n));
+    };
     llvm::Value *r = nullptr;
     switch (target->getIntrinsicID()) {
       case llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x: r = call(reinterpret_cast<void *>(&emu_tid), i32, {}); break;
@@ -90,6 +168,29 @@ void rewrite_calls(llvm::Module &m) {
       case llvm::Intrinsic::nvvm_shfl_sync_bfly_f32: r = call(reinterpret_cast<void *>(&emu_shfl_f32), f32, {c->getArgOperand(1), c->getArgOperand(2)}); break;
       case llvm::Intrinsic::nvvm_shfl_sync_bfly_i32: r = call(reinterpret_cast<void *>(&emu_shfl_i32), i32, {c->getArgOperand(1), c->getArgOperand(2)}); break;
       case llvm::Intrinsic::nvvm_ex2_approx_ftz_f: r = b.CreateIntrinsic(llvm::Intrinsic::exp2, {f32}, {c->getArgOperand(0)}); break;
+      case llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_b16: case llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_trans_b16:
+      case llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16: case llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16: {
+        auto id = target->getIntrinsicID();
+        int count = id == llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_b16 || id == llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_trans_b16 ? 2 : 4;
+        bool trans = id == llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_trans_b16 || id == llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16;
+        llvm::Value *out = words(c, 4);
+        call(reinterpret_cast<void *>(&emu_ldmatrix), b.getVoidTy(), {b.CreatePtrToInt(c->getArgOperand(0), b.getInt64Ty()), b.getInt32(uint32_t(count)), b.getInt32(trans), out});
+        r = llvm::PoisonValue::get(c->getType());
+        for (int i = 0; i < count; ++i) r = b.CreateInsertValue(r, b.CreateLoad(i32, b.CreateConstInBoundsGEP1_32(i32, out, unsigned(i))), unsigned(i));
+        break;
+      }
+      case llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32: case llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16:
+      case llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_s8: {
+        llvm::Value *in = words(c, 10), *out = words(c, 4);
+        for (unsigned i = 0; i < 10; ++i) b.CreateStore(b.CreateBitCast(c->getArgOperand(i), i32), b.CreateConstInBoundsGEP1_32(i32, in, i));
+        call(reinterpret_cast<void *>(&emu_mma), b.getVoidTy(), {b.getInt32(uint32_t(instruction_index(target->getIntrinsicID()))), in, out});
+        r = llvm::PoisonValue::get(c->getType());
+        for (unsigned i = 0; i < 4; ++i) {
+          llvm::Type *elem = llvm::cast<llvm::StructType>(c->getType())->getElementType(i);
+          r = b.CreateInsertValue(r, b.CreateBitCast(b.CreateLoad(i32, b.CreateConstInBoundsGEP1_32(i32, out, i)), elem), i);
+        }
+        break;
+      }
       default: {
         llvm::StringRef name = target->getName();
         if (!name.starts_with("__nv_")) continue;
@@ -128,8 +229,9 @@ void add_entry(llvm::Module &m, llvm::Function *kernel, const std::string &name)
 
 }  // namespace
 
-EmulatedKernel compile_for_emulation(const ir::Function &traced, const std::string &symbol, int num_warps) {
-  const TargetInfo &target = target_info("sm_80");
+EmulatedKernel compile_for_emulation(const ir::Function &traced, const std::string &symbol, int num_warps, bool tensor_cores) {
+  TargetInfo target = target_info("sm_80");
+  if (!tensor_cores) target.matrix_instructions.clear();
   ir::Function fn = traced;
   run_pipeline(fn);
   LayoutPlan plan = assign_layouts(fn, target, num_warps);
@@ -167,6 +269,8 @@ void emulate_launch(const EmulatedKernel &k, const int32_t grid[3], const uint64
   std::barrier<> sync(k.threads);
   machine.sync = &sync;
   machine.exchange.assign(size_t(k.threads), 0);
+  machine.addresses.assign(size_t(k.threads), 0);
+  machine.fragments.assign(size_t(k.threads), {});
   for (int i = 0; i < 3; ++i) machine.nctaid[i] = grid[i];
   std::vector<std::thread> threads;
   for (int t = 0; t < k.threads; ++t)

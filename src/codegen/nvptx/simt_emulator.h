@@ -19,7 +19,10 @@ struct EmulatedKernel {
 // Runs the pipeline and the NVPTX lowering for `num_warps`, then rewrites the module for the
 // host: NVVM special registers, barriers and shuffles become calls into the emulator,
 // ex2.approx becomes exp2, libdevice functions become libm's, shared memory one buffer.
-EmulatedKernel compile_for_emulation(const ir::Function &fn, const std::string &symbol, int num_warps);
+// The target is sm_80; without `tensor_cores` its matrix instructions are left out, so dot
+// takes the FMA path. With them, ldmatrix and mma.sync run as warp-wide emulator calls that
+// follow the PTX ISA's fragment tables (mma_fragments.h): the tensor-core lowering, run.
+EmulatedKernel compile_for_emulation(const ir::Function &fn, const std::string &symbol, int num_warps, bool tensor_cores = false);
 
 // Runs every program of the grid, one after another, each on `threads` CPU threads.
 void emulate_launch(const EmulatedKernel &k, const int32_t grid[3], const uint64_t *slots);

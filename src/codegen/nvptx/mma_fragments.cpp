@@ -1,0 +1,48 @@
+// mma_fragments.cpp - mma.sync fragment element positions, transcribed from the PTX ISA
+#include "codegen/nvptx/mma_fragments.h"
+
+#include <kdsl/error.h>
+
+namespace kdsl::codegen::nvptx {
+namespace {
+
+bool eight_bit(const MatrixInstruction &mi) {
+  bool ok16 = mi.m == 16 && mi.n == 8 && mi.k == 16 && dtype_bytes(mi.a) == 2;
+  bool ok8 = mi.m == 16 && mi.n == 8 && mi.k == 32 && dtype_bytes(mi.a) == 1;
+  if (!ok16 && !ok8) internal_error(std::string("mma fragments: no fragment table for ") + mi.name);
+  return ok8;
+}
+
+}  // namespace
+
+// Each case is the ISA's table as written there, not the shared form of the header comment,
+// so the tests compare the lowering against the text.
+FragmentElement mma_a_element(const MatrixInstruction &mi, int lane, int i) {
+  int g = lane >> 2, t = lane % 4;
+  if (!eight_bit(mi)) {  // a0..a7
+    int row = (i < 2 || (i >= 4 && i < 6)) ? g : g + 8;
+    int col = t * 2 + (i & 1) + (i >= 4 ? 8 : 0);
+    return {row, col};
+  }
+  // a0..a15
+  int row = (i < 4 || (i >= 8 && i < 12)) ? g : g + 8;
+  int col = t * 4 + (i & 3) + (i >= 8 ? 16 : 0);
+  return {row, col};
+}
+
+FragmentElement mma_b_element(const MatrixInstruction &mi, int lane, int i) {
+  int g = lane >> 2, t = lane % 4;
+  if (!eight_bit(mi)) return {t * 2 + (i & 1) + (i >= 2 ? 8 : 0), g};  // b0..b3
+  return {t * 4 + (i & 3) + (i >= 4 ? 16 : 0), g};                      // b0..b7
+}
+
+FragmentElement mma_c_element(const MatrixInstruction &mi, int lane, int i) {
+  eight_bit(mi);
+  int g = lane >> 2, t = lane % 4;
+  return {i < 2 ? g : g + 8, t * 2 + (i & 1)};
+}
+
+int mma_a_elements(const MatrixInstruction &mi) { return eight_bit(mi) ? 16 : 8; }
+int mma_b_elements(const MatrixInstruction &mi) { return eight_bit(mi) ? 8 : 4; }
+
+}  // namespace kdsl::codegen::nvptx

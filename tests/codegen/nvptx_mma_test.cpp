@@ -1,0 +1,275 @@
+// nvptx_mma_test.cpp - tensor-core dot: fragment index math against the PTX ISA on the host, PTX golden checks, FMA fallbacks
+#include <doctest/doctest.h>
+
+#include <map>
+#include <set>
+
+#include <kdsl/kdsl.h>
+
+#include "codegen/codegen.h"
+#include "codegen/nvptx/layout.h"
+#include "codegen/nvptx/mma_fragments.h"
+#include "codegen/nvptx/ptxas.h"
+#include "codegen/target_info.h"
+#include "tests/codegen/nvptx_test_kernels.h"
+
+using namespace kdsl;
+using namespace kdsl::codegen::nvptx;
+using kdsl::codegen::MatrixInstruction;
+
+namespace mma_test {
+
+const std::vector<MatrixInstruction> &instructions() { return codegen::target_info("sm_80").matrix_instructions; }
+
+// Shared memory of one operand tile as the lowering stages it (staged_row_bytes), byte by
+// byte: which (row, col) element and which of its bytes sits at each address.
+struct TileMemory {
+  int rows, cols, elem_bytes, row_bytes;
+  struct Byte {
+    int row, col, byte;
+  };
+  std::vector<Byte> bytes;
+  TileMemory(int r, int c, int eb) : rows(r), cols(c), elem_bytes(eb), row_bytes(int(staged_row_bytes(c * eb))) {
+    bytes.assign(size_t(rows * row_bytes), Byte{-1, -1, -1});
+    for (int i = 0; i < rows; ++i)
+      for (int j = 0; j < cols; ++j)
+        for (int b = 0; b < eb; ++b) bytes[size_t(i * row_bytes + j * eb + b)] = {i, j, b};
+  }
+  int address(int row, int col) const { return row * row_bytes + col * elem_bytes; }
+};
+
+// ldmatrix as the PTX ISA describes it: lanes 8j .. 8j + 7 give the rows of matrix j; lane
+// `lane` receives in register j the 16-bit pair at row lane / 4, columns 2 (lane % 4) + h
+// (.trans: rows 2 (lane % 4) + h, column lane / 4). Returns the 4 bytes of that register.
+std::array<TileMemory::Byte, 4> ldmatrix_register(const TileMemory &mem, const std::vector<int> &row_address, int lane, int j, bool trans) {
+  std::array<TileMemory::Byte, 4> out{};
+  for (int h = 0; h < 2; ++h) {
+    int row = trans ? 2 * (lane % 4) + h : lane / 4, col16 = trans ? lane / 4 : 2 * (lane % 4) + h;
+    int address = row_address[size_t(8 * j + row)] + 2 * col16;
+    out[size_t(2 * h)] = mem.bytes[size_t(address)];
+    out[size_t(2 * h + 1)] = mem.bytes[size_t(address + 1)];
+  }
+  return out;
+}
+
+// Element i of a fragment register: bytes [i * eb, (i + 1) * eb), which must be one whole
+// element of the tile.
+std::pair<int, int> element_of(const std::array<TileMemory::Byte, 4> &reg, int i, int eb) {
+  const TileMemory::Byte &first = reg[size_t(i * eb)];
+  for (int b = 0; b < eb; ++b) {
+    const TileMemory::Byte &x = reg[size_t(i * eb + b)];
+    if (x.row != first.row || x.col != first.col || x.byte != b) return {-1, -1};
+  }
+  return {first.row, first.col};
+}
+
+codegen::CompiledObject compile(const std::string &name, const std::string &arch) {
+  const tools::NamedKernel &k = nvptx_test::find(name);
+  codegen::CudaCompileOptions options;
+  options.arch = arch;
+  options.num_warps = k.num_warps;
+  return codegen::compile_for_cuda(tools::trace_kernel(k.signature, tools::parse_specialization("aligned", k.signature)), "kdsl_" + name, options, {});
+}
+
+bool contains(const std::string &text, const std::string &what) { return text.find(what) != std::string::npos; }
+
+}  // namespace mma_test
+
+using namespace mma_test;
+
+TEST_CASE("mma fragments: A, B and C of each sm_80 instruction cover their tiles exactly once") {
+  for (const MatrixInstruction &mi : instructions()) {
+    CAPTURE(mi.name);
+    CAPTURE(dtype_name(mi.a));
+    std::map<std::pair<int, int>, int> a, b, c;
+    for (int lane = 0; lane < 32; ++lane) {
+      for (int i = 0; i < mma_a_elements(mi); ++i) {
+        FragmentElement e = mma_a_element(mi, lane, i);
+        CHECK((e.row >= 0 && e.row < mi.m && e.col >= 0 && e.col < mi.k));
+        ++a[{e.row, e.col}];
+      }
+      for (int i = 0; i < mma_b_elements(mi); ++i) {
+        FragmentElement e = mma_b_element(mi, lane, i);
+        CHECK((e.row >= 0 && e.row < mi.k && e.col >= 0 && e.col < mi.n));
+        ++b[{e.row, e.col}];
+      }
+      for (int i = 0; i < kMmaCElements; ++i) {
+        FragmentElement e = mma_c_element(mi, lane, i);
+        CHECK((e.row >= 0 && e.row < mi.m && e.col >= 0 && e.col < mi.n));
+        ++c[{e.row, e.col}];
+      }
+    }
+    CHECK(a.size() == size_t(mi.m * mi.k));
+    CHECK(b.size() == size_t(mi.k * mi.n));
+    CHECK(c.size() == size_t(mi.m * mi.n));
+    for (auto *counts : {&a, &b, &c})
+      for (auto &[at, n] : *counts) CHECK(n == 1);
+    // 32 bits per register: 32 lanes x 4 registers of A, x 2 of B, x 4 accumulators.
+    CHECK(mma_a_elements(mi) * dtype_bytes(mi.a) == 16);
+    CHECK(mma_b_elements(mi) * dtype_bytes(mi.b) == 8);
+  }
+}
+
+TEST_CASE("mma fragments: ldmatrix at the lowering's row addresses delivers exactly the A fragment") {
+  for (const MatrixInstruction &mi : instructions()) {
+    CAPTURE(dtype_name(mi.a));
+    int eb = dtype_bytes(mi.a), per_reg = 4 / eb;
+    TileMemory mem(16, mi.k, eb);  // one m tile, one k step
+    std::vector<int> rows(32);
+    for (int lane = 0; lane < 32; ++lane) {
+      TileCoord<int> at = ldmatrix_a_row(lane, eb);
+      rows[size_t(lane)] = mem.address(at.row, at.col);
+      CHECK(rows[size_t(lane)] % 16 == 0);  // ldmatrix rows are 16-byte aligned
+    }
+    for (int lane = 0; lane < 32; ++lane)
+      for (int j = 0; j < 4; ++j) {
+        auto reg = ldmatrix_register(mem, rows, lane, j, false);
+        for (int i = 0; i < per_reg; ++i) {
+          FragmentElement want = mma_a_element(mi, lane, j * per_reg + i);
+          CHECK(element_of(reg, i, eb) == std::pair(want.row, want.col));
+        }
+      }
+  }
+}
+
+TEST_CASE("mma fragments: ldmatrix delivers the B fragments of two n tiles (x4) or one (x2), 16-bit B transposed on load, 8-bit B staged transposed") {
+  for (const MatrixInstruction &mi : instructions())
+    for (int n_stride : {8, 16, 32}) {
+      CAPTURE(dtype_name(mi.b));
+      CAPTURE(n_stride);
+      int eb = dtype_bytes(mi.b), per_reg = 4 / eb;
+      bool trans = mma_b_transposed_load(mi);
+      int n_extent = n_stride + 8;
+      // As the lowering stages it: [k][n] for 16-bit B, [n][k] for 8-bit B.
+      TileMemory mem = trans ? TileMemory(mi.k, n_extent, eb) : TileMemory(n_extent, mi.k, eb);
+      for (bool pair : {true, false}) {
+        CAPTURE(pair);
+        std::vector<int> rows(32);
+        for (int lane = 0; lane < 32; ++lane) {
+          TileCoord<int> at = trans ? ldmatrix_b_trans_row(lane, pair ? n_stride : 0) : ldmatrix_b_row(lane, eb, pair ? n_stride : 0);
+          rows[size_t(lane)] = mem.address(at.row, at.col);
+          CHECK(rows[size_t(lane)] % 16 == 0);
+        }
+        for (int lane = 0; lane < 32; ++lane)
+          for (int j = 0; j < (pair ? 4 : 2); ++j) {
+            auto reg = ldmatrix_register(mem, rows, lane, j, trans);
+            int tile = j >> 1, breg = j & 1;  // register j: b register j & 1 of n tile j >> 1
+            for (int i = 0; i < per_reg; ++i) {
+              FragmentElement want = mma_b_element(mi, lane, breg * per_reg + i);  // (k, n)
+              std::pair<int, int> got = element_of(reg, i, eb);
+              std::pair<int, int> k_n = trans ? got : std::pair(got.second, got.first);
+              CHECK(k_n == std::pair(want.row, want.col + tile * n_stride));
+            }
+          }
+      }
+    }
+}
+
+TEST_CASE("mma fragments: the staged rows make ldmatrix conflict-free (8 rows of a matrix in 8 different 16-byte bank groups)") {
+  for (int row_elems : {16, 32, 64, 128, 8, 24}) {
+    TileMemory mem(16, row_elems, 2);
+    CAPTURE(mem.row_bytes);
+    std::set<int> groups;
+    for (int r = 0; r < 8; ++r) groups.insert((mem.address(r, 0) / 16) % 8);
+    CHECK(groups.size() == 8);
+  }
+}
+
+TEST_CASE("mma layout: the accumulator registers of each warp and lane are the C fragments of its instruction tiles, each element once") {
+  const MatrixInstruction &mi = instructions()[0];
+  struct Case {
+    int m, n;
+    std::array<int, 2> warps;
+  };
+  for (Case cs : {Case{32, 32, {2, 2}}, Case{128, 128, {2, 2}}, Case{128, 128, {4, 2}}, Case{64, 32, {4, 1}}, Case{16, 64, {1, 4}}, Case{16, 8, {1, 1}}}) {
+    CAPTURE(cs.m);
+    CAPTURE(cs.n);
+    CAPTURE(cs.warps[0]);
+    Layout l = mma_layout(mi, cs.warps);
+    ir::Shape shape{cs.m, cs.n};
+    RegisterMap map = register_map(l, shape);
+    int warps = cs.warps[0] * cs.warps[1];
+    CHECK(map.count * warps * 32 == cs.m * cs.n);
+    std::map<std::pair<int, int>, int> seen;
+    for (int warp = 0; warp < warps; ++warp)
+      for (int lane = 0; lane < 32; ++lane) {
+        int row0 = thread_offset(l, 0, lane, warp), col0 = thread_offset(l, 1, lane, warp);
+        int warp_row = thread_offset(l, 0, 0, warp), warp_col = thread_offset(l, 1, 0, warp);
+        for (int r = 0; r < map.count; ++r) ++seen[{row0 + map.offset[size_t(r)][0], col0 + map.offset[size_t(r)][1]}];
+        // The lowering's choice of register for C element i of tile (tm, tn): the one at
+        // offset tile origin + lane 0's position of i (lower_mma.cpp).
+        for (int tm = 0; tm < cs.m / l.tile(0); ++tm)
+          for (int tn = 0; tn < cs.n / l.tile(1); ++tn)
+            for (int i = 0; i < kMmaCElements; ++i) {
+              FragmentElement c0 = mma_c_element(mi, 0, i), c = mma_c_element(mi, lane, i);
+              int r = -1;
+              for (int x = 0; x < map.count; ++x)
+                if (map.offset[size_t(x)][0] == tm * l.tile(0) + c0.row && map.offset[size_t(x)][1] == tn * l.tile(1) + c0.col) r = x;
+              REQUIRE(r >= 0);
+              CHECK(row0 + map.offset[size_t(r)][0] == warp_row + tm * l.tile(0) + c.row);
+              CHECK(col0 + map.offset[size_t(r)][1] == warp_col + tn * l.tile(1) + c.col);
+            }
+      }
+    CHECK(seen.size() == size_t(cs.m * cs.n));
+    for (auto &[at, count] : seen) CHECK(count == 1);
+    // Consecutive registers pair adjacent columns: stores of an f32 accumulator are 8 bytes.
+    CHECK(map.offset[1][1] == map.offset[0][1] + 1);
+  }
+}
+
+TEST_CASE("nvptx mma: f16, bf16 and i8 matmuls assemble for sm_80 and sm_90 on mma.sync with ldmatrix operands, without spills") {
+  bool have_ptxas = !codegen::nvptx::find_ptxas().empty();
+  struct Case {
+    const char *kernel, *mma;
+    bool trans;  // B loaded with ldmatrix .trans (16-bit); 8-bit B is staged transposed
+  };
+  for (Case cs : {Case{"matmul", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", true},
+                  Case{"matmul_f16_128x128", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", true},
+                  Case{"matmul_f16_128x128_w8", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", true},
+                  Case{"matmul_bf16", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", true},
+                  Case{"matmul_i8", "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", false},
+                  Case{"matmul_relu_f16", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", true},
+                  Case{"attention_tile", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", true}})
+    for (const char *arch : {"sm_80", "sm_90"}) {
+      CAPTURE(cs.kernel);
+      CAPTURE(arch);
+      codegen::CompiledObject obj = compile(cs.kernel, arch);
+      CHECK(contains(obj.ptx, cs.mma));
+      CHECK(contains(obj.ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
+      CHECK(contains(obj.ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == cs.trans);
+      CHECK_FALSE(contains(obj.ptx, "fma.rn.f32"));
+      if (!have_ptxas) continue;
+      REQUIRE(obj.resources.assembled);
+      CHECK(obj.resources.spill_store_bytes == 0);
+      CHECK(obj.resources.spill_load_bytes == 0);
+      std::string report = std::string(cs.kernel) + " " + arch + ": " + std::to_string(obj.resources.registers) + " registers, " +
+                           std::to_string(obj.resources.dynamic_shared_bytes) + " bytes shared";
+      MESSAGE(report);
+    }
+}
+
+TEST_CASE("nvptx mma: f32 operands, tiles that are not whole instruction tiles and too few tiles for the warps multiply with FMAs") {
+  for (const char *name : {"matmul_f32", "matmul_f16_k8", "matmul_f16_n4", "matmul_f16_one_tile"})
+    for (const char *arch : {"sm_80", "sm_90"}) {
+      CAPTURE(name);
+      CAPTURE(arch);
+      std::string ptx = compile(name, arch).ptx;
+      CHECK_FALSE(contains(ptx, "mma.sync"));
+      CHECK_FALSE(contains(ptx, "ldmatrix"));
+      CHECK(contains(ptx, "fma.rn.f32"));
+    }
+}
+
+TEST_CASE("nvptx mma: sm_75 has no m16n8k16 in kdsl's table: the f16 matmul multiplies with FMAs and assembles") {
+  for (const char *name : {"matmul", "matmul_bf16", "matmul_i8"}) {
+    CAPTURE(name);
+    codegen::CompiledObject obj = compile(name, "sm_75");
+    CHECK(contains(obj.ptx, ".target sm_75"));
+    CHECK_FALSE(contains(obj.ptx, "mma.sync"));
+    CHECK_FALSE(contains(obj.ptx, "ldmatrix"));
+    if (codegen::nvptx::find_ptxas().empty()) continue;
+    REQUIRE(obj.resources.assembled);
+    CHECK(obj.resources.spill_store_bytes == 0);
+  }
+  CHECK(contains(compile("matmul", "sm_75").ptx, "fma.rn.f32"));
+}
