@@ -199,7 +199,7 @@ class KernelImpl {
     key.llvm_version = codegen::llvm_version();
     std::string digest = key.digest();
     // A GPU's modules live in its context: the in-memory table holds one per device.
-    std::string memory_key = on_gpu_ ? fmt::format("{}@cuda:{}", digest, cuda_device().ordinal()) : digest;
+    std::string memory_key = on_gpu_ ? digest + "@" + cuda_device().context_key() : digest;
 
     if (auto hit = memory_cache().find(memory_key)) {
       stats().memory_hits.fetch_add(1);

@@ -128,7 +128,7 @@ TEST_CASE("gpu runtime: cuda_source compiles with NVRTC, launches with Buffers a
   std::vector<float> in(size_t(blocks) * per);
   std::iota(in.begin(), in.end(), 0.0f);
   Buffer<float> din(*gpu, in), dout(*gpu, in.size());
-  auto reverse = cuda_source(*gpu, "kdsl_gpu_reverse", kSaxpy, {.shared_bytes = per * 4});
+  auto reverse = cuda_source(*gpu, "kdsl_gpu_reverse", kSaxpy, {.flags = {}, .shared_bytes = per * 4});
   reverse(grid(blocks), threads(512), din, dout);
   std::vector<float> r = dout.to_vector();
   wrong = 0;

@@ -11,8 +11,9 @@
 #   - The GPU tests go through the public path (Device::cuda, Buffer, kdsl::compile's launch:
 #     specialization, memory/disk cache with cubins per sm_XX, cuLaunchKernel) and
 #     kdsl::cuda_source (NVRTC); tests/gpu/cuda_runtime_test.cpp covers Buffers, the
-#     host-pointer refusal, NVRTC launches and dynamic shared memory past 48 KB. Only NVRTC's
-#     compile (to PTX and cubin) and the argument checks have run here.
+#     host-pointer refusal, NVRTC launches and dynamic shared memory past 48 KB. Here that path
+#     ran against a fake libcuda (tests/runtime/cuda_fake_driver_test.cpp: cubins cached and
+#     loaded, launch shape and argument bytes checked), never executing a kernel.
 #   - matmul runs the FMA dot path (no mma.sync/ldmatrix, no cp.async pipelining yet), so
 #     expect it far below cuBLAS; the 70% target needs the tensor-core path.
 # Usage: tests/gpu/run.sh [build-dir]    (default: build-gpu; uses all cores of the GPU machine)

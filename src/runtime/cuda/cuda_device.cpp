@@ -7,7 +7,7 @@
 
 namespace kdsl::detail {
 
-CudaDevice::CudaDevice(int ordinal) : drv_(cuda::driver()), ordinal_(ordinal) {
+CudaDevice::CudaDevice(int ordinal, const cuda::Driver &driver) : drv_(driver), ordinal_(ordinal) {
   int count = 0;
   drv_.check(drv_.cuDeviceGetCount(&count), "cuDeviceGetCount");
   if (count == 0) throw Error(fmt::format("no CUDA device found (CUDA_ERROR_NO_DEVICE): the driver ({}) sees no GPU", drv_.library));
@@ -41,6 +41,8 @@ CudaDevice::CudaDevice(int ordinal) : drv_(cuda::driver()), ordinal_(ordinal) {
   drv_.check(drv_.cuEventCreate(&start_, 0), "cuEventCreate");
   drv_.check(drv_.cuEventCreate(&stop_, 0), "cuEventCreate");
 }
+
+std::string CudaDevice::context_key() const { return fmt::format("cuda:{}@{}", ordinal_, static_cast<const void *>(context_)); }
 
 // The primary context is current per host thread: every entry point makes it so.
 void CudaDevice::make_current() const { drv_.check(drv_.cuCtxSetCurrent(context_), "cuCtxSetCurrent"); }

@@ -23,9 +23,13 @@ class CudaDevice final : public DeviceImpl {
  public:
   // Opens GPU `ordinal` (its primary context). Throws kdsl::Error when there is no driver,
   // no such GPU, or the GPU is older than sm_80.
-  explicit CudaDevice(int ordinal);
+  explicit CudaDevice(int ordinal) : CudaDevice(ordinal, cuda::driver()) {}
+  // The same through an explicit driver, which must outlive the device (tests load a fake one).
+  CudaDevice(int ordinal, const cuda::Driver &driver);
   Device::Kind kind() const override { return Device::Kind::Cuda; }
   int ordinal() const { return ordinal_; }
+  // Loaded modules belong to a context: in-memory cache keys carry this ("cuda:0@0x...").
+  std::string context_key() const;
   std::string name() const override { return name_; }
   const codegen::TargetDesc &target() const override { return target_; }
   int threads() const override { return info_.sm_count; }

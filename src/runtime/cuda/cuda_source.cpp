@@ -63,7 +63,7 @@ jit_cache::CacheKey source_key(const CudaDevice &device, const std::string &name
 std::shared_ptr<CudaFunction> load_source(CudaDevice &device, const std::string &name, const std::string &source, const CudaSourceOptions &options) {
   auto start = std::chrono::steady_clock::now();
   jit_cache::CacheKey key = source_key(device, name, source, options);
-  std::string memory_key = fmt::format("{}@cuda:{}", key.digest(), device.ordinal());
+  std::string memory_key = key.digest() + "@" + device.context_key();
   if (auto hit = source_memory_cache().find(memory_key)) {
     stats().memory_hits.fetch_add(1);
     return hit;

@@ -1,0 +1,119 @@
+/* fake_libcuda.c - a stand-in for libcuda.so.1 that records what kdsl asks of it, so the CUDA launch
+ * path (compile, cache, module load, launch shape, argument packing) is tested without a GPU.
+ * "Device memory" is host memory, so Buffers and copies work; nothing executes. One fake GPU,
+ * sm_90, 132 SMs. Built by tests/CMakeLists.txt; cuda_fake_driver_test.cpp loads it. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+
+struct FakeLaunch {
+  char function[256];
+  unsigned grid[3], block[3], shared;
+  int params;
+  uint64_t values[32]; /* each parameter's bytes, zero-extended */
+};
+
+static struct {
+  int launches, loads, param_count;
+  size_t param_sizes[32];
+  int last_image_is_elf, max_dynamic_shared;
+  struct FakeLaunch last;
+} fake;
+
+struct CUfunc_st {
+  char name[256];
+};
+
+/* What the test reads and sets (looked up with dlsym). */
+int fake_cuda_launches(void) { return fake.launches; }
+int fake_cuda_loads(void) { return fake.loads; }
+const struct FakeLaunch *fake_cuda_last_launch(void) { return &fake.last; }
+int fake_cuda_last_image_is_elf(void) { return fake.last_image_is_elf; }
+int fake_cuda_max_dynamic_shared(void) { return fake.max_dynamic_shared; }
+/* The parameters the next kernels declare: their count and sizes (cuFuncGetParamInfo reports
+ * them; a launch reads that many bytes from each parameter). */
+void fake_cuda_set_params(int count, const size_t *sizes) {
+  fake.param_count = count;
+  for (int i = 0; i < count && i < 32; ++i) fake.param_sizes[i] = sizes[i];
+}
+
+CUresult cuGetErrorName(CUresult r, const char **name) {
+  *name = r == 1 ? "CUDA_ERROR_INVALID_VALUE" : "CUDA_ERROR_UNKNOWN";
+  return 0;
+}
+CUresult cuInit(unsigned flags) { return 0; }
+CUresult cuDriverGetVersion(int *v) { *v = 12040; return 0; }
+CUresult cuDeviceGetCount(int *n) { *n = 1; return 0; }
+CUresult cuDeviceGet(int *d, int ordinal) { *d = ordinal; return 0; }
+CUresult cuDeviceGetAttribute(int *v, int attribute, int device) {
+  switch (attribute) {
+    case 1: *v = 1024; return 0;   /* max threads per block */
+    case 8: *v = 49152; return 0;  /* shared per block */
+    case 10: *v = 32; return 0;    /* warp size */
+    case 16: *v = 132; return 0;   /* SMs */
+    case 75: *v = 9; return 0;
+    case 76: *v = 0; return 0;
+    case 97: *v = 232448; return 0; /* shared per block, opted in */
+    default: return 1;
+  }
+}
+CUresult cuDeviceGetName(char *name, int len, int device) { snprintf(name, (size_t)len, "Fake GPU"); return 0; }
+/* A fresh context per retain (a real driver shares one per GPU): each CudaDevice then stands
+ * for a new process, whose in-memory kernel cache is empty and whose disk cache is shared. */
+CUresult cuDevicePrimaryCtxRetain(void **ctx, int device) { *ctx = malloc(1); return 0; }
+CUresult cuDevicePrimaryCtxRelease_v2(int device) { return 0; }
+CUresult cuCtxSetCurrent(void *ctx) { return 0; }
+CUresult cuCtxSynchronize(void) { return 0; }
+CUresult cuModuleLoadData(void **module, const void *image) {
+  static int m;
+  fake.loads++;
+  fake.last_image_is_elf = memcmp(image, "\177ELF", 4) == 0;
+  *module = &m;
+  return 0;
+}
+CUresult cuModuleUnload(void *module) { return 0; }
+CUresult cuModuleGetFunction(struct CUfunc_st **f, void *module, const char *name) {
+  *f = calloc(1, sizeof **f);
+  snprintf((*f)->name, sizeof (*f)->name, "%s", name);
+  return 0;
+}
+CUresult cuFuncSetAttribute(struct CUfunc_st *f, int attribute, int value) {
+  if (attribute == 8) fake.max_dynamic_shared = value;
+  return 0;
+}
+CUresult cuFuncGetParamInfo(struct CUfunc_st *f, size_t index, size_t *offset, size_t *size) {
+  if ((int)index >= fake.param_count) return 1;
+  *offset = 0;
+  *size = fake.param_sizes[index];
+  return 0;
+}
+CUresult cuLaunchKernel(struct CUfunc_st *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shared,
+                        void *stream, void **params, void **extra) {
+  struct FakeLaunch *l = &fake.last;
+  memset(l, 0, sizeof *l);
+  memcpy(l->function, f->name, sizeof l->function);
+  l->grid[0] = gx, l->grid[1] = gy, l->grid[2] = gz;
+  l->block[0] = bx, l->block[1] = by, l->block[2] = bz;
+  l->shared = shared;
+  l->params = fake.param_count;
+  for (int i = 0; i < fake.param_count && i < 32; ++i) memcpy(&l->values[i], params[i], fake.param_sizes[i] < 8 ? fake.param_sizes[i] : 8);
+  fake.launches++;
+  return 0;
+}
+CUresult cuMemAlloc_v2(uint64_t *p, size_t bytes) { *p = (uint64_t)(uintptr_t)aligned_alloc(256, (bytes + 255) / 256 * 256); return 0; }
+CUresult cuMemFree_v2(uint64_t p) { free((void *)(uintptr_t)p); return 0; }
+CUresult cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n) { memcpy((void *)(uintptr_t)dst, src, n); return 0; }
+CUresult cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n) { memcpy(dst, (const void *)(uintptr_t)src, n); return 0; }
+CUresult cuMemcpyDtoD_v2(uint64_t dst, uint64_t src, size_t n) { memcpy((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n); return 0; }
+CUresult cuMemsetD8_v2(uint64_t dst, unsigned char v, size_t n) { memset((void *)(uintptr_t)dst, v, n); return 0; }
+CUresult cuStreamCreate(void **s, unsigned flags) { static int stream; *s = &stream; return 0; }
+CUresult cuStreamDestroy_v2(void *s) { return 0; }
+CUresult cuStreamSynchronize(void *s) { return 0; }
+CUresult cuEventCreate(void **e, unsigned flags) { static int events[2], next; *e = &events[next++ % 2]; return 0; }
+CUresult cuEventRecord(void *e, void *s) { return 0; }
+CUresult cuEventSynchronize(void *e) { return 0; }
+CUresult cuEventElapsedTime(float *ms, void *a, void *b) { *ms = 0; return 0; }
+CUresult cuEventDestroy_v2(void *e) { return 0; }
