@@ -7,11 +7,45 @@
 
 #include <kdsl/error.h>
 
+#include "codegen/element_semantics.h"
 #include "codegen/host/element_math.h"
 #include "codegen/host/storage_plan.h"
 
 namespace kdsl::codegen {
 namespace {
+
+// The host's element math: exp and exp2 as inline polynomials (so loops vectorize), f16
+// widened with integer operations (LLVM 19 prices a vector fpext from half as scalarized and
+// would vectorize f16 loads only 4 wide), the rest from LLVM intrinsics or libm.
+class HostElements final : public ElementSemantics {
+ public:
+  HostElements(llvm::IRBuilder<> &b, llvm::Module &m) : ElementSemantics(b, m, 0) {}
+
+ protected:
+  llvm::Value *widen_f16(llvm::Value *half_value) override { return emit_f16_bits_to_f32(b_, b_.CreateBitCast(half_value, b_.getInt16Ty())); }
+
+  llvm::Value *math(OpKind kind, llvm::Value *x, llvm::Value *y) override {
+    auto unary = [&](llvm::Intrinsic::ID id) { return b_.CreateUnaryIntrinsic(id, x); };
+    llvm::Value *one = llvm::ConstantFP::get(b_.getFloatTy(), 1.0);
+    switch (kind) {
+      case OpKind::Exp: return emit_exp(b_, x);
+      case OpKind::Exp2: return emit_exp2(b_, x);
+      case OpKind::Log: return unary(llvm::Intrinsic::log);
+      case OpKind::Log2: return unary(llvm::Intrinsic::log2);
+      case OpKind::Sqrt: return unary(llvm::Intrinsic::sqrt);
+      case OpKind::Rsqrt: return b_.CreateFDiv(one, unary(llvm::Intrinsic::sqrt));
+      case OpKind::Sin: return unary(llvm::Intrinsic::sin);
+      case OpKind::Cos: return unary(llvm::Intrinsic::cos);
+      case OpKind::Tanh: {
+        llvm::FunctionCallee tanhf = m_.getOrInsertFunction("tanhf", llvm::FunctionType::get(b_.getFloatTy(), {b_.getFloatTy()}, false));
+        return b_.CreateCall(tanhf, {x});
+      }
+      case OpKind::Sigmoid: return b_.CreateFDiv(one, b_.CreateFAdd(one, emit_exp(b_, b_.CreateFNeg(x))));
+      case OpKind::Rem: return b_.CreateFRem(x, y);
+      default: internal_error(fmt::format("host lowering: {} is not a math function", ir::op_name(kind)));
+    }
+  }
+};
 
 using Index = std::vector<llvm::Value *>;  // one i64 per axis of the value being read
 
@@ -22,7 +56,8 @@ struct ValueState {
 
 class HostLowering {
  public:
-  HostLowering(const ir::Function &fn, llvm::Module &m) : fn_(fn), m_(m), ctx_(m.getContext()), b_(ctx_), plan_(plan_storage(fn)) {}
+  HostLowering(const ir::Function &fn, llvm::Module &m)
+      : fn_(fn), m_(m), ctx_(m.getContext()), b_(ctx_), el_(b_, m), plan_(plan_storage(fn)) {}
 
   void run(const std::string &symbol) {
     llvm::Function *body = emit_body(symbol + ".body");
@@ -30,60 +65,15 @@ class HostLowering {
   }
 
  private:
-  // --- types ----------------------------------------------------------------------------
+  // --- types: the shared element semantics, with the host's math -------------------------
 
-  // The type values are computed in: f16 and bf16 compute in f32 (rounded after each op).
-  llvm::Type *compute_type(DType t) {
-    switch (t) {
-      case DType::F32: case DType::F16: case DType::BF16: return b_.getFloatTy();
-      case DType::Bool: return b_.getInt1Ty();
-      case DType::I8: case DType::U8: return b_.getInt8Ty();
-      case DType::I16: return b_.getInt16Ty();
-      case DType::I32: case DType::U32: return b_.getInt32Ty();
-      case DType::I64: return b_.getInt64Ty();
-    }
-    return nullptr;
-  }
-  llvm::Type *compute_type(const ir::Type &t) { return t.is_ptr ? llvm::PointerType::get(ctx_, 0) : compute_type(t.elem); }
-
-  // The type elements have in memory.
-  llvm::Type *storage_type(DType t) {
-    switch (t) {
-      case DType::F16: return b_.getHalfTy();
-      case DType::BF16: return b_.getInt16Ty();
-      case DType::Bool: return b_.getInt8Ty();
-      default: return compute_type(t);
-    }
-  }
-
-  llvm::Value *from_storage(llvm::Value *v, DType t) {
-    switch (t) {
-      case DType::F16: return emit_f16_bits_to_f32(b_, b_.CreateBitCast(v, b_.getInt16Ty()));
-      case DType::BF16: return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(v, b_.getInt32Ty()), 16), b_.getFloatTy());
-      case DType::Bool: return b_.CreateICmpNE(v, b_.getInt8(0));
-      default: return v;
-    }
-  }
-  llvm::Value *to_storage(llvm::Value *v, DType t) {
-    switch (t) {
-      case DType::F16: return b_.CreateFPTrunc(v, b_.getHalfTy());
-      case DType::BF16: return b_.CreateTrunc(b_.CreateLShr(b_.CreateBitCast(emit_round_to_bf16(b_, v), b_.getInt32Ty()), 16), b_.getInt16Ty());
-      case DType::Bool: return b_.CreateZExt(v, b_.getInt8Ty());
-      default: return v;
-    }
-  }
-  // Rounds an f32 compute value to the precision of a narrower float dtype.
-  llvm::Value *round_to(llvm::Value *v, DType t) {
-    if (t == DType::F16) return b_.CreateFPExt(b_.CreateFPTrunc(v, b_.getHalfTy()), b_.getFloatTy());
-    if (t == DType::BF16) return emit_round_to_bf16(b_, v);
-    return v;
-  }
-
-  llvm::Value *constant(const ir::Type &t, int64_t i, double f) {
-    llvm::Type *ty = compute_type(t);
-    if (is_float(t.elem)) return llvm::ConstantFP::get(ty, f);
-    return llvm::ConstantInt::get(ty, uint64_t(i), !is_unsigned(t.elem));
-  }
+  llvm::Type *compute_type(DType t) { return el_.compute_type(t); }
+  llvm::Type *compute_type(const ir::Type &t) { return el_.compute_type(t); }
+  llvm::Type *storage_type(DType t) { return el_.storage_type(t); }
+  llvm::Value *from_storage(llvm::Value *v, DType t) { return el_.from_storage(v, t); }
+  llvm::Value *to_storage(llvm::Value *v, DType t) { return el_.to_storage(v, t); }
+  llvm::Value *round_to(llvm::Value *v, DType t) { return el_.round_to(v, t); }
+  llvm::Value *constant(const ir::Type &t, int64_t i, double f) { return el_.constant(t, i, f); }
 
   // --- loops ----------------------------------------------------------------------------
 
@@ -168,13 +158,6 @@ class HostLowering {
     const ir::Type &out = fn_.type(op.results[0]);
     auto arg = [&](size_t i) { return element(op.operands[i], idx); };
     auto arg_type = [&](size_t i) -> const ir::Type & { return fn_.type(op.operands[i]); };
-    bool fp = !out.is_ptr && is_float(out.elem);
-    bool arg_fp = !op.operands.empty() && !arg_type(0).is_ptr && is_float(arg_type(0).elem);
-    bool sign = op.operands.empty() || !is_unsigned(arg_type(0).elem);
-    auto fin = [&](llvm::Value *v) { return fp ? round_to(v, out.elem) : v; };
-    auto intrinsic = [&](llvm::Intrinsic::ID id, std::vector<llvm::Value *> args) {
-      return b_.CreateIntrinsic(id, {args[0]->getType()}, args);
-    };
     switch (op.kind) {
       case OpKind::Constant: return constant(out, op.ints.empty() ? 0 : op.ints[0], op.fval);
       case OpKind::ProgramId: return pid_[size_t(op.ints[0])];
@@ -206,96 +189,25 @@ class HostLowering {
         for (size_t d = 0; d < idx.size(); ++d) mapped[size_t(op.ints[d])] = idx[d];
         return element(op.operands[0], mapped);
       }
-      case OpKind::Add: return fp ? fin(b_.CreateFAdd(arg(0), arg(1))) : b_.CreateAdd(arg(0), arg(1));
-      case OpKind::Sub: return fp ? fin(b_.CreateFSub(arg(0), arg(1))) : b_.CreateSub(arg(0), arg(1));
-      case OpKind::Mul: return fp ? fin(b_.CreateFMul(arg(0), arg(1))) : b_.CreateMul(arg(0), arg(1));
-      case OpKind::Div: return fp ? fin(b_.CreateFDiv(arg(0), arg(1))) : sign ? b_.CreateSDiv(arg(0), arg(1)) : b_.CreateUDiv(arg(0), arg(1));
-      case OpKind::Rem: return fp ? fin(b_.CreateFRem(arg(0), arg(1))) : sign ? b_.CreateSRem(arg(0), arg(1)) : b_.CreateURem(arg(0), arg(1));
-      case OpKind::Min:
-        return fp ? intrinsic(llvm::Intrinsic::minnum, {arg(0), arg(1)}) : intrinsic(sign ? llvm::Intrinsic::smin : llvm::Intrinsic::umin, {arg(0), arg(1)});
-      case OpKind::Max:
-        return fp ? intrinsic(llvm::Intrinsic::maxnum, {arg(0), arg(1)}) : intrinsic(sign ? llvm::Intrinsic::smax : llvm::Intrinsic::umax, {arg(0), arg(1)});
-      case OpKind::And: return b_.CreateAnd(arg(0), arg(1));
-      case OpKind::Or: return b_.CreateOr(arg(0), arg(1));
-      case OpKind::Xor: return b_.CreateXor(arg(0), arg(1));
-      case OpKind::Shl: return b_.CreateShl(arg(0), arg(1));
-      case OpKind::Shr: return sign ? b_.CreateAShr(arg(0), arg(1)) : b_.CreateLShr(arg(0), arg(1));
-      case OpKind::CmpLt: return arg_fp ? b_.CreateFCmpOLT(arg(0), arg(1)) : sign ? b_.CreateICmpSLT(arg(0), arg(1)) : b_.CreateICmpULT(arg(0), arg(1));
-      case OpKind::CmpLe: return arg_fp ? b_.CreateFCmpOLE(arg(0), arg(1)) : sign ? b_.CreateICmpSLE(arg(0), arg(1)) : b_.CreateICmpULE(arg(0), arg(1));
-      case OpKind::CmpGt: return arg_fp ? b_.CreateFCmpOGT(arg(0), arg(1)) : sign ? b_.CreateICmpSGT(arg(0), arg(1)) : b_.CreateICmpUGT(arg(0), arg(1));
-      case OpKind::CmpGe: return arg_fp ? b_.CreateFCmpOGE(arg(0), arg(1)) : sign ? b_.CreateICmpSGE(arg(0), arg(1)) : b_.CreateICmpUGE(arg(0), arg(1));
-      case OpKind::CmpEq: return arg_fp ? b_.CreateFCmpOEQ(arg(0), arg(1)) : b_.CreateICmpEQ(arg(0), arg(1));
-      case OpKind::CmpNe: return arg_fp ? b_.CreateFCmpUNE(arg(0), arg(1)) : b_.CreateICmpNE(arg(0), arg(1));
       case OpKind::PtrAdd: {
         llvm::Value *offset = arg(1);
         offset = is_unsigned(arg_type(1).elem) ? b_.CreateZExt(offset, b_.getInt64Ty()) : b_.CreateSExt(offset, b_.getInt64Ty());
         return b_.CreateGEP(storage_type(out.elem), arg(0), offset);
       }
-      case OpKind::Neg: return fp ? b_.CreateFNeg(arg(0)) : b_.CreateNeg(arg(0));
-      case OpKind::Not: return b_.CreateNot(arg(0));
-      case OpKind::Exp: return fin(emit_exp(b_, arg(0)));
-      case OpKind::Exp2: return fin(emit_exp2(b_, arg(0)));
-      case OpKind::Log: return fin(intrinsic(llvm::Intrinsic::log, {arg(0)}));
-      case OpKind::Log2: return fin(intrinsic(llvm::Intrinsic::log2, {arg(0)}));
-      case OpKind::Sqrt: return fin(intrinsic(llvm::Intrinsic::sqrt, {arg(0)}));
-      case OpKind::Rsqrt: return fin(b_.CreateFDiv(llvm::ConstantFP::get(b_.getFloatTy(), 1.0), intrinsic(llvm::Intrinsic::sqrt, {arg(0)})));
-      case OpKind::Sin: return fin(intrinsic(llvm::Intrinsic::sin, {arg(0)}));
-      case OpKind::Cos: return fin(intrinsic(llvm::Intrinsic::cos, {arg(0)}));
-      case OpKind::Tanh: return fin(call_libm("tanhf", arg(0)));
-      case OpKind::Sigmoid: {
-        llvm::Value *e = emit_exp(b_, b_.CreateFNeg(arg(0)));
-        return fin(b_.CreateFDiv(llvm::ConstantFP::get(b_.getFloatTy(), 1.0), b_.CreateFAdd(llvm::ConstantFP::get(b_.getFloatTy(), 1.0), e)));
-      }
-      case OpKind::Abs:
-        if (fp) return intrinsic(llvm::Intrinsic::fabs, {arg(0)});
-        return sign ? b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, arg(0), b_.getFalse()) : arg(0);  // unsigned: identity
-      case OpKind::Cast: return cast(arg(0), arg_type(0).elem, out.elem);
-      case OpKind::Bitcast: {
-        llvm::Value *bits = b_.CreateBitCast(to_storage(arg(0), arg_type(0).elem), storage_type(out.elem));
-        return from_storage(bits, out.elem);
-      }
-      case OpKind::Fma: return fin(intrinsic(llvm::Intrinsic::fma, {arg(0), arg(1), arg(2)}));
-      case OpKind::Select: return b_.CreateSelect(arg(0), arg(1), arg(2));
       case OpKind::Load: return load(op, idx);
       case OpKind::ReduceSum: case OpKind::ReduceMax: case OpKind::ReduceMin: case OpKind::ArgMax: case OpKind::ArgMin:
         return reduce(op, idx);
-      default:
-        internal_error(fmt::format("host lowering: {} cannot be computed per element", ir::op_name(op.kind)));
+      default: {
+        if (!ir::is_elementwise(op.kind)) internal_error(fmt::format("host lowering: {} cannot be computed per element", ir::op_name(op.kind)));
+        std::vector<llvm::Value *> args;
+        std::vector<const ir::Type *> types;
+        for (size_t i = 0; i < op.operands.size(); ++i) {
+          args.push_back(arg(i));
+          types.push_back(&arg_type(i));
+        }
+        return el_.elementwise(op.kind, out, types, args);
+      }
     }
-  }
-
-  llvm::Value *call_libm(const char *name, llvm::Value *x) {
-    llvm::FunctionCallee f = m_.getOrInsertFunction(name, llvm::FunctionType::get(b_.getFloatTy(), {b_.getFloatTy()}, false));
-    return b_.CreateCall(f, {x});
-  }
-
-  llvm::Value *cast(llvm::Value *v, DType from, DType to) {
-    if (is_float(from)) {
-      if (is_float(to)) return round_to(v, to);
-      if (to == DType::Bool) return b_.CreateFCmpUNE(v, llvm::ConstantFP::get(b_.getFloatTy(), 0.0));
-      return is_unsigned(to) ? b_.CreateFPToUI(v, compute_type(to)) : b_.CreateFPToSI(v, compute_type(to));
-    }
-    if (is_float(to) && to == DType::BF16 && v->getType()->getIntegerBitWidth() > 24) return round_to(int_to_f32_for_bf16(v, !is_unsigned(from)), to);
-    if (is_float(to)) return round_to(is_unsigned(from) ? b_.CreateUIToFP(v, b_.getFloatTy()) : b_.CreateSIToFP(v, b_.getFloatTy()), to);
-    if (to == DType::Bool) return b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
-    return b_.CreateIntCast(v, compute_type(to), !is_unsigned(from));
-  }
-
-  // An integer wider than f32's significand, converted for a bf16 result. Rounding it to f32
-  // and then to bf16 would round twice (2^24 + 2^16 + 1 would become 2^24); keeping 10
-  // significant bits, the last one sticky, gives an exact f32 with the same bf16 rounding.
-  llvm::Value *int_to_f32_for_bf16(llvm::Value *v, bool is_signed) {
-    llvm::Type *ty = v->getType();
-    auto c = [&](uint64_t x) { return llvm::ConstantInt::get(ty, x); };
-    llvm::Value *negative = is_signed ? b_.CreateICmpSLT(v, c(0)) : b_.getFalse();
-    llvm::Value *magnitude = is_signed ? b_.CreateSelect(negative, b_.CreateNeg(v), v) : v;
-    llvm::Value *bits = b_.CreateSub(c(ty->getIntegerBitWidth()), b_.CreateBinaryIntrinsic(llvm::Intrinsic::ctlz, magnitude, b_.getFalse()));
-    llvm::Value *shift = b_.CreateSelect(b_.CreateICmpUGT(bits, c(10)), b_.CreateSub(bits, c(10)), c(0));
-    llvm::Value *low_mask = b_.CreateSub(b_.CreateShl(c(1), shift), c(1));
-    llvm::Value *sticky = b_.CreateZExt(b_.CreateICmpNE(b_.CreateAnd(magnitude, low_mask), c(0)), ty);
-    llvm::Value *kept = b_.CreateOr(b_.CreateAnd(magnitude, b_.CreateNot(low_mask)), b_.CreateShl(sticky, shift));
-    llvm::Value *f = b_.CreateUIToFP(kept, b_.getFloatTy());
-    return b_.CreateSelect(negative, b_.CreateFNeg(f), f);
   }
 
   llvm::Value *load(const ir::Op &op, const Index &idx) {
@@ -709,6 +621,7 @@ class HostLowering {
   llvm::Module &m_;
   llvm::LLVMContext &ctx_;
   llvm::IRBuilder<> b_;
+  HostElements el_;
   StoragePlan plan_;
   std::vector<ValueState> state_;
   llvm::Instruction *allocas_ = nullptr;

@@ -1,0 +1,49 @@
+// element_semantics.h - what one element of each elementwise op computes, shared by every backend's lowering
+#pragma once
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include <span>
+
+#include "ir/ir.h"
+
+namespace kdsl::codegen {
+
+// The scalar meaning of the block IR, independent of how a backend distributes elements:
+// the types values compute in (f16 and bf16 in f32, rounded after each op), how elements
+// sit in memory, casts (round to nearest even; float to integer truncates), and every
+// elementwise op. A backend lowering owns one, and supplies what differs per target: its
+// pointer address space, how f16 widens, and the transcendental functions.
+class ElementSemantics {
+ public:
+  ElementSemantics(llvm::IRBuilder<> &b, llvm::Module &m, unsigned pointer_address_space)
+      : b_(b), m_(m), pointer_address_space_(pointer_address_space) {}
+  virtual ~ElementSemantics() = default;
+
+  llvm::Type *compute_type(DType t) const;
+  llvm::Type *compute_type(const ir::Type &t) const;
+  llvm::Type *storage_type(DType t) const;  // in memory: f16 as half, bf16 as i16, i1 as i8
+  llvm::Value *from_storage(llvm::Value *v, DType t);
+  llvm::Value *to_storage(llvm::Value *v, DType t);
+  llvm::Value *round_to(llvm::Value *v, DType t);  // an f32 to the precision of f16 / bf16
+  llvm::Value *constant(const ir::Type &t, int64_t i, double f) const;
+  llvm::Value *cast(llvm::Value *v, DType from, DType to);
+
+  // One element of an elementwise op other than ptr_add, given its operands' elements.
+  llvm::Value *elementwise(OpKind kind, const ir::Type &out, std::span<const ir::Type *const> arg_types, std::span<llvm::Value *const> args);
+
+ protected:
+  // f16 bits (as half) to f32.
+  virtual llvm::Value *widen_f16(llvm::Value *half_value) { return b_.CreateFPExt(half_value, b_.getFloatTy()); }
+  // exp, exp2, log, log2, sqrt, rsqrt, sin, cos, tanh, sigmoid of an f32; and fmod for rem.
+  virtual llvm::Value *math(OpKind kind, llvm::Value *x, llvm::Value *y) = 0;
+
+  llvm::IRBuilder<> &b_;
+  llvm::Module &m_;
+
+ private:
+  llvm::Value *int_to_f32_for_bf16(llvm::Value *v, bool is_signed);
+  unsigned pointer_address_space_;
+};
+
+}  // namespace kdsl::codegen
