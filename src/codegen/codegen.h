@@ -63,7 +63,7 @@ HostEntry load_host_object(const std::vector<uint8_t> &object, const std::string
 struct CudaCompileOptions {
   std::string arch = "sm_80";  // a name target_info() knows: sm_80, sm_90
   int num_warps = 4;           // threads per program: num_warps * 32
-  int num_stages = 2;          // recorded; software pipelining is not implemented yet
+  int num_stages = 2;          // >= 2: loads feeding tensor-core dots in for_range copied ahead with cp.async (sm_80+)
   bool assemble = true;        // run ptxas when found (else the object is PTX for the driver JIT)
 };
 

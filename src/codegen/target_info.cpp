@@ -35,6 +35,7 @@ std::vector<TargetInfo> make_targets() {
   sm80.compute_capability = 80;
   sm80.shared_bytes_optin = 163 * 1024;
   sm80.matrix_instructions = ampere_mma();
+  sm80.async_copy = true;
 
   TargetInfo sm90 = sm80;
   sm90.name = "sm_90";

@@ -39,6 +39,7 @@ struct TargetInfo {
   int shared_bytes_static = 48 * 1024;  // without opting in
   int shared_bytes_optin = 0;           // per block, after cuFuncSetAttribute
   int global_vector_bytes = 16;         // widest global load or store per thread
+  bool async_copy = false;              // cp.async global -> shared (sm_80+): loads feeding dot are software-pipelined
   int sm_count = 0;                     // filled in from a device query; 0 when compiling offline
   std::vector<MatrixInstruction> matrix_instructions;  // empty: dot multiplies with FMAs
 };

@@ -15,10 +15,11 @@ using namespace kdsl;
 
 namespace nvptx_test {
 
-codegen::CompiledObject compile(const tools::NamedKernel &k, const std::string &arch, const std::string &spec = "aligned") {
+codegen::CompiledObject compile(const tools::NamedKernel &k, const std::string &arch, const std::string &spec = "aligned", int num_stages = 2) {
   codegen::CudaCompileOptions options;
   options.arch = arch;
   options.num_warps = k.num_warps;
+  options.num_stages = num_stages;
   return codegen::compile_for_cuda(tools::trace_kernel(k.signature, tools::parse_specialization(spec, k.signature)), "kdsl_" + k.name, options, {});
 }
 
@@ -80,9 +81,19 @@ TEST_CASE("nvptx: the f16 matmul example multiplies on tensor cores: ldmatrix op
     CHECK(contains(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"));
     CHECK(contains(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
     CHECK(contains(ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"));
-    CHECK(contains(ptx, "st.shared.v4.b32"));  // operand tiles staged 16 bytes at a time
     CHECK(contains(ptx, "st.global.v2.f32"));  // f32 accumulator stored straight from its fragments
     CHECK_FALSE(contains(ptx, "fma.rn.f32"));
+    // num_stages = 2 (the default): both tiles copied global -> shared one iteration ahead.
+    CHECK(contains(ptx, "cp.async.cg.shared.global"));
+    CHECK(contains(ptx, "cp.async.commit_group"));
+    CHECK(contains(ptx, "cp.async.wait_group 0"));
+    CHECK_FALSE(contains(ptx, "ld.global"));
+    // num_stages = 1: loaded into registers (16 bytes at a time), then staged.
+    std::string unpipelined = compile(find("matmul"), arch, "aligned", 1).ptx;
+    CHECK_FALSE(contains(unpipelined, "cp.async"));
+    CHECK(contains(unpipelined, "ld.global.v4.b32"));
+    CHECK(contains(unpipelined, "st.shared.v4.b32"));
+    CHECK(contains(unpipelined, "mma.sync.aligned.m16n8k16"));
   }
 }
 

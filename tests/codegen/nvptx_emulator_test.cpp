@@ -50,7 +50,7 @@ double element(const Arg &a, size_t i) {
 // Runs `k` on the CPU backend and in the emulator on copies of the same arrays; returns the
 // largest relative difference over every array (inputs included: in-place kernels). With
 // `tensor_cores`, dots the sm_80 plan puts on mma.sync run as emulated ldmatrix and mma.sync.
-double compare(const tools::NamedKernel &k, const Grid &g, const std::vector<Arg> &args, bool tensor_cores = false) {
+double compare(const tools::NamedKernel &k, const Grid &g, const std::vector<Arg> &args, bool tensor_cores = false, int num_stages = 2) {
   std::vector<Arg> host = args, emu = args;
   std::vector<ArgValue> values;
   for (Arg &a : host) values.push_back(a.bytes.empty() ? a.scalar : make_arg(static_cast<void *>(a.bytes.data())));
@@ -76,7 +76,7 @@ double compare(const tools::NamedKernel &k, const Grid &g, const std::vector<Arg
   }
   static int serial = 0;
   codegen::nvptx::EmulatedKernel kernel =
-      codegen::nvptx::compile_for_emulation(tools::trace_kernel(k.signature, classes), "kdsl_emulated_" + std::to_string(serial++), k.num_warps, tensor_cores);
+      codegen::nvptx::compile_for_emulation(tools::trace_kernel(k.signature, classes), "kdsl_emulated_" + std::to_string(serial++), k.num_warps, tensor_cores, num_stages);
   int32_t grid[3] = {int32_t(g.x), int32_t(g.y), int32_t(g.z)};
   codegen::nvptx::emulate_launch(kernel, grid, slots.data());
 
@@ -114,11 +114,11 @@ std::vector<T> random_of(size_t n, std::mt19937 &rng) {
 
 // C = A B for [M, K] x [K, N] through a tiled_matmul kernel of BM x BN tiles.
 template <class T, class Acc>
-double compare_matmul(const char *kernel, int bm, int bn, int M, int N, int K, std::mt19937 &rng, bool tensor_cores) {
+double compare_matmul(const char *kernel, int bm, int bn, int M, int N, int K, std::mt19937 &rng, bool tensor_cores, int num_stages = 2) {
   return compare(nvptx_test::find(kernel), grid(cdiv(M, bm), cdiv(N, bn)),
                  {array(random_of<T>(size_t(M) * K, rng)), array(random_of<T>(size_t(K) * N, rng)), array(std::vector<Acc>(size_t(M) * N)), value(M),
                   value(N), value(K)},
-                 tensor_cores);
+                 tensor_cores, num_stages);
 }
 
 }  // namespace emulator_test
@@ -215,4 +215,17 @@ TEST_CASE("nvptx emulated tensor cores: f16, bf16 and i8 matmuls (ragged sizes),
                 {array(random_of<half>(32 * 64, rng)), array(random_of<half>(32 * 64, rng)), array(random_of<half>(32 * 64, rng)),
                  array(std::vector<float>(32 * 64))},
                 true) <= 5e-3);
+}
+
+// Software pipelining: iteration counts below, at and above the number of stages, ragged K
+// (the masked-off groups are zero-filled), one stage (no cp.async) for comparison.
+TEST_CASE("nvptx emulated tensor cores: cp.async pipelines of 1 to 4 stages over 1 to 5 iterations") {
+  std::mt19937 rng(10);
+  for (int stages : {1, 2, 3, 4})
+    for (int K : {20, 64, 96, 150}) {
+      CAPTURE(stages);
+      CAPTURE(K);
+      CHECK(compare_matmul<half, float>("matmul", 32, 32, 40, 64, K, rng, true, stages) <= 1e-3);
+    }
+  CHECK(compare_matmul<int8_t, int32_t>("matmul_i8", 64, 64, 64, 64, 130, rng, true, 3) == 0);
 }

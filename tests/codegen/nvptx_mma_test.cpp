@@ -63,11 +63,12 @@ std::pair<int, int> element_of(const std::array<TileMemory::Byte, 4> &reg, int i
   return {first.row, first.col};
 }
 
-codegen::CompiledObject compile(const std::string &name, const std::string &arch) {
+codegen::CompiledObject compile(const std::string &name, const std::string &arch, int num_stages = 2) {
   const tools::NamedKernel &k = nvptx_test::find(name);
   codegen::CudaCompileOptions options;
   options.arch = arch;
   options.num_warps = k.num_warps;
+  options.num_stages = num_stages;
   return codegen::compile_for_cuda(tools::trace_kernel(k.signature, tools::parse_specialization("aligned", k.signature)), "kdsl_" + name, options, {});
 }
 
@@ -272,4 +273,31 @@ TEST_CASE("nvptx mma: sm_75 has no m16n8k16 in kdsl's table: the f16 matmul mult
     CHECK(obj.resources.spill_store_bytes == 0);
   }
   CHECK(contains(compile("matmul", "sm_75").ptx, "fma.rn.f32"));
+}
+
+TEST_CASE("nvptx mma: loads feeding tensor-core dots in for_range are copied num_stages - 1 iterations ahead with cp.async") {
+  bool have_ptxas = !codegen::nvptx::find_ptxas().empty();
+  for (int stages : {2, 3, 4}) {
+    CAPTURE(stages);
+    codegen::CompiledObject obj = compile("matmul_f16_128x128", "sm_80", stages);
+    CHECK(contains(obj.ptx, "cp.async.cg.shared.global"));
+    CHECK(contains(obj.ptx, "cp.async.wait_group " + std::to_string(stages - 2)));
+    CHECK_FALSE(contains(obj.ptx, "ld.global"));
+    // Per stage: A, 128 rows of 32 f16 (64 bytes, padded to 80); B, 32 rows of 128 f16 (256, padded to 272).
+    CHECK(obj.resources.dynamic_shared_bytes == stages * (128 * 80 + 32 * 272));
+    if (!have_ptxas) continue;
+    CHECK(obj.resources.spill_store_bytes == 0);
+    std::string report = "matmul_f16_128x128 sm_80 num_stages=" + std::to_string(stages) + ": " + std::to_string(obj.resources.registers) + " registers";
+    MESSAGE(report);
+  }
+  // i8: A is copied ahead; B is staged transposed ([n][k]: ldmatrix cannot transpose bytes),
+  // so it goes through registers.
+  std::string i8 = compile("matmul_i8", "sm_80").ptx;
+  CHECK(contains(i8, "cp.async.cg.shared.global"));
+  CHECK(contains(i8, "ld.global"));
+  CHECK(contains(i8, "st.shared.u8"));
+  // No cp.async before sm_80; none for FMA dots; none with num_stages = 1.
+  CHECK_FALSE(contains(compile("matmul", "sm_75").ptx, "cp.async"));
+  CHECK_FALSE(contains(compile("matmul_f32", "sm_80").ptx, "cp.async"));
+  CHECK_FALSE(contains(compile("matmul", "sm_80", 1).ptx, "cp.async"));
 }

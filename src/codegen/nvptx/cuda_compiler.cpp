@@ -14,6 +14,7 @@
 #include "codegen/codegen.h"
 #include "codegen/nvptx/assign_layouts.h"
 #include "codegen/nvptx/lower_nvptx.h"
+#include "codegen/nvptx/plan_pipelining.h"
 #include "codegen/nvptx/ptx_compiler.h"
 #include "codegen/pipeline.h"
 #include "ir/printer.h"
@@ -53,7 +54,8 @@ CompiledObject compile_for_cuda(const ir::Function &traced, const std::string &s
   ir::Function fn = traced;
   if (dump.ir) write_dump(dump, symbol, ".traced.kir", ir::print(fn));
   run_pipeline(fn);                                                                        // 1. block-IR passes
-  nvptx::LayoutPlan plan = nvptx::assign_layouts(fn, target, options.num_warps);           // 2. layouts, vector widths
+  nvptx::LayoutPlan plan = nvptx::assign_layouts(fn, target, options.num_warps);           // 2. layouts, vector widths, mma dots
+  nvptx::plan_pipelining(fn, target, options.num_stages, plan);                           //    cp.async for loads feeding them
   if (dump.ir) write_dump(dump, symbol, ".kir", ir::print(fn));
   out.passes_ms = elapsed_ms(start);
 

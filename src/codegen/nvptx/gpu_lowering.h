@@ -46,7 +46,16 @@ struct ValueState {
   llvm::Value *partials = nullptr;   // a reduction's per-warp partial results in shared memory
   llvm::Value *partial_index = nullptr;  // argmax/argmin: the partials' indices
   int partial_rows = 0;
+  llvm::Value *staged = nullptr;     // a dot operand tile copied into shared memory by cp.async (lower_pipeline.cpp)
   int depth = 0;                     // region nesting depth where the state was made
+};
+
+// The cp.async buffers of one for_range loop's pipelined loads (lower_pipeline.cpp).
+struct LoopPipeline {
+  std::vector<const PipelinedLoad *> loads;
+  std::vector<llvm::Value *> buffers;  // per load: num_stages tiles
+  std::vector<int64_t> stage_bytes, row_bytes;
+  llvm::PHINode *stage = nullptr;      // the buffer this iteration reads
 };
 
 class GpuLowering {
@@ -107,6 +116,17 @@ class GpuLowering {
   llvm::Value *read_partials(ir::ValueId v, const Index &idx);
   void emit_dot(const ir::Op &op);
   void emit_mma_dot(const ir::Op &op, const MatrixInstruction &instruction);
+
+  // --- lower_pipeline.cpp: loads feeding tensor-core dots copied ahead with cp.async ----------
+  // Called by emit_for: before the loop (allocate, copy the first num_stages - 1 iterations;
+  // false: nothing pipelined), in the loop header (the stage phi), at the top of the body
+  // (wait for this iteration's copies, copy iteration + num_stages - 1) and in the latch.
+  bool pipeline_prologue(const ir::Op &loop, llvm::Value *lo, llvm::Value *hi, llvm::Value *step);
+  void pipeline_header(const ir::Op &loop, llvm::BasicBlock *pre);
+  void pipeline_body(const ir::Op &loop, llvm::Value *iv, llvm::Value *hi, llvm::Value *step);
+  void pipeline_latch(const ir::Op &loop, llvm::BasicBlock *latch);
+  void copy_tile_async(const PipelinedLoad &p, llvm::Value *iv, llvm::Value *buffer, int64_t row_bytes);
+  std::map<const ir::Op *, LoopPipeline> pipelines_;
 
   const ir::Function &fn_;
   const LayoutPlan &plan_;

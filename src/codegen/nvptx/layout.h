@@ -81,13 +81,23 @@ struct RegisterMap {
 };
 RegisterMap register_map(const Layout &layout, const ir::Shape &shape);
 
+// A load inside a for_range body whose tile only a tensor-core dot reads: copied global ->
+// shared with cp.async num_stages - 1 iterations ahead, straight into the layout the dot's
+// ldmatrix reads (plan_pipelining.h).
+struct PipelinedLoad {
+  const ir::Op *load = nullptr, *loop = nullptr, *dot = nullptr;
+  int operand = 0;  // of the dot: 0 (A) or 1 (B)
+};
+
 // Per value, the layout its registers are held in (rank-0 values: rank 0, uniform scalars),
-// per load, store and atomic op the elements each thread accesses at once, and per dot that
-// runs on a matrix instruction, which one.
+// per load, store and atomic op the elements each thread accesses at once, per dot that
+// runs on a matrix instruction, which one, and the loads software-pipelined into shared memory.
 struct LayoutPlan {
   std::vector<Layout> layout;  // by ValueId
   std::vector<std::pair<const ir::Op *, int>> vector_width;
   std::vector<std::pair<const ir::Op *, int>> dot_instruction;  // index into TargetInfo::matrix_instructions
+  std::vector<PipelinedLoad> pipelined;
+  int num_stages = 1;
   int num_warps = 4;
   int width_of(const ir::Op *op) const {
     for (auto &[o, w] : vector_width)
@@ -98,6 +108,11 @@ struct LayoutPlan {
     for (auto &[o, i] : dot_instruction)
       if (o == op) return i;
     return -1;
+  }
+  const PipelinedLoad *pipelined_load(const ir::Op *load) const {
+    for (const PipelinedLoad &p : pipelined)
+      if (p.load == load) return &p;
+    return nullptr;
   }
 };
 

@@ -68,6 +68,7 @@ void GpuLowering::emit_for(const ir::Op &op) {
   llvm::Value *lo = element(op.operands[0], {}), *hi = element(op.operands[1], {}), *step = element(op.operands[2], {});
   std::vector<std::vector<llvm::Value *>> inits;
   for (size_t i = 3; i < op.operands.size(); ++i) inits.push_back(regs_as(op.operands[i], body.args[i - 2]));
+  bool pipelined = pipeline_prologue(op, lo, hi, step);
   llvm::Function *f = b_.GetInsertBlock()->getParent();
   llvm::BasicBlock *pre = b_.GetInsertBlock();
   llvm::BasicBlock *head = llvm::BasicBlock::Create(ctx_, "for", f);
@@ -77,6 +78,7 @@ void GpuLowering::emit_for(const ir::Op &op) {
   b_.SetInsertPoint(head);
   llvm::PHINode *iv = b_.CreatePHI(b_.getInt32Ty(), 2, "iv");
   iv->addIncoming(lo, pre);
+  if (pipelined) pipeline_header(op, pre);
   std::vector<std::vector<llvm::PHINode *>> phis(inits.size());
   for (size_t i = 0; i < inits.size(); ++i)
     for (llvm::Value *init : inits[i]) {
@@ -90,6 +92,7 @@ void GpuLowering::emit_for(const ir::Op &op) {
   ++depth_;
   shared_dirty_ = true;  // the previous iteration may still be reading
   set_scalar(body.args[0], iv);
+  if (pipelined) pipeline_body(op, iv, hi, step);
   auto bind = [&](ir::ValueId v, const std::vector<llvm::PHINode *> &p) {
     std::vector<llvm::Value *> values(p.begin(), p.end());
     if (fn_.type(v).shape.rank == 0) set_scalar(v, values[0]);
@@ -106,6 +109,7 @@ void GpuLowering::emit_for(const ir::Op &op) {
   for (size_t i = 0; i < phis.size(); ++i)
     for (size_t r = 0; r < phis[i].size(); ++r) phis[i][r]->addIncoming(next[i][r], latch);
   b_.CreateBr(head);
+  if (pipelined) pipeline_latch(op, latch);
   for (auto it = shared_made_.begin(); it != shared_made_.end();) {
     if (it->second == depth_) {
       state_[size_t(it->first)].shared = nullptr;

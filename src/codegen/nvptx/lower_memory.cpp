@@ -35,6 +35,7 @@ void GpuLowering::emit_load(const ir::Op &op) {
     phi->addIncoming(other, from);
     return set_scalar(v, phi);
   }
+  if (plan_.pipelined_load(&op)) return;  // copied by cp.async at the top of the loop body (lower_pipeline.cpp)
   for (ir::ValueId operand : op.operands) prepare(operand, &plan_.layout[size_t(v)]);
   int width = plan_.width_of(&op);
   int count = registers(v).count;

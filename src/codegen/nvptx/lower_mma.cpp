@@ -36,14 +36,18 @@ void GpuLowering::emit_mma_dot(const ir::Op &op, const MatrixInstruction &mi) {
   bool b_as_stored = mma_b_transposed_load(mi);  // else staged transposed, [n][k]
 
   std::vector<llvm::Value *> acc = regs_as(op.operands[2], v);
-  std::vector<llvm::Value *> a_regs = to_regs(a), b_regs = to_regs(b);
+  // An operand a pipelined load copied with cp.async is already staged (lower_pipeline.cpp).
+  llvm::Value *a_staged = state_[size_t(a)].staged, *b_staged = state_[size_t(b)].staged;
+  std::vector<llvm::Value *> a_regs = a_staged ? std::vector<llvm::Value *>{} : to_regs(a);
+  std::vector<llvm::Value *> b_regs = b_staged ? std::vector<llvm::Value *>{} : to_regs(b);
 
-  // 1. Both operands into shared memory, one barrier pair around the writes.
-  StagedTile sa{nullptr, staged_row_bytes(K * eb)};
-  StagedTile sb{nullptr, staged_row_bytes((b_as_stored ? N : K) * eb)};
-  sa.base = allocate_shared(M * sa.row_bytes);
-  sb.base = allocate_shared((b_as_stored ? K : N) * sb.row_bytes);
-  barrier_before_write();
+  // 1. Operands into shared memory, one barrier pair around the writes.
+  StagedTile sa{a_staged, staged_row_bytes(K * eb)};
+  StagedTile sb{b_staged, staged_row_bytes((b_as_stored ? N : K) * eb)};
+  if (b_staged && !b_as_stored) internal_error("nvptx mma: a pipelined B operand must be staged as stored");
+  if (!sa.base) sa.base = allocate_shared(M * sa.row_bytes);
+  if (!sb.base) sb.base = allocate_shared((b_as_stored ? K : N) * sb.row_bytes);
+  if (!a_staged || !b_staged) barrier_before_write();
   auto stage = [&](ir::ValueId x, const std::vector<llvm::Value *> &regs, const StagedTile &tile, bool transpose) {
     const ir::Type &t = fn_.type(x);
     const Layout &xl = plan_.layout[size_t(x)];
@@ -68,9 +72,9 @@ void GpuLowering::emit_mma_dot(const ir::Op &op, const MatrixInstruction &mi) {
       b_.CreateAlignedStore(vec, p, llvm::Align(uint64_t(width) * uint64_t(eb)));
     }
   };
-  stage(a, a_regs, sa, false);
-  stage(b, b_regs, sb, !b_as_stored);
-  barrier_after_write();
+  if (!a_staged) stage(a, a_regs, sa, false);
+  if (!b_staged) stage(b, b_regs, sb, !b_as_stored);
+  if (!a_staged || !b_staged) barrier_after_write();
 
   // 2. Where this lane points ldmatrix (the same formulas the host tests check).
   IrInt lane{&b_, lane_}, warp{&b_, warp_}, zero{&b_, b_.getInt32(0)};

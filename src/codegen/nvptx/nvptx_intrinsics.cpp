@@ -50,6 +50,12 @@ std::vector<llvm::Value *> ldmatrix(llvm::IRBuilder<> &b, llvm::Value *row_addre
   return regs;
 }
 
+void cp_async_16(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *global, llvm::Value *src_bytes) {
+  b.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s, {}, {shared, global, src_bytes});
+}
+void cp_async_commit_group(llvm::IRBuilder<> &b) { b.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {}); }
+void cp_async_wait_group(llvm::IRBuilder<> &b, int n) { b.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b.getInt32(uint32_t(n))}); }
+
 std::vector<llvm::Value *> mma_sync(llvm::IRBuilder<> &b, const MatrixInstruction &mi, const std::vector<llvm::Value *> &a,
                                     const std::vector<llvm::Value *> &bv, const std::vector<llvm::Value *> &c) {
   llvm::Intrinsic::ID id;

@@ -22,6 +22,13 @@ llvm::Value *shuffle_xor(llvm::IRBuilder<> &b, llvm::Value *v, int lane_mask);
 // shared address of one 8 x 8 matrix row and gets `count` i32 registers (mma_fragments.h).
 std::vector<llvm::Value *> ldmatrix(llvm::IRBuilder<> &b, llvm::Value *row_address, int count, bool trans);
 
+// cp.async.cg.shared.global 16 bytes from `global` to `shared`, of which `src_bytes` (16 or 0)
+// are read and the rest zero-filled; commit_group closes this thread's copies issued since
+// the last one into a group; wait_group(n) waits until at most n groups are in flight.
+void cp_async_16(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *global, llvm::Value *src_bytes);
+void cp_async_commit_group(llvm::IRBuilder<> &b);
+void cp_async_wait_group(llvm::IRBuilder<> &b, int n);
+
 // mma.sync.aligned for `instruction` (m16n8k16 f16 or bf16 into f32, m16n8k32 s8 into s32):
 // returns d = a * b + c for this lane's 4 accumulators; a: 4 i32, b: 2 i32 (packed elements).
 std::vector<llvm::Value *> mma_sync(llvm::IRBuilder<> &b, const MatrixInstruction &instruction, const std::vector<llvm::Value *> &a,

@@ -26,6 +26,7 @@
 #include "codegen/nvptx/assign_layouts.h"
 #include "codegen/nvptx/lower_nvptx.h"
 #include "codegen/nvptx/mma_fragments.h"
+#include "codegen/nvptx/plan_pipelining.h"
 #include "codegen/pipeline.h"
 
 namespace kdsl::codegen::nvptx {
@@ -122,6 +123,13 @@ void emu_mma(int32_t index, const uint32_t *abc, uint32_t *d) {
   machine.sync->arrive_and_wait();
 }
 
+// cp.async.cg.shared.global 16 bytes, `src_bytes` of them read, the rest zero-filled; done
+// at once, so commit_group and wait_group have nothing to do.
+void emu_cp_async_16(uint64_t dst, uint64_t src, int32_t src_bytes) {
+  std::memset(reinterpret_cast<void *>(dst), 0, 16);
+  if (src_bytes > 0) std::memcpy(reinterpret_cast<void *>(dst), reinterpret_cast<const void *>(src), size_t(src_bytes));
+}
+
 int instruction_index(llvm::Intrinsic::ID id) {
   DType a = id == llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32 ? DType::F16 : id == llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16 ? DType::BF16 : DType::I8;
   const auto &list = target_info("sm_80").matrix_instructions;
@@ -179,6 +187,11 @@ void rewrite_calls(llvm::Module &m) {
         for (int i = 0; i < count; ++i) r = b.CreateInsertValue(r, b.CreateLoad(i32, b.CreateConstInBoundsGEP1_32(i32, out, unsigned(i))), unsigned(i));
         break;
       }
+      case llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s:
+        call(reinterpret_cast<void *>(&emu_cp_async_16), b.getVoidTy(),
+             {b.CreatePtrToInt(c->getArgOperand(0), b.getInt64Ty()), b.CreatePtrToInt(c->getArgOperand(1), b.getInt64Ty()), c->getArgOperand(2)});
+        break;
+      case llvm::Intrinsic::nvvm_cp_async_commit_group: case llvm::Intrinsic::nvvm_cp_async_wait_group: break;
       case llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32: case llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16:
       case llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_s8: {
         llvm::Value *in = words(c, 10), *out = words(c, 4);
@@ -229,12 +242,13 @@ void add_entry(llvm::Module &m, llvm::Function *kernel, const std::string &name)
 
 }  // namespace
 
-EmulatedKernel compile_for_emulation(const ir::Function &traced, const std::string &symbol, int num_warps, bool tensor_cores) {
+EmulatedKernel compile_for_emulation(const ir::Function &traced, const std::string &symbol, int num_warps, bool tensor_cores, int num_stages) {
   TargetInfo target = target_info("sm_80");
   if (!tensor_cores) target.matrix_instructions.clear();
   ir::Function fn = traced;
   run_pipeline(fn);
   LayoutPlan plan = assign_layouts(fn, target, num_warps);
+  plan_pipelining(fn, target, num_stages, plan);
   llvm::LLVMContext context;
   auto module = std::make_unique<llvm::Module>(symbol, context);
   std::unique_ptr<llvm::TargetMachine> tm = make_host_target_machine();
