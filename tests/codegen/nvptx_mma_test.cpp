@@ -301,3 +301,10 @@ TEST_CASE("nvptx mma: loads feeding tensor-core dots in for_range are copied num
   CHECK_FALSE(contains(compile("matmul_f32", "sm_80").ptx, "cp.async"));
   CHECK_FALSE(contains(compile("matmul", "sm_80", 1).ptx, "cp.async"));
 }
+
+TEST_CASE("nvptx mma: bf16 operands loaded into registers are staged as loaded, not re-rounded to bf16") {
+  // The rounding (round half to even on the f32 bits) adds 0x7fff: its constant must not appear.
+  std::string ptx = compile("matmul_bf16", "sm_80", 1).ptx;
+  CHECK(contains(ptx, "st.shared.v4.b32"));
+  CHECK_FALSE(contains(ptx, "32767"));
+}
