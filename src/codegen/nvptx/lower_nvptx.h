@@ -24,7 +24,10 @@ struct LoweringResult {
 // elements (through a view, by dot, as a reduction's result) goes through shared memory
 // between barriers. Loads and stores move plan.vector_width elements per access; masks
 // guard them. Reductions combine in each thread, then across lanes with shfl.sync.bfly,
-// then across warps through shared memory. dot multiplies from shared memory with FMAs.
+// then across warps through shared memory. A dot the plan puts on a matrix instruction runs
+// on tensor cores (ldmatrix, mma.sync; its tiles copied ahead with cp.async where the plan
+// pipelines them), any other multiplies from shared memory with FMAs. A value read in
+// another layout than it is held in is converted through shared memory.
 LoweringResult lower_to_nvptx(const ir::Function &fn, const LayoutPlan &plan, const TargetInfo &target, llvm::Module &module,
                               const std::string &symbol);
 
