@@ -7,7 +7,10 @@
 #include <kdsl/kdsl.h>
 
 #include "codegen/codegen.h"
+#include "codegen/nvptx/assign_layouts.h"
 #include "codegen/nvptx/layout.h"
+#include "codegen/nvptx/plan_pipelining.h"
+#include "codegen/pipeline.h"
 #include "codegen/nvptx/mma_fragments.h"
 #include "codegen/nvptx/ptxas.h"
 #include "codegen/target_info.h"
@@ -73,6 +76,28 @@ codegen::CompiledObject compile(const std::string &name, const std::string &arch
 }
 
 bool contains(const std::string &text, const std::string &what) { return text.find(what) != std::string::npos; }
+
+// A kernel after the block-IR pipeline, with its sm_80 layout plan.
+struct Planned {
+  ir::Function fn;
+  LayoutPlan plan;
+  std::vector<const ir::Op *> ops(OpKind kind) const {
+    std::vector<const ir::Op *> found;
+    ir::walk(fn.body, [&](const ir::Op &op) {
+      if (op.kind == kind) found.push_back(&op);
+    });
+    return found;
+  }
+  std::string layout_of(ir::ValueId v) const { return plan.layout[size_t(v)].str(); }
+};
+Planned plan_for(const std::string &name, const std::string &arch = "sm_80", int num_stages = 2) {
+  const tools::NamedKernel &k = nvptx_test::find(name);
+  Planned p{tools::trace_kernel(k.signature, tools::parse_specialization("aligned", k.signature)), {}};
+  codegen::run_pipeline(p.fn);
+  p.plan = assign_layouts(p.fn, codegen::target_info(arch), k.num_warps);
+  plan_pipelining(p.fn, codegen::target_info(arch), num_stages, p.plan);
+  return p;
+}
 
 }  // namespace mma_test
 
@@ -307,4 +332,58 @@ TEST_CASE("nvptx mma: bf16 operands loaded into registers are staged as loaded, 
   std::string ptx = compile("matmul_bf16", "sm_80", 1).ptx;
   CHECK(contains(ptx, "st.shared.v4.b32"));
   CHECK_FALSE(contains(ptx, "32767"));
+}
+
+TEST_CASE("mma plan: which dots take the tensor-core path, which values take the accumulator layout, which loads are pipelined") {
+  const std::string mma_2x2 = "mma{spt=[1,2] tpw=[8,4] wpc=[2,2] order=[1,0] warp_tile=[16,8]}";
+  {
+    Planned p = plan_for("matmul");
+    auto dots = p.ops(OpKind::Dot);
+    REQUIRE(dots.size() == 1);
+    CHECK(p.plan.instruction_of(dots[0]) == 0);  // f16 m16n8k16
+    CHECK(p.layout_of(dots[0]->results[0]) == mma_2x2);
+    CHECK(p.layout_of(dots[0]->operands[2]) == mma_2x2);  // the loop-carried accumulator
+    auto fors = p.ops(OpKind::For);
+    REQUIRE(fors.size() == 1);
+    CHECK(p.layout_of(fors[0]->results[0]) == mma_2x2);
+    auto stores = p.ops(OpKind::Store);
+    REQUIRE(stores.size() == 1);
+    CHECK(p.layout_of(stores[0]->operands[0]) == mma_2x2);  // f32: stored from the fragments
+    for (const ir::Op *load : p.ops(OpKind::Load)) {
+      CHECK(p.plan.layout[size_t(load->results[0])].kind == LayoutKind::Blocked);
+      REQUIRE(p.plan.pipelined_load(load));
+      CHECK(p.plan.pipelined_load(load)->dot == dots[0]);
+    }
+    CHECK(p.plan.pipelined.size() == 2);
+    CHECK(plan_for("matmul", "sm_80", 1).plan.pipelined.empty());
+  }
+  {
+    // f16 output: the cast keeps the accumulator layout, the narrow store converts to blocked.
+    Planned p = plan_for("matmul_relu_f16");
+    for (const ir::Op *cast : p.ops(OpKind::Cast)) CHECK(p.plan.layout[size_t(cast->results[0])].kind == LayoutKind::Mma);
+    for (const ir::Op *store : p.ops(OpKind::Store)) CHECK(p.plan.layout[size_t(store->operands[0])].kind == LayoutKind::Blocked);
+  }
+  {
+    // 8 warps over 128 x 128: 4 x 2, each warp 32 x 64.
+    Planned p = plan_for("matmul_f16_128x128_w8");
+    CHECK(p.layout_of(p.ops(OpKind::Dot)[0]->results[0]) == "mma{spt=[1,2] tpw=[8,4] wpc=[4,2] order=[1,0] warp_tile=[16,8]}");
+  }
+  {
+    // i8: A pipelined; B staged transposed through registers.
+    Planned p = plan_for("matmul_i8");
+    const ir::Op *dot = p.ops(OpKind::Dot)[0];
+    CHECK(p.plan.instruction_of(dot) == 2);
+    REQUIRE(p.plan.pipelined.size() == 1);
+    CHECK(p.plan.pipelined[0].operand == 0);
+  }
+  for (const char *name : {"matmul_f32", "matmul_f16_k8", "matmul_f16_n4", "matmul_f16_one_tile"}) {
+    CAPTURE(name);
+    Planned p = plan_for(name);
+    CHECK(p.plan.instruction_of(p.ops(OpKind::Dot)[0]) == -1);
+    CHECK(p.plan.pipelined.empty());
+    for (const Layout &l : p.plan.layout) CHECK(l.kind == LayoutKind::Blocked);
+  }
+  Planned turing = plan_for("matmul", "sm_75");
+  CHECK(turing.plan.dot_instruction.empty());
+  CHECK(turing.plan.pipelined.empty());
 }
