@@ -3,12 +3,40 @@
 
 #include <fmt/format.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/PatternMatch.h>
 
 #include <kdsl/error.h>
 
 #include "codegen/host/element_math.h"
 
 namespace kdsl::codegen {
+namespace {
+
+// The bf16 bits of `v` where v is known to be a bf16 value widened (from_storage), a constant
+// bf16 holds exactly, or a phi of those (masked loads): rounding it is the identity, and
+// LLVM does not see through the rounding's bit operations. Null otherwise.
+llvm::Value *exact_bf16_bits(llvm::IRBuilder<> &b, llvm::Value *v, int depth = 0) {
+  using namespace llvm::PatternMatch;
+  llvm::Value *x = nullptr;
+  if (match(v, m_BitCast(m_Shl(m_ZExt(m_Value(x)), m_SpecificInt(16)))) && x->getType()->isIntegerTy(16)) return x;
+  if (auto *c = llvm::dyn_cast<llvm::ConstantFP>(v)) {
+    uint32_t bits = uint32_t(c->getValueAPF().bitcastToAPInt().getZExtValue());
+    return bits & 0xffff ? nullptr : b.getInt16(uint16_t(bits >> 16));
+  }
+  auto *phi = llvm::dyn_cast<llvm::PHINode>(v);
+  if (!phi || depth > 2) return nullptr;
+  std::vector<llvm::Value *> in;
+  for (llvm::Value *incoming : phi->incoming_values()) {
+    llvm::Value *bits = exact_bf16_bits(b, incoming, depth + 1);
+    if (!bits) return nullptr;
+    in.push_back(bits);
+  }
+  llvm::PHINode *out = llvm::PHINode::Create(b.getInt16Ty(), phi->getNumIncomingValues(), "", phi->getIterator());
+  for (unsigned i = 0; i < phi->getNumIncomingValues(); ++i) out->addIncoming(in[i], phi->getIncomingBlock(i));
+  return out;
+}
+
+}  // namespace
 
 llvm::Type *ElementSemantics::compute_type(DType t) const {
   switch (t) {
@@ -47,7 +75,10 @@ llvm::Value *ElementSemantics::from_storage(llvm::Value *v, DType t) {
 llvm::Value *ElementSemantics::to_storage(llvm::Value *v, DType t) {
   switch (t) {
     case DType::F16: return b_.CreateFPTrunc(v, b_.getHalfTy());
-    case DType::BF16: return b_.CreateTrunc(b_.CreateLShr(b_.CreateBitCast(emit_round_to_bf16(b_, v), b_.getInt32Ty()), 16), b_.getInt16Ty());
+    case DType::BF16:
+      // A value that is a bf16 already (a copy, a masked load) is stored as its bits.
+      if (llvm::Value *bits = exact_bf16_bits(b_, v)) return bits;
+      return b_.CreateTrunc(b_.CreateLShr(b_.CreateBitCast(emit_round_to_bf16(b_, v), b_.getInt32Ty()), 16), b_.getInt16Ty());
     case DType::Bool: return b_.CreateZExt(v, b_.getInt8Ty());
     default: return v;
   }

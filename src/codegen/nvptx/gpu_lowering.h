@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/nvptx/nvptx_elements.h"
 #include "codegen/nvptx/layout.h"
 #include "codegen/nvptx/lower_nvptx.h"
 
@@ -134,6 +135,7 @@ class GpuLowering {
   llvm::Module &m_;
   llvm::LLVMContext &ctx_;
   llvm::IRBuilder<> b_;
+  NvptxElements el_;  // what each element of an elementwise op computes (shared with the host)
   std::vector<ValueState> state_;
   std::vector<const ir::Op *> def_;
   std::map<std::string, std::vector<llvm::Value *>> thread_coords_;  // per layout and axis

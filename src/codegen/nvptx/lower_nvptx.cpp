@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 #include <llvm/IR/Intrinsics.h>
-#include <llvm/IR/PatternMatch.h>
 
 #include <kdsl/error.h>
 
@@ -27,7 +26,7 @@ bool is_index_math(const ir::Op &op, const ir::Type &t) {
 }
 
 GpuLowering::GpuLowering(const ir::Function &fn, const LayoutPlan &plan, const TargetInfo &target, llvm::Module &m)
-    : fn_(fn), plan_(plan), target_(target), m_(m), ctx_(m.getContext()), b_(ctx_) {
+    : fn_(fn), plan_(plan), target_(target), m_(m), ctx_(m.getContext()), b_(ctx_), el_(b_, m) {
   state_.assign(fn.values.size(), {});
   def_.assign(fn.values.size(), nullptr);
   ir::walk(fn.body, [&](const ir::Op &op) {
@@ -38,82 +37,13 @@ GpuLowering::GpuLowering(const ir::Function &fn, const LayoutPlan &plan, const T
 
 // --- types --------------------------------------------------------------------------------
 
-llvm::Type *GpuLowering::compute_type(DType t) {
-  switch (t) {
-    case DType::F32: case DType::F16: case DType::BF16: return b_.getFloatTy();
-    case DType::Bool: return b_.getInt1Ty();
-    case DType::I8: case DType::U8: return b_.getInt8Ty();
-    case DType::I16: return b_.getInt16Ty();
-    case DType::I32: case DType::U32: return b_.getInt32Ty();
-    case DType::I64: return b_.getInt64Ty();
-  }
-  return nullptr;
-}
-llvm::Type *GpuLowering::compute_type(const ir::Type &t) {
-  return t.is_ptr ? llvm::PointerType::get(ctx_, kGlobalAddressSpace) : compute_type(t.elem);
-}
-llvm::Type *GpuLowering::storage_type(DType t) {
-  switch (t) {
-    case DType::F16: return b_.getHalfTy();
-    case DType::BF16: return b_.getInt16Ty();
-    case DType::Bool: return b_.getInt8Ty();
-    default: return compute_type(t);
-  }
-}
-llvm::Value *GpuLowering::from_storage(llvm::Value *v, DType t) {
-  switch (t) {
-    case DType::F16: return b_.CreateFPExt(v, b_.getFloatTy());
-    case DType::BF16: return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(v, b_.getInt32Ty()), 16), b_.getFloatTy());
-    case DType::Bool: return b_.CreateICmpNE(v, b_.getInt8(0));
-    default: return v;
-  }
-}
-namespace {
-// The bf16 bits of `v` where v is known to be a bf16 value widened (from_storage), a constant
-// bf16 holds exactly, or a phi of those (masked loads): rounding it is the identity, and
-// LLVM does not see through the rounding's bit operations. Null otherwise.
-llvm::Value *exact_bf16_bits(llvm::IRBuilder<> &b, llvm::Value *v, int depth = 0) {
-  using namespace llvm::PatternMatch;
-  llvm::Value *x = nullptr;
-  if (match(v, m_BitCast(m_Shl(m_ZExt(m_Value(x)), m_SpecificInt(16)))) && x->getType()->isIntegerTy(16)) return x;
-  if (auto *c = llvm::dyn_cast<llvm::ConstantFP>(v)) {
-    uint32_t bits = uint32_t(c->getValueAPF().bitcastToAPInt().getZExtValue());
-    return bits & 0xffff ? nullptr : b.getInt16(uint16_t(bits >> 16));
-  }
-  auto *phi = llvm::dyn_cast<llvm::PHINode>(v);
-  if (!phi || depth > 2) return nullptr;
-  std::vector<llvm::Value *> in;
-  for (llvm::Value *incoming : phi->incoming_values()) {
-    llvm::Value *bits = exact_bf16_bits(b, incoming, depth + 1);
-    if (!bits) return nullptr;
-    in.push_back(bits);
-  }
-  llvm::PHINode *out = llvm::PHINode::Create(b.getInt16Ty(), phi->getNumIncomingValues(), "", phi->getIterator());
-  for (unsigned i = 0; i < phi->getNumIncomingValues(); ++i) out->addIncoming(in[i], phi->getIncomingBlock(i));
-  return out;
-}
-}  // namespace
-
-llvm::Value *GpuLowering::to_storage(llvm::Value *v, DType t) {
-  if (t == DType::BF16)
-    if (llvm::Value *bits = exact_bf16_bits(b_, v)) return bits;
-  switch (t) {
-    case DType::F16: return b_.CreateFPTrunc(v, b_.getHalfTy());
-    case DType::BF16: return b_.CreateTrunc(b_.CreateLShr(b_.CreateBitCast(emit_round_to_bf16(b_, v), b_.getInt32Ty()), 16), b_.getInt16Ty());
-    case DType::Bool: return b_.CreateZExt(v, b_.getInt8Ty());
-    default: return v;
-  }
-}
-llvm::Value *GpuLowering::round_to(llvm::Value *v, DType t) {
-  if (t == DType::F16) return b_.CreateFPExt(b_.CreateFPTrunc(v, b_.getHalfTy()), b_.getFloatTy());
-  if (t == DType::BF16) return emit_round_to_bf16(b_, v);
-  return v;
-}
-llvm::Value *GpuLowering::constant(const ir::Type &t, int64_t i, double f) {
-  llvm::Type *ty = compute_type(t);
-  if (is_float(t.elem)) return llvm::ConstantFP::get(ty, f);
-  return llvm::ConstantInt::get(ty, uint64_t(i), !is_unsigned(t.elem));
-}
+llvm::Type *GpuLowering::compute_type(DType t) { return el_.compute_type(t); }
+llvm::Type *GpuLowering::compute_type(const ir::Type &t) { return el_.compute_type(t); }
+llvm::Type *GpuLowering::storage_type(DType t) { return el_.storage_type(t); }
+llvm::Value *GpuLowering::from_storage(llvm::Value *v, DType t) { return el_.from_storage(v, t); }
+llvm::Value *GpuLowering::to_storage(llvm::Value *v, DType t) { return el_.to_storage(v, t); }
+llvm::Value *GpuLowering::round_to(llvm::Value *v, DType t) { return el_.round_to(v, t); }
+llvm::Value *GpuLowering::constant(const ir::Type &t, int64_t i, double f) { return el_.constant(t, i, f); }
 
 // --- where a thread's elements are ----------------------------------------------------------
 
