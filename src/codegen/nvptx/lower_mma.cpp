@@ -1,6 +1,5 @@
 // lower_mma.cpp - dot on tensor cores: operands staged in shared memory, ldmatrix fragments, mma.sync into the accumulator layout
 #include <fmt/format.h>
-#include <llvm/IR/PatternMatch.h>
 
 #include <map>
 
@@ -19,30 +18,6 @@ struct StagedTile {
   llvm::Value *base = nullptr;
   int64_t row_bytes = 0;
 };
-
-// The bf16 bits of `v` where v is a loaded bf16 widened to f32 (from_storage), a constant
-// bf16 holds exactly, or a phi of those (masked loads): rounding it back is the identity,
-// which LLVM does not see through the rounding's integer operations. Null otherwise.
-llvm::Value *exact_bf16_bits(llvm::IRBuilder<> &b, llvm::Value *v, int depth = 0) {
-  using namespace llvm::PatternMatch;
-  llvm::Value *x = nullptr;
-  if (match(v, m_BitCast(m_Shl(m_ZExt(m_Value(x)), m_SpecificInt(16)))) && x->getType()->isIntegerTy(16)) return x;
-  if (auto *c = llvm::dyn_cast<llvm::ConstantFP>(v)) {
-    uint32_t bits = uint32_t(c->getValueAPF().bitcastToAPInt().getZExtValue());
-    return bits & 0xffff ? nullptr : b.getInt16(uint16_t(bits >> 16));
-  }
-  auto *phi = llvm::dyn_cast<llvm::PHINode>(v);
-  if (!phi || depth > 2) return nullptr;
-  std::vector<llvm::Value *> in;
-  for (llvm::Value *incoming : phi->incoming_values()) {
-    llvm::Value *bits = exact_bf16_bits(b, incoming, depth + 1);
-    if (!bits) return nullptr;
-    in.push_back(bits);
-  }
-  llvm::PHINode *out = llvm::PHINode::Create(b.getInt16Ty(), phi->getNumIncomingValues(), "", phi->getIterator());
-  for (unsigned i = 0; i < phi->getNumIncomingValues(); ++i) out->addIncoming(in[i], phi->getIncomingBlock(i));
-  return out;
-}
 
 }  // namespace
 
@@ -78,10 +53,8 @@ void GpuLowering::emit_mma_dot(const ir::Op &op, const MatrixInstruction &mi) {
     const Layout &xl = plan_.layout[size_t(x)];
     const RegisterMap &map = registers(x);
     llvm::Type *mem = storage_type(t.elem);
-    auto stored = [&](llvm::Value *x) {
-      llvm::Value *bits = t.elem == DType::BF16 ? exact_bf16_bits(b_, x) : nullptr;
-      return bits ? bits : to_storage(x, t.elem);
-    };
+    // to_storage stores a value that is a bf16 already (a loaded operand) as its bits.
+    auto stored = [&](llvm::Value *x) { return to_storage(x, t.elem); };
     int width = transpose ? 1 : std::min(xl.size_per_thread[1], 16 / eb);
     for (int r = 0; r < map.count; r += width) {
       Index idx = own_index(x, r);
