@@ -17,31 +17,8 @@ using namespace kdsl;
 using namespace kdsl::models;
 
 namespace {
-
-std::vector<int> parse_ids(const std::string &line) {
-  std::istringstream s(line);
-  std::vector<int> ids;
-  for (int id; s >> id;) ids.push_back(id);
-  return ids;
-}
-
-// The PROMPT and NEXT ids the shared README gives for `prompt` (read from the README itself,
-// so the expectation cannot drift from the reference).
-std::pair<std::vector<int>, std::vector<int>> reference_ids(const std::string &readme, const std::string &prompt) {
-  std::ifstream f(readme);
-  std::string line;
-  while (std::getline(f, line))
-    if (line == prompt) {
-      std::string p, n;
-      std::getline(f, p);
-      std::getline(f, n);
-      REQUIRE(p.rfind("PROMPT: ", 0) == 0);
-      REQUIRE(n.rfind("NEXT: ", 0) == 0);
-      return {parse_ids(p.substr(8)), parse_ids(n.substr(6))};
-    }
-  FAIL("prompt '" << prompt << "' not found in " << readme);
-  return {};
-}
+using test::reference_ids;
+using test::stories_reference;
 
 // Greedy ids after the prompt, fed one at a time after a batched prefill.
 std::vector<int> greedy(Engine &engine, const std::vector<int> &prompt, int count) {
@@ -87,15 +64,7 @@ TEST_CASE("engine: stories260K (grouped-query attention) from BOS reproduces the
   auto model_path = test::shared_model("stories260K.bin");
   auto readme = test::shared_model("README.md");
   if (!model_path || !readme) return;
-  std::ifstream f(*readme);
-  std::string line, ids_line;
-  while (std::getline(f, line))
-    if (line.rfind("`stories260K.bin`, starting from BOS", 0) == 0) {
-      std::getline(f, line);  // blank
-      std::getline(f, line);  // ```
-      std::getline(f, ids_line);
-    }
-  std::vector<int> expected = parse_ids(ids_line);
+  std::vector<int> expected = stories_reference(*readme);
   REQUIRE(expected.size() == 64);
   ModelWeights model = load_model_weights(*model_path);
   // Small pages so the 64 positions cross several of them.

@@ -3,6 +3,10 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <utility>
+#include <vector>
 #include <optional>
 #include <string>
 
@@ -22,6 +26,44 @@ inline std::string scratch_path(const std::string &name) {
   std::filesystem::path dir = std::filesystem::path(KDSL_TEST_BINARY_DIR) / "test-scratch";
   std::filesystem::create_directories(dir);
   return (dir / name).string();
+}
+
+inline std::vector<int> parse_ids(const std::string &line) {
+  std::istringstream s(line);
+  std::vector<int> ids;
+  for (int id; s >> id;) ids.push_back(id);
+  return ids;
+}
+
+// The PROMPT and NEXT ids the shared README gives for `prompt` (read from the README itself,
+// so the expectation cannot drift from the reference).
+inline std::pair<std::vector<int>, std::vector<int>> reference_ids(const std::string &readme, const std::string &prompt) {
+  std::ifstream f(readme);
+  std::string line;
+  while (std::getline(f, line))
+    if (line == prompt) {
+      std::string p, n;
+      std::getline(f, p);
+      std::getline(f, n);
+      REQUIRE(p.rfind("PROMPT: ", 0) == 0);
+      REQUIRE(n.rfind("NEXT: ", 0) == 0);
+      return {parse_ids(p.substr(8)), parse_ids(n.substr(6))};
+    }
+  FAIL("prompt '" << prompt << "' not found in " << readme);
+  return {};
+}
+
+// The 64 greedy ids stories260K.bin gives from BOS, from the shared README.
+inline std::vector<int> stories_reference(const std::string &readme) {
+  std::ifstream f(readme);
+  std::string line, ids_line;
+  while (std::getline(f, line))
+    if (line.rfind("`stories260K.bin`, starting from BOS", 0) == 0) {
+      std::getline(f, line);  // blank
+      std::getline(f, line);  // ```
+      std::getline(f, ids_line);
+    }
+  return parse_ids(ids_line);
 }
 
 }  // namespace kdsl::test

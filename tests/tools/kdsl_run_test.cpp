@@ -25,6 +25,8 @@ using nlohmann::json;
 #endif
 
 namespace {
+using kdsl::test::reference_ids;
+using kdsl::test::stories_reference;
 
 struct Result {
   int status = -1;
@@ -93,43 +95,6 @@ std::string write_tiny_gguf(const std::string &name, GgmlType weight_type = Ggml
   std::string path = kdsl::test::scratch_path(name);
   write_synthetic_model(c, path);
   return path;
-}
-
-std::vector<int> parse_ids(const std::string &line) {
-  std::istringstream s(line);
-  std::vector<int> ids;
-  for (int id; s >> id;) ids.push_back(id);
-  return ids;
-}
-
-// The PROMPT and NEXT ids the shared README gives for `prompt`.
-std::pair<std::vector<int>, std::vector<int>> reference_ids(const std::string &readme, const std::string &prompt) {
-  std::ifstream f(readme);
-  std::string line;
-  while (std::getline(f, line))
-    if (line == prompt) {
-      std::string p, n;
-      std::getline(f, p);
-      std::getline(f, n);
-      REQUIRE(p.rfind("PROMPT: ", 0) == 0);
-      REQUIRE(n.rfind("NEXT: ", 0) == 0);
-      return {parse_ids(p.substr(8)), parse_ids(n.substr(6))};
-    }
-  FAIL("prompt '" << prompt << "' not found in " << readme);
-  return {};
-}
-
-// The 64 greedy ids stories260K.bin gives from BOS, from the shared README.
-std::vector<int> stories_reference(const std::string &readme) {
-  std::ifstream f(readme);
-  std::string line, ids_line;
-  while (std::getline(f, line))
-    if (line.rfind("`stories260K.bin`, starting from BOS", 0) == 0) {
-      std::getline(f, line);  // blank
-      std::getline(f, line);  // ```
-      std::getline(f, ids_line);
-    }
-  return parse_ids(ids_line);
 }
 
 json parse_json(const Result &r) {
