@@ -48,14 +48,6 @@ std::vector<std::string> cuda_roots() {
   return roots;
 }
 
-std::string find_libdevice() {
-  if (const char *v = std::getenv("KDSL_LIBDEVICE"); v && *v) return v;
-  for (const std::string &root : cuda_roots()) {
-    fs::path p = fs::path(root) / "nvvm" / "libdevice" / "libdevice.10.bc";
-    if (fs::exists(p)) return p.string();
-  }
-  return {};
-}
 
 std::string read_file(const fs::path &p) {
   std::ifstream in(p, std::ios::binary);
@@ -65,6 +57,15 @@ std::string read_file(const fs::path &p) {
 }
 
 }  // namespace
+
+std::string find_libdevice() {
+  if (const char *v = std::getenv("KDSL_LIBDEVICE"); v && *v) return v;
+  for (const std::string &root : cuda_roots()) {
+    fs::path p = fs::path(root) / "nvvm" / "libdevice" / "libdevice.10.bc";
+    if (fs::exists(p)) return p.string();
+  }
+  return {};
+}
 
 std::unique_ptr<llvm::TargetMachine> make_nvptx_target_machine(const TargetInfo &target) {
   initialize_nvptx();

@@ -12,6 +12,10 @@ namespace kdsl::codegen::nvptx {
 // Empty when there is none.
 std::string find_ptxas();
 
+// The toolkit's libdevice.10.bc: $KDSL_LIBDEVICE, then nvvm/libdevice under $CUDA_HOME,
+// $CUDA_PATH, /usr/local/cuda. Empty when there is none.
+std::string find_libdevice();
+
 // Assembles PTX into a cubin for `arch` with `ptxas -v` and parses its resource report.
 // Throws kdsl::Error with ptxas's messages when it fails.
 std::vector<uint8_t> assemble_ptx(const std::string &ptxas, const std::string &ptx, const std::string &arch, ResourceReport &report);
