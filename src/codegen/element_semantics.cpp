@@ -125,6 +125,16 @@ llvm::Value *ElementSemantics::int_to_f32_for_bf16(llvm::Value *v, bool is_signe
   return b_.CreateSelect(negative, b_.CreateFNeg(f), f);
 }
 
+llvm::Value *ElementSemantics::elementwise(const ir::Op &op, const ir::Function &fn, const std::function<llvm::Value *(size_t)> &operand) {
+  std::vector<llvm::Value *> args;
+  std::vector<const ir::Type *> types;
+  for (size_t i = 0; i < op.operands.size(); ++i) {
+    args.push_back(operand(i));
+    types.push_back(&fn.type(op.operands[i]));
+  }
+  return elementwise(op.kind, fn.type(op.results[0]), types, args);
+}
+
 llvm::Value *ElementSemantics::elementwise(OpKind kind, const ir::Type &out, std::span<const ir::Type *const> arg_types,
                                            std::span<llvm::Value *const> args) {
   auto a = [&](size_t i) { return args[i]; };

@@ -3,6 +3,7 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
 
+#include <functional>
 #include <span>
 
 #include "ir/ir.h"
@@ -31,6 +32,8 @@ class ElementSemantics {
 
   // One element of an elementwise op other than ptr_add, given its operands' elements.
   llvm::Value *elementwise(OpKind kind, const ir::Type &out, std::span<const ir::Type *const> arg_types, std::span<llvm::Value *const> args);
+  // The same for `op` in `fn`, reading operand i's element with operand(i).
+  llvm::Value *elementwise(const ir::Op &op, const ir::Function &fn, const std::function<llvm::Value *(size_t)> &operand);
 
  protected:
   // f16 bits (as half) to f32.

@@ -58,13 +58,7 @@ llvm::Value *GpuLowering::compute(const ir::Op &op, const Index &idx) {
     }
     default: {
       if (!ir::is_elementwise(op.kind)) internal_error(fmt::format("nvptx lowering: {} cannot be computed per element", ir::op_name(op.kind)));
-      std::vector<llvm::Value *> args;
-      std::vector<const ir::Type *> types;
-      for (size_t i = 0; i < op.operands.size(); ++i) {
-        args.push_back(arg(i));
-        types.push_back(&arg_type(i));
-      }
-      return el_.elementwise(op.kind, out, types, args);
+      return el_.elementwise(op, fn_, arg);
     }
   }
 }

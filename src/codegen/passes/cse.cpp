@@ -24,10 +24,7 @@ class Cse {
   }
 
  private:
-  ir::ValueId resolve(ir::ValueId v) const {
-    for (auto it = replacement_.find(v); it != replacement_.end(); it = replacement_.find(v)) v = it->second;
-    return v;
-  }
+  ir::ValueId resolve(ir::ValueId v) const { return passes::resolve(replacement_, v); }
 
   void region(ir::Region &r) {
     scopes_.emplace_back();

@@ -51,10 +51,7 @@ class Folder {
   }
 
  private:
-  ir::ValueId resolve(ir::ValueId v) const {
-    for (auto it = replacement_.find(v); it != replacement_.end(); it = replacement_.find(v)) v = it->second;
-    return v;
-  }
+  ir::ValueId resolve(ir::ValueId v) const { return passes::resolve(replacement_, v); }
   std::optional<ConstValue> constant_of(ir::ValueId v) const {
     auto it = constants_.find(v);
     if (it == constants_.end()) return std::nullopt;

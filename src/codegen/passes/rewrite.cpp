@@ -11,14 +11,15 @@ std::vector<int> count_uses(const ir::Function &fn) {
   return uses;
 }
 
+ir::ValueId resolve(const std::unordered_map<ir::ValueId, ir::ValueId> &replacement, ir::ValueId v) {
+  for (auto it = replacement.find(v); it != replacement.end(); it = replacement.find(v)) v = it->second;
+  return v;
+}
+
 void replace_uses(ir::Function &fn, const std::unordered_map<ir::ValueId, ir::ValueId> &replacement) {
   if (replacement.empty()) return;
-  auto resolve = [&](ir::ValueId v) {
-    for (auto it = replacement.find(v); it != replacement.end(); it = replacement.find(v)) v = it->second;
-    return v;
-  };
   ir::walk(fn.body, [&](ir::Op &op) {
-    for (ir::ValueId &v : op.operands) v = resolve(v);
+    for (ir::ValueId &v : op.operands) v = resolve(replacement, v);
   });
 }
 
