@@ -1,0 +1,95 @@
+// library_quantized.cpp - Library::matmul and Library::embedding over any WeightType: Q8_0 / Q4_0 kernels, plain types passed on
+#include "kernels/embedding_quantized.h"
+#include "kernels/library_impl.h"
+#include "kernels/matmul_quantized.h"
+#include "kernels/matvec_quantized.h"
+
+namespace kdsl::kernels {
+namespace {
+
+// Block sizes, counted in 32-element quant blocks along K: the matrix-vector kernels take BN
+// weight rows kMatvecBlocks (or kFewRowsBlocks) blocks at a time, the same 256 columns as the
+// plain matvec; the tiled kernel computes kTileM x kTileN outputs over kTileBlocks-block steps.
+constexpr int kMatvecRows = 8, kMatvecBlocks = 8;
+constexpr int kMaxFewRows = 8, kFewRowsBlocks = 4;
+constexpr int kTileM = 32, kTileN = 64, kTileBlocks = 2;
+constexpr int kEmbeddingBlocks = 8;
+
+// The weights' address as the two views the kernels take (quant_formats.h).
+template <class F>
+struct QuantizedView {
+  explicit QuantizedView(const void *w) : quants(static_cast<const typename F::Quant::storage *>(w)), scales(static_cast<const half *>(w)) {}
+  const typename F::Quant::storage *quants;
+  const half *scales;
+};
+
+template <class F>
+void run_matmul(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K) {
+  QuantizedView<F> v(w);
+  // Without a bias the kernels get `out` for it, unread.
+  const float *b = bias ? bias : out;
+  if (rows == 1) {
+    auto g = grid(cdiv(N, kMatvecRows));
+    if (bias) im.kernel<matvec_quantized<F, kMatvecRows, kMatvecBlocks, true>>()(g, x, v.quants, v.scales, b, out, N, K);
+    else im.kernel<matvec_quantized<F, kMatvecRows, kMatvecBlocks, false>>()(g, x, v.quants, v.scales, b, out, N, K);
+    return;
+  }
+  if (rows <= kMaxFewRows) {
+    detail::with_block<2, kMaxFewRows>("matmul", "rows", rows, [&]<int BR>() {
+      auto g = grid(cdiv(N, kMatvecRows));
+      if (bias) im.kernel<matvec_rows_quantized<F, BR, kMatvecRows, kFewRowsBlocks, true>>()(g, x, v.quants, v.scales, b, out, rows, N, K);
+      else im.kernel<matvec_rows_quantized<F, BR, kMatvecRows, kFewRowsBlocks, false>>()(g, x, v.quants, v.scales, b, out, rows, N, K);
+    });
+    return;
+  }
+  auto g = grid(cdiv(rows, kTileM), cdiv(N, kTileN));
+  if (bias) im.kernel<matmul_quantized<F, kTileM, kTileN, kTileBlocks, true>>()(g, x, v.quants, v.scales, b, out, rows, N, K);
+  else im.kernel<matmul_quantized<F, kTileM, kTileN, kTileBlocks, false>>()(g, x, v.quants, v.scales, b, out, rows, N, K);
+}
+
+template <class F>
+void run_embedding(Library::Impl &im, const int32_t *ids, const void *table, float *out, int rows, int dim) {
+  QuantizedView<F> v(table);
+  auto g = grid(rows, cdiv(dim / F::kBlockElements, kEmbeddingBlocks));
+  im.kernel<embedding_quantized<F, kEmbeddingBlocks>>()(g, ids, v.quants, v.scales, out, dim);
+}
+
+// Quantized rows hold whole 32-element blocks.
+void require_whole_blocks(std::string_view what, std::string_view size_name, WeightType type, int n) {
+  int block = weight_type_info(type).block_elements;
+  detail::require(n % block == 0, what, [&] {
+    return std::string(size_name) + " " + std::to_string(n) + " is not a multiple of " + std::to_string(block) + ", the block size of " +
+           std::string(weight_type_info(type).name) + " weights";
+  });
+}
+
+}  // namespace
+
+void Library::matmul(const float *x, const void *w, WeightType wtype, const float *bias, float *out, int rows, int N, int K) {
+  if (auto plain = dtype_of(wtype)) return matmul(x, w, *plain, bias, out, rows, N, K);
+  detail::require(rows >= 0 && N > 0 && K > 0, "matmul", [&] {
+    return "sizes must be positive (rows " + std::to_string(rows) + ", N " + std::to_string(N) + ", K " + std::to_string(K) + ")";
+  });
+  require_whole_blocks("matmul", "K", wtype, K);
+  if (rows == 0) return;
+  switch (wtype) {
+    case WeightType::Q8_0: return run_matmul<Q8_0Format>(*impl_, x, w, bias, out, rows, N, K);
+    case WeightType::Q4_0: return run_matmul<Q4_0Format>(*impl_, x, w, bias, out, rows, N, K);
+    default: throw Error("kdsl::kernels::matmul: weight type " + std::string(weight_type_info(wtype).name) + " has no kernel; this is a bug in kdsl");
+  }
+}
+
+void Library::embedding(const int32_t *ids, const void *table, WeightType ttype, float *out, int rows, int dim) {
+  if (auto plain = dtype_of(ttype)) return embedding(ids, table, *plain, out, rows, dim);
+  detail::require(rows >= 0 && dim > 0, "embedding",
+                  [&] { return "rows and dim must be positive (got rows " + std::to_string(rows) + ", dim " + std::to_string(dim) + ")"; });
+  require_whole_blocks("embedding", "dim", ttype, dim);
+  if (rows == 0) return;
+  switch (ttype) {
+    case WeightType::Q8_0: return run_embedding<Q8_0Format>(*impl_, ids, table, out, rows, dim);
+    case WeightType::Q4_0: return run_embedding<Q4_0Format>(*impl_, ids, table, out, rows, dim);
+    default: throw Error("kdsl::kernels::embedding: table type " + std::string(weight_type_info(ttype).name) + " has no kernel; this is a bug in kdsl");
+  }
+}
+
+}  // namespace kdsl::kernels

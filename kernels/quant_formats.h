@@ -1,0 +1,61 @@
+// quant_formats.h - how kdsl kernels read ggml's Q8_0 and Q4_0 blocks in place: offsets and per-part decoding
+#pragma once
+#include <cstddef>
+
+#include "kernels/common.h"
+#include "models/gguf/quant_blocks.h"
+
+namespace kdsl::kernels {
+
+// A quantized weight arrives at a kernel twice, at the same address: as Ptr<Quant> for the
+// quant bytes and as Ptr<f16> for the scales, since the DSL has no pointer casts. Block b
+// (counted over the whole matrix, row-major) has its f16 scale d at half index
+// b * kScaleStride and its quant bytes at byte b * kBlockBytes + kQuantOffset. Each block
+// yields its 32 values as kParts runs of kPartBytes: run p, decoded from the same
+// kPartBytes quant bytes by part(q, p), holds elements p * kPartBytes .. + kPartBytes - 1,
+// to be multiplied by d. Decoding is exact in f32 (small integers); only the scale rounds.
+// The layouts come from models/gguf/quant_blocks.h, shared with the reader and dequantizer.
+
+// x[i] = d * qs[i], qs int8
+struct Q8_0Format {
+  using Layout = models::BlockQ8_0;
+  using Quant = i8;
+  static constexpr int kBlockElements = models::kQK8_0;
+  static constexpr int kBlockBytes = int(sizeof(Layout));
+  static constexpr int kQuantOffset = int(offsetof(Layout, qs));
+  static constexpr int kScaleStride = kBlockBytes / 2;
+  static constexpr int kParts = 1, kPartBytes = 32;
+
+  template <int... D>
+  static Block<f32, D...> part(const Block<i8, D...> &q, int /*p*/) {
+    return cast<f32>(q);
+  }
+};
+
+// x[i] = d * (nibble_i - 8): elements 0..15 are the low nibbles of qs, 16..31 the high ones
+struct Q4_0Format {
+  using Layout = models::BlockQ4_0;
+  using Quant = u8;
+  static constexpr int kBlockElements = models::kQK4_0;
+  static constexpr int kBlockBytes = int(sizeof(Layout));
+  static constexpr int kQuantOffset = int(offsetof(Layout, qs));
+  static constexpr int kScaleStride = kBlockBytes / 2;
+  static constexpr int kParts = 2, kPartBytes = 16;
+
+  template <int... D>
+  static Block<f32, D...> part(const Block<u8, D...> &q, int p) {
+    return cast<f32>(p == 0 ? (q & 15) : (q >> 4)) - 8.0f;
+  }
+};
+
+// What every format must satisfy for the kernels' offset arithmetic.
+template <class F>
+constexpr bool check_format() {
+  static_assert(offsetof(typename F::Layout, d) == 0, "the kernels read a block's f16 scale at its start");
+  static_assert(F::kBlockBytes % 2 == 0, "the f16 scales are addressed in halves: the block size must be even");
+  static_assert(F::kParts * F::kPartBytes == F::kBlockElements, "a block's parts must cover its elements");
+  return true;
+}
+static_assert(check_format<Q8_0Format>() && check_format<Q4_0Format>());
+
+}  // namespace kdsl::kernels
