@@ -78,13 +78,13 @@ std::span<const float> Engine::forward(std::span<const int> tokens, int pos) {
       if (id < 0 || id >= vocab_) throw Error(fmt::format("token id {} is outside the vocabulary of {}", id, vocab_));
       ids_[size_t(i)] = id;
     }
-    kernels_.embedding(ids_.data(), model_.token_embd.data, model_.token_embd.dtype, x_.data(), n, dim_);
+    kernels_.embedding(ids_.data(), model_.token_embd.data, model_.token_embd.type, x_.data(), n, dim_);
     kernels_.rmsnorm(x_.data(), model_.layers[0].attn_norm.f32(), xb_.data(), n, dim_, h.rms_eps);
     for (int l = 0; l < int(model_.layers.size()); ++l) layer(l, n, pos + start);
     // After the last layer xb holds the final norm of every row; only the last row's logits are needed.
     if (start + n == total) {
       const float *last = xb_.data() + size_t(n - 1) * size_t(dim_);
-      kernels_.matmul(last, model_.output.data, model_.output.dtype, nullptr, logits_.data(), 1, vocab_, dim_);
+      kernels_.matmul(last, model_.output.data, model_.output.type, nullptr, logits_.data(), 1, vocab_, dim_);
     }
   }
   return logits_;
@@ -98,9 +98,9 @@ void Engine::layer(int l, int n, int pos) {
   int hd = int(h.head_dim), heads = int(h.n_head), kv_heads = int(h.n_head_kv);
   auto bias = [](const Weight &b) { return b ? b.f32() : nullptr; };
 
-  kernels_.matmul(xb_.data(), w.wq.data, w.wq.dtype, bias(w.bq), q_.data(), n, q_dim_, dim_);
-  kernels_.matmul(xb_.data(), w.wk.data, w.wk.dtype, bias(w.bk), k_.data(), n, kv_dim_, dim_);
-  kernels_.matmul(xb_.data(), w.wv.data, w.wv.dtype, bias(w.bv), v_.data(), n, kv_dim_, dim_);
+  kernels_.matmul(xb_.data(), w.wq.data, w.wq.type, bias(w.bq), q_.data(), n, q_dim_, dim_);
+  kernels_.matmul(xb_.data(), w.wk.data, w.wk.type, bias(w.bk), k_.data(), n, kv_dim_, dim_);
+  kernels_.matmul(xb_.data(), w.wv.data, w.wv.type, bias(w.bv), v_.data(), n, kv_dim_, dim_);
   if (w.q_norm) kernels_.rmsnorm(q_.data(), w.q_norm.f32(), q_.data(), n * heads, hd, h.rms_eps);
   if (w.k_norm) kernels_.rmsnorm(k_.data(), w.k_norm.f32(), k_.data(), n * kv_heads, hd, h.rms_eps);
   kernels_.rope(q_.data(), k_.data(), n, heads, kv_heads, hd, pos, h.rope_freq_base, h.rope_type == RopeType::Neox);
@@ -108,13 +108,13 @@ void Engine::layer(int l, int n, int pos) {
                      options_.page_size);
   kernels_.attention(q_.data(), k_pages_[size_t(l)].data(), v_pages_[size_t(l)].data(), block_table_.data(), att_.data(), n, pos, heads, kv_heads, hd,
                      options_.page_size, 1.0f / std::sqrt(float(hd)));
-  kernels_.matmul(att_.data(), w.wo.data, w.wo.dtype, nullptr, proj_.data(), n, dim_, q_dim_);
+  kernels_.matmul(att_.data(), w.wo.data, w.wo.type, nullptr, proj_.data(), n, dim_, q_dim_);
   kernels_.add_rmsnorm(x_.data(), proj_.data(), w.ffn_norm.f32(), xb_.data(), n, dim_, h.rms_eps);
 
-  kernels_.matmul(xb_.data(), w.w_gate.data, w.w_gate.dtype, nullptr, gate_.data(), n, ff_, dim_);
-  kernels_.matmul(xb_.data(), w.w_up.data, w.w_up.dtype, nullptr, up_.data(), n, ff_, dim_);
+  kernels_.matmul(xb_.data(), w.w_gate.data, w.w_gate.type, nullptr, gate_.data(), n, ff_, dim_);
+  kernels_.matmul(xb_.data(), w.w_up.data, w.w_up.type, nullptr, up_.data(), n, ff_, dim_);
   kernels_.swiglu(gate_.data(), up_.data(), gate_.data(), int64_t(n) * ff_);
-  kernels_.matmul(gate_.data(), w.w_down.data, w.w_down.dtype, nullptr, proj_.data(), n, dim_, ff_);
+  kernels_.matmul(gate_.data(), w.w_down.data, w.w_down.type, nullptr, proj_.data(), n, dim_, ff_);
   bool last = l + 1 == int(model_.layers.size());
   const float *next_norm = last ? model_.output_norm.f32() : model_.layers[size_t(l + 1)].attn_norm.f32();
   kernels_.add_rmsnorm(x_.data(), proj_.data(), next_norm, xb_.data(), n, dim_, h.rms_eps);

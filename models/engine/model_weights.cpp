@@ -5,10 +5,12 @@
 
 #include <cstring>
 #include <fstream>
+#include <optional>
 
 #include <kdsl/error.h>
 
 #include "models/arch/model_tensors.h"
+#include "models/gguf/dequantize.h"
 #include "models/gguf/gguf_file.h"
 #include "models/llama2c/checkpoint.h"
 
@@ -19,10 +21,22 @@ Weight matrix_of(const Llama2cCheckpoint &ckpt, const std::string &name) {
   const Llama2cTensor &t = ckpt.tensor(name);
   Weight w;
   w.data = t.data;
-  w.dtype = DType::F32;
+  w.type = kernels::WeightType::F32;
   w.cols = t.shape[0];
   w.rows = t.shape.size() > 1 ? t.shape[1] : 1;
   return w;
+}
+
+// The kernels' name for a tensor type the engine's matrix kernels read, or nullopt.
+std::optional<kernels::WeightType> kernel_weight_type(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32: return kernels::WeightType::F32;
+    case GgmlType::F16: return kernels::WeightType::F16;
+    case GgmlType::BF16: return kernels::WeightType::BF16;
+    case GgmlType::Q8_0: return kernels::WeightType::Q8_0;
+    case GgmlType::Q4_0: return kernels::WeightType::Q4_0;
+    default: return std::nullopt;
+  }
 }
 
 Weight weight_of(const GgufFile &gguf, const GgufTensorInfo *t, ModelWeights &out, bool to_f32) {
@@ -31,28 +45,23 @@ Weight weight_of(const GgufFile &gguf, const GgufTensorInfo *t, ModelWeights &ou
   w.cols = t->shape[0];
   w.rows = 1;
   for (size_t i = 1; i < t->shape.size(); ++i) w.rows *= t->shape[i];
-  switch (t->type) {
-    case GgmlType::F32: w.dtype = DType::F32; break;
-    case GgmlType::F16: w.dtype = DType::F16; break;
-    case GgmlType::BF16: w.dtype = DType::BF16; break;
-    default:
-      throw Error(fmt::format("{}: tensor '{}' has type {} ({}); the kdsl engine runs F32, F16 and BF16 weights", gguf.path(), t->name,
-                              ggml_type_name(uint32_t(t->type)), uint32_t(t->type)));
-  }
   w.data = t->data;
-  if (to_f32 && w.dtype != DType::F32) {
-    // Norm weights and biases are tiny and read as f32 by the kernels.
-    std::vector<float> values(size_t(w.rows * w.cols));
-    const auto *bits = reinterpret_cast<const uint16_t *>(t->data);
-    for (size_t i = 0; i < values.size(); ++i) {
-      uint16_t b;
-      std::memcpy(&b, bits + i, 2);
-      values[i] = w.dtype == DType::F16 ? f16_bits_to_f32(b) : bf16_bits_to_f32(b);
+  if (to_f32) {
+    // Norm weights and biases are tiny and read as f32 by the kernels; the reader has already
+    // refused any type the reference dequantizer cannot read.
+    if (t->type != GgmlType::F32) {
+      std::vector<float> values(size_t(w.rows * w.cols));
+      dequantize_row(t->type, t->data, values.data(), int64_t(values.size()));
+      out.converted.push_back(std::move(values));
+      w.data = out.converted.back().data();
     }
-    out.converted.push_back(std::move(values));
-    w.data = out.converted.back().data();
-    w.dtype = DType::F32;
+    return w;
   }
+  std::optional<kernels::WeightType> type = kernel_weight_type(t->type);
+  if (!type)
+    throw Error(fmt::format("{}: tensor '{}' has type {} ({}); the kdsl engine runs F32, F16, BF16, Q8_0 and Q4_0 weights", gguf.path(), t->name,
+                            ggml_type_name(uint32_t(t->type)), uint32_t(t->type)));
+  w.type = *type;
   return w;
 }
 

@@ -4,21 +4,21 @@
 #include <string>
 #include <vector>
 
-#include <kdsl/dtype.h>
-
+#include "kernels/weight_type.h"
 #include "models/arch/hparams.h"
 
 namespace kdsl::models {
 
-// A row-major [rows][cols] matrix (or a vector: rows = 1) of f32, f16 or bf16, in memory the
-// ModelWeights keeps alive (a mapped file, or a converted copy).
+// A row-major [rows][cols] matrix (or a vector: rows = 1) of f32, f16, bf16, or Q8_0 / Q4_0
+// blocks in their GGUF layout (cols a multiple of 32), in memory the ModelWeights keeps alive
+// (a mapped file, or a converted copy). Norms and biases are always f32.
 struct Weight {
   const void *data = nullptr;
-  DType dtype = DType::F32;
+  kernels::WeightType type = kernels::WeightType::F32;
   int64_t rows = 0, cols = 0;
 
   explicit operator bool() const { return data != nullptr; }
-  int64_t bytes() const { return rows * cols * dtype_bytes(dtype); }
+  int64_t bytes() const { return rows * kernels::weight_bytes(type, cols); }
   const float *f32() const { return static_cast<const float *>(data); }
 };
 
@@ -44,8 +44,10 @@ struct ModelWeights {
 // A llama2.c version-0 checkpoint (float32).
 ModelWeights load_llama2c_weights(const std::string &path);
 
-// A llama, qwen2 or qwen3 GGUF with F32, F16 or BF16 matrices. Quantized matrices are a clear
-// kdsl::Error naming the tensor and its type (the kernels for them are not written yet).
+// A llama, qwen2 or qwen3 GGUF with F32, F16, BF16, Q8_0 or Q4_0 matrices and embeddings
+// (read in place: quantized weights stay quantized). Other quantized matrices (Q4_K, ...) are
+// a clear kdsl::Error naming the tensor and its type (no kernels read them yet); norms and
+// biases of any readable type are converted to f32.
 ModelWeights load_gguf_weights(const std::string &path);
 
 // Either, chosen by the file's magic ("GGUF" or not); a missing or unreadable file is a

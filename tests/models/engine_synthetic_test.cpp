@@ -1,12 +1,14 @@
-// engine_synthetic_test.cpp - engine logits against the float64 reference on synthetic llama, qwen2 and qwen3 models
+// engine_synthetic_test.cpp - engine logits against the float64 reference on synthetic llama, qwen2 and qwen3 models (float and Q8_0 / Q4_0 weights)
 #include <doctest/doctest.h>
 
 #include <kdsl/kdsl.h>
 
 #include "models/engine/engine.h"
+#include "models/gguf/gguf_file.h"
 #include "models/synth/synth_model.h"
 #include "tests/models/reference_forward.h"
 #include "tests/models/shared_models.h"
+#include "tests/test_util.h"
 
 using namespace kdsl;
 using namespace kdsl::models;
@@ -65,4 +67,54 @@ TEST_CASE("engine vs float64 reference: qwen2 (QKV bias, NeoX RoPE)") {
 
 TEST_CASE("engine vs float64 reference: qwen3 (QK norm, head_dim != dim / heads, tied embeddings)") {
   check_against_reference(synth_preset("qwen3-tiny"), "ref-qwen3.gguf");
+}
+
+// Q8_0 / Q4_0 matrices and embeddings are read in place by the quantized kernels. The
+// reference reads the same blocks through the reference dequantizer, and d * q is exact in
+// f32, so the two see identical weight values: only the order and precision of the f32
+// sums differ, and the 1e-4 bound of the float models holds.
+TEST_CASE("engine vs float64 reference: llama with Q8_0 and Q4_0 weights and embeddings") {
+  SynthConfig c = synth_preset("tiny");
+  c.weight_type = c.embedding_type = GgmlType::Q8_0;
+  check_against_reference(c, "ref-llama-q8_0.gguf");
+  c.weight_type = c.embedding_type = GgmlType::Q4_0;
+  check_against_reference(c, "ref-llama-q4_0.gguf");
+  // Quantized matrices with an f16 token table, and tied Q8_0 embeddings (the table is the classifier too).
+  c = synth_preset("qwen3-tiny");
+  c.weight_type = c.embedding_type = GgmlType::Q8_0;
+  check_against_reference(c, "ref-qwen3-q8_0.gguf");
+  c = synth_preset("tiny");
+  c.weight_type = GgmlType::Q8_0;
+  c.embedding_type = GgmlType::F16;
+  check_against_reference(c, "ref-llama-q8_0-f16.gguf");
+}
+
+TEST_CASE("engine: weight bytes per token count quantized matrices at their stored size") {
+  SynthConfig c = synth_preset("tiny");
+  c.weight_type = c.embedding_type = GgmlType::Q8_0;
+  std::string path = test::scratch_path("bytes-q8_0.gguf");
+  write_synthetic_model(c, path);
+  ModelWeights model = load_model_weights(path);
+  // Every tensor but the token table is read once per token; norms stay f32.
+  GgufFile file(path);
+  int64_t want = 0;
+  for (const GgufTensorInfo &t : file.tensors())
+    if (t.name != "token_embd.weight") want += int64_t(t.bytes);
+  CHECK(model.bytes_per_token() == want);
+  const Weight &wq = model.layers[0].wq;
+  CHECK(wq.type == kernels::WeightType::Q8_0);
+  CHECK(wq.bytes() == wq.rows * wq.cols / 32 * 34);
+}
+
+TEST_CASE("engine: a model with Q4_K matrices is refused, naming the tensor and the type") {
+  SynthConfig c = synth_preset("tiny");
+  c.hparams.n_embd = c.hparams.n_ff = 256;  // Q4_K rows are whole 256-element super-blocks
+  c.weight_type = GgmlType::Q4_K;
+  std::string path = test::scratch_path("refuse-q4_k.gguf");
+  write_synthetic_model(c, path);
+  std::string text = kdsl_test::error_text([&] { load_model_weights(path); });
+  CHECK(kdsl_test::contains(text, path));
+  CHECK(kdsl_test::contains(text, "'blk.0.attn_q.weight'"));
+  CHECK(kdsl_test::contains(text, "Q4_K"));
+  CHECK(kdsl_test::contains(text, "F32, F16, BF16, Q8_0 and Q4_0"));
 }

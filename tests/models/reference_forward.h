@@ -4,9 +4,8 @@
 #include <cstring>
 #include <vector>
 
-#include <kdsl/half.h>
-
 #include "models/engine/model_weights.h"
+#include "models/gguf/dequantize.h"
 
 namespace kdsl::test {
 
@@ -61,22 +60,30 @@ class ReferenceForward {
   }
 
  private:
-  static double at(const models::Weight &w, int64_t i) {
-    if (w.dtype == DType::F32) return w.f32()[i];
-    uint16_t b;
-    std::memcpy(&b, static_cast<const uint16_t *>(w.data) + i, 2);
-    return w.dtype == DType::F16 ? f16_bits_to_f32(b) : bf16_bits_to_f32(b);
-  }
+  // Norms and biases are f32 (the loader converts them); matrices and embeddings may be any
+  // WeightType, read here through the reference dequantizer one row at a time.
   static std::vector<double> row(const models::Weight &w, int64_t r) {
-    std::vector<double> out(size_t(w.cols));
-    for (int64_t i = 0; i < w.cols; ++i) out[size_t(i)] = at(w, r * w.cols + i);
-    return out;
+    std::vector<float> values(size_t(w.cols));
+    const auto *bytes = static_cast<const uint8_t *>(w.data) + kernels::weight_bytes(w.type, r * w.cols);
+    models::dequantize_row(ggml_type(w.type), bytes, values.data(), w.cols);
+    return std::vector<double>(values.begin(), values.end());
+  }
+  static models::GgmlType ggml_type(kernels::WeightType t) {
+    switch (t) {
+      case kernels::WeightType::F32: return models::GgmlType::F32;
+      case kernels::WeightType::F16: return models::GgmlType::F16;
+      case kernels::WeightType::BF16: return models::GgmlType::BF16;
+      case kernels::WeightType::Q8_0: return models::GgmlType::Q8_0;
+      case kernels::WeightType::Q4_0: return models::GgmlType::Q4_0;
+    }
+    return models::GgmlType::F32;
   }
   static std::vector<double> matvec(const models::Weight &w, const std::vector<double> &x, const models::Weight &bias) {
     std::vector<double> out(size_t(w.rows));
     for (int64_t r = 0; r < w.rows; ++r) {
-      double s = bias ? at(bias, r) : 0.0;
-      for (int64_t c = 0; c < w.cols; ++c) s += at(w, r * w.cols + c) * x[size_t(c)];
+      std::vector<double> wr = row(w, r);
+      double s = bias ? bias.f32()[r] : 0.0;
+      for (int64_t c = 0; c < w.cols; ++c) s += wr[size_t(c)] * x[size_t(c)];
       out[size_t(r)] = s;
     }
     return out;
@@ -86,7 +93,7 @@ class ReferenceForward {
     for (double v : x) ss += v * v;
     double scale = 1 / std::sqrt(ss / double(x.size()) + h_.rms_eps);
     std::vector<double> out(x.size());
-    for (size_t i = 0; i < x.size(); ++i) out[i] = x[i] * scale * at(w, int64_t(i));
+    for (size_t i = 0; i < x.size(); ++i) out[i] = x[i] * scale * w.f32()[i];
     return out;
   }
   void per_head_norm(std::vector<double> &v, const models::Weight &w, int64_t heads) const {
