@@ -5,31 +5,31 @@
 namespace kdsl::kernels {
 
 // One program per BN output rows. The loop over K reads BN weight rows contiguously, BK
-// columns at a time, and accumulates elementwise into a [BN, BK] f32 block; the one reduction
-// over BK happens after the loop. The weights are what costs (the kernel is memory-bound):
-// their load, widening and multiply fuse into one vectorized pass. Rows past N are clamped
-// (their loads stay in bounds, their stores are masked), so the main loop carries no masks;
-// the columns past the last whole BK block are one masked step after it.
+// columns at a time, and reduces each [BN, BK] tile of products into the [BN] f32 accumulator
+// in the same pass: the product tile never exists in memory (the host backend runs the
+// reduction inside the loop that loads, widens and multiplies), so what costs is the weights'
+// load and widening alone (the kernel is memory-bound). Rows past N are clamped (their loads
+// stay in bounds, their stores are masked), so the main loop carries no masks; the columns past
+// the last whole BK block are one masked step after it.
 template <class T, int BN, int BK, bool HAS_BIAS>
 void matvec(Ptr<f32> x, Ptr<T> w, Ptr<f32> bias, Ptr<f32> out, Scalar<i32> N, Scalar<i32> K) {
   auto rn = program_id(0) * BN + arange<BN>();
   auto rows = w + col(wide(minimum(rn, N - 1)) * wide(K));  // [BN, 1] row starts
   auto rk = arange<BK>();
   auto k_main = K - K % BK;
-  auto acc = for_range(0, k_main, BK, zeros<f32, BN, BK>(), [&](auto k, auto acc) {
+  auto acc = for_range(0, k_main, BK, zeros<f32, BN>(), [&](auto k, auto acc) {
     auto kk = row(k + rk);
-    return acc + cast<f32>(load(rows + kk)) * load(x + kk);
+    return acc + sum<1>(cast<f32>(load(rows + kk)) * load(x + kk));
   });
   acc = if_(
       k_main < K,
       [&] {
         auto kk = row(k_main + rk);
-        return acc + cast<f32>(load(rows + kk, kk < K, 0)) * load(x + kk, kk < K, 0);
+        return acc + sum<1>(cast<f32>(load(rows + kk, kk < K, 0)) * load(x + kk, kk < K, 0));
       },
       [&] { return acc; });
-  auto y = sum<1>(acc);
-  if constexpr (HAS_BIAS) y = y + load(bias + minimum(rn, N - 1));
-  store(out + rn, y, rn < N);
+  if constexpr (HAS_BIAS) acc = acc + load(bias + minimum(rn, N - 1));
+  store(out + rn, acc, rn < N);
 }
 
 }  // namespace kdsl::kernels

@@ -9,4 +9,11 @@ namespace kdsl::runtime {
 // Use buffers well past the last-level cache.
 double measure_copy_bandwidth(int threads, size_t bytes = size_t(256) << 20, int repeats = 5);
 
+// Best-of-`repeats` bandwidth in GB/s of a multi-threaded read-only stream over one buffer of
+// `bytes` (each thread sums its slice with the widest vector loads the CPU has): the ceiling
+// of a workload that only reads, such as decode streaming its weights. On many machines it
+// differs from the copy figure in both directions (copy counts two streams, and glibc's
+// memcpy uses non-temporal stores), so a read-only kernel is judged by this one.
+double measure_read_bandwidth(int threads, size_t bytes = size_t(256) << 20, int repeats = 5);
+
 }  // namespace kdsl::runtime

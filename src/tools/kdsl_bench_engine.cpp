@@ -6,12 +6,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <numeric>
 #include <vector>
 
 #include <kdsl/kdsl.h>
 
+#include "kernels/library.h"
 #include "models/engine/engine.h"
 #include "models/synth/synth_model.h"
 #include "runtime/host_bandwidth.h"
@@ -100,7 +102,58 @@ Row bench_model(const std::string &path, const std::string &label, const Device 
   return row;
 }
 
-std::string type_name(GgmlType t) { return t == GgmlType::F32 ? "f32" : t == GgmlType::F16 ? "f16" : "bf16"; }
+// The bandwidth streams' buffers: well past the last-level cache of the machines we run on
+// (the development VM's L3 is 260 MiB; a smaller buffer would measure the cache).
+constexpr size_t kBandwidthBytes = size_t(1) << 30;
+
+// One decode matrix-vector product, [N x K] weights of `type` times a vector, timed alone:
+// the engine's hot loop without the rest of the layer. Weights are uniform in [-1, 1] (never
+// subnormal: those would time the CPU's slow path, not the kernel), in enough copies to fill
+// kBandwidthBytes, and the calls cycle through them, so each call reads its weights from memory
+// as decode does rather than from the last-level cache. The median call sets the rate.
+struct MatvecRow {
+  std::string label;
+  int64_t bytes = 0;
+  double us = 0, gbs = 0;
+};
+
+template <class Storage>
+void fill_random(void *dst, size_t n) {
+  auto *w = static_cast<Storage *>(dst);
+  uint32_t state = 12345;
+  for (size_t i = 0; i < n; ++i) w[i] = Storage(float(int32_t(state = state * 1664525u + 1013904223u)) * 0x1p-31f);
+}
+
+MatvecRow bench_matvec(kernels::Library &lib, DType type, int N, int K, const std::string &what) {
+  const size_t n = size_t(N) * size_t(K), bytes = n * size_t(dtype_bytes(type));
+  const size_t copies = std::max<size_t>(1, kBandwidthBytes / bytes);
+  std::vector<uint8_t> w(copies * bytes);
+  if (type == DType::F32) fill_random<float>(w.data(), n);
+  else if (type == DType::F16) fill_random<half>(w.data(), n);
+  else fill_random<bfloat16>(w.data(), n);
+  for (size_t c = 1; c < copies; ++c) std::memcpy(w.data() + c * bytes, w.data(), bytes);
+  std::vector<float> x(size_t(K), 0.5f);
+  std::vector<float> out(static_cast<size_t>(N));
+  lib.matmul(x.data(), w.data(), type, nullptr, out.data(), 1, N, K);  // compile or load first
+  std::vector<double> times;
+  auto start = Clock::now();
+  for (size_t call = 1; times.size() < 5 || (ms_since(start) < 250 && times.size() < 2000); ++call) {
+    auto t = Clock::now();
+    lib.matmul(x.data(), w.data() + call % copies * bytes, type, nullptr, out.data(), 1, N, K);
+    times.push_back(ms_since(t) * 1e3);
+  }
+  std::nth_element(times.begin(), times.begin() + long(times.size() / 2), times.end());
+  MatvecRow r;
+  r.label = fmt::format("{} {} [{} x {}]", dtype_name(type), what, N, K);
+  r.bytes = int64_t(bytes);
+  r.us = times[times.size() / 2];
+  r.gbs = double(r.bytes) / (r.us * 1e3);
+  return r;
+}
+
+std::string type_name(GgmlType t) {
+  return t == GgmlType::F32 ? "f32" : t == GgmlType::F16 ? "f16" : t == GgmlType::BF16 ? "bf16" : t == GgmlType::Q8_0 ? "q8_0" : "q4_0";
+}
 
 }  // namespace
 
@@ -110,10 +163,10 @@ int main(int argc, char **argv) {
   std::vector<std::string> types = {"f32", "f16"};
   std::string preset = "110m", dir;
   int threads = 0, decode_tokens = 32, warmup_tokens = 4, prompt_tokens = 512, prompt_repeats = 1;
-  bool quick = false, keep = false;
+  bool quick = false, keep = false, no_kernels = false;
   app.add_option("-m,--model", models, "model files to measure (GGUF or llama2.c); default: synthetic models of --preset in each --type");
   app.add_option("--preset", preset, "synthetic model preset (tiny, 110m, qwen3-tiny)");
-  app.add_option("--type", types, "synthetic weight types: f32, f16, bf16")->delimiter(',');
+  app.add_option("--type", types, "synthetic weight types: f32, f16, bf16, q8_0, q4_0")->delimiter(',');
   app.add_option("--dir", dir, "folder for the synthetic models (default: a fresh temporary folder, removed afterwards)");
   app.add_flag("--keep", keep, "keep the synthetic models");
   app.add_option("--threads", threads, "CPU threads (0: all)");
@@ -121,6 +174,7 @@ int main(int argc, char **argv) {
   app.add_option("--warmup", warmup_tokens, "decode steps before timing")->check(CLI::NonNegativeNumber);
   app.add_option("--prompt", prompt_tokens, "prompt tokens for prompt processing (0: skip)")->check(CLI::NonNegativeNumber);
   app.add_option("--prompt-repeats", prompt_repeats, "timed prefills after the warm-up one (the best counts)")->check(CLI::PositiveNumber);
+  app.add_flag("--no-kernels", no_kernels, "skip the table of single matrix-vector products at the preset's shapes");
   app.add_flag("--quick", quick, "tiny preset, 8 decode steps, a 64-token prompt (a smoke run)");
   CLI11_PARSE(app, argc, argv);
   if (quick) preset = "tiny", decode_tokens = 8, prompt_tokens = 64;
@@ -134,8 +188,12 @@ int main(int argc, char **argv) {
       tmp = dir.empty() ? std::filesystem::temp_directory_path() / fmt::format("kdsl-bench-engine-{}", getpid()) : std::filesystem::path(dir);
       std::filesystem::create_directories(tmp);
       for (const std::string &name : types) {
-        GgmlType type = name == "f32" ? GgmlType::F32 : name == "f16" ? GgmlType::F16 : name == "bf16" ? GgmlType::BF16 : GgmlType::Q8_0;
-        if (type == GgmlType::Q8_0) throw Error(fmt::format("--type '{}': expected f32, f16 or bf16", name));
+        // The types the engine runs (parse_ggml_type also knows ones it refuses, such as q4_k).
+        std::optional<GgmlType> parsed = parse_ggml_type(name);
+        bool engine_runs = parsed && (*parsed == GgmlType::F32 || *parsed == GgmlType::F16 || *parsed == GgmlType::BF16 || *parsed == GgmlType::Q8_0 ||
+                                      *parsed == GgmlType::Q4_0);
+        if (!engine_runs) throw Error(fmt::format("--type '{}': expected f32, f16, bf16, q8_0 or q4_0", name));
+        GgmlType type = *parsed;
         SynthConfig c = synth_preset(preset);
         c.weight_type = c.embedding_type = type;
         std::string path = (tmp / fmt::format("synth-{}-{}.gguf", preset, type_name(type))).string();
@@ -148,31 +206,57 @@ int main(int argc, char **argv) {
       for (const std::string &m : models) runs.emplace_back(m, std::filesystem::path(m).filename().string());
     }
 
-    fmt::print(stderr, "measuring copy bandwidth on {} threads...\n", dev.threads());
-    double copy_gbs = runtime::measure_copy_bandwidth(dev.threads(), size_t(256) << 20, 5);
+    fmt::print(stderr, "measuring read and copy bandwidth on {} threads...\n", dev.threads());
+    double read_gbs = runtime::measure_read_bandwidth(dev.threads(), kBandwidthBytes, 5);
+    double copy_gbs = runtime::measure_copy_bandwidth(dev.threads(), kBandwidthBytes, 5);
     std::vector<Row> rows;
     for (auto &[path, label] : runs) {
       fmt::print(stderr, "measuring {}...\n", label);
       rows.push_back(bench_model(path, label, dev, decode_tokens, warmup_tokens, prompt_tokens, prompt_repeats));
     }
+    std::vector<MatvecRow> matvecs;
+    if (!no_kernels && models.empty()) {
+      const ModelHParams h = synth_preset(preset).hparams;
+      const int dim = int(h.n_embd), ff = int(h.n_ff), vocab = int(h.n_vocab);
+      kernels::Library lib(dev);
+      for (const std::string &name : types) {
+        DType t = name == "f32" ? DType::F32 : name == "f16" ? DType::F16 : DType::BF16;
+        fmt::print(stderr, "measuring {} matrix-vector products...\n", name);
+        matvecs.push_back(bench_matvec(lib, t, dim, dim, "attention"));
+        matvecs.push_back(bench_matvec(lib, t, ff, dim, "ffn up"));
+        matvecs.push_back(bench_matvec(lib, t, dim, ff, "ffn down"));
+        matvecs.push_back(bench_matvec(lib, t, vocab, dim, "classifier"));
+      }
+    }
     // Measured again after the models, and the larger of the two taken: the ceiling is the best this machine did.
-    copy_gbs = std::max(copy_gbs, runtime::measure_copy_bandwidth(dev.threads(), size_t(256) << 20, 5));
+    read_gbs = std::max(read_gbs, runtime::measure_read_bandwidth(dev.threads(), kBandwidthBytes, 5));
+    copy_gbs = std::max(copy_gbs, runtime::measure_copy_bandwidth(dev.threads(), kBandwidthBytes, 5));
 
     fmt::print("kdsl-bench-engine on {}: decode at batch 1 (median of {} steps after {} warm-up), prompt of {} tokens (best of {})\n\n",
                dev.name(), decode_tokens, warmup_tokens, prompt_tokens, prompt_repeats);
-    fmt::print("| {:<24} | {:>14} | {:>15} | {:>13} | {:>17} | {:>11} | {:>19} |\n", "model", "decode tok/s", "weights/token", "achieved", "copy bandwidth",
+    fmt::print("| {:<24} | {:>14} | {:>15} | {:>13} | {:>17} | {:>11} | {:>19} |\n", "model", "decode tok/s", "weights/token", "achieved", "read bandwidth",
                "fraction", fmt::format("prompt tok/s ({})", prompt_tokens));
     fmt::print("|{:-<26}|{:->16}|{:->17}|{:->15}|{:->19}|{:->13}|{:->21}|\n", "", "", "", "", "", "", "");
     for (const Row &r : rows)
       fmt::print("| {:<24} | {:>14.2f} | {:>12.1f} MB | {:>8.2f} GB/s | {:>12.2f} GB/s | {:>10.0f}% | {:>19} |\n", r.model, r.decode_tps,
-                 r.bytes_per_token / 1e6, r.achieved_gbs, copy_gbs, 100 * r.achieved_gbs / copy_gbs,
+                 r.bytes_per_token / 1e6, r.achieved_gbs, read_gbs, 100 * r.achieved_gbs / read_gbs,
                  prompt_tokens > 0 ? fmt::format("{:.1f}", r.prompt_tps) : "-");
+    if (!matvecs.empty()) {
+      fmt::print("\nsingle matrix-vector products (median call):\n\n");
+      fmt::print("| {:<32} | {:>10} | {:>10} | {:>13} | {:>17} | {:>9} |\n", "weights", "bytes", "time", "achieved", "read bandwidth", "fraction");
+      fmt::print("|{:-<34}|{:->12}|{:->12}|{:->15}|{:->19}|{:->11}|\n", "", "", "", "", "", "");
+      for (const MatvecRow &m : matvecs)
+        fmt::print("| {:<32} | {:>7.2f} MB | {:>7.1f} us | {:>8.2f} GB/s | {:>12.2f} GB/s | {:>8.0f}% |\n", m.label, m.bytes / 1e6, m.us, m.gbs, read_gbs,
+                   100 * m.gbs / read_gbs);
+    }
     CacheStats cs = cache_stats();
     fmt::print("\ndecode tok/s over the total time of the steps: ");
     for (size_t i = 0; i < rows.size(); ++i) fmt::print("{}{:.2f}", i ? ", " : "", rows[i].decode_mean_tps);
     fmt::print("\nkernels: {} compiled ({:.0f} ms), {} loaded from the disk cache; warm-up ", cs.compiled, cs.compile_ms, cs.disk_hits);
     for (size_t i = 0; i < rows.size(); ++i) fmt::print("{}{:.1f} s", i ? ", " : "", rows[i].warmup_ms / 1e3);
-    fmt::print(".\ncopy bandwidth counts bytes read plus bytes written by a threaded memcpy; decode reads its weights once per token.\n");
+    fmt::print(".\nread bandwidth: a threaded read-only vector stream (decode only reads its weights, once per token); a threaded memcpy "
+               "moved {:.2f} GB/s (bytes read plus bytes written).\n",
+               copy_gbs);
   } catch (const Error &e) {
     fmt::print(stderr, "kdsl-bench-engine: error: {}\n", e.what());
     if (remove_tmp && !tmp.empty()) std::filesystem::remove_all(tmp);

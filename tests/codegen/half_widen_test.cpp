@@ -1,4 +1,5 @@
-// half_widen_test.cpp - loading f16 and widening to f32 is exact for every one of the 65536 bit patterns
+// half_widen_test.cpp - loading f16 and widening to f32 is exact for every one of the 65536 bit patterns (NaNs up to quieting)
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -26,6 +27,9 @@ TEST_CASE("codegen: f16 loads widen to f32 exactly (normals, subnormals, zeros, 
     float ref = f16_bits_to_f32(uint16_t(i));
     std::memcpy(&got, &out[size_t(i)], 4);
     std::memcpy(&want, &ref, 4);
+    // A signaling NaN may come back quieted (its quiet bit set, sign and payload kept): that is
+    // what IEEE 754 asks of a format conversion, and what F16C's vcvtph2ps does.
+    if (std::isnan(ref)) got |= 0x00400000u, want |= 0x00400000u;
     if (got != want && (first = first < 0 ? i : first) >= 0) ++wrong;
   }
   INFO("first wrong f16 bit pattern: ", first);

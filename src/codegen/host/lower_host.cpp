@@ -4,9 +4,11 @@
 #include <fmt/format.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Metadata.h>
 
 #include <kdsl/error.h>
 
+#include "codegen/codegen.h"
 #include "codegen/element_semantics.h"
 #include "codegen/host/element_math.h"
 #include "codegen/host/storage_plan.h"
@@ -14,15 +16,41 @@
 namespace kdsl::codegen {
 namespace {
 
-// The host's element math: exp and exp2 as inline polynomials (so loops vectorize), f16
-// widened with integer operations (LLVM 19 prices a vector fpext from half as scalarized and
-// would vectorize f16 loads only 4 wide), the rest from LLVM intrinsics or libm.
+// How the host widens f16. LLVM 19's cost model prices a vector `fpext half` as 4 wide at most
+// on x86, so a loop widening f16 is vectorized 4 wide unless told otherwise. Where the CPU
+// converts f16 in hardware (F16C: one vcvtph2ps per 8 or 16 values) the lowering emits fpext and
+// marks the loop with the full vector width, the `forced_width` here; elsewhere it widens with
+// integer operations, which the cost model vectorizes fully on its own.
+struct F16Widening {
+  bool native = false;
+  int forced_width = 0;  // f32 lanes of the widest vector; 0: leave the width to LLVM
+};
+
+F16Widening host_f16_widening() {
+  const std::string &features = host_target().features;
+  auto has = [&](const char *f) { return ("," + features + ",").find(std::string(",+") + f + ",") != std::string::npos; };
+  F16Widening w;
+  w.native = has("f16c");
+  if (w.native) w.forced_width = has("avx512f") ? 16 : has("avx") ? 8 : 4;
+  return w;
+}
+
+// The host's element math: exp and exp2 as inline polynomials (so loops vectorize), f16 widened
+// as F16Widening says, the rest from LLVM intrinsics or libm.
 class HostElements final : public ElementSemantics {
  public:
-  HostElements(llvm::IRBuilder<> &b, llvm::Module &m) : ElementSemantics(b, m, 0) {}
+  HostElements(llvm::IRBuilder<> &b, llvm::Module &m) : ElementSemantics(b, m, 0), f16_(host_f16_widening()) {}
+
+  // Bumped on each f16 widening emitted, so a loop can tell whether its body widened any.
+  int64_t f16_widenings() const { return f16_widenings_; }
+  int forced_f16_width() const { return f16_.forced_width; }
 
  protected:
-  llvm::Value *widen_f16(llvm::Value *half_value) override { return emit_f16_bits_to_f32(b_, b_.CreateBitCast(half_value, b_.getInt16Ty())); }
+  llvm::Value *widen_f16(llvm::Value *half_value) override {
+    ++f16_widenings_;
+    if (f16_.native) return b_.CreateFPExt(half_value, b_.getFloatTy());
+    return emit_f16_bits_to_f32(b_, b_.CreateBitCast(half_value, b_.getInt16Ty()));
+  }
 
   llvm::Value *math(OpKind kind, llvm::Value *x, llvm::Value *y) override {
     auto unary = [&](llvm::Intrinsic::ID id) { return b_.CreateUnaryIntrinsic(id, x); };
@@ -45,6 +73,10 @@ class HostElements final : public ElementSemantics {
       default: internal_error(fmt::format("host lowering: {} is not a math function", ir::op_name(kind)));
     }
   }
+
+ private:
+  F16Widening f16_;
+  int64_t f16_widenings_ = 0;
 };
 
 using Index = std::vector<llvm::Value *>;  // one i64 per axis of the value being read
@@ -79,9 +111,11 @@ class HostLowering {
 
   llvm::Function *current_function() { return b_.GetInsertBlock()->getParent(); }
 
-  // for (i = 0; i < n; ++i) body(i), with n >= 1.
+  // for (i = 0; i < n; ++i) body(i), with n >= 1. An innermost loop that widens f16 is marked
+  // with the vector width the host converts f16 at (see F16Widening).
   template <class F>
   void loop(int64_t n, F &&body) {
+    const int64_t widenings_before = el_.f16_widenings(), loops_before = ++loops_emitted_;
     llvm::BasicBlock *pre = b_.GetInsertBlock();
     llvm::BasicBlock *head = llvm::BasicBlock::Create(ctx_, "loop", current_function());
     llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx_, "loop.end", current_function());
@@ -92,8 +126,23 @@ class HostLowering {
     body(static_cast<llvm::Value *>(i));
     llvm::Value *next = b_.CreateAdd(i, b_.getInt64(1), "i.next", true, true);
     i->addIncoming(next, b_.GetInsertBlock());
-    b_.CreateCondBr(b_.CreateICmpSLT(next, b_.getInt64(n)), head, exit);
+    llvm::BranchInst *latch = b_.CreateCondBr(b_.CreateICmpSLT(next, b_.getInt64(n)), head, exit);
+    const bool innermost = loops_emitted_ == loops_before;
+    if (innermost && el_.f16_widenings() != widenings_before && el_.forced_f16_width() > 0 && n >= el_.forced_f16_width())
+      latch->setMetadata(llvm::LLVMContext::MD_loop, vectorize_width_metadata(el_.forced_f16_width()));
     b_.SetInsertPoint(exit);
+  }
+
+  // !llvm.loop !{self, !{"llvm.loop.vectorize.width", width}, !{"llvm.loop.vectorize.enable", true}}
+  llvm::MDNode *vectorize_width_metadata(int width) {
+    auto hint = [&](const char *name, llvm::Constant *value) {
+      return llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, name), llvm::ConstantAsMetadata::get(value)});
+    };
+    llvm::TempMDTuple self = llvm::MDNode::getTemporary(ctx_, {});
+    llvm::MDNode *id = llvm::MDNode::getDistinct(
+        ctx_, {self.get(), hint("llvm.loop.vectorize.width", b_.getInt32(uint32_t(width))), hint("llvm.loop.vectorize.enable", b_.getTrue())});
+    id->replaceOperandWith(0, id);
+    return id;
   }
 
   template <class F>
@@ -619,6 +668,7 @@ class HostLowering {
   StoragePlan plan_;
   std::vector<ValueState> state_;
   llvm::Instruction *allocas_ = nullptr;
+  int64_t loops_emitted_ = 0;  // loop() calls so far: a loop whose body added none is innermost
   std::array<llvm::Value *, 3> pid_{}, grid_{};
 };
 
