@@ -203,8 +203,8 @@ TEST_CASE("kdsl-run: bad command-line options are refused") {
   CHECK(contains(r.err, "-n"));
 }
 
-TEST_CASE("kdsl-run: a synthetic GGUF generates in text and in json") {
-  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
+TEST_CASE("kdsl-run: a synthetic GGUF generates in text and in json (float and Q8_0 / Q4_0 matrices)") {
+  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0}) {
     CAPTURE(ggml_type_name(uint32_t(type)));
     std::string path = write_tiny_gguf(std::string("kdsl_run_synth_") + ggml_type_name(uint32_t(type)) + ".gguf", type);
     Result r = kdsl_run({"-m", path, "-p", "Once upon a time", "-n", "12", "--seed", "7"});
