@@ -11,7 +11,7 @@ namespace {
 // weight rows kMatvecBlocks (or kFewRowsBlocks) blocks at a time, the same 256 columns as the
 // plain matvec; the tiled kernel computes kTileM x kTileN outputs over kTileBlocks-block steps.
 constexpr int kMatvecRows = 8, kMatvecBlocks = 8;
-constexpr int kMaxFewRows = 8, kFewRowsBlocks = 4;
+constexpr int kMaxFewRows = 8, kFewRowsBlocks = 2;
 constexpr int kTileM = 32, kTileN = 64, kTileBlocks = 2;
 constexpr int kEmbeddingBlocks = 8;
 

@@ -7,9 +7,14 @@ namespace kdsl::kernels {
 // W is [N][K] in format F (quant_formats.h), K a multiple of 32: row n is blocks
 // n * K/32 .. (n + 1) * K/32 - 1. One program per BN output rows; each step reads BB whole
 // blocks of each of its rows as a [BN, BB, kPartBytes] tile of quant bytes and a [BN, BB]
-// tile of scales, so the scale multiplies once per 32 products (after a sum over the part),
-// not once per element. Accumulation is f32 throughout. Rows past N are clamped (loads stay
-// in bounds, stores are masked); blocks past the last whole BB group are one masked step.
+// tile of scales, and adds q * x * d elementwise into a [BN, BB, kPartBytes] f32
+// accumulator, reduced once after the loop. Why not sum each block's 32 products and scale
+// the sum (one multiply per block): on the host backend LLVM fully unrolls a 32-long reduction
+// and vectorizes across blocks instead, 34 bytes apart, so every quant byte is inserted into
+// its vector one at a time; the elementwise update keeps the 32 contiguous bytes in one
+// vector load, and one more multiply per element costs nothing in a memory-bound kernel.
+// Rows past N are clamped (loads stay in bounds, stores are masked); blocks past the last
+// whole BB group are one masked step.
 template <class F, int BN, int BB, bool HAS_BIAS>
 void matvec_quantized(Ptr<f32> x, Ptr<typename F::Quant> wq, Ptr<f16> wd, Ptr<f32> bias, Ptr<f32> out, Scalar<i32> N, Scalar<i32> K) {
   constexpr int PB = F::kPartBytes;
@@ -27,26 +32,25 @@ void matvec_quantized(Ptr<f32> x, Ptr<typename F::Quant> wq, Ptr<f16> wd, Ptr<f3
     auto d_ptr = wd + block * F::kScaleStride;                                            // [BN, BB]
     auto x_ptr = x + (expand_dims<2>(row(blk * F::kBlockElements)) + rj);                // [1, BB, PB]
     auto q = masked ? load(q_ptr, ok3, 0) : load(q_ptr);
-    auto d = cast<f32>(masked ? load(d_ptr, ok, 0) : load(d_ptr));
-    auto s = zeros<f32, BN, BB>();
+    auto d = expand_dims<2>(cast<f32>(masked ? load(d_ptr, ok, 0) : load(d_ptr)));
     for (int p = 0; p < F::kParts; ++p) {
       auto xs = masked ? load(x_ptr + p * PB, ok3, 0) : load(x_ptr + p * PB);
-      s = s + sum<2>(F::part(q, p) * xs);
+      acc = acc + F::part(q, p) * xs * d;
     }
-    return acc + s * d;
+    return acc;
   };
   auto b_main = blocks - blocks % BB;
-  auto acc = for_range(0, b_main, BB, zeros<f32, BN, BB>(), [&](auto b, auto acc) { return step(acc, b, false); });
+  auto acc = for_range(0, b_main, BB, zeros<f32, BN, BB, PB>(), [&](auto b, auto acc) { return step(acc, b, false); });
   acc = if_(
       b_main < blocks, [&] { return step(acc, b_main, true); }, [&] { return acc; });
-  auto y = sum<1>(acc);
+  auto y = sum<1>(sum<2>(acc));
   if constexpr (HAS_BIAS) y = y + load(bias + minimum(rn, N - 1));
   store(out + rn, y, rn < N);
 }
 
 // The same for up to BR rows of x at once (small batches): each step's weight tile is read
-// once and used for every row, as in matvec_rows.h. Products are [BR, BN, BB, kPartBytes],
-// summed over the part, scaled per block, then summed over the blocks into [BR, BN].
+// once and used for every row, as in matvec_rows.h, into a [BR, BN, BB, kPartBytes]
+// accumulator (kept small by a small BB) reduced after the loop.
 template <class F, int BR, int BN, int BB, bool HAS_BIAS>
 void matvec_rows_quantized(Ptr<f32> x, Ptr<typename F::Quant> wq, Ptr<f16> wd, Ptr<f32> bias, Ptr<f32> out, Scalar<i32> rows, Scalar<i32> N,
                            Scalar<i32> K) {
@@ -68,20 +72,20 @@ void matvec_rows_quantized(Ptr<f32> x, Ptr<typename F::Quant> wq, Ptr<f16> wd, P
     // [BR, 1, BB, PB]: element j of part p of block blk, for every row of x
     auto x_ptr = x + (x_rows + expand_dims<0>(wide(expand_dims<2>(row(blk * F::kBlockElements)) + rj)));
     auto q = masked ? load(q_ptr, ok3, 0) : load(q_ptr);
-    auto d = cast<f32>(masked ? load(d_ptr, ok, 0) : load(d_ptr));
-    auto s = zeros<f32, BR, BN, BB>();
+    auto d = expand_dims<2>(cast<f32>(masked ? load(d_ptr, ok, 0) : load(d_ptr)));  // [BN, BB, 1]
     for (int p = 0; p < F::kParts; ++p) {
       auto xs = masked ? load(x_ptr + p * PB, expand_dims<0>(ok3), 0) : load(x_ptr + p * PB);
-      s = s + sum<3>(xs * expand_dims<0>(F::part(q, p)));
+      acc = acc + xs * expand_dims<0>(F::part(q, p)) * expand_dims<0>(d);
     }
-    return acc + sum<2>(s * expand_dims<0>(d));
+    return acc;
   };
   auto b_main = blocks - blocks % BB;
-  auto acc = for_range(0, b_main, BB, zeros<f32, BR, BN>(), [&](auto b, auto acc) { return step(acc, b, false); });
+  auto acc = for_range(0, b_main, BB, zeros<f32, BR, BN, BB, PB>(), [&](auto b, auto acc) { return step(acc, b, false); });
   acc = if_(
       b_main < blocks, [&] { return step(acc, b_main, true); }, [&] { return acc; });
-  if constexpr (HAS_BIAS) acc = acc + row(load(bias + minimum(rn, N - 1)));
-  store(out + col(wide(r) * wide(N)) + row(rn), acc, col(r < rows) && row(rn < N));
+  auto y = sum<2>(sum<3>(acc));  // [BR, BN]
+  if constexpr (HAS_BIAS) y = y + row(load(bias + minimum(rn, N - 1)));
+  store(out + col(wide(r) * wide(N)) + row(rn), y, col(r < rows) && row(rn < N));
 }
 
 }  // namespace kdsl::kernels
