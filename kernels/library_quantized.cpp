@@ -7,9 +7,10 @@
 namespace kdsl::kernels {
 namespace {
 
-// Block sizes, counted in 32-element quant blocks along K: the matrix-vector kernels take BN
-// weight rows kMatvecBlocks (or kFewRowsBlocks) blocks at a time, the same 256 columns as the
-// plain matvec; the tiled kernel computes kTileM x kTileN outputs over kTileBlocks-block steps.
+// Block sizes, counted in 32-element quant blocks along K: the decode kernel takes
+// kMatvecRows weight rows kMatvecBlocks blocks (256 columns, as the plain matvec) at a time;
+// the few-row kernel fewer, since its accumulator is rows x blocks x 32; the tiled kernel
+// computes kTileM x kTileN outputs over kTileBlocks-block steps.
 constexpr int kMatvecRows = 8, kMatvecBlocks = 8;
 constexpr int kMaxFewRows = 8, kFewRowsBlocks = 2;
 constexpr int kTileM = 32, kTileN = 64, kTileBlocks = 2;
