@@ -9,7 +9,8 @@ namespace kdsl::kernels {
 // than once per row (dot tiles would pad the rows to a full tile). Each step reduces its
 // [BR, BN, BK] products over BK straight into the [BR, BN] accumulator. Rows of x past
 // `rows` and rows of W past N are clamped for loading; stores are masked.
-template <class T, int BR, int BN, int BK, bool HAS_BIAS>
+// PREFETCH as in matvec.h.
+template <class T, int BR, int BN, int BK, bool HAS_BIAS, int PREFETCH = 0>
 void matvec_rows(Ptr<f32> x, Ptr<T> w, Ptr<f32> bias, Ptr<f32> out, Scalar<i32> rows, Scalar<i32> N, Scalar<i32> K) {
   auto r = arange<BR>();
   auto rn = program_id(0) * BN + arange<BN>();
@@ -17,6 +18,7 @@ void matvec_rows(Ptr<f32> x, Ptr<T> w, Ptr<f32> bias, Ptr<f32> out, Scalar<i32> 
   auto x_rows = x + col(wide(minimum(r, rows - 1)) * wide(K));  // [BR, 1]
   auto w_rows = w + col(wide(minimum(rn, N - 1)) * wide(K));    // [BN, 1]
   auto step = [&](auto acc, auto kk, bool masked) {
+    if (PREFETCH > 0 && !masked) prefetch(w_rows + row(kk) + PREFETCH);
     auto k_ok = row(kk < K);
     auto xs = masked ? load(x_rows + row(kk), k_ok, 0) : load(x_rows + row(kk));              // [BR, BK]
     auto ws = cast<f32>(masked ? load(w_rows + row(kk), k_ok, 0) : load(w_rows + row(kk)));  // [BN, BK]

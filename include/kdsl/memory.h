@@ -38,6 +38,16 @@ void store(const Block<ptr<T>, D...> &ptrs, const V &value, const Block<boolean,
   detail::emit_effect(OpKind::Store, {ptrs.id(), v.id(), m.id()});
 }
 
+// A hint that *ptrs will be read soon: the CPU backend fetches their cache lines into the
+// cache ahead of the loads (one prefetch per line along the last axis), so a loop streaming
+// memory can ask for the data some steps ahead of use. The addresses need not be valid (a
+// prefetch never faults) and no mask is needed. The GPU backend drops it: its latency is
+// hidden by the other warps.
+template <class T, int... D>
+void prefetch(const Block<ptr<T>, D...> &ptrs) {
+  detail::emit_effect(OpKind::Prefetch, {ptrs.id()});
+}
+
 // Atomically adds value to *ptrs where mask holds; returns the values seen before the add.
 template <class T, int... D, class V, int... M>
 Block<T, D...> atomic_add(const Block<ptr<T>, D...> &ptrs, const V &value, const Block<boolean, M...> &mask) {

@@ -82,6 +82,7 @@ bool reads_operand_elementwise(const Op &op, size_t operand) {
     case OpKind::Load:
     case OpKind::Store:
     case OpKind::AtomicAdd:
+    case OpKind::Prefetch:
       return true;  // every operand is indexed like the access
     case OpKind::ReduceSum:
     case OpKind::ReduceMax:

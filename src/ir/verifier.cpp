@@ -91,6 +91,10 @@ class Verifier {
         if (in.size() == 3 && (in[2]->elem != DType::Bool || !(in[2]->shape == in[0]->shape)))
           problem(op, fmt::format("mask {} must be i1 shaped like the pointers {}", in[2]->str(), in[0]->str()));
         return;
+      case OpKind::Prefetch:
+        if (!in[0]->is_ptr) problem(op, fmt::format("expects pointers, got {}", in[0]->str()));
+        want_results(op, 0);
+        return;
       case OpKind::Yield:
       case OpKind::For:
       case OpKind::If:

@@ -45,6 +45,7 @@ inline std::vector<NamedKernel> example_kernels() {
       named_kernel<kernels::swiglu<1024>>("swiglu"),
       named_kernel<kernels::argmax<1024>>("argmax"),
       named_kernel<kernels::matvec<f16, 64, 64, true>>("matvec_f16"),
+      named_kernel<kernels::matvec<f16, 8, 128, false, 4096>>("matvec_f16_decode"),
   };
 }
 

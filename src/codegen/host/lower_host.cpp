@@ -385,6 +385,8 @@ class HostLowering {
       case OpKind::Store:
       case OpKind::AtomicAdd:
         return emit_store(op);
+      case OpKind::Prefetch:
+        return emit_prefetch(op);
       case OpKind::Dot:
         return emit_dot(op);
       case OpKind::For:
@@ -419,6 +421,29 @@ class HostLowering {
         return;
       }
     }
+  }
+
+  // One llvm.prefetch (read, keep in all levels) per 64-byte line along the last axis: the
+  // pointers are assumed contiguous there, as in the loads a prefetch runs ahead of. Other
+  // axes are walked in full.
+  void emit_prefetch(const ir::Op &op) {
+    const ir::Type &pt = fn_.type(op.operands[0]);
+    const int64_t per_line = std::max<int64_t>(1, 64 / dtype_bytes(pt.elem));
+    llvm::Function *prefetch = llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::prefetch, {b_.getPtrTy()});
+    auto line = [&](const Index &idx) {
+      b_.CreateCall(prefetch, {element(op.operands[0], idx), b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
+    };
+    if (pt.shape.rank == 0) return line({});
+    ir::Shape outer = pt.shape;
+    const int64_t last = outer[outer.rank - 1];
+    outer.rank -= 1;
+    loop_nest(outer, [&](const Index &idx) {
+      loop((last + per_line - 1) / per_line, [&](llvm::Value *i) {
+        Index full = idx;
+        full.push_back(b_.CreateMul(i, b_.getInt64(per_line), "", true, true));
+        line(full);
+      });
+    });
   }
 
   void emit_store(const ir::Op &op) {

@@ -28,6 +28,7 @@ void GpuLowering::emit_op(const ir::Op &op) {
   switch (op.kind) {
     case OpKind::Load: return emit_load(op);
     case OpKind::Store: case OpKind::AtomicAdd: return emit_store(op);
+    case OpKind::Prefetch: return;  // a hint; other warps hide the latency it would (memory.h)
     case OpKind::Dot: return emit_dot(op);
     case OpKind::For: return emit_for(op);
     case OpKind::If: return emit_if(op);
