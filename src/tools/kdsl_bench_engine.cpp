@@ -9,12 +9,14 @@
 #include <cstring>
 #include <filesystem>
 #include <numeric>
+#include <optional>
 #include <vector>
 
 #include <kdsl/kdsl.h>
 
 #include "kernels/library.h"
 #include "models/engine/engine.h"
+#include "models/gguf/quantize.h"
 #include "models/synth/synth_model.h"
 #include "runtime/host_bandwidth.h"
 
@@ -117,38 +119,46 @@ struct MatvecRow {
   double us = 0, gbs = 0;
 };
 
-template <class Storage>
-void fill_random(void *dst, size_t n) {
-  auto *w = static_cast<Storage *>(dst);
-  uint32_t state = 12345;
-  for (size_t i = 0; i < n; ++i) w[i] = Storage(float(int32_t(state = state * 1664525u + 1013904223u)) * 0x1p-31f);
-}
-
-MatvecRow bench_matvec(kernels::Library &lib, DType type, int N, int K, const std::string &what) {
-  const size_t n = size_t(N) * size_t(K), bytes = n * size_t(dtype_bytes(type));
+MatvecRow bench_matvec(kernels::Library &lib, GgmlType type, kernels::WeightType wtype, int N, int K, const std::string &what) {
+  const size_t n = size_t(N) * size_t(K), bytes = size_t(kernels::weight_bytes(wtype, int64_t(n)));
   const size_t copies = std::max<size_t>(1, kBandwidthBytes / bytes);
   std::vector<uint8_t> w(copies * bytes);
-  if (type == DType::F32) fill_random<float>(w.data(), n);
-  else if (type == DType::F16) fill_random<half>(w.data(), n);
-  else fill_random<bfloat16>(w.data(), n);
+  {
+    std::vector<float> values(n);
+    uint32_t state = 12345;
+    for (float &v : values) v = float(int32_t(state = state * 1664525u + 1013904223u)) * 0x1p-31f;
+    quantize_row(type, values.data(), w.data(), int64_t(n));
+  }
   for (size_t c = 1; c < copies; ++c) std::memcpy(w.data() + c * bytes, w.data(), bytes);
   std::vector<float> x(size_t(K), 0.5f);
   std::vector<float> out(static_cast<size_t>(N));
-  lib.matmul(x.data(), w.data(), type, nullptr, out.data(), 1, N, K);  // compile or load first
+  lib.matmul(x.data(), w.data(), wtype, nullptr, out.data(), 1, N, K);  // compile or load first
   std::vector<double> times;
   auto start = Clock::now();
   for (size_t call = 1; times.size() < 5 || (ms_since(start) < 250 && times.size() < 2000); ++call) {
     auto t = Clock::now();
-    lib.matmul(x.data(), w.data() + call % copies * bytes, type, nullptr, out.data(), 1, N, K);
+    lib.matmul(x.data(), w.data() + call % copies * bytes, wtype, nullptr, out.data(), 1, N, K);
     times.push_back(ms_since(t) * 1e3);
   }
   std::nth_element(times.begin(), times.begin() + long(times.size() / 2), times.end());
   MatvecRow r;
-  r.label = fmt::format("{} {} [{} x {}]", dtype_name(type), what, N, K);
+  r.label = fmt::format("{} {} [{} x {}]", kernels::weight_type_info(wtype).name, what, N, K);
   r.bytes = int64_t(bytes);
   r.us = times[times.size() / 2];
   r.gbs = double(r.bytes) / (r.us * 1e3);
   return r;
+}
+
+// The kernels' weight type for a GGUF type the engine runs; nullopt for the others (such as Q4_K).
+std::optional<kernels::WeightType> engine_weight_type(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32: return kernels::WeightType::F32;
+    case GgmlType::F16: return kernels::WeightType::F16;
+    case GgmlType::BF16: return kernels::WeightType::BF16;
+    case GgmlType::Q8_0: return kernels::WeightType::Q8_0;
+    case GgmlType::Q4_0: return kernels::WeightType::Q4_0;
+    default: return std::nullopt;
+  }
 }
 
 std::string type_name(GgmlType t) {
@@ -184,16 +194,17 @@ int main(int argc, char **argv) {
   try {
     Device dev = Device::cpu(threads);
     std::vector<std::pair<std::string, std::string>> runs;  // path, label
+    std::vector<GgmlType> synthetic_types;
+    for (const std::string &name : types) {
+      // The types the engine runs (parse_ggml_type also knows ones it refuses, such as q4_k).
+      std::optional<GgmlType> parsed = parse_ggml_type(name);
+      if (!parsed || !engine_weight_type(*parsed)) throw Error(fmt::format("--type '{}': expected f32, f16, bf16, q8_0 or q4_0", name));
+      synthetic_types.push_back(*parsed);
+    }
     if (models.empty()) {
       tmp = dir.empty() ? std::filesystem::temp_directory_path() / fmt::format("kdsl-bench-engine-{}", getpid()) : std::filesystem::path(dir);
       std::filesystem::create_directories(tmp);
-      for (const std::string &name : types) {
-        // The types the engine runs (parse_ggml_type also knows ones it refuses, such as q4_k).
-        std::optional<GgmlType> parsed = parse_ggml_type(name);
-        bool engine_runs = parsed && (*parsed == GgmlType::F32 || *parsed == GgmlType::F16 || *parsed == GgmlType::BF16 || *parsed == GgmlType::Q8_0 ||
-                                      *parsed == GgmlType::Q4_0);
-        if (!engine_runs) throw Error(fmt::format("--type '{}': expected f32, f16, bf16, q8_0 or q4_0", name));
-        GgmlType type = *parsed;
+      for (GgmlType type : synthetic_types) {
         SynthConfig c = synth_preset(preset);
         c.weight_type = c.embedding_type = type;
         std::string path = (tmp / fmt::format("synth-{}-{}.gguf", preset, type_name(type))).string();
@@ -219,13 +230,13 @@ int main(int argc, char **argv) {
       const ModelHParams h = synth_preset(preset).hparams;
       const int dim = int(h.n_embd), ff = int(h.n_ff), vocab = int(h.n_vocab);
       kernels::Library lib(dev);
-      for (const std::string &name : types) {
-        DType t = name == "f32" ? DType::F32 : name == "f16" ? DType::F16 : DType::BF16;
-        fmt::print(stderr, "measuring {} matrix-vector products...\n", name);
-        matvecs.push_back(bench_matvec(lib, t, dim, dim, "attention"));
-        matvecs.push_back(bench_matvec(lib, t, ff, dim, "ffn up"));
-        matvecs.push_back(bench_matvec(lib, t, dim, ff, "ffn down"));
-        matvecs.push_back(bench_matvec(lib, t, vocab, dim, "classifier"));
+      for (GgmlType g : synthetic_types) {
+        const kernels::WeightType t = *engine_weight_type(g);
+        fmt::print(stderr, "measuring {} matrix-vector products...\n", type_name(g));
+        matvecs.push_back(bench_matvec(lib, g, t, dim, dim, "attention"));
+        matvecs.push_back(bench_matvec(lib, g, t, ff, dim, "ffn up"));
+        matvecs.push_back(bench_matvec(lib, g, t, dim, ff, "ffn down"));
+        matvecs.push_back(bench_matvec(lib, g, t, vocab, dim, "classifier"));
       }
     }
     // Measured again after the models, and the larger of the two taken: the ceiling is the best this machine did.
