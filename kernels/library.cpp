@@ -83,8 +83,10 @@ void Library::rope(float *q, float *k, int rows, int n_heads, int n_kv_heads, in
   if (rows == 0) return;
   Impl &im = *impl_;
   if (im.rope_theta != double(theta) || im.rope_head_dim != head_dim) {
-    float *f = detail::reserve(im.rope_inv_freq, size_t(head_dim / 2));
-    for (int i = 0; i < head_dim / 2; ++i) f[i] = float(std::pow(double(theta), -2.0 * i / head_dim));
+    std::vector<float> f(size_t(head_dim / 2));
+    for (int i = 0; i < head_dim / 2; ++i) f[size_t(i)] = float(std::pow(double(theta), -2.0 * i / head_dim));
+    detail::reserve(im.device, im.rope_inv_freq, f.size());
+    im.rope_inv_freq.copy_from_host(f);
     im.rope_theta = theta;
     im.rope_head_dim = head_dim;
   }
@@ -110,9 +112,11 @@ void Library::softmax(float *x, int rows, int cols) {
 
 int32_t Library::argmax(const float *x, int n) {
   require(n > 0, "argmax", [&] { return "n must be positive (got " + std::to_string(n) + ")"; });
-  int32_t *result = impl_->argmax_result.data();
+  int32_t *result = detail::reserve(impl_->device, impl_->argmax_result, 1);
   impl_->kernel<kernels::argmax<512>>()(grid(1), x, result, n);
-  return *result;
+  int32_t index = 0;
+  impl_->argmax_result.copy_to_host(std::span<int32_t>(&index, 1));
+  return index;
 }
 
 }  // namespace kdsl::kernels

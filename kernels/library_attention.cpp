@@ -66,7 +66,7 @@ void Library::attention(const float *q, const float *k_pages, const float *v_pag
   const int want_programs = 4 * std::max(1, im.device.threads());
   int splits = std::min(cdiv(want_programs, n_kv_heads), cdiv(ctx, kMinSplitPositions));
   splits = std::clamp(splits, 1, kMaxSplits);
-  float *scratch = detail::reserve(im.attention_partials, size_t(n_heads) * kMaxSplits * (size_t(head_dim) + 2));
+  float *scratch = detail::reserve(im.device, im.attention_partials, size_t(n_heads) * kMaxSplits * (size_t(head_dim) + 2));
   with_block<16, 256>("attention", "head_dim", head_dim, [&]<int D>() {
     with_kv_step(page_size, [&]<int STEP, bool TILE_IN_PAGE>() {
       const int split_len = cdiv(cdiv(ctx, splits), STEP) * STEP;  // whole steps, so steps stay inside pages

@@ -12,25 +12,50 @@
 
 namespace kdsl::kernels {
 
+// A library kernel as its dispatch code calls it: the Library's raw pointers are the device's
+// memory (host memory on the CPU, device addresses on a GPU), so each is passed on marked as
+// such; other arguments pass through.
+template <auto K>
+struct LibraryKernel {
+  const Kernel<K> &kernel;
+  bool on_gpu;
+
+  template <class... Args>
+  void operator()(const Grid &g, Args... args) const {
+    kernel(g, place(args)...);
+  }
+
+ private:
+  template <class T>
+  PlacedPointer<T> place(T *p) const {
+    return {p, on_gpu};
+  }
+  template <class T>
+  T place(T v) const {
+    return v;
+  }
+};
+
 struct Library::Impl {
-  explicit Impl(const Device &d) : device(d) {}
+  explicit Impl(const Device &d) : device(d), on_gpu(d.kind() != Device::Kind::Cpu) {}
 
   // The compiled kernel K for this device, created at its first use. A launch traces and
   // compiles each new specialization once; later launches find it in the cache.
   template <auto K>
-  const Kernel<K> &kernel() {
+  LibraryKernel<K> kernel() {
     static const char identity = 0;  // one address per kernel instantiation
     auto it = kernels.find(&identity);
     if (it == kernels.end()) it = kernels.emplace(&identity, std::make_shared<Kernel<K>>(device, CompileOptions{})).first;
-    return *static_cast<const Kernel<K> *>(it->second.get());
+    return {*static_cast<const Kernel<K> *>(it->second.get()), on_gpu};
   }
 
   Device device;
+  bool on_gpu;
   std::unordered_map<const void *, std::shared_ptr<const void>> kernels;
 
-  // Scratch owned by the library, grown (never shrunk) on demand so steady-state calls reuse it.
+  // Scratch in the device's memory, grown (never shrunk) on demand so steady-state calls reuse it.
   Buffer<float> attention_partials;   // decode split-K: normalized outputs, then (max, sum) pairs
-  Buffer<int32_t> argmax_result{1};
+  Buffer<int32_t> argmax_result;
   Buffer<float> rope_inv_freq;        // theta^(-2i/head_dim), for rope_theta and rope_head_dim
   double rope_theta = 0;
   int rope_head_dim = 0;
@@ -61,10 +86,10 @@ void require(bool ok, std::string_view what, Message &&message) {
   if (!ok) throw Error(std::string("kdsl::kernels::") + std::string(what) + ": " + std::string(message()));
 }
 
-// Grows a scratch buffer to hold at least n elements.
+// Grows a scratch buffer in `device`'s memory to hold at least n elements.
 template <class T>
-T *reserve(Buffer<T> &buffer, size_t n) {
-  if (buffer.size() < n) buffer = Buffer<T>(n);
+T *reserve(const Device &device, Buffer<T> &buffer, size_t n) {
+  if (buffer.size() < n) buffer = Buffer<T>(device, n);
   return buffer.data();
 }
 

@@ -37,6 +37,9 @@ class Device {
   int threads() const;       // CPU: worker threads; GPU: multiprocessors
   // Waits for every launch and copy issued to the device (CPU launches are synchronous).
   void synchronize() const;
+  // Bytes of memory free for buffers now: the GPU's (cuMemGetInfo), or the host's
+  // MemAvailable (0 where it cannot be read).
+  size_t free_memory() const;
 
   detail::DeviceImpl &impl() const { return *impl_; }
   explicit Device(std::shared_ptr<detail::DeviceImpl> impl) : impl_(std::move(impl)) {}

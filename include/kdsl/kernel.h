@@ -107,6 +107,20 @@ ArgValue make_arg(DevicePointer<T> p) {
   return a;
 }
 
+// A pointer whose memory kind is known only at run time: what a library serving both the CPU
+// and GPUs passes on (host memory for a CPU launch, device memory for a GPU one).
+template <class T>
+struct PlacedPointer {
+  T *address = nullptr;
+  bool on_device = false;
+};
+template <class T>
+ArgValue make_arg(PlacedPointer<T> p) {
+  ArgValue a = make_arg(p.address);
+  a.on_device = p.on_device;
+  return a;
+}
+
 namespace detail {
 
 // What the run time needs to know of a kernel: its name, parameter types and how to trace it.

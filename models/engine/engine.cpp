@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <string>
 
 #include <kdsl/error.h>
@@ -13,31 +12,47 @@
 namespace kdsl::models {
 namespace {
 
-// MemAvailable from /proc/meminfo, or 0 when it cannot be read.
-int64_t available_memory_bytes() {
-  std::ifstream f("/proc/meminfo");
-  std::string key;
-  int64_t kb = 0;
-  std::string unit;
-  while (f >> key >> kb >> unit)
-    if (key == "MemAvailable:") return kb * 1024;
-  return 0;
-}
-
-// The model's context, capped so the KV cache takes at most a quarter of the free memory.
-int default_context(const ModelHParams &h) {
+// The model's context, capped so the KV cache takes at most a quarter of the device's free
+// memory (measured after the weights are placed there).
+int default_context(const ModelHParams &h, const Device &device) {
   int64_t wanted = h.context_length > 0 ? h.context_length : 2048;
   int64_t per_position = 2 * h.n_layer * h.n_head_kv * h.head_dim * int64_t(sizeof(float));
-  int64_t free_bytes = available_memory_bytes();
+  int64_t free_bytes = int64_t(device.free_memory());
   if (free_bytes > 0 && per_position > 0) wanted = std::min(wanted, std::max<int64_t>(256, free_bytes / 4 / per_position));
   return int(std::min<int64_t>(wanted, 1 << 20));
 }
 
+// The model's views on the CPU; on a GPU, each tensor uploaded once and viewed there.
+DeviceWeights place_weights(const ModelWeights &model, const Device &device) {
+  DeviceWeights d;
+  d.token_embd = model.token_embd, d.output_norm = model.output_norm, d.output = model.output;
+  d.layers = model.layers;
+  if (device.kind() == Device::Kind::Cpu) return d;
+  // A tensor shared by two views (tied embeddings) is uploaded once.
+  std::vector<std::pair<const void *, const void *>> uploaded;  // host data, device data
+  auto place = [&](Weight &w) {
+    if (!w) return;
+    for (auto &[host, dev] : uploaded)
+      if (host == w.data) return void(w.data = dev);
+    const auto *bytes = static_cast<const uint8_t *>(w.data);
+    Buffer<uint8_t> &b = d.uploads.emplace_back(device, std::span<const uint8_t>(bytes, size_t(w.bytes())));
+    uploaded.emplace_back(w.data, b.data());
+    d.uploaded_bytes += w.bytes();
+    w.data = b.data();
+  };
+  place(d.token_embd), place(d.output_norm), place(d.output);
+  for (LayerWeights &l : d.layers)
+    for (Weight *w : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down})
+      place(*w);
+  return d;
+}
+
 }  // namespace
 
-Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions options) : model_(model), kernels_(device), options_(options) {
+Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions options)
+    : model_(model), device_(device), kernels_(device), options_(options), weights_(place_weights(model, device)) {
   const ModelHParams &h = model.hparams;
-  context_ = options.context > 0 ? options.context : default_context(h);
+  context_ = options.context > 0 ? options.context : default_context(h, device);
   if (options.page_size < 1) throw Error(fmt::format("KV page size must be positive, got {}", options.page_size));
   dim_ = int(h.n_embd);
   q_dim_ = int(h.n_head * h.head_dim);
@@ -45,24 +60,29 @@ Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions op
   ff_ = int(h.n_ff);
   vocab_ = int(h.n_vocab);
   size_t b = size_t(std::max(1, options.max_batch));
-  x_.resize(b * size_t(dim_));
-  xb_.resize(b * size_t(std::max(dim_, q_dim_)));
-  q_.resize(b * size_t(q_dim_));
-  k_.resize(b * size_t(kv_dim_));
-  v_.resize(b * size_t(kv_dim_));
-  att_.resize(b * size_t(q_dim_));
-  proj_.resize(b * size_t(dim_));
-  gate_.resize(b * size_t(ff_));
-  up_.resize(b * size_t(ff_));
-  logits_.resize(size_t(vocab_));
-  ids_.resize(b);
+  x_ = Buffer<float>(device, b * size_t(dim_));
+  xb_ = Buffer<float>(device, b * size_t(std::max(dim_, q_dim_)));
+  q_ = Buffer<float>(device, b * size_t(q_dim_));
+  k_ = Buffer<float>(device, b * size_t(kv_dim_));
+  v_ = Buffer<float>(device, b * size_t(kv_dim_));
+  att_ = Buffer<float>(device, b * size_t(q_dim_));
+  proj_ = Buffer<float>(device, b * size_t(dim_));
+  gate_ = Buffer<float>(device, b * size_t(ff_));
+  up_ = Buffer<float>(device, b * size_t(ff_));
+  logits_ = Buffer<float>(device, size_t(vocab_));
+  if (logits_.on_device()) logits_host_.resize(size_t(vocab_));
+  ids_ = Buffer<int32_t>(device, b);
+  ids_host_.resize(b);
   int pages = (context_ + options.page_size - 1) / options.page_size;
   size_t page_floats = size_t(options.page_size) * size_t(kv_dim_);
-  k_pages_.assign(model.layers.size(), std::vector<float>(size_t(pages) * page_floats));
-  v_pages_.assign(model.layers.size(), std::vector<float>(size_t(pages) * page_floats));
+  for (size_t l = 0; l < model.layers.size(); ++l) {
+    k_pages_.emplace_back(device, size_t(pages) * page_floats);
+    v_pages_.emplace_back(device, size_t(pages) * page_floats);
+  }
   // One sequence owns every page, in order; the kernels read through the table all the same.
-  block_table_.resize(size_t(pages));
-  for (int p = 0; p < pages; ++p) block_table_[size_t(p)] = p;
+  std::vector<int32_t> table(static_cast<size_t>(pages));
+  for (int p = 0; p < pages; ++p) table[size_t(p)] = p;
+  block_table_ = Buffer<int32_t>(device, std::span<const int32_t>(table));
 }
 
 std::span<const float> Engine::forward(std::span<const int> tokens, int pos) {
@@ -76,25 +96,28 @@ std::span<const float> Engine::forward(std::span<const int> tokens, int pos) {
     for (int i = 0; i < n; ++i) {
       int id = tokens[size_t(start + i)];
       if (id < 0 || id >= vocab_) throw Error(fmt::format("token id {} is outside the vocabulary of {}", id, vocab_));
-      ids_[size_t(i)] = id;
+      ids_host_[size_t(i)] = id;
     }
-    kernels_.embedding(ids_.data(), model_.token_embd.data, model_.token_embd.type, x_.data(), n, dim_);
-    kernels_.rmsnorm(x_.data(), model_.layers[0].attn_norm.f32(), xb_.data(), n, dim_, h.rms_eps);
-    for (int l = 0; l < int(model_.layers.size()); ++l) layer(l, n, pos + start);
+    ids_.copy_from_host(std::span<const int32_t>(ids_host_.data(), size_t(n)));
+    kernels_.embedding(ids_.data(), weights_.token_embd.data, weights_.token_embd.type, x_.data(), n, dim_);
+    kernels_.rmsnorm(x_.data(), weights_.layers[0].attn_norm.f32(), xb_.data(), n, dim_, h.rms_eps);
+    for (int l = 0; l < int(weights_.layers.size()); ++l) layer(l, n, pos + start);
     // After the last layer xb holds the final norm of every row; only the last row's logits are needed.
     if (start + n == total) {
       const float *last = xb_.data() + size_t(n - 1) * size_t(dim_);
-      kernels_.matmul(last, model_.output.data, model_.output.type, nullptr, logits_.data(), 1, vocab_, dim_);
+      kernels_.matmul(last, weights_.output.data, weights_.output.type, nullptr, logits_.data(), 1, vocab_, dim_);
     }
   }
-  return logits_;
+  if (!logits_.on_device()) return {logits_.data(), logits_.size()};
+  logits_.copy_to_host(logits_host_);  // waits for the launches
+  return logits_host_;
 }
 
 // Expects xb = attn_norm(x) for this layer; leaves xb = the next layer's attn_norm(x) (or the
 // final output norm).
 void Engine::layer(int l, int n, int pos) {
   const ModelHParams &h = model_.hparams;
-  const LayerWeights &w = model_.layers[size_t(l)];
+  const LayerWeights &w = weights_.layers[size_t(l)];
   int hd = int(h.head_dim), heads = int(h.n_head), kv_heads = int(h.n_head_kv);
   auto bias = [](const Weight &b) { return b ? b.f32() : nullptr; };
 
@@ -115,8 +138,8 @@ void Engine::layer(int l, int n, int pos) {
   kernels_.matmul(xb_.data(), w.w_up.data, w.w_up.type, nullptr, up_.data(), n, ff_, dim_);
   kernels_.swiglu(gate_.data(), up_.data(), gate_.data(), int64_t(n) * ff_);
   kernels_.matmul(gate_.data(), w.w_down.data, w.w_down.type, nullptr, proj_.data(), n, dim_, ff_);
-  bool last = l + 1 == int(model_.layers.size());
-  const float *next_norm = last ? model_.output_norm.f32() : model_.layers[size_t(l + 1)].attn_norm.f32();
+  bool last = l + 1 == int(weights_.layers.size());
+  const float *next_norm = last ? weights_.output_norm.f32() : weights_.layers[size_t(l + 1)].attn_norm.f32();
   kernels_.add_rmsnorm(x_.data(), proj_.data(), next_norm, xb_.data(), n, dim_, h.rms_eps);
 }
 

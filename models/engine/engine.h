@@ -16,9 +16,19 @@ struct EngineOptions {
   int max_batch = 512;  // prompt tokens per prefill chunk
 };
 
-// One sequence on one device. All buffers are allocated up front, so forward() allocates
-// nothing; llama, qwen2 (QKV bias) and qwen3 (QK norm) share this code, as llama.cpp's
-// graph builders share theirs.
+// The weights as the kernels read them, in the device's memory: on the CPU the ModelWeights'
+// own views (the mapped file, nothing copied); on a GPU views of copies uploaded once.
+struct DeviceWeights {
+  Weight token_embd, output_norm, output;
+  std::vector<LayerWeights> layers;
+  std::vector<Buffer<uint8_t>> uploads;  // GPU only: the memory the views point into
+  int64_t uploaded_bytes = 0;
+};
+
+// One sequence on one device (the CPU or a GPU: the same launches, with activations, KV cache
+// and weights in that device's memory). All buffers are allocated up front, so forward()
+// allocates nothing; llama, qwen2 (QKV bias) and qwen3 (QK norm) share this code, as
+// llama.cpp's graph builders share theirs.
 class Engine {
  public:
   Engine(const ModelWeights &model, const Device &device, EngineOptions options = {});
@@ -29,22 +39,29 @@ class Engine {
 
   int context() const { return context_; }
   const ModelWeights &model() const { return model_; }
+  const Device &device() const { return device_; }
+  // Bytes of weights copied to the device (0 on the CPU, which reads the model in place).
+  int64_t uploaded_bytes() const { return weights_.uploaded_bytes; }
   kernels::Library &kernels() { return kernels_; }
 
  private:
   void layer(int l, int n, int pos);
 
   const ModelWeights &model_;
+  Device device_;
   kernels::Library kernels_;
   EngineOptions options_;
+  DeviceWeights weights_;
   int context_ = 0;
   int dim_ = 0, q_dim_ = 0, kv_dim_ = 0, ff_ = 0, vocab_ = 0;
-  // Activations, sized for max_batch rows.
-  std::vector<float> x_, xb_, q_, k_, v_, att_, proj_, gate_, up_, logits_;
-  std::vector<int32_t> ids_;
+  // Activations in device memory, sized for max_batch rows.
+  Buffer<float> x_, xb_, q_, k_, v_, att_, proj_, gate_, up_, logits_;
+  Buffer<int32_t> ids_;
+  std::vector<int32_t> ids_host_;
+  std::vector<float> logits_host_;  // GPU only: the last logits, copied back
   // KV cache: per layer, pages of [page_size][n_kv_heads][head_dim]; one block table.
-  std::vector<std::vector<float>> k_pages_, v_pages_;
-  std::vector<int32_t> block_table_;
+  std::vector<Buffer<float>> k_pages_, v_pages_;
+  Buffer<int32_t> block_table_;
 };
 
 }  // namespace kdsl::models

@@ -28,8 +28,12 @@ SynthConfig synth_preset(const std::string &name) {
     h.n_embd = 64, h.n_layer = 2, h.n_head = 4, h.n_head_kv = 2, h.head_dim = 32, h.n_ff = 128, h.n_vocab = 600;
     h.rope_freq_base = 1000000.0f, h.rms_eps = 1e-6f;
     c.tied_embeddings = true;
+  } else if (name == "llama3-8b") {
+    // Llama 3 8B's shapes (grouped-query: 32 heads over 8 KV heads), for GPU benchmarks.
+    h.n_embd = 4096, h.n_layer = 32, h.n_head = 32, h.n_head_kv = 8, h.n_ff = 14336, h.n_vocab = 128256;
+    h.rope_freq_base = 500000.0f, h.rms_eps = 1e-5f, h.context_length = 8192;
   } else {
-    throw Error(fmt::format("synthetic model preset '{}' is unknown (presets: tiny, 110m, qwen3-tiny)", name));
+    throw Error(fmt::format("synthetic model preset '{}' is unknown (presets: tiny, 110m, qwen3-tiny, llama3-8b)", name));
   }
   return c;
 }

@@ -23,7 +23,8 @@ struct SynthConfig {
 };
 
 // A config for the named preset: "tiny" (dim 64, 2 layers, vocab 512), "110m" (Llama 2 110M:
-// dim 768, 12 layers, 12 heads, vocab 32000), "qwen3-tiny". Throws kdsl::Error listing the presets.
+// dim 768, 12 layers, 12 heads, vocab 32000), "qwen3-tiny", "llama3-8b" (Llama 3 8B's shapes).
+// Throws kdsl::Error listing the presets.
 SynthConfig synth_preset(const std::string &name);
 
 // Adds metadata and tensors for `config` to `writer`. Weights are uniform in

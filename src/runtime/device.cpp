@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <mutex>
 
@@ -69,6 +70,16 @@ Device Device::best() {
 Device::Kind Device::kind() const { return impl_->kind(); }
 std::string Device::name() const { return impl_->name(); }
 int Device::threads() const { return impl_->threads(); }
+
+size_t Device::free_memory() const {
+  if (kind() == Kind::Cuda) return static_cast<detail::CudaDevice &>(*impl_).free_memory();
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key, unit;
+  size_t kb = 0;
+  while (meminfo >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return 0;
+}
 
 void Device::synchronize() const {
   if (kind() == Kind::Cuda) static_cast<detail::CudaDevice &>(*impl_).synchronize();

@@ -14,6 +14,10 @@
 #     host-pointer refusal, NVRTC launches and dynamic shared memory past 48 KB. Here that path
 #     ran against a fake libcuda (tests/runtime/cuda_fake_driver_test.cpp: cubins cached and
 #     loaded, launch shape and argument bytes checked), never executing a kernel.
+#   - The engine runs on the GPU (weights uploaded once, activations and paged KV cache in device
+#     memory); tests/gpu/cuda_engine_test.cpp compares its logits with the CPU engine's and
+#     checks stories260K's greedy ids. Here it ran only against the fake libcuda
+#     (tests/models/engine_cuda_test.cpp: uploads, launches and per-token copies counted).
 #   - f16/bf16 and i8 dot lower to mma.sync with ldmatrix operands and cp.async pipelining on
 #     sm_80+ (checked here by ptxas and by the SIMT emulator, which executes ldmatrix, mma.sync
 #     and cp.async on the CPU); tile sizes and num_stages are not tuned, and there is no
@@ -26,7 +30,7 @@ JOBS=${JOBS:-$(nproc)}
 
 echo "== configure and build ($BUILD, -j$JOBS)"
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKDSL_BUILD_TESTS=ON >/dev/null
-ninja -C "$BUILD" -j"$JOBS" kdsl_tests kdsl-compile kdsl-bench-cuda
+ninja -C "$BUILD" -j"$JOBS" kdsl_tests kdsl-compile kdsl-bench-cuda kdsl-bench-engine
 
 echo "== GPU found?"
 if command -v nvidia-smi >/dev/null; then nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; else echo "nvidia-smi not found"; fi
@@ -51,3 +55,6 @@ cat "$BASE"
 
 echo "== benchmark table ($(date -u +%Y-%m-%d), record it in bench/RESULTS.md with the GPU and this command)"
 "$BUILD"/src/tools/kdsl-bench-cuda --baselines "$BASE"
+
+echo "== engine: decode and prompt on a Llama-3-8B-shaped synthetic model in bf16 (writes a 16 GB model to /tmp)"
+"$BUILD"/src/tools/kdsl-bench-engine --device cuda --preset llama3-8b --type bf16 --prompt 512 --decode 32 --dir /tmp/kdsl-bench-models --keep

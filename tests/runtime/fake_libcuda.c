@@ -103,10 +103,24 @@ CUresult cuLaunchKernel(struct CUfunc_st *f, unsigned gx, unsigned gy, unsigned 
   fake.launches++;
   return 0;
 }
-CUresult cuMemAlloc_v2(uint64_t *p, size_t bytes) { *p = (uint64_t)(uintptr_t)aligned_alloc(256, (bytes + 255) / 256 * 256); return 0; }
+// "Device" memory is host memory; allocations and copies are counted for the tests.
+static long long fake_allocs, fake_htod_bytes, fake_dtoh_bytes;
+long long fake_cuda_allocs(void) { return fake_allocs; }
+long long fake_cuda_htod_bytes(void) { return fake_htod_bytes; }
+long long fake_cuda_dtoh_bytes(void) { return fake_dtoh_bytes; }
+CUresult cuMemAlloc_v2(uint64_t *p, size_t bytes) {
+  fake_allocs++;
+  *p = (uint64_t)(uintptr_t)aligned_alloc(256, (bytes + 255) / 256 * 256);
+  return 0;
+}
 CUresult cuMemFree_v2(uint64_t p) { free((void *)(uintptr_t)p); return 0; }
-CUresult cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n) { memcpy((void *)(uintptr_t)dst, src, n); return 0; }
-CUresult cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n) { memcpy(dst, (const void *)(uintptr_t)src, n); return 0; }
+CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
+  *free_bytes = (size_t)1 << 30;  // 1 GiB of a 2 GiB "GPU"
+  *total_bytes = (size_t)2 << 30;
+  return 0;
+}
+CUresult cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n) { fake_htod_bytes += (long long)n; memcpy((void *)(uintptr_t)dst, src, n); return 0; }
+CUresult cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n) { fake_dtoh_bytes += (long long)n; memcpy(dst, (const void *)(uintptr_t)src, n); return 0; }
 CUresult cuMemcpyDtoD_v2(uint64_t dst, uint64_t src, size_t n) { memcpy((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n); return 0; }
 CUresult cuMemsetD8_v2(uint64_t dst, unsigned char v, size_t n) { memset((void *)(uintptr_t)dst, v, n); return 0; }
 CUresult cuStreamCreate(void **s, unsigned flags) { static int stream; *s = &stream; return 0; }

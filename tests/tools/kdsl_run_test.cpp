@@ -274,7 +274,7 @@ TEST_CASE("kdsl-run: the same --seed gives the same text; the json summary has e
   const json &s = a["summary"];
   CAPTURE(s.dump());
   for (const char *key : {"load_ms", "prompt_tokens", "prompt_tokens_per_s", "generated_tokens", "generation_tokens_per_s", "weight_bytes_per_token",
-                          "achieved_gb_per_s", "measured_copy_gb_per_s", "kernels_compiled", "kernel_cache_memory_hits", "kernel_cache_disk_hits",
+                          "achieved_gb_per_s", "measured_bandwidth_gb_per_s", "kernels_compiled", "kernel_cache_memory_hits", "kernel_cache_disk_hits",
                           "compile_ms", "stop_reason"}) {
     CAPTURE(key);
     CHECK(s.contains(key));
@@ -288,7 +288,7 @@ TEST_CASE("kdsl-run: the same --seed gives the same text; the json summary has e
   const int64_t layer = 64 + 4 * 64 * 64 + 64 + 3 * 172 * 64;
   CHECK(s["weight_bytes_per_token"].get<int64_t>() == 4 * (4 * layer + 64 + 512 * 64));
   CHECK(s["achieved_gb_per_s"].get<double>() > 0);
-  CHECK(s["measured_copy_gb_per_s"].get<double>() > 0);
+  CHECK(s["measured_bandwidth_gb_per_s"].get<double>() > 0);
   // Every kernel either compiled here or came from the cache.
   CHECK(s["kernels_compiled"].get<int64_t>() + s["kernel_cache_disk_hits"].get<int64_t>() > 0);
   CHECK((s["stop_reason"] == "length" || s["stop_reason"] == "eos"));

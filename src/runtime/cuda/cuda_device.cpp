@@ -128,6 +128,13 @@ void CudaDevice::launch(const CudaFunction &f, const unsigned grid[3], const uns
              "cuLaunchKernel");
 }
 
+size_t CudaDevice::free_memory() {
+  make_current();
+  size_t free_bytes = 0, total_bytes = 0;
+  drv_.check(drv_.cuMemGetInfo(&free_bytes, &total_bytes), "cuMemGetInfo");
+  return free_bytes;
+}
+
 void CudaDevice::synchronize() {
   make_current();
   drv_.check(drv_.cuStreamSynchronize(stream_), "cuStreamSynchronize");

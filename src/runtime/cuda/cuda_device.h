@@ -57,6 +57,7 @@ class CudaDevice final : public DeviceImpl {
   // cuLaunchKernel takes them.
   void launch(const CudaFunction &f, const unsigned grid[3], const unsigned block[3], int shared_bytes, void **params);
   void synchronize();
+  size_t free_memory();
   // Milliseconds `body` takes on the device's stream, timed with CUDA events.
   template <class F>
   double time_ms(F &&body) {

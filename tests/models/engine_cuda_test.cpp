@@ -1,0 +1,92 @@
+// engine_cuda_test.cpp - the engine on a CUDA device, through the fake libcuda (tests/runtime/fake_libcuda.c): weights
+// uploaded once, every kernel launched on the GPU, and nothing allocated or copied per token but the token id in and the
+// logits out. Nothing executes (the fake records launches), so the numbers are checked on the CPU tests, not here.
+#include <doctest/doctest.h>
+
+#include <dlfcn.h>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <kdsl/kdsl.h>
+
+#include "codegen/nvptx/ptxas.h"
+#include "models/engine/engine.h"
+#include "models/synth/synth_model.h"
+#include "runtime/cuda/cuda_device.h"
+#include "tests/models/shared_models.h"
+
+namespace {
+using namespace kdsl;
+using namespace kdsl::models;
+
+struct FakeCounters {
+  long long (*allocs)() = nullptr;
+  long long (*htod_bytes)() = nullptr;
+  long long (*dtoh_bytes)() = nullptr;
+  int (*launches)() = nullptr;
+  void (*set_params)(int, const size_t *) = nullptr;
+};
+
+struct FakeGpu {
+  cuda::Driver driver = cuda::load_driver(KDSL_FAKE_LIBCUDA);
+  FakeCounters count;
+  FakeGpu() {
+    void *h = dlopen(KDSL_FAKE_LIBCUDA, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    REQUIRE(h);
+    count.allocs = reinterpret_cast<long long (*)()>(dlsym(h, "fake_cuda_allocs"));
+    count.htod_bytes = reinterpret_cast<long long (*)()>(dlsym(h, "fake_cuda_htod_bytes"));
+    count.dtoh_bytes = reinterpret_cast<long long (*)()>(dlsym(h, "fake_cuda_dtoh_bytes"));
+    count.launches = reinterpret_cast<int (*)()>(dlsym(h, "fake_cuda_launches"));
+    count.set_params = reinterpret_cast<void (*)(int, const size_t *)>(dlsym(h, "fake_cuda_set_params"));
+    count.set_params(0, nullptr);  // record no argument bytes: the engine's kernels take many
+  }
+  Device device() { return Device(std::make_shared<detail::CudaDevice>(0, driver)); }
+};
+
+TEST_CASE("engine on a CUDA device: weights uploaded once, then per token one id in, the logits out, launches only") {
+  if (codegen::nvptx::find_libdevice().empty()) {
+    MESSAGE("skipped: no CUDA toolkit with libdevice (the engine's kernels call exp) under /usr/local/cuda");
+    return;
+  }
+  std::string path = test::scratch_path("engine-cuda-tiny.gguf");
+  SynthConfig config = synth_preset("tiny");
+  write_synthetic_model(config, path);
+  ModelWeights model = load_model_weights(path);
+  FakeGpu fake;
+  Device gpu = fake.device();
+
+  long long htod_before = fake.count.htod_bytes();
+  Engine engine(model, gpu, EngineOptions{.context = 64, .page_size = 16});
+  CHECK(engine.device().kind() == Device::Kind::Cuda);
+  // Every matrix, norm and the token table, once (the classifier is untied in the tiny preset).
+  int64_t weights = model.bytes_per_token() + model.token_embd.bytes();
+  CHECK(engine.uploaded_bytes() == weights);
+  CHECK(fake.count.htod_bytes() - htod_before >= weights);
+
+  std::vector<int> prompt = {1, 5, 9, 13, 17};
+  int launches = fake.count.launches();
+  std::span<const float> logits = engine.forward(prompt, 0);
+  CHECK(logits.size() == size_t(model.hparams.n_vocab));
+  CHECK(fake.count.launches() > launches + int(model.layers.size()) * 8);
+
+  int token[1] = {42};
+  int pos = int(prompt.size());
+  engine.forward(token, pos++);  // the decode kernels compile (and scratch grows) here
+  const long long allocs = fake.count.allocs(), htod = fake.count.htod_bytes(), dtoh = fake.count.dtoh_bytes();
+  launches = fake.count.launches();
+  const int steps = 3;
+  for (int i = 0; i < steps; ++i) engine.forward(token, pos++);
+  CHECK(fake.count.allocs() == allocs);
+  CHECK(fake.count.htod_bytes() - htod == steps * int64_t(sizeof(int32_t)));                       // the token id
+  CHECK(fake.count.dtoh_bytes() - dtoh == steps * int64_t(sizeof(float)) * model.hparams.n_vocab);  // the logits
+  const int per_step = (fake.count.launches() - launches) / steps;
+  CHECK((fake.count.launches() - launches) % steps == 0);
+  CHECK(per_step >= int(model.layers.size()) * 10);  // matrix products, norms, rope, KV append, attention, swiglu per layer
+  MESSAGE("per decode step: ", per_step, " launches for ", model.layers.size(), " layers");
+  std::filesystem::remove(path);
+}
+
+}  // namespace
