@@ -18,7 +18,7 @@ namespace kdsl::runtime {
 // inside a body run `body(0, n)` inline on the caller with no locking or atomics, because a
 // launch of a few blocks must cost far less than waking a thread.
 //
-// Between launches workers spin for a few microseconds before sleeping, so back-to-back
+// Between launches workers spin for a while (0.2 ms, thread_pool.cpp says why) before sleeping, so back-to-back
 // launches (a model's layers) find them awake.
 //
 // Not reentrant: a parallel_for called from inside a body (on any pool thread or on the caller)

@@ -320,7 +320,18 @@ class HostLowering {
     switch (a.op->kind) {
       case OpKind::ReduceSum:
         next = a.fp ? b_.CreateFAdd(prior, x) : b_.CreateAdd(prior, x);
-        if (a.fp) llvm::cast<llvm::Instruction>(next)->setFastMathFlags(reassoc);
+        if (a.fp) {
+          // A sum of products (a dot product written as sum(a * b)) may fuse each multiply
+          // into its add: one FMA, one rounding fewer, as the dot lowering already allows.
+          llvm::FastMathFlags sum_flags = reassoc;
+          sum_flags.setAllowContract();
+          llvm::cast<llvm::Instruction>(next)->setFastMathFlags(sum_flags);
+          if (auto *product = llvm::dyn_cast<llvm::BinaryOperator>(x); product && product->getOpcode() == llvm::Instruction::FMul) {
+            llvm::FastMathFlags contract = product->getFastMathFlags();
+            contract.setAllowContract();
+            product->setFastMathFlags(contract);
+          }
+        }
         break;
       case OpKind::ReduceMax:
       case OpKind::ReduceMin: {
