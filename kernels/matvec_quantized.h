@@ -5,45 +5,37 @@
 namespace kdsl::kernels {
 
 // W is [N][K] in format F (quant_formats.h), K a multiple of 32: row n is blocks
-// n * K/32 .. (n + 1) * K/32 - 1. One program per BN output rows; each step reads BB whole
-// blocks of each of its rows as a [BN, BB, kPartBytes] tile of quant bytes and a [BN, BB]
-// tile of scales, and adds q * x * d elementwise into a [BN, BB, kPartBytes] f32
-// accumulator, reduced once after the loop. Why not sum each block's 32 products and scale
-// the sum (one multiply per block): on the host backend LLVM fully unrolls a 32-long reduction
-// and vectorizes across blocks instead, 34 bytes apart, so every quant byte is inserted into
-// its vector one at a time; the elementwise update keeps the 32 contiguous bytes in one
-// vector load, and one more multiply per element costs nothing in a memory-bound kernel.
-// Rows past N are clamped (loads stay in bounds, stores are masked); blocks past the last
-// whole BB group are one masked step.
-template <class F, int BN, int BB, bool HAS_BIAS>
+// n * K/32 .. (n + 1) * K/32 - 1. One program per BN output rows, one block of each row per
+// step: a [BN, kPartBytes] tile of quant bytes (32 contiguous bytes for Q8_0, 16 for Q4_0) and
+// the [BN, 1] scales. Every part's products q * x * d are added lane by lane into one
+// [BN, kPartBytes] f32 accumulator; its lanes are summed once, after the loop (the result
+// only needs each row's total, so the lanes may mix parts and blocks). Why this shape, on the
+// host backend: a per-block sum of 32 products would cost a horizontal reduction every 32
+// weights (LLVM also unrolls it and assembles vectors across blocks, 34 bytes apart, byte by
+// byte), and a wide [BN, BB, 32] accumulator costs a load and a store per weight; the
+// accumulator here is 1 KiB and each step's loads are whole contiguous runs. PREFETCH > 0
+// asks for each row's bytes that far ahead (matvec.h says why). Q8_0 decode products went
+// from about 4.8 to 9-12 GB/s with it on the 2-core development VM (kdsl-bench-engine).
+// Rows past N are clamped (loads stay in bounds, stores are masked).
+template <class F, int BN, bool HAS_BIAS, int PREFETCH = 0>
 void matvec_quantized(Ptr<f32> x, Ptr<typename F::Quant> wq, Ptr<f16> wd, Ptr<f32> bias, Ptr<f32> out, Scalar<i32> N, Scalar<i32> K) {
   constexpr int PB = F::kPartBytes;
   auto blocks = K / F::kBlockElements;  // per row
   auto rn = program_id(0) * BN + arange<BN>();
   auto row_block = col(wide(minimum(rn, N - 1)) * wide(blocks));  // [BN, 1] first block of each row
-  auto rb = arange<BB>();
-  auto rj = reshape<1, 1, PB>(arange<PB>());
-  auto step = [&](auto acc, auto b0, bool masked) {
-    auto blk = b0 + rb;                       // [BB] block within the row
-    auto block = row_block + row(wide(blk));  // [BN, BB] block within W
-    auto ok = row(blk < blocks);              // [1, BB]
-    auto ok3 = expand_dims<2>(ok);            // [1, BB, 1]
-    auto q_ptr = wq + (expand_dims<2>(block * F::kBlockBytes + F::kQuantOffset) + wide(rj));  // [BN, BB, PB]
-    auto d_ptr = wd + block * F::kScaleStride;                                            // [BN, BB]
-    auto x_ptr = x + (expand_dims<2>(row(blk * F::kBlockElements)) + rj);                // [1, BB, PB]
-    auto q = masked ? load(q_ptr, ok3, 0) : load(q_ptr);
-    auto d = expand_dims<2>(cast<f32>(masked ? load(d_ptr, ok, 0) : load(d_ptr)));
+  auto rj = arange<PB>();
+  auto acc = for_range(0, blocks, 1, zeros<f32, BN, PB>(), [&](auto b, auto acc) {
+    auto block = row_block + wide(b);  // [BN, 1]
+    if constexpr (PREFETCH > 0) prefetch(wq + (block * F::kBlockBytes + PREFETCH));
+    auto q = load(wq + (block * F::kBlockBytes + F::kQuantOffset + row(wide(rj))));  // [BN, PB]
+    auto d = cast<f32>(load(wd + block * F::kScaleStride));                          // [BN, 1]
     for (int p = 0; p < F::kParts; ++p) {
-      auto xs = masked ? load(x_ptr + p * PB, ok3, 0) : load(x_ptr + p * PB);
+      auto xs = load(x + row(b * F::kBlockElements + p * PB + rj));  // [1, PB]
       acc = acc + F::part(q, p) * xs * d;
     }
     return acc;
-  };
-  auto b_main = blocks - blocks % BB;
-  auto acc = for_range(0, b_main, BB, zeros<f32, BN, BB, PB>(), [&](auto b, auto acc) { return step(acc, b, false); });
-  acc = if_(
-      b_main < blocks, [&] { return step(acc, b_main, true); }, [&] { return acc; });
-  auto y = sum<1>(sum<2>(acc));
+  });
+  auto y = sum<1>(acc);
   if constexpr (HAS_BIAS) y = y + load(bias + minimum(rn, N - 1));
   store(out + rn, y, rn < N);
 }
