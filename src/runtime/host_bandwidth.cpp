@@ -1,6 +1,7 @@
 // host_bandwidth.cpp - threaded memcpy and read-stream timings, the references for "fraction of bandwidth"
 #include "runtime/host_bandwidth.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -36,9 +37,13 @@ double best_gbs(int repeats, double bytes_moved, F &&run) {
   return best;
 }
 
-// Sums [p, p + n) (n a multiple of 64 floats) with four independent accumulators, so the loop is
-// bound by loads in flight rather than by the add latency. The vector width is a GCC vector
-// type; the AVX-512 and AVX2 clones are picked at run time.
+// Sums `streams` interleaved runs of [p, p + n): run s is [s * n / streams, (s + 1) * n / streams),
+// read 256 bytes from each in turn (n a multiple of 64 * streams floats), with four independent
+// accumulators so the loop is bound by loads in flight rather than by the add latency. Several
+// runs per thread keep more DRAM pages and prefetch streams busy than one: on the development
+// VM 2 threads read 21 GB/s as one run each and 25-26 GB/s as four (a kernel that walks
+// several rows at once, like the decode products, gets the latter). The vector width is a GCC
+// vector type; the AVX-512 and AVX2 clones are picked at run time.
 using f32x16 = float __attribute__((vector_size(64)));
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -47,19 +52,23 @@ using f32x16 = float __attribute__((vector_size(64)));
 #define KDSL_READ_CLONES
 #endif
 
-KDSL_READ_CLONES float sum_stream(const float *p, size_t n) {
+KDSL_READ_CLONES float sum_stream(const float *p, size_t n, int streams) {
   f32x16 a{}, b{}, c{}, d{};
-  for (size_t i = 0; i < n; i += 64) {
-    f32x16 va, vb, vc, vd;
-    std::memcpy(&va, p + i, 64);
-    std::memcpy(&vb, p + i + 16, 64);
-    std::memcpy(&vc, p + i + 32, 64);
-    std::memcpy(&vd, p + i + 48, 64);
-    a += va, b += vb, c += vc, d += vd;
+  const size_t run = n / size_t(streams);
+  for (size_t i = 0; i < run; i += 64) {
+    for (int s = 0; s < streams; ++s) {
+      const float *q = p + size_t(s) * run + i;
+      f32x16 va, vb, vc, vd;
+      std::memcpy(&va, q, 64);
+      std::memcpy(&vb, q + 16, 64);
+      std::memcpy(&vc, q + 32, 64);
+      std::memcpy(&vd, q + 48, 64);
+      a += va, b += vb, c += vc, d += vd;
+    }
   }
-  f32x16 s = (a + b) + (c + d);
+  f32x16 total4 = (a + b) + (c + d);
   float total = 0;
-  for (int i = 0; i < 16; ++i) total += s[i];
+  for (int i = 0; i < 16; ++i) total += total4[i];
   return total;
 }
 
@@ -81,12 +90,17 @@ double measure_copy_bandwidth(int threads, size_t bytes, int repeats) {
 
 double measure_read_bandwidth(int threads, size_t bytes, int repeats) {
   if (threads < 1) threads = int(std::thread::hardware_concurrency());
-  bytes = bytes / 256 * 256;
+  bytes = bytes / (1024 * size_t(threads)) * (1024 * size_t(threads));  // every slice splits into 4 runs of 256-byte steps
   std::vector<float> data(bytes / sizeof(float));  // zero-filled, every page touched
   std::vector<float> sums(size_t(threads) * 16);   // one cache line per thread: the result stays live
-  return best_gbs(repeats, double(bytes), [&] {
-    on_threads(threads, bytes, [&](int t, size_t b, size_t e) { sums[size_t(t) * 16] = sum_stream(data.data() + b / 4, (e - b) / 4); });
-  });
+  double best = 0;
+  for (int streams : {1, 2, 4})
+    best = std::max(best, best_gbs(repeats, double(bytes), [&] {
+                      on_threads(threads, bytes, [&](int t, size_t b, size_t e) {
+                        sums[size_t(t) * 16] = sum_stream(data.data() + b / 4, (e - b) / 4, streams);
+                      });
+                    }));
+  return best;
 }
 
 }  // namespace kdsl::runtime

@@ -129,7 +129,14 @@ MatvecRow bench_matvec(kernels::Library &lib, GgmlType type, kernels::WeightType
     for (float &v : values) v = float(int32_t(state = state * 1664525u + 1013904223u)) * 0x1p-31f;
     quantize_row(type, values.data(), w.data(), int64_t(n));
   }
-  for (size_t c = 1; c < copies; ++c) std::memcpy(w.data() + c * bytes, w.data(), bytes);
+  // Each copy differs in one low-order byte per 4 KiB page (a mantissa or quant byte: any value
+  // is a valid weight), so no page of one copy is a duplicate of another's that memory
+  // deduplication could merge into one cached physical page.
+  for (size_t c = 1; c < copies; ++c) {
+    uint8_t *copy = w.data() + c * bytes;
+    std::memcpy(copy, w.data(), bytes);
+    for (size_t at = 0; at < bytes; at += 4096) copy[at] = uint8_t(copy[at] ^ uint8_t(c));
+  }
   std::vector<float> x(size_t(K), 0.5f);
   std::vector<float> out(static_cast<size_t>(N));
   lib.matmul(x.data(), w.data(), wtype, nullptr, out.data(), 1, N, K);  // compile or load first
