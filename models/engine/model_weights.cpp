@@ -27,18 +27,6 @@ Weight matrix_of(const Llama2cCheckpoint &ckpt, const std::string &name) {
   return w;
 }
 
-// The kernels' name for a tensor type the engine's matrix kernels read, or nullopt.
-std::optional<kernels::WeightType> kernel_weight_type(GgmlType t) {
-  switch (t) {
-    case GgmlType::F32: return kernels::WeightType::F32;
-    case GgmlType::F16: return kernels::WeightType::F16;
-    case GgmlType::BF16: return kernels::WeightType::BF16;
-    case GgmlType::Q8_0: return kernels::WeightType::Q8_0;
-    case GgmlType::Q4_0: return kernels::WeightType::Q4_0;
-    default: return std::nullopt;
-  }
-}
-
 Weight weight_of(const GgufFile &gguf, const GgufTensorInfo *t, ModelWeights &out, bool to_f32) {
   if (!t) return {};
   Weight w;
@@ -66,6 +54,17 @@ Weight weight_of(const GgufFile &gguf, const GgufTensorInfo *t, ModelWeights &ou
 }
 
 }  // namespace
+
+std::optional<kernels::WeightType> kernel_weight_type(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32: return kernels::WeightType::F32;
+    case GgmlType::F16: return kernels::WeightType::F16;
+    case GgmlType::BF16: return kernels::WeightType::BF16;
+    case GgmlType::Q8_0: return kernels::WeightType::Q8_0;
+    case GgmlType::Q4_0: return kernels::WeightType::Q4_0;
+    default: return std::nullopt;
+  }
+}
 
 int64_t ModelWeights::bytes_per_token() const {
   int64_t total = output.bytes() + output_norm.bytes();

@@ -1,11 +1,13 @@
 // model_weights.h - a loaded model as the engine sees it: hyper-parameters and typed weight views
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kernels/weight_type.h"
 #include "models/arch/hparams.h"
+#include "models/gguf/gguf_types.h"
 
 namespace kdsl::models {
 
@@ -40,6 +42,10 @@ struct ModelWeights {
   // Bytes of weights one decoded token reads (every matrix once, the embedding row aside).
   int64_t bytes_per_token() const;
 };
+
+// The kernels' name for a GGUF tensor type the engine's matrix kernels read (F32, F16, BF16,
+// Q8_0, Q4_0), or nullopt for the others (Q4_K, ...).
+std::optional<kernels::WeightType> kernel_weight_type(GgmlType t);
 
 // A llama2.c version-0 checkpoint (float32).
 ModelWeights load_llama2c_weights(const std::string &path);

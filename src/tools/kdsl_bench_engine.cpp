@@ -156,18 +156,6 @@ MatvecRow bench_matvec(kernels::Library &lib, GgmlType type, kernels::WeightType
   return r;
 }
 
-// The kernels' weight type for a GGUF type the engine runs; nullopt for the others (such as Q4_K).
-std::optional<kernels::WeightType> engine_weight_type(GgmlType t) {
-  switch (t) {
-    case GgmlType::F32: return kernels::WeightType::F32;
-    case GgmlType::F16: return kernels::WeightType::F16;
-    case GgmlType::BF16: return kernels::WeightType::BF16;
-    case GgmlType::Q8_0: return kernels::WeightType::Q8_0;
-    case GgmlType::Q4_0: return kernels::WeightType::Q4_0;
-    default: return std::nullopt;
-  }
-}
-
 std::string type_name(GgmlType t) {
   return t == GgmlType::F32 ? "f32" : t == GgmlType::F16 ? "f16" : t == GgmlType::BF16 ? "bf16" : t == GgmlType::Q8_0 ? "q8_0" : "q4_0";
 }
@@ -206,7 +194,7 @@ int main(int argc, char **argv) {
     for (const std::string &name : types) {
       // The types the engine runs (parse_ggml_type also knows ones it refuses, such as q4_k).
       std::optional<GgmlType> parsed = parse_ggml_type(name);
-      if (!parsed || !engine_weight_type(*parsed)) throw Error(fmt::format("--type '{}': expected f32, f16, bf16, q8_0 or q4_0", name));
+      if (!parsed || !kernel_weight_type(*parsed)) throw Error(fmt::format("--type '{}': expected f32, f16, bf16, q8_0 or q4_0", name));
       synthetic_types.push_back(*parsed);
     }
     if (models.empty()) {
@@ -238,7 +226,7 @@ int main(int argc, char **argv) {
       const int dim = int(h.n_embd), ff = int(h.n_ff), vocab = int(h.n_vocab);
       kernels::Library lib(dev);
       for (GgmlType g : synthetic_types) {
-        const kernels::WeightType t = *engine_weight_type(g);
+        const kernels::WeightType t = *kernel_weight_type(g);
         fmt::print(stderr, "measuring {} matrix-vector products...\n", type_name(g));
         matvecs.push_back(bench_matvec(lib, g, t, dim, dim, "attention"));
         matvecs.push_back(bench_matvec(lib, g, t, ff, dim, "ffn up"));
