@@ -45,6 +45,28 @@ inline void expect_close_scaled(const std::string &what, const std::vector<float
   CHECK(bad == 0);
 }
 
+// out[r,n] = sum_k w[n,k] * x[r,k] (+ bias[n] when bias is not null) in float64, with each
+// element's scale for expect_close_scaled: the sum of its terms' magnitudes. x is rows x K,
+// w is N x K, both as the kernel sees them (rounded to the weight type already).
+struct ReferenceProduct {
+  std::vector<double> values, scale;
+};
+inline ReferenceProduct reference_matmul(const std::vector<float> &x, const std::vector<float> &w, const float *bias, int rows, int N, int K) {
+  ReferenceProduct ref{std::vector<double>(size_t(rows) * size_t(N)), std::vector<double>(size_t(rows) * size_t(N))};
+  for (int r = 0; r < rows; ++r)
+    for (int n = 0; n < N; ++n) {
+      double s = bias ? bias[n] : 0, m = bias ? std::fabs(bias[n]) : 0;
+      for (int k = 0; k < K; ++k) {
+        double p = double(w[size_t(n) * size_t(K) + size_t(k)]) * x[size_t(r) * size_t(K) + size_t(k)];
+        s += p;
+        m += std::fabs(p);
+      }
+      ref.values[size_t(r) * size_t(N) + size_t(n)] = s;
+      ref.scale[size_t(r) * size_t(N) + size_t(n)] = m;
+    }
+  return ref;
+}
+
 // The same with one scale for every element.
 inline void expect_close_scaled(const std::string &what, const std::vector<float> &got, const std::vector<double> &ref, double scale,
                                 double rtol) {

@@ -16,23 +16,16 @@ void check_matmul(std::mt19937 &rng, int rows, int N, int K, bool with_bias) {
   auto x = random_floats(rng, size_t(rows) * K);
   auto wf = random_floats(rng, size_t(N) * K);
   std::vector<S> w(wf.size());
-  for (size_t i = 0; i < w.size(); ++i) w[i] = S(wf[i]);  // f16 / bf16 round here; the reference reads them back
+  for (size_t i = 0; i < w.size(); ++i) {
+    w[i] = S(wf[i]);       // f16 / bf16 round here;
+    wf[i] = float(w[i]);  // the reference reads the rounded values back
+  }
   auto bias = random_floats(rng, size_t(N));
-  std::vector<double> ref(size_t(rows) * N), scale(ref.size());
-  for (int r = 0; r < rows; ++r)
-    for (int n = 0; n < N; ++n) {
-      double s = with_bias ? bias[size_t(n)] : 0, m = with_bias ? std::fabs(bias[size_t(n)]) : 0;
-      for (int k = 0; k < K; ++k) {
-        double p = double(float(w[size_t(n) * K + k])) * x[size_t(r) * K + k];
-        s += p;
-        m += std::fabs(p);
-      }
-      ref[size_t(r) * N + n] = s;
-      scale[size_t(r) * N + n] = m;
-    }
-  std::vector<float> out(ref.size(), -7.0f);
-  library().matmul(x.data(), w.data(), T::dtype, with_bias ? bias.data() : nullptr, out.data(), rows, N, K);
-  expect_close_scaled("matmul", out, ref, scale, 1e-5);
+  const float *b = with_bias ? bias.data() : nullptr;
+  ReferenceProduct ref = reference_matmul(x, wf, b, rows, N, K);
+  std::vector<float> out(ref.values.size(), -7.0f);
+  library().matmul(x.data(), w.data(), T::dtype, b, out.data(), rows, N, K);
+  expect_close_scaled("matmul", out, ref.values, ref.scale, 1e-5);
 }
 
 TEST_CASE("kernels: matmul, one row (decode), aligned and ragged, f32 / f16 / bf16 weights") {

@@ -44,27 +44,17 @@ void check_matmul(std::mt19937 &rng, WeightType t, int rows, int N, int K, bool 
   auto w = random_quantized(rng, t, N, K);
   auto wf = dequantized(t, w, N, K);
   auto bias = random_floats(rng, size_t(N));
-  std::vector<double> ref(size_t(rows) * N), scale(ref.size());
-  for (int r = 0; r < rows; ++r)
-    for (int n = 0; n < N; ++n) {
-      double s = with_bias ? bias[size_t(n)] : 0, m = with_bias ? std::fabs(bias[size_t(n)]) : 0;
-      for (int k = 0; k < K; ++k) {
-        double p = double(wf[size_t(n) * K + k]) * x[size_t(r) * K + k];
-        s += p;
-        m += std::fabs(p);
-      }
-      ref[size_t(r) * N + n] = s;
-      scale[size_t(r) * N + n] = m;
-    }
-  std::vector<float> out(ref.size(), -7.0f);
-  library().matmul(x.data(), w.data(), t, with_bias ? bias.data() : nullptr, out.data(), rows, N, K);
+  const float *b = with_bias ? bias.data() : nullptr;
+  ReferenceProduct ref = reference_matmul(x, wf, b, rows, N, K);
+  std::vector<float> out(ref.values.size(), -7.0f);
+  library().matmul(x.data(), w.data(), t, b, out.data(), rows, N, K);
   // d * q is exact in f32 (an 11-bit by 8-bit product), so the kernel differs from the
   // reference only by f32 rounding in its sums: the same bound as the f32 matmul test.
-  expect_close_scaled("quantized matmul", out, ref, scale, 1e-5);
+  expect_close_scaled("quantized matmul", out, ref.values, ref.scale, 1e-5);
 }
 
-// K = 256 is whole 8-block decode steps; 96 (3 blocks) is only the masked tail step; 416
-// (13 blocks) is both, and an odd block count for the 2-block prefill tiles. N = 37 is not a
+// The decode kernel steps one block at a time; the few-row and tiled kernels two: K = 256 is
+// whole 2-block steps, 96 (3 blocks) and 416 (13 blocks) end in a masked one-block step. N = 37 is not a
 // multiple of the 8-row or 64-column blocks.
 TEST_CASE("kernels: quantized matmul, one row (decode), aligned and ragged, Q8_0 / Q4_0") {
   KDSL_TEST_RNG(rng);
