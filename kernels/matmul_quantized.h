@@ -30,14 +30,11 @@ void matmul_quantized(Ptr<f32> x, Ptr<typename F::Quant> wq, Ptr<f16> wd, Ptr<f3
     auto ok = row(blk < blocks);              // [1, BB]
     auto ok3 = expand_dims<2>(ok);            // [1, BB, 1]
     auto ok_k = reshape<BB * PB, 1>(broadcast_to<BB, PB>(trans(ok)));  // [BB * PB, 1] per column of the W tile
-    auto q_ptr = wq + (expand_dims<2>(block * F::kBlockBytes + F::kQuantOffset) + wide(rj));  // [BN, BB, PB]
-    auto d_ptr = wd + block * F::kScaleStride;
     auto x_ptr = x + (x_rows + wide(expand_dims<2>(row(blk * F::kBlockElements)) + rj));  // [BM, BB, PB]
-    auto q = masked ? load(q_ptr, ok3, 0) : load(q_ptr);
-    auto d = expand_dims<2>(cast<f32>(masked ? load(d_ptr, ok, 0) : load(d_ptr)));  // [BN, BB, 1]
+    auto g = load_block_group<F>(wq, wd, block, ok, masked);                              // [BN, BB, PB], [BN, BB, 1]
     for (int p = 0; p < F::kParts; ++p) {
       auto a = reshape<BM, BB * PB>(masked ? load(x_ptr + p * PB, ok3, 0) : load(x_ptr + p * PB));
-      auto w = reshape<BN, BB * PB>(F::part(q, p) * d);
+      auto w = reshape<BN, BB * PB>(F::part(g.quants, p) * g.scales);
       acc = dot(a, where(ok_k, trans(w), 0.0f), acc);
     }
     return acc;

@@ -59,15 +59,12 @@ void matvec_rows_quantized(Ptr<f32> x, Ptr<typename F::Quant> wq, Ptr<f16> wd, P
     auto block = row_block + row(wide(blk));  // [BN, BB]
     auto ok = row(blk < blocks);              // [1, BB]
     auto ok3 = expand_dims<2>(ok);            // [1, BB, 1]
-    auto q_ptr = wq + (expand_dims<2>(block * F::kBlockBytes + F::kQuantOffset) + wide(rj));  // [BN, BB, PB]
-    auto d_ptr = wd + block * F::kScaleStride;
     // [BR, 1, BB, PB]: element j of part p of block blk, for every row of x
     auto x_ptr = x + (x_rows + expand_dims<0>(wide(expand_dims<2>(row(blk * F::kBlockElements)) + rj)));
-    auto q = masked ? load(q_ptr, ok3, 0) : load(q_ptr);
-    auto d = expand_dims<2>(cast<f32>(masked ? load(d_ptr, ok, 0) : load(d_ptr)));  // [BN, BB, 1]
+    auto g = load_block_group<F>(wq, wd, block, ok, masked);  // [BN, BB, PB], [BN, BB, 1]
     for (int p = 0; p < F::kParts; ++p) {
       auto xs = masked ? load(x_ptr + p * PB, expand_dims<0>(ok3), 0) : load(x_ptr + p * PB);
-      acc = acc + xs * expand_dims<0>(F::part(q, p)) * expand_dims<0>(d);
+      acc = acc + xs * expand_dims<0>(F::part(g.quants, p)) * expand_dims<0>(g.scales);
     }
     return acc;
   };

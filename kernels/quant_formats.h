@@ -48,6 +48,27 @@ struct Q4_0Format {
   }
 };
 
+// A group of BB consecutive blocks of BN rows of W, loaded: the quant bytes [BN, BB, kPartBytes]
+// and the scales as f32 [BN, BB, 1].
+template <class Q, class D>
+struct BlockGroup {
+  Q quants;
+  D scales;
+};
+
+// Loads the blocks block[n, i] (W's block index, [BN, BB]) of format F. `in_row` ([1, BB]) says
+// which of the BB lie inside their row; with `masked` the others read as zeros.
+template <class F, class Blocks, class InRow>
+auto load_block_group(Ptr<typename F::Quant> wq, Ptr<f16> wd, const Blocks &block, const InRow &in_row, bool masked) {
+  auto rj = reshape<1, 1, F::kPartBytes>(arange<F::kPartBytes>());
+  auto in_row3 = expand_dims<2>(in_row);
+  auto q_ptr = wq + (expand_dims<2>(block * F::kBlockBytes + F::kQuantOffset) + wide(rj));
+  auto d_ptr = wd + block * F::kScaleStride;
+  auto q = masked ? load(q_ptr, in_row3, 0) : load(q_ptr);
+  auto d = expand_dims<2>(cast<f32>(masked ? load(d_ptr, in_row, 0) : load(d_ptr)));
+  return BlockGroup<decltype(q), decltype(d)>{q, d};
+}
+
 // What every format must satisfy for the kernels' offset arithmetic.
 template <class F>
 constexpr bool check_format() {
