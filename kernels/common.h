@@ -1,4 +1,4 @@
-// common.h - small helpers the kernel headers share: 64-bit offsets and 2-D index views
+// common.h - small helpers the kernel headers share: 64-bit offsets, 2-D index views, decode row spreading
 #pragma once
 #include <kdsl/kdsl.h>
 
@@ -18,6 +18,19 @@ Block<E, N, 1> col(const Block<E, N> &x) {
 template <class E, int N>
 Block<E, 1, N> row(const Block<E, N> &x) {
   return expand_dims<0>(x);
+}
+
+// The BN weight rows a decode program reads: row program_id(0) of each of BN equal runs of the
+// N rows, so cdiv(N, BN) programs cover them all (rows past N are the caller's to clamp and
+// mask). The host backend runs each thread over a contiguous range of programs, so a thread
+// reads BN sequential streams far apart rather than one block of BN neighbouring rows: more
+// DRAM pages and hardware-prefetch streams are busy at once. On the 2-core development VM
+// (Sapphire Rapids), with the prefetch of matvec.h, kdsl-bench-engine's single f16 decode
+// products went from 17-20 to 25-28 GB/s, f32 from 21-23 to 26-28 and Q8_0 from 9-12 to
+// 16-23. A GPU sees the same coalesced rows, only in another order.
+template <int BN>
+Block<i32, BN> spread_rows(const Scalar<i32> &N) {
+  return program_id(0) + arange<BN>() * ((N + (BN - 1)) / BN);
 }
 
 // A position that changes every decoding step travels as an f32 (exact below 2^24): integer

@@ -7,15 +7,13 @@
 namespace kdsl::kernels {
 namespace {
 
-// Block sizes: the matrix-vector kernels stream BN weight rows BK columns at a time (for up to
-// kMaxFewRows rows of x at once, in blocks of a power of two rows), prefetching kPrefetchBytes
+// Block sizes: the matrix-vector kernels stream BN spread weight rows BK columns at a time (for
+// up to kMaxFewRows rows of x at once, in blocks of a power of two rows), prefetching one step
 // ahead (matvec.h says why and what it measured); the tiled kernel computes BM x BN outputs
-// over BK-deep steps. 8 x 128 was the best of the 1-32 row, 64-1024 column tiles tried with
-// kdsl-bench-engine, by a margin smaller than that VM's run-to-run noise.
+// over BK-deep steps. 8 x 128 was the best of the 4-16 row, 64-256 column spread tiles tried
+// (and of the 1-32 x 64-1024 neighbouring-row tiles before them).
 constexpr int kMatvecRows = 8, kMatvecCols = 128;
-constexpr int kPrefetchBytes = 8192;
-template <class T>
-constexpr int kPrefetch = kPrefetchBytes / int(sizeof(typename T::storage));
+constexpr int kPrefetch = kMatvecCols;
 constexpr int kMaxFewRows = 8;
 constexpr int kTileM = 32, kTileN = 64, kTileK = 32;
 
@@ -25,15 +23,15 @@ void run_matmul(Library::Impl &im, const float *x, const typename T::storage *w,
   const float *b = bias ? bias : out;
   if (rows == 1) {
     auto g = grid(cdiv(N, kMatvecRows));
-    if (bias) im.kernel<matvec<T, kMatvecRows, kMatvecCols, true, kPrefetch<T>>>()(g, x, w, b, out, N, K);
-    else im.kernel<matvec<T, kMatvecRows, kMatvecCols, false, kPrefetch<T>>>()(g, x, w, b, out, N, K);
+    if (bias) im.kernel<matvec<T, kMatvecRows, kMatvecCols, true, kPrefetch>>()(g, x, w, b, out, N, K);
+    else im.kernel<matvec<T, kMatvecRows, kMatvecCols, false, kPrefetch>>()(g, x, w, b, out, N, K);
     return;
   }
   if (rows <= kMaxFewRows) {
     detail::with_block<2, kMaxFewRows>("matmul", "rows", rows, [&]<int BR>() {
       auto g = grid(cdiv(N, kMatvecRows));
-      if (bias) im.kernel<matvec_rows<T, BR, kMatvecRows, kMatvecCols, true, kPrefetch<T>>>()(g, x, w, b, out, rows, N, K);
-      else im.kernel<matvec_rows<T, BR, kMatvecRows, kMatvecCols, false, kPrefetch<T>>>()(g, x, w, b, out, rows, N, K);
+      if (bias) im.kernel<matvec_rows<T, BR, kMatvecRows, kMatvecCols, true, kPrefetch>>()(g, x, w, b, out, rows, N, K);
+      else im.kernel<matvec_rows<T, BR, kMatvecRows, kMatvecCols, false, kPrefetch>>()(g, x, w, b, out, rows, N, K);
     });
     return;
   }

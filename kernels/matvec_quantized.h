@@ -5,9 +5,9 @@
 namespace kdsl::kernels {
 
 // W is [N][K] in format F (quant_formats.h), K a multiple of 32: row n is blocks
-// n * K/32 .. (n + 1) * K/32 - 1. One program per BN output rows, one block of each row per
-// step: a [BN, kPartBytes] tile of quant bytes (32 contiguous bytes for Q8_0, 16 for Q4_0) and
-// the [BN, 1] scales. Every part's products q * x * d are added lane by lane into one
+// n * K/32 .. (n + 1) * K/32 - 1. One program per BN output rows, spread N/BN apart
+// (spread_rows in common.h), one block of each row per step: a [BN, kPartBytes] tile of quant
+// bytes (32 contiguous bytes for Q8_0, 16 for Q4_0) and the [BN, 1] scales. Every part's products q * x * d are added lane by lane into one
 // [BN, kPartBytes] f32 accumulator; its lanes are summed once, after the loop (the result
 // only needs each row's total, so the lanes may mix parts and blocks). Why this shape, on the
 // host backend: a per-block sum of 32 products would cost a horizontal reduction every 32
@@ -15,13 +15,14 @@ namespace kdsl::kernels {
 // byte), and a wide [BN, BB, 32] accumulator costs a load and a store per weight; the
 // accumulator here is 1 KiB and each step's loads are whole contiguous runs. PREFETCH > 0
 // asks for each row's bytes that far ahead (matvec.h says why). Q8_0 decode products went
-// from about 4.8 to 9-12 GB/s with it on the 2-core development VM (kdsl-bench-engine).
+// from about 4.8 to 9-12 GB/s with it on the 2-core development VM (kdsl-bench-engine), and
+// to 16-23 GB/s with the rows spread (Q4_0 from 5-7 to 8-9 GB/s: it is bound by unpacking).
 // Rows past N are clamped (loads stay in bounds, stores are masked).
 template <class F, int BN, bool HAS_BIAS, int PREFETCH = 0>
 void matvec_quantized(Ptr<f32> x, Ptr<typename F::Quant> wq, Ptr<f16> wd, Ptr<f32> bias, Ptr<f32> out, Scalar<i32> N, Scalar<i32> K) {
   constexpr int PB = F::kPartBytes;
   auto blocks = K / F::kBlockElements;  // per row
-  auto rn = program_id(0) * BN + arange<BN>();
+  auto rn = spread_rows<BN>(N);
   auto row_block = col(wide(minimum(rn, N - 1)) * wide(blocks));  // [BN, 1] first block of each row
   auto rj = arange<PB>();
   auto acc = for_range(0, blocks, 1, zeros<f32, BN, PB>(), [&](auto b, auto acc) {
@@ -49,7 +50,7 @@ void matvec_rows_quantized(Ptr<f32> x, Ptr<typename F::Quant> wq, Ptr<f16> wd, P
   constexpr int PB = F::kPartBytes;
   auto blocks = K / F::kBlockElements;
   auto r = arange<BR>();
-  auto rn = program_id(0) * BN + arange<BN>();
+  auto rn = spread_rows<BN>(N);
   auto x_rows = reshape<BR, 1, 1, 1>(wide(minimum(r, rows - 1)) * wide(K));  // [BR, 1, 1, 1]
   auto row_block = col(wide(minimum(rn, N - 1)) * wide(blocks));              // [BN, 1]
   auto rb = arange<BB>();

@@ -8,12 +8,12 @@ namespace kdsl::kernels {
 // weight tile once and uses it for every row, so W is streamed once for all of them rather
 // than once per row (dot tiles would pad the rows to a full tile). Each step reduces its
 // [BR, BN, BK] products over BK straight into the [BR, BN] accumulator. Rows of x past
-// `rows` and rows of W past N are clamped for loading; stores are masked.
-// PREFETCH as in matvec.h.
+// `rows` and rows of W past N are clamped for loading; stores are masked. The BN rows of W
+// are spread as in matvec.h, and PREFETCH is as there.
 template <class T, int BR, int BN, int BK, bool HAS_BIAS, int PREFETCH = 0>
 void matvec_rows(Ptr<f32> x, Ptr<T> w, Ptr<f32> bias, Ptr<f32> out, Scalar<i32> rows, Scalar<i32> N, Scalar<i32> K) {
   auto r = arange<BR>();
-  auto rn = program_id(0) * BN + arange<BN>();
+  auto rn = spread_rows<BN>(N);
   auto rk = arange<BK>();
   auto x_rows = x + col(wide(minimum(r, rows - 1)) * wide(K));  // [BR, 1]
   auto w_rows = w + col(wide(minimum(rn, N - 1)) * wide(K));    // [BN, 1]

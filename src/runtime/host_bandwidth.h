@@ -10,7 +10,7 @@ namespace kdsl::runtime {
 double measure_copy_bandwidth(int threads, size_t bytes = size_t(256) << 20, int repeats = 5);
 
 // Best-of-`repeats` bandwidth in GB/s of a multi-threaded read-only stream over one buffer of
-// `bytes` (each thread sums its slice with the widest vector loads the CPU has, as 1, 2 and 4
+// `bytes` (each thread sums its slice with the widest vector loads the CPU has, as 1, 2, 4 and 8
 // interleaved runs; the best counts): the ceiling
 // of a workload that only reads, such as decode streaming its weights. On many machines it
 // differs from the copy figure in both directions (copy counts two streams, and glibc's
