@@ -21,6 +21,7 @@
 #include "runtime/cache_stats.h"
 #include "runtime/cuda/cuda_launch.h"
 #include "runtime/device_impl.h"
+#include "runtime/launch_profile.h"
 #include "support/log.h"
 
 namespace kdsl {
@@ -137,7 +138,10 @@ class KernelImpl {
     int32_t grid[3] = {int32_t(g.x), int32_t(g.y), int32_t(g.z)};
     stats().launches.fetch_add(1, std::memory_order_relaxed);
     if (on_gpu_) return launch_cuda(cuda_device(), k.cuda, sig_.name, g, slots, count);
+    if (!launch_profile_enabled()) return static_cast<CpuDevice &>(device_.impl()).run(k.entry, slots, grid);
+    auto start = std::chrono::steady_clock::now();
     static_cast<CpuDevice &>(device_.impl()).run(k.entry, slots, grid);
+    record_launch(sig_.name, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
   }
 
   std::vector<ir::ArgClass> classes(const ArgValue *args, size_t count) const {
