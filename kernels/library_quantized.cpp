@@ -1,7 +1,8 @@
-// library_quantized.cpp - Library::matmul and Library::embedding over any WeightType: Q8_0 / Q4_0 kernels, plain types passed on
+// library_quantized.cpp - Library::matmul and Library::embedding over any WeightType: Q8_0 / Q4_0 / Q6_K / Q4_K kernels, plain types passed on
 #include "kernels/embedding_quantized.h"
 #include "kernels/library_impl.h"
 #include "kernels/matmul_quantized.h"
+#include "kernels/matvec_kquant.h"
 #include "kernels/matvec_quantized.h"
 
 namespace kdsl::kernels {
@@ -16,6 +17,13 @@ constexpr int kMatvecRows = 8, kPrefetchBytes = 512;
 constexpr int kMaxFewRows = 8, kFewRowsBlocks = 2;
 constexpr int kTileM = 32, kTileN = 64, kTileBlocks = 2;
 constexpr int kEmbeddingBlocks = 8;
+// The k-quant kernels (matvec_kquant.h) count 256-element super-blocks: decode takes one per
+// step of kMatvecRows rows, prefetching kKQuantPrefetchBytes ahead; the batched kernel
+// computes kKQuantTileM x kKQuantTileN outputs (kMaxFewRows rows for small batches); an
+// embedding program dequantizes kKQuantEmbeddingBlocks super-blocks.
+constexpr int kKQuantPrefetchBytes = 1024;
+constexpr int kKQuantTileM = 32, kKQuantTileN = 64;
+constexpr int kKQuantEmbeddingBlocks = 2;
 
 // The weights' address as the two views the kernels take (quant_formats.h).
 template <class F>
@@ -56,7 +64,33 @@ void run_embedding(Library::Impl &im, const int32_t *ids, const void *table, flo
   im.kernel<embedding_quantized<F, kEmbeddingBlocks>>()(g, ids, v.quants, v.scales, out, dim);
 }
 
-// Quantized rows hold whole 32-element blocks.
+template <class F>
+void run_matmul_kquant(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K) {
+  QuantizedView<F> v(w);
+  const float *b = bias ? bias : out;  // unread without a bias
+  if (rows == 1) {
+    auto g = grid(cdiv(N, kMatvecRows));
+    if (bias) im.kernel<matvec_kquant<F, kMatvecRows, true, kKQuantPrefetchBytes>>()(g, x, v.quants, v.scales, b, out, N, K);
+    else im.kernel<matvec_kquant<F, kMatvecRows, false, kKQuantPrefetchBytes>>()(g, x, v.quants, v.scales, b, out, N, K);
+    return;
+  }
+  auto run = [&]<int BM>() {
+    auto g = grid(cdiv(rows, BM), cdiv(N, kKQuantTileN));
+    if (bias) im.kernel<matmul_kquant<F, BM, kKQuantTileN, true>>()(g, x, v.quants, v.scales, b, out, rows, N, K);
+    else im.kernel<matmul_kquant<F, BM, kKQuantTileN, false>>()(g, x, v.quants, v.scales, b, out, rows, N, K);
+  };
+  if (rows <= kMaxFewRows) run.template operator()<kMaxFewRows>();
+  else run.template operator()<kKQuantTileM>();
+}
+
+template <class F>
+void run_embedding_kquant(Library::Impl &im, const int32_t *ids, const void *table, float *out, int rows, int dim) {
+  QuantizedView<F> v(table);
+  auto g = grid(rows, cdiv(dim / F::kBlockElements, kKQuantEmbeddingBlocks));
+  im.kernel<embedding_kquant<F, kKQuantEmbeddingBlocks>>()(g, ids, v.quants, v.scales, out, dim);
+}
+
+// Quantized rows hold whole blocks (32 elements, 256 for the k-quants).
 void require_whole_blocks(std::string_view what, std::string_view size_name, WeightType type, int n) {
   int block = weight_type_info(type).block_elements;
   detail::require(n % block == 0, what, [&] {
@@ -77,6 +111,8 @@ void Library::matmul(const float *x, const void *w, WeightType wtype, const floa
   switch (wtype) {
     case WeightType::Q8_0: return run_matmul<Q8_0Format>(*impl_, x, w, bias, out, rows, N, K);
     case WeightType::Q4_0: return run_matmul<Q4_0Format>(*impl_, x, w, bias, out, rows, N, K);
+    case WeightType::Q6_K: return run_matmul_kquant<Q6_KFormat>(*impl_, x, w, bias, out, rows, N, K);
+    case WeightType::Q4_K: return run_matmul_kquant<Q4_KFormat>(*impl_, x, w, bias, out, rows, N, K);
     default: throw Error("kdsl::kernels::matmul: weight type " + std::string(weight_type_info(wtype).name) + " has no kernel; this is a bug in kdsl");
   }
 }
@@ -90,6 +126,8 @@ void Library::embedding(const int32_t *ids, const void *table, WeightType ttype,
   switch (ttype) {
     case WeightType::Q8_0: return run_embedding<Q8_0Format>(*impl_, ids, table, out, rows, dim);
     case WeightType::Q4_0: return run_embedding<Q4_0Format>(*impl_, ids, table, out, rows, dim);
+    case WeightType::Q6_K: return run_embedding_kquant<Q6_KFormat>(*impl_, ids, table, out, rows, dim);
+    case WeightType::Q4_K: return run_embedding_kquant<Q4_KFormat>(*impl_, ids, table, out, rows, dim);
     default: throw Error("kdsl::kernels::embedding: table type " + std::string(weight_type_info(ttype).name) + " has no kernel; this is a bug in kdsl");
   }
 }

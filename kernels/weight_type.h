@@ -18,7 +18,7 @@ namespace kdsl::kernels {
 // names the formats but lives in kdsl_models (the file readers), which the kernel library
 // does not depend on, and lists many types no kernel reads. WeightType lists exactly what
 // the kernels run, so a switch over it is complete.
-enum class WeightType : uint8_t { F32, F16, BF16, Q8_0, Q4_0 };
+enum class WeightType : uint8_t { F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K };
 
 // Geometry of a weight type: a row of `cols` elements (a multiple of block_elements) takes
 // cols / block_elements * block_bytes bytes.
@@ -35,6 +35,8 @@ constexpr WeightTypeInfo weight_type_info(WeightType t) {
     case WeightType::BF16: return {"bf16", 1, 2};
     case WeightType::Q8_0: return {"q8_0", models::kQK8_0, int(sizeof(models::BlockQ8_0))};
     case WeightType::Q4_0: return {"q4_0", models::kQK4_0, int(sizeof(models::BlockQ4_0))};
+    case WeightType::Q4_K: return {"q4_k", models::kQK_K, int(sizeof(models::BlockQ4_K))};
+    case WeightType::Q6_K: return {"q6_k", models::kQK_K, int(sizeof(models::BlockQ6_K))};
   }
   return {"?", 1, 0};
 }

@@ -47,7 +47,7 @@ Weight weight_of(const GgufFile &gguf, const GgufTensorInfo *t, ModelWeights &ou
   }
   std::optional<kernels::WeightType> type = kernel_weight_type(t->type);
   if (!type)
-    throw Error(fmt::format("{}: tensor '{}' has type {} ({}); the kdsl engine runs F32, F16, BF16, Q8_0 and Q4_0 weights", gguf.path(), t->name,
+    throw Error(fmt::format("{}: tensor '{}' has type {} ({}); the kdsl engine runs F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K weights", gguf.path(), t->name,
                             ggml_type_name(uint32_t(t->type)), uint32_t(t->type)));
   w.type = *type;
   return w;
@@ -62,6 +62,8 @@ std::optional<kernels::WeightType> kernel_weight_type(GgmlType t) {
     case GgmlType::BF16: return kernels::WeightType::BF16;
     case GgmlType::Q8_0: return kernels::WeightType::Q8_0;
     case GgmlType::Q4_0: return kernels::WeightType::Q4_0;
+    case GgmlType::Q4_K: return kernels::WeightType::Q4_K;
+    case GgmlType::Q6_K: return kernels::WeightType::Q6_K;
     default: return std::nullopt;
   }
 }

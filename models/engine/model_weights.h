@@ -12,7 +12,7 @@
 namespace kdsl::models {
 
 // A row-major [rows][cols] matrix (or a vector: rows = 1) of f32, f16, bf16, or Q8_0 / Q4_0
-// blocks in their GGUF layout (cols a multiple of 32), in memory the ModelWeights keeps alive
+// / Q4_K / Q6_K blocks in their GGUF layout (cols a multiple of 32, 256 for the k-quants), in memory the ModelWeights keeps alive
 // (a mapped file, or a converted copy). Norms and biases are always f32.
 struct Weight {
   const void *data = nullptr;
@@ -44,16 +44,17 @@ struct ModelWeights {
 };
 
 // The kernels' name for a GGUF tensor type the engine's matrix kernels read (F32, F16, BF16,
-// Q8_0, Q4_0), or nullopt for the others (Q4_K, ...).
+// Q8_0, Q4_0, Q4_K, Q6_K), or nullopt for the others (Q5_K, ...).
 std::optional<kernels::WeightType> kernel_weight_type(GgmlType t);
 
 // A llama2.c version-0 checkpoint (float32).
 ModelWeights load_llama2c_weights(const std::string &path);
 
-// A llama, qwen2 or qwen3 GGUF with F32, F16, BF16, Q8_0 or Q4_0 matrices and embeddings
-// (read in place: quantized weights stay quantized). Other quantized matrices (Q4_K, ...) are
-// a clear kdsl::Error naming the tensor and its type (no kernels read them yet); norms and
-// biases of any readable type are converted to f32.
+// A llama, qwen2 or qwen3 GGUF with F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K matrices and
+// embeddings (read in place: quantized weights stay quantized; Q4_K_M files mix Q4_K and
+// Q6_K). Other quantized matrices (Q5_K, ...) are a clear kdsl::Error naming the tensor and
+// its type (no kernels read them yet); norms and biases of any readable type are converted
+// to f32.
 ModelWeights load_gguf_weights(const std::string &path);
 
 // Either, chosen by the file's magic ("GGUF" or not); a missing or unreadable file is a

@@ -171,7 +171,7 @@ int main(int argc, char **argv) {
   bool quick = false, keep = false, no_kernels = false;
   app.add_option("-m,--model", models, "model files to measure (GGUF or llama2.c); default: synthetic models of --preset in each --type");
   app.add_option("--preset", preset, "synthetic model preset (tiny, 110m, qwen3-tiny)");
-  app.add_option("--type", types, "synthetic weight types: f32, f16, bf16, q8_0, q4_0")->delimiter(',');
+  app.add_option("--type", types, "synthetic weight types: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k (k-quants need a preset whose sizes are multiples of 256: 110m, llama3-8b)")->delimiter(',');
   app.add_option("--dir", dir, "folder for the synthetic models (default: a fresh temporary folder, removed afterwards)");
   app.add_flag("--keep", keep, "keep the synthetic models");
   app.add_option("--threads", threads, "CPU threads (0: all)");
@@ -192,9 +192,9 @@ int main(int argc, char **argv) {
     std::vector<std::pair<std::string, std::string>> runs;  // path, label
     std::vector<GgmlType> synthetic_types;
     for (const std::string &name : types) {
-      // The types the engine runs (parse_ggml_type also knows ones it refuses, such as q4_k).
+      // The types the engine runs (parse_ggml_type also knows ones it refuses, such as q5_k).
       std::optional<GgmlType> parsed = parse_ggml_type(name);
-      if (!parsed || !kernel_weight_type(*parsed)) throw Error(fmt::format("--type '{}': expected f32, f16, bf16, q8_0 or q4_0", name));
+      if (!parsed || !kernel_weight_type(*parsed)) throw Error(fmt::format("--type '{}': expected f32, f16, bf16, q8_0, q4_0, q4_k or q6_k", name));
       synthetic_types.push_back(*parsed);
     }
     if (models.empty()) {

@@ -1,4 +1,4 @@
-// engine_synthetic_test.cpp - engine logits against the float64 reference on synthetic llama, qwen2 and qwen3 models (float and Q8_0 / Q4_0 weights)
+// engine_synthetic_test.cpp - engine logits against the float64 reference on synthetic llama, qwen2 and qwen3 models (float, Q8_0 / Q4_0 and Q6_K / Q4_K weights)
 #include <doctest/doctest.h>
 
 #include <kdsl/kdsl.h>
@@ -89,6 +89,28 @@ TEST_CASE("engine vs float64 reference: llama with Q8_0 and Q4_0 weights and emb
   check_against_reference(c, "ref-llama-q8_0-f16.gguf");
 }
 
+// Q6_K / Q4_K super-blocks are read in place by the k-quant kernels; as for Q8_0 / Q4_0 the
+// kernels decode the reference dequantizer's exact values, so the 1e-4 bound holds. Rows are
+// whole 256-element super-blocks: dim and feed-forward length 256 (4 heads of 64).
+TEST_CASE("engine vs float64 reference: llama with Q6_K and Q4_K weights and embeddings (Q4_K_M's types)") {
+  SynthConfig c = synth_preset("tiny");
+  c.hparams.n_embd = c.hparams.n_ff = 256;
+  c.weight_type = c.embedding_type = GgmlType::Q6_K;
+  check_against_reference(c, "ref-llama-q6_k.gguf");
+  // Q4_K_M's mix: Q4_K matrices, a Q6_K token table and classifier.
+  c.weight_type = GgmlType::Q4_K;
+  check_against_reference(c, "ref-llama-q4_k-q6_k.gguf");
+  c.embedding_type = GgmlType::Q4_K;
+  check_against_reference(c, "ref-llama-q4_k.gguf");
+  // qwen3: QK norm and tied Q6_K embeddings.
+  c = synth_preset("qwen3-tiny");
+  c.hparams.n_embd = c.hparams.n_ff = 256;
+  c.hparams.head_dim = 64;  // the output projection's rows are heads x head_dim
+  c.weight_type = GgmlType::Q4_K;
+  c.embedding_type = GgmlType::Q6_K;
+  check_against_reference(c, "ref-qwen3-q4_k.gguf");
+}
+
 TEST_CASE("engine: weight bytes per token count quantized matrices at their stored size") {
   SynthConfig c = synth_preset("tiny");
   c.weight_type = c.embedding_type = GgmlType::Q8_0;
@@ -106,15 +128,15 @@ TEST_CASE("engine: weight bytes per token count quantized matrices at their stor
   CHECK(wq.bytes() == wq.rows * wq.cols / 32 * 34);
 }
 
-TEST_CASE("engine: a model with Q4_K matrices is refused, naming the tensor and the type") {
+TEST_CASE("engine: a model with Q5_K matrices is refused, naming the tensor and the type") {
   SynthConfig c = synth_preset("tiny");
-  c.hparams.n_embd = c.hparams.n_ff = 256;  // Q4_K rows are whole 256-element super-blocks
-  c.weight_type = GgmlType::Q4_K;
-  std::string path = test::scratch_path("refuse-q4_k.gguf");
+  c.hparams.n_embd = c.hparams.n_ff = 256;  // Q5_K rows are whole 256-element super-blocks
+  c.weight_type = GgmlType::Q5_K;
+  std::string path = test::scratch_path("refuse-q5_k.gguf");
   write_synthetic_model(c, path);
   std::string text = kdsl_test::error_text([&] { load_model_weights(path); });
   CHECK(kdsl_test::contains(text, path));
   CHECK(kdsl_test::contains(text, "'blk.0.attn_q.weight'"));
-  CHECK(kdsl_test::contains(text, "Q4_K"));
-  CHECK(kdsl_test::contains(text, "F32, F16, BF16, Q8_0 and Q4_0"));
+  CHECK(kdsl_test::contains(text, "Q5_K"));
+  CHECK(kdsl_test::contains(text, "F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K"));
 }

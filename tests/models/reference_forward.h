@@ -75,6 +75,8 @@ class ReferenceForward {
       case kernels::WeightType::BF16: return models::GgmlType::BF16;
       case kernels::WeightType::Q8_0: return models::GgmlType::Q8_0;
       case kernels::WeightType::Q4_0: return models::GgmlType::Q4_0;
+      case kernels::WeightType::Q4_K: return models::GgmlType::Q4_K;
+      case kernels::WeightType::Q6_K: return models::GgmlType::Q6_K;
     }
     return models::GgmlType::F32;
   }

@@ -160,12 +160,12 @@ TEST_CASE("kdsl-run: an unsupported architecture is named") {
 
 TEST_CASE("kdsl-run: an unsupported tensor type names the tensor and the type") {
   SynthConfig c = synth_preset("tiny");
-  c.hparams.n_embd = c.hparams.n_ff = 256;  // Q4_K rows are whole 256-element super-blocks
-  c.weight_type = GgmlType::Q4_K;  // matrices quantized, embeddings f32: the first matrix met is blk.0.attn_q
+  c.hparams.n_embd = c.hparams.n_ff = 256;  // Q5_K rows are whole 256-element super-blocks
+  c.weight_type = GgmlType::Q5_K;  // matrices quantized, embeddings f32: the first matrix met is blk.0.attn_q
   c.embedding_type = GgmlType::F32;
-  std::string path = kdsl::test::scratch_path("kdsl_run_q4_k.gguf");
+  std::string path = kdsl::test::scratch_path("kdsl_run_q5_k.gguf");
   write_synthetic_model(c, path);
-  check_user_error(kdsl_run({"-m", path, "-p", "hi"}), {path, "'blk.0.attn_q.weight'", "Q4_K"});
+  check_user_error(kdsl_run({"-m", path, "-p", "hi"}), {path, "'blk.0.attn_q.weight'", "Q5_K"});
 }
 
 TEST_CASE("kdsl-run: a prompt longer than the context is refused before anything is printed") {

@@ -1,0 +1,129 @@
+// kquant_formats.h - how kdsl kernels read ggml's Q6_K and Q4_K super-blocks in place: loading a block of R rows, decoding it in 32-element parts
+#pragma once
+#include <cstddef>
+#include <vector>
+
+#include "kernels/common.h"
+#include "models/gguf/quant_blocks.h"
+
+namespace kdsl::kernels {
+
+// A k-quant super-block holds 256 elements with per-sub-block scales (quant_blocks.h). As
+// for Q8_0 / Q4_0 (quant_formats.h) the weights arrive twice, at the same address: as
+// Ptr<u8> for the bytes and as Ptr<f16> for the f16 factors, since the DSL has no pointer
+// casts. Block b (counted over the whole matrix, row-major) starts at byte b * kBlockBytes.
+//
+// load_block<R>(wq, wd, block) reads block block[r] ([R, 1] i64) of R rows at once: every byte
+// the block's 256 values need, as [R, ...] tiles with the scales already multiplied out to
+// f32. part(loaded, p) then gives elements p * 32 .. p * 32 + 31 of each block as an [R, 32]
+// f32 tile, exactly the reference dequantizer's values (the integer decoding and the
+// products d * sc are exact in f32; the reference rounds the same way). A kernel loads a
+// block once and takes its kParts parts in turn: the parts share the quant bytes (Q6_K's
+// qh byte l serves four parts), so loading per part would read them up to four times.
+//
+// The shifts are C++ constants (p is unrolled): the DSL allows shifts by blocks, but x86 has
+// no per-lane byte shift, so constant shifts keep the unpacking to a few vector ops.
+
+// x = d * scales[i / 16] * (q - 32), q 6 bits: the low 4 from ql, the high 2 from qh.
+// Element i = h * 128 + qq * 32 + l (half h, quarter qq, lane l < 32) takes nibble qq / 2 of
+// ql[h * 64 + (qq % 2) * 32 + l] and bits 2 * qq .. 2 * qq + 1 of qh[h * 32 + l]. The
+// part's 32 lanes are shaped [R, 2, 16] while decoding, so each 16-lane sub-block meets its
+// scale by broadcasting, and come out reshaped to [R, 32].
+struct Q6_KFormat {
+  using Layout = models::BlockQ6_K;
+  using Quant = u8;
+  static constexpr int kBlockElements = models::kQK_K;
+  static constexpr int kBlockBytes = int(sizeof(Layout));
+  static constexpr int kParts = 8, kPartElements = 32;
+  static constexpr int kScaleHalf = int(offsetof(Layout, d)) / 2;  // d's half index within the block
+
+  template <int R>
+  struct Loaded {
+    std::vector<Block<u8, R, 2, 16>> ql;     // [h * 2 + qq % 2]
+    std::vector<Block<u8, R, 2, 16>> qh;     // [h]
+    std::vector<Block<f32, R, 2, 1>> scale;  // [p]: d * scales[2 * p + s] for part p's two sub-blocks s
+  };
+
+  template <int R>
+  static Loaded<R> load_block(Ptr<u8> wq, Ptr<f16> wd, const Block<i64, R, 1> &block) {
+    auto base = expand_dims<2>(block * kBlockBytes);                       // [R, 1, 1]
+    auto lanes = wide(reshape<1, 2, 16>(arange<32>()));                    // [1, 2, 16]
+    auto pair = wide(reshape<1, 2, 1>(arange<2>()));                       // [1, 2, 1]
+    auto d = expand_dims<2>(cast<f32>(load(wd + block * (kBlockBytes / 2) + kScaleHalf)));  // [R, 1, 1]
+    Loaded<R> l;
+    for (int i = 0; i < 4; ++i) l.ql.push_back(load(wq + (base + (int(offsetof(Layout, ql)) + i * 32) + lanes)));
+    for (int h = 0; h < 2; ++h) l.qh.push_back(load(wq + (base + (int(offsetof(Layout, qh)) + h * 32) + lanes)));
+    for (int p = 0; p < kParts; ++p) {
+      auto sc = bitcast<i8>(load(wq + (base + (int(offsetof(Layout, scales)) + 2 * p) + pair)));
+      l.scale.push_back(cast<f32>(sc) * d);
+    }
+    return l;
+  }
+
+  template <int R>
+  static Block<f32, R, kPartElements> part(const Loaded<R> &l, int p) {
+    int h = p / 4, qq = p % 4;
+    auto ql = l.ql[h * 2 + qq % 2];
+    auto low = qq < 2 ? (ql & 15) : (ql >> 4);
+    auto high = ((l.qh[h] >> (2 * qq)) & 3) << 4;
+    return reshape<R, kPartElements>((cast<f32>(low | high) - 32.0f) * l.scale[p]);
+  }
+};
+
+// x = d * sc[j] * q - dmin * m[j] for sub-block j = i / 32, q 4 bits: sub-blocks 2c and 2c + 1
+// take the low and the high nibbles of qs[c * 32 .. c * 32 + 31]. sc and m are 6 bits each,
+// packed into 12 bytes (models::unpack_scale_min_k4, decoded here from the bytes as loaded).
+struct Q4_KFormat {
+  using Layout = models::BlockQ4_K;
+  using Quant = u8;
+  static constexpr int kBlockElements = models::kQK_K;
+  static constexpr int kBlockBytes = int(sizeof(Layout));
+  static constexpr int kParts = 8, kPartElements = 32;
+
+  template <int R>
+  struct Loaded {
+    std::vector<Block<u8, R, 32>> qs;            // [c]
+    std::vector<Block<f32, R, 1>> scale, min;  // [j]: d * sc[j], dmin * m[j]
+  };
+
+  template <int R>
+  static Loaded<R> load_block(Ptr<u8> wq, Ptr<f16> wd, const Block<i64, R, 1> &block) {
+    auto base = block * kBlockBytes;  // [R, 1]
+    auto lanes = row(wide(arange<32>()));
+    auto half = block * (kBlockBytes / 2);
+    auto d = cast<f32>(load(wd + half + int(offsetof(Layout, d)) / 2));
+    auto dmin = cast<f32>(load(wd + half + int(offsetof(Layout, dmin)) / 2));
+    auto byte = [&](int i) { return load(wq + (base + (int(offsetof(Layout, scales)) + i))); };  // [R, 1]
+    std::vector<Block<u8, R, 1>> s;
+    for (int i = 0; i < models::kKScaleSize; ++i) s.push_back(byte(i));
+    Loaded<R> l;
+    for (int c = 0; c < 4; ++c) l.qs.push_back(load(wq + (base + (int(offsetof(Layout, qs)) + c * 32) + lanes)));
+    for (int j = 0; j < 8; ++j) {
+      auto sc = j < 4 ? (s[j] & 63) : ((s[j + 4] & 15) | ((s[j - 4] >> 6) << 4));
+      auto m = j < 4 ? (s[j + 4] & 63) : ((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+      l.scale.push_back(cast<f32>(sc) * d);
+      l.min.push_back(cast<f32>(m) * dmin);
+    }
+    return l;
+  }
+
+  template <int R>
+  static Block<f32, R, kPartElements> part(const Loaded<R> &l, int p) {
+    auto q = p % 2 == 0 ? (l.qs[p / 2] & 15) : (l.qs[p / 2] >> 4);
+    return cast<f32>(q) * l.scale[p] - l.min[p];
+  }
+};
+
+// What the kernels' offset arithmetic assumes of a k-quant format.
+template <class F>
+constexpr bool check_kquant_format() {
+  static_assert(F::kBlockBytes % 2 == 0, "the f16 factors are addressed in halves: the block size must be even");
+  static_assert(F::kParts * F::kPartElements == F::kBlockElements, "a block's parts must cover its elements");
+  return true;
+}
+static_assert(check_kquant_format<Q6_KFormat>() && check_kquant_format<Q4_KFormat>());
+static_assert(offsetof(models::BlockQ6_K, d) % 2 == 0, "Q6_K's d is read as a half: it must sit at an even offset");
+static_assert(offsetof(models::BlockQ4_K, d) % 2 == 0 && offsetof(models::BlockQ4_K, dmin) % 2 == 0,
+              "Q4_K's d and dmin are read as halves: they must sit at even offsets");
+
+}  // namespace kdsl::kernels
