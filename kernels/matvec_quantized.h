@@ -32,7 +32,7 @@ void matvec_quantized(Ptr<f32> x, Ptr<typename F::Quant> wq, Ptr<f16> wd, Ptr<f3
     auto d = cast<f32>(load(wd + block * F::kScaleStride));                          // [BN, 1]
     for (int p = 0; p < F::kParts; ++p) {
       auto xs = load(x + row(b * F::kBlockElements + p * PB + rj));  // [1, PB]
-      acc = acc + F::part(q, p) * xs * d;
+      acc = acc + F::part(q, p) * (xs * d);  // x * d first: the sum is then one FMA per weight
     }
     return acc;
   });
