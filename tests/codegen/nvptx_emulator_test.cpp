@@ -47,11 +47,43 @@ double element(const Arg &a, size_t i) {
   }
 }
 
+// Bytes of a known pattern after each array, checked after both runs: a kernel (or a test
+// that passes too short an array) writing past the end fails here, rather than corrupting
+// the heap for a later test to crash on.
+constexpr size_t kGuardBytes = 4096;
+constexpr uint8_t kGuardByte = 0xA5;
+
+void add_guard(std::vector<Arg> &args) {
+  for (Arg &a : args)
+    if (!a.bytes.empty()) a.bytes.resize(a.bytes.size() + kGuardBytes, kGuardByte);
+}
+
+// Checks and removes the guard of each array; false if a run wrote into one.
+bool remove_guard(std::vector<Arg> &args, const char *run) {
+  bool intact = true;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::vector<uint8_t> &b = args[i].bytes;
+    if (b.empty()) continue;
+    for (size_t j = b.size() - kGuardBytes; j < b.size(); ++j) {
+      if (b[j] != kGuardByte) {
+        FAIL_CHECK(std::string(run) << " wrote past the end of argument " << i << " (" << (j - (b.size() - kGuardBytes)) << " bytes after it)");
+        intact = false;
+        break;
+      }
+    }
+    b.resize(b.size() - kGuardBytes);
+  }
+  return intact;
+}
+
 // Runs `k` on the CPU backend and in the emulator on copies of the same arrays; returns the
-// largest relative difference over every array (inputs included: in-place kernels). With
-// `tensor_cores`, dots the sm_80 plan puts on mma.sync run as emulated ldmatrix and mma.sync.
+// largest relative difference over every array (inputs included: in-place kernels), or
+// infinity if either run wrote past an array. With `tensor_cores`, dots the sm_80 plan puts
+// on mma.sync run as emulated ldmatrix and mma.sync.
 double compare(const tools::NamedKernel &k, const Grid &g, const std::vector<Arg> &args, bool tensor_cores = false, int num_stages = 2) {
   std::vector<Arg> host = args, emu = args;
+  add_guard(host);
+  add_guard(emu);
   std::vector<ArgValue> values;
   for (Arg &a : host) values.push_back(a.bytes.empty() ? a.scalar : make_arg(static_cast<void *>(a.bytes.data())));
   auto cpu = detail::make_kernel(Device::cpu(1), k.signature, {k.num_warps, 2});
@@ -79,6 +111,8 @@ double compare(const tools::NamedKernel &k, const Grid &g, const std::vector<Arg
       codegen::nvptx::compile_for_emulation(tools::trace_kernel(k.signature, classes), "kdsl_emulated_" + std::to_string(serial++), k.num_warps, tensor_cores, num_stages);
   int32_t grid[3] = {int32_t(g.x), int32_t(g.y), int32_t(g.z)};
   codegen::nvptx::emulate_launch(kernel, grid, slots.data());
+  bool host_ok = remove_guard(host, "the CPU backend"), emu_ok = remove_guard(emu, "the emulator");
+  if (!host_ok || !emu_ok) return INFINITY;
 
   double worst = 0;
   for (size_t i = 0; i < args.size(); ++i) {

@@ -31,7 +31,7 @@ template <int N>
 void reshape_and_argmax(Ptr<f32> x, Ptr<i32> out) {
   auto v = reshape<N / 8, 8>(load(x + arange<N>()));
   store(out + arange<N / 8>(), argmax<1>(v));
-  store(out + N, argmin(load(x + arange<N>())));
+  store(out + N / 8, argmin(load(x + arange<N>())));  // out holds N / 8 + 1 ids
 }
 
 template <int BLOCK>
