@@ -15,8 +15,10 @@ namespace kdsl::kernels {
 //
 // load_block<R>(wq, wd, block) reads block block[r] ([R, 1] i64) of R rows at once: every byte
 // the block's 256 values need, as [R, ...] tiles with the scales already multiplied out to
-// f32. part(loaded, p) then gives elements p * 32 .. p * 32 + 31 of each block as an [R, 32]
-// f32 tile, exactly the reference dequantizer's values (the integer decoding and the
+// f32. part(loaded, p) then gives elements p * 32 .. p * 32 + 31 of each block as an f32
+// tile of shape Part<R> ([R, 32], or [R, 2, 16] where 16-lane sub-blocks have their own
+// scales), lane j of the 32 at lanes()[j] ([1, 32] or [1, 2, 16] offsets), exactly the
+// reference dequantizer's values (the integer decoding and the
 // products d * sc are exact in f32; the reference rounds the same way). A kernel loads a
 // block once and takes its kParts parts in turn: the parts share the quant bytes (Q6_K's
 // qh byte l serves four parts), so loading per part would read them up to four times.
@@ -28,7 +30,8 @@ namespace kdsl::kernels {
 // Element i = h * 128 + qq * 32 + l (half h, quarter qq, lane l < 32) takes nibble qq / 2 of
 // ql[h * 64 + (qq % 2) * 32 + l] and bits 2 * qq .. 2 * qq + 1 of qh[h * 32 + l]. The
 // part's 32 lanes are shaped [R, 2, 16] while decoding, so each 16-lane sub-block meets its
-// scale by broadcasting, and come out reshaped to [R, 32].
+// scale by broadcasting, and stay so: reshaped to [R, 32] inside a loop nest, the lane index
+// would become j / 16 and j % 16, which the host backend's vectorizer turns into gathers.
 struct Q6_KFormat {
   using Layout = models::BlockQ6_K;
   using Quant = u8;
@@ -36,6 +39,12 @@ struct Q6_KFormat {
   static constexpr int kBlockBytes = int(sizeof(Layout));
   static constexpr int kParts = 8, kPartElements = 32;
   static constexpr int kScaleHalf = int(offsetof(Layout, d)) / 2;  // d's half index within the block
+
+  template <int R>
+  using Part = Block<f32, R, 2, 16>;
+  static Block<i32, 1, 2, 16> lanes() { return reshape<1, 2, 16>(arange<32>()); }
+  template <int R>
+  static Part<R> part_zeros() { return zeros<f32, R, 2, 16>(); }
 
   template <int R>
   struct Loaded {
@@ -61,12 +70,14 @@ struct Q6_KFormat {
   }
 
   template <int R>
-  static Block<f32, R, kPartElements> part(const Loaded<R> &l, int p) {
+  static Part<R> part(const Loaded<R> &l, int p) {
     int h = p / 4, qq = p % 4;
     auto ql = l.ql[h * 2 + qq % 2];
     auto low = qq < 2 ? (ql & 15) : (ql >> 4);
-    auto high = ((l.qh[h] >> (2 * qq)) & 3) << 4;
-    return reshape<R, kPartElements>((cast<f32>(low | high) - 32.0f) * l.scale[p]);
+    // bits 2qq, 2qq + 1 of qh moved to bits 4, 5 with one shift and one mask
+    auto qh = l.qh[h];
+    auto high = qq < 2 ? ((qh << (4 - 2 * qq)) & 48) : qq == 2 ? (qh & 48) : ((qh >> 2) & 48);
+    return (cast<f32>(low | high) - 32.0f) * l.scale[p];
   }
 };
 
@@ -79,6 +90,12 @@ struct Q4_KFormat {
   static constexpr int kBlockElements = models::kQK_K;
   static constexpr int kBlockBytes = int(sizeof(Layout));
   static constexpr int kParts = 8, kPartElements = 32;
+
+  template <int R>
+  using Part = Block<f32, R, kPartElements>;
+  static Block<i32, 1, kPartElements> lanes() { return row(arange<kPartElements>()); }
+  template <int R>
+  static Part<R> part_zeros() { return zeros<f32, R, kPartElements>(); }
 
   template <int R>
   struct Loaded {
@@ -108,7 +125,7 @@ struct Q4_KFormat {
   }
 
   template <int R>
-  static Block<f32, R, kPartElements> part(const Loaded<R> &l, int p) {
+  static Part<R> part(const Loaded<R> &l, int p) {
     auto q = p % 2 == 0 ? (l.qs[p / 2] & 15) : (l.qs[p / 2] >> 4);
     return cast<f32>(q) * l.scale[p] - l.min[p];
   }

@@ -9,9 +9,9 @@ namespace kdsl::kernels {
 
 // Decode (one row of x), the hot path. One program per BN output rows spread N/BN apart
 // (spread_rows in common.h), one super-block of each row per step: F::load_block reads its bytes
-// and scales once, then each of its 8 parts is decoded to a [BN, 32] f32 tile and its
-// products with the matching 32 values of x are added lane by lane into one [BN, 32]
-// accumulator, summed once after the loop (as matvec_quantized.h does, for the same
+// and scales once, then each of its 8 parts is decoded to a [BN, 32] f32 tile (shaped
+// F::Part) and its products with the matching 32 values of x are added lane by lane into
+// one accumulator of that shape, summed once after the loop (as matvec_quantized.h does, for the same
 // reasons). PREFETCH > 0 asks for each row's bytes that far ahead, PREFETCH_LINES cache
 // lines of them: a step reads 3.3 (Q6_K) or 2.3 (Q4_K) lines of each row, so one line per
 // step would fall behind. Rows past N are clamped (loads stay in bounds, stores are masked).
@@ -21,18 +21,18 @@ void matvec_kquant(Ptr<f32> x, Ptr<u8> wq, Ptr<f16> wd, Ptr<f32> bias, Ptr<f32> 
   auto blocks = K / F::kBlockElements;  // per row
   auto rn = spread_rows<BN>(N);
   auto row_block = col(wide(minimum(rn, N - 1)) * wide(blocks));  // [BN, 1] first block of each row
-  auto rj = arange<PE>();
-  auto acc = for_range(0, blocks, 1, zeros<f32, BN, PE>(), [&](auto b, auto acc) {
+  auto lanes = F::lanes();
+  auto acc = for_range(0, blocks, 1, F::template part_zeros<BN>(), [&](auto b, auto acc) {
     auto block = row_block + wide(b);  // [BN, 1]
     if constexpr (PREFETCH > 0) prefetch(wq + (block * F::kBlockBytes + PREFETCH + row(wide(arange<PREFETCH_LINES>() * 64))));
     auto l = F::template load_block<BN>(wq, wd, block);
     for (int p = 0; p < F::kParts; ++p) {
-      auto xs = load(x + row(b * F::kBlockElements + p * PE + rj));  // [1, PE]
+      auto xs = load(x + (b * F::kBlockElements + p * PE + lanes));  // [1, PE] or [1, 2, 16]
       acc = acc + F::part(l, p) * xs;
     }
     return acc;
   });
-  auto y = sum<1>(acc);
+  auto y = sum<1>(reshape<BN, PE>(acc));
   if constexpr (HAS_BIAS) y = y + load(bias + minimum(rn, N - 1));
   store(out + rn, y, rn < N);
 }
@@ -57,7 +57,7 @@ void matmul_kquant(Ptr<f32> x, Ptr<u8> wq, Ptr<f16> wd, Ptr<f32> bias, Ptr<f32> 
     auto ok = col(b * F::kBlockElements + rj < K);  // [PE, 1], always true
     for (int p = 0; p < F::kParts; ++p) {
       auto a = load(x + (x_rows + row(wide(b * F::kBlockElements + p * PE + rj))));  // [BM, PE]
-      acc = dot(a, where(ok, trans(F::part(l, p)), 0.0f), acc);
+      acc = dot(a, where(ok, trans(reshape<BN, PE>(F::part(l, p))), 0.0f), acc);
     }
     return acc;
   });
@@ -78,7 +78,7 @@ void embedding_kquant(Ptr<i32> ids, Ptr<u8> tq, Ptr<f16> td, Ptr<f32> out, Scala
   auto block = col(wide(load(ids + r)) * wide(blocks) + wide(minimum(blk, blocks - 1)));  // [BB, 1] block within the table
   auto l = F::template load_block<BB>(tq, td, block);
   auto dst = out + (wide(r) * wide(dim) + wide(col(blk * F::kBlockElements) + row(arange<PE>())));  // [BB, PE]
-  for (int p = 0; p < F::kParts; ++p) store(dst + p * PE, F::part(l, p), ok);
+  for (int p = 0; p < F::kParts; ++p) store(dst + p * PE, reshape<BB, PE>(F::part(l, p)), ok);
 }
 
 }  // namespace kdsl::kernels

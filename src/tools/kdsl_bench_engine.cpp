@@ -156,9 +156,8 @@ MatvecRow bench_matvec(kernels::Library &lib, GgmlType type, kernels::WeightType
   return r;
 }
 
-std::string type_name(GgmlType t) {
-  return t == GgmlType::F32 ? "f32" : t == GgmlType::F16 ? "f16" : t == GgmlType::BF16 ? "bf16" : t == GgmlType::Q8_0 ? "q8_0" : "q4_0";
-}
+// The kernels' name of a type the engine runs (--type admits no other).
+std::string type_name(GgmlType t) { return std::string(kernels::weight_type_info(*kernel_weight_type(t)).name); }
 
 }  // namespace
 
