@@ -22,7 +22,7 @@ constexpr int kEmbeddingBlocks = 8;
 // computes kKQuantTileM x kKQuantTileN outputs (kMaxFewRows rows for small batches); an
 // embedding program dequantizes kKQuantEmbeddingBlocks super-blocks.
 constexpr int kKQuantPrefetchBytes = 1024;
-constexpr int kKQuantTileM = 32, kKQuantTileN = 64;
+constexpr int kKQuantTileM = 32, kKQuantTileN = 32;  // 64 columns need 171 KiB of shared memory on NVPTX (Q6_K), past sm_80's 163
 constexpr int kKQuantEmbeddingBlocks = 2;
 
 // The weights' address as the two views the kernels take (quant_formats.h).

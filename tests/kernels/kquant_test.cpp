@@ -2,8 +2,12 @@
 #include <cstddef>
 #include <cstring>
 
+#include "codegen/codegen.h"
+#include "codegen/nvptx/ptxas.h"
+#include "kernels/matvec_kquant.h"
 #include "models/gguf/dequantize.h"
 #include "models/gguf/half.h"
+#include "src/tools/example_kernels.h"
 #include "tests/kernels/library_test_util.h"
 
 namespace {
@@ -118,6 +122,32 @@ TEST_CASE("kernels: k-quant matmul and embedding reject sizes that are not whole
   CHECK(kdsl_test::contains(text, "embedding"));
   CHECK(kdsl_test::contains(text, "dim 96 is not a multiple of 256"));
   CHECK(kdsl_test::contains(text, "q4_k"));
+}
+
+// No GPU here: the k-quant kernels, as the library launches them, lower to PTX (and assemble,
+// where ptxas is installed) for sm_80, with every pointer and size taken as aligned and not.
+TEST_CASE("kernels: k-quant kernels lower to PTX for sm_80 (no GPU needed)") {
+  using namespace kdsl;
+  using namespace kdsl::kernels;
+  if (codegen::nvptx::find_libdevice().empty()) return;  // no CUDA toolkit: nothing to check against
+  bool have_ptxas = !codegen::nvptx::find_ptxas().empty();
+  for (const tools::NamedKernel &k : {tools::named_kernel<matvec_kquant<Q6_KFormat, 8, false, 1024>>("matvec_q6_k"),
+                                      tools::named_kernel<matvec_kquant<Q4_KFormat, 8, true, 1024>>("matvec_q4_k"),
+                                      tools::named_kernel<matmul_kquant<Q6_KFormat, 32, 32, true>>("matmul_q6_k"),
+                                      tools::named_kernel<matmul_kquant<Q4_KFormat, 8, 32, false>>("matmul_q4_k"),
+                                      tools::named_kernel<embedding_kquant<Q6_KFormat, 2>>("embedding_q6_k"),
+                                      tools::named_kernel<embedding_kquant<Q4_KFormat, 2>>("embedding_q4_k")})
+    for (const char *spec : {"aligned", "none"}) {
+      CAPTURE(k.name);
+      CAPTURE(spec);
+      codegen::CudaCompileOptions options;
+      options.arch = "sm_80";
+      options.num_warps = k.num_warps;
+      codegen::CompiledObject obj =
+          codegen::compile_for_cuda(tools::trace_kernel(k.signature, tools::parse_specialization(spec, k.signature)), "kdsl_" + k.name, options, {});
+      CHECK(obj.ptx.find(".entry kdsl_" + k.name) != std::string::npos);
+      if (have_ptxas) CHECK(obj.resources.assembled);
+    }
 }
 
 }  // namespace
