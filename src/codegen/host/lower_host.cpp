@@ -1,6 +1,8 @@
 // lower_host.cpp - block IR to LLVM IR for the host: loop nests over blocks, fused index math
 #include "codegen/host/lower_host.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
@@ -33,6 +35,20 @@ F16Widening host_f16_widening() {
   w.native = has("f16c");
   if (w.native) w.forced_width = has("avx512f") ? 16 : has("avx") ? 8 : 4;
   return w;
+}
+
+// The host's vector registers, for dot's register blocking: how many, and f32 lanes in each.
+struct VectorRegisters {
+  int count = 16;
+  int f32_lanes = 4;
+};
+
+VectorRegisters host_vector_registers() {
+  const std::string &features = host_target().features;
+  auto has = [&](const char *f) { return ("," + features + ",").find(std::string(",+") + f + ",") != std::string::npos; };
+  if (has("avx512f")) return {32, 16};
+  if (has("avx")) return {16, 8};
+  return {16, 4};  // SSE, NEON
 }
 
 // The host's element math: exp and exp2 as inline polynomials (so loops vectorize), f16 widened
@@ -486,35 +502,107 @@ class HostLowering {
   void emit_dot(const ir::Op &op) {
     const ir::Type &ct = fn_.type(op.results[0]);
     const ir::Type &at = fn_.type(op.operands[0]);
-    bool fp = is_float(ct.elem);
     llvm::AllocaInst *c = target_array(op.results[0], "dot");
     if (state_[size_t(op.operands[2])].array != c) materialize(op.operands[2], c);
     int64_t M = ct.shape[0], N = ct.shape[1], K = at.shape[1];
+    if (is_float(ct.elem)) emit_dot_strips(op, c, M, N, K);
+    else emit_dot_i8(op, c, M, N, K);
+    state_[size_t(op.results[0])].array = c;
+  }
+
+  // C[M,N] += A[M,K] . B[K,N] in f32, as strips of MR rows of C. A strip's accumulators are
+  // vectors carried through the k loop in registers; each k loads row k of B once, as vectors,
+  // and adds a[m][k] * B[k] into every row of the strip. MR is as many rows as the vector
+  // registers hold beside one row of B (the scalar form C[m][n] += a * b, with C in memory,
+  // cost a load and a store of C for every multiply-add, and B was re-read for every row).
+  void emit_dot_strips(const ir::Op &op, llvm::AllocaInst *c, int64_t M, int64_t N, int64_t K) {
+    const ir::Type &ct = fn_.type(op.results[0]);
+    const ir::Type &bt = fn_.type(op.operands[1]);
+    llvm::Type *f32 = b_.getFloatTy();
+    // B as an f32 array: the operand's own storage when it has one, else computed once here.
+    llvm::AllocaInst *b_array = state_[size_t(op.operands[1])].array;
+    if (!b_array) {
+      b_array = alloca_array(bt, "dot.b");
+      materialize(op.operands[1], b_array);
+    }
+    // Row n-chunks of at most one register each (the last one may be narrower).
+    const VectorRegisters regs = host_vector_registers();
+    std::vector<std::pair<int64_t, int64_t>> chunks;  // (first column, width)
+    for (int64_t n = 0; n < N; n += regs.f32_lanes) chunks.push_back({n, std::min<int64_t>(regs.f32_lanes, N - n)});
+    const int64_t per_row = int64_t(chunks.size());
+    const int64_t rows = std::clamp<int64_t>((regs.count - per_row - 1) / per_row, 1, M);
+
     llvm::FastMathFlags contract;
     contract.setAllowContract();
+    auto vector_ptr = [&](llvm::AllocaInst *array, const ir::Type &t, llvm::Value *r, int64_t col) {
+      return array_element_ptr(array, t, {r, b_.getInt64(col)});
+    };
+    auto vector_type = [&](int64_t width) { return llvm::FixedVectorType::get(f32, unsigned(width)); };
+
+    // One strip of `mr` rows starting at row m0.
+    auto strip = [&](llvm::Value *m0, int64_t mr) {
+      std::vector<llvm::Value *> init;
+      for (int64_t r = 0; r < mr; ++r) {
+        llvm::Value *row_index = b_.CreateAdd(m0, b_.getInt64(r));
+        for (auto [col, width] : chunks) init.push_back(b_.CreateAlignedLoad(vector_type(width), vector_ptr(c, ct, row_index, col), llvm::Align(4)));
+      }
+      llvm::BasicBlock *pre = b_.GetInsertBlock();
+      llvm::BasicBlock *head = llvm::BasicBlock::Create(ctx_, "dot.k", current_function());
+      llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx_, "dot.k.end", current_function());
+      b_.CreateBr(head);
+      b_.SetInsertPoint(head);
+      llvm::PHINode *k = b_.CreatePHI(b_.getInt64Ty(), 2, "k");
+      k->addIncoming(b_.getInt64(0), pre);
+      std::vector<llvm::PHINode *> acc;
+      for (llvm::Value *v : init) {
+        acc.push_back(b_.CreatePHI(v->getType(), 2, "acc"));
+        acc.back()->addIncoming(v, pre);
+      }
+      std::vector<llvm::Value *> b_row;
+      for (auto [col, width] : chunks) b_row.push_back(b_.CreateAlignedLoad(vector_type(width), vector_ptr(b_array, bt, k, col), llvm::Align(4)));
+      std::vector<llvm::Value *> next(acc.size());
+      for (int64_t r = 0; r < mr; ++r) {
+        llvm::Value *a = element(op.operands[0], {b_.CreateAdd(m0, b_.getInt64(r)), k});
+        for (int64_t j = 0; j < per_row; ++j) {
+          llvm::Value *splat = b_.CreateVectorSplat(unsigned(chunks[size_t(j)].second), a);
+          auto *mul = llvm::cast<llvm::Instruction>(b_.CreateFMul(splat, b_row[size_t(j)]));
+          mul->setFastMathFlags(contract);
+          auto *add = llvm::cast<llvm::Instruction>(b_.CreateFAdd(acc[size_t(r * per_row + j)], mul));
+          add->setFastMathFlags(contract);
+          next[size_t(r * per_row + j)] = add;
+        }
+      }
+      llvm::Value *k_next = b_.CreateAdd(k, b_.getInt64(1), "k.next", true, true);
+      llvm::BasicBlock *latch = b_.GetInsertBlock();
+      k->addIncoming(k_next, latch);
+      for (size_t i = 0; i < acc.size(); ++i) acc[i]->addIncoming(next[i], latch);
+      b_.CreateCondBr(b_.CreateICmpSLT(k_next, b_.getInt64(K)), head, exit);
+      b_.SetInsertPoint(exit);
+      for (int64_t r = 0; r < mr; ++r) {
+        llvm::Value *row_index = b_.CreateAdd(m0, b_.getInt64(r));
+        for (int64_t j = 0; j < per_row; ++j)
+          b_.CreateAlignedStore(next[size_t(r * per_row + j)], vector_ptr(c, ct, row_index, chunks[size_t(j)].first), llvm::Align(4));
+      }
+    };
+    const int64_t full = M / rows, rest = M % rows;
+    loop(full, [&](llvm::Value *s) { strip(b_.CreateMul(s, b_.getInt64(rows)), rows); });
+    if (rest) strip(b_.getInt64(full * rows), rest);
+  }
+
+  // The integer dot (i8 operands, i32 accumulator), element by element with C in memory.
+  void emit_dot_i8(const ir::Op &op, llvm::AllocaInst *c, int64_t M, int64_t N, int64_t K) {
+    const ir::Type &ct = fn_.type(op.results[0]);
     loop(M, [&](llvm::Value *m) {
       loop(K, [&](llvm::Value *k) {
-        llvm::Value *a = element(op.operands[0], {m, k});
-        if (!fp) a = b_.CreateSExt(a, b_.getInt32Ty());
+        llvm::Value *a = b_.CreateSExt(element(op.operands[0], {m, k}), b_.getInt32Ty());
         loop(N, [&](llvm::Value *n) {
           llvm::Value *bv = element(op.operands[1], {k, n});
           llvm::Value *slot = array_element_ptr(c, ct, {m, n});
           llvm::Value *acc = b_.CreateLoad(compute_type(ct), slot);
-          llvm::Value *sum;
-          if (fp) {
-            auto *mul = llvm::cast<llvm::Instruction>(b_.CreateFMul(a, bv));
-            mul->setFastMathFlags(contract);
-            auto *add = llvm::cast<llvm::Instruction>(b_.CreateFAdd(acc, mul));
-            add->setFastMathFlags(contract);
-            sum = add;
-          } else {
-            sum = b_.CreateAdd(acc, b_.CreateMul(a, b_.CreateSExt(bv, b_.getInt32Ty())));
-          }
-          b_.CreateStore(sum, slot);
+          b_.CreateStore(b_.CreateAdd(acc, b_.CreateMul(a, b_.CreateSExt(bv, b_.getInt32Ty()))), slot);
         });
       });
     });
-    state_[size_t(op.results[0])].array = c;
   }
 
   // Storage a loop or conditional writes its results into: arrays for blocks, slots for scalars.
