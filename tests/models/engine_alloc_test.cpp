@@ -22,10 +22,14 @@ void *operator new(std::size_t n) {
   throw std::bad_alloc();
 }
 void *operator new[](std::size_t n) { return ::operator new(n); }
+// GCC sees free() of what it takes for operator new's memory; the operator new above is malloc.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void operator delete(void *p) noexcept { std::free(p); }
 void operator delete[](void *p) noexcept { std::free(p); }
 void operator delete(void *p, std::size_t) noexcept { std::free(p); }
 void operator delete[](void *p, std::size_t) noexcept { std::free(p); }
+#pragma GCC diagnostic pop
 
 TEST_CASE("engine: decode steps allocate nothing once the kernels are compiled") {
   auto model_path = kdsl::test::shared_model("stories260K.bin");
