@@ -1,4 +1,6 @@
 // library_matmul.cpp - Library::matmul: the decode matrix-vector kernel for one row, dot tiles for more
+#include <algorithm>
+
 #include "kernels/library_impl.h"
 #include "kernels/matmul.h"
 #include "kernels/matvec.h"
@@ -19,7 +21,7 @@ namespace {
 constexpr int kMatvecRows = 8, kMatvecCols = 128;
 constexpr int kPrefetch = kMatvecCols;
 constexpr int kMaxFewRows = 8;
-constexpr int kTileM = 64, kTileN = 64, kTileK = 32;
+constexpr int kTileM = 64, kShortTileM = 32, kTileN = 64, kTileK = 32;
 
 template <class T>
 void run_matmul(Library::Impl &im, const float *x, const typename T::storage *w, const float *bias, float *out, int rows, int N, int K) {
@@ -39,9 +41,13 @@ void run_matmul(Library::Impl &im, const float *x, const typename T::storage *w,
     });
     return;
   }
-  auto g = grid(cdiv(rows, kTileM), cdiv(N, kTileN));
-  if (bias) im.kernel<kernels::matmul<T, kTileM, kTileN, kTileK, true>>()(g, x, w, b, out, rows, N, K);
-  else im.kernel<kernels::matmul<T, kTileM, kTileN, kTileK, false>>()(g, x, w, b, out, rows, N, K);
+  // Up to kShortTileM rows take tiles that tall: a taller tile would multiply its clamped
+  // rows past `rows` too.
+  detail::with_block<kShortTileM, kTileM>("matmul", "rows", std::min(rows, kTileM), [&]<int BM>() {
+    auto g = grid(cdiv(rows, BM), cdiv(N, kTileN));
+    if (bias) im.kernel<kernels::matmul<T, BM, kTileN, kTileK, true>>()(g, x, w, b, out, rows, N, K);
+    else im.kernel<kernels::matmul<T, BM, kTileN, kTileK, false>>()(g, x, w, b, out, rows, N, K);
+  });
 }
 
 }  // namespace

@@ -1,4 +1,6 @@
 // library_quantized.cpp - Library::matmul and Library::embedding over any WeightType: Q8_0 / Q4_0 / Q6_K / Q4_K kernels, plain types passed on
+#include <algorithm>
+
 #include "kernels/embedding_quantized.h"
 #include "kernels/library_impl.h"
 #include "kernels/matmul_quantized.h"
@@ -18,7 +20,7 @@ namespace {
 // 315-455 with Q4_0, in interleaved runs).
 constexpr int kMatvecRows = 8, kPrefetchBytes = 512;
 constexpr int kMaxFewRows = 8, kFewRowsBlocks = 2;
-constexpr int kTileM = 64, kTileN = 64, kTileBlocks = 2;
+constexpr int kTileM = 64, kShortTileM = 32, kTileN = 64, kTileBlocks = 2;
 constexpr int kEmbeddingBlocks = 8;
 // The k-quant kernels (matvec_kquant.h) count 256-element super-blocks: decode takes one per
 // step of kMatvecRows rows, prefetching kKQuantPrefetchBytes ahead; the batched kernel
@@ -55,9 +57,12 @@ void run_matmul(Library::Impl &im, const float *x, const void *w, const float *b
     });
     return;
   }
-  auto g = grid(cdiv(rows, kTileM), cdiv(N, kTileN));
-  if (bias) im.kernel<matmul_quantized<F, kTileM, kTileN, kTileBlocks, true>>()(g, x, v.quants, v.scales, b, out, rows, N, K);
-  else im.kernel<matmul_quantized<F, kTileM, kTileN, kTileBlocks, false>>()(g, x, v.quants, v.scales, b, out, rows, N, K);
+  // Short prompts take shorter tiles, as in library_matmul.cpp.
+  detail::with_block<kShortTileM, kTileM>("matmul", "rows", std::min(rows, kTileM), [&]<int BM>() {
+    auto g = grid(cdiv(rows, BM), cdiv(N, kTileN));
+    if (bias) im.kernel<matmul_quantized<F, BM, kTileN, kTileBlocks, true>>()(g, x, v.quants, v.scales, b, out, rows, N, K);
+    else im.kernel<matmul_quantized<F, BM, kTileN, kTileBlocks, false>>()(g, x, v.quants, v.scales, b, out, rows, N, K);
+  });
 }
 
 template <class F>

@@ -72,6 +72,7 @@ TEST_CASE("kernels: quantized matmul, a few rows (2..8) and batched rows (prefil
       check_matmul(rng, t, rows, 37, 416, rows == 8);
     }
     check_matmul(rng, t, 2, 37, 96, true);
+    check_matmul(rng, t, 20, 37, 96, false);  // 9..32 rows: the short tiles
     check_matmul(rng, t, 33, 37, 96, true);
   }
 }
