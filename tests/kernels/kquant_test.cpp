@@ -1,80 +1,21 @@
 // kquant_test.cpp - Library::matmul and Library::embedding over Q6_K / Q4_K weights read in place, against the reference dequantizer
-#include <cstddef>
-#include <cstring>
-
 #include "codegen/codegen.h"
 #include "codegen/nvptx/ptxas.h"
 #include "kernels/matvec_kquant.h"
-#include "models/gguf/dequantize.h"
-#include "models/gguf/half.h"
 #include "src/tools/example_kernels.h"
-#include "tests/kernels/library_test_util.h"
+#include "tests/kernels/quantized_test_util.h"
 
 namespace {
 using namespace kernels_test;
 using kdsl::kernels::WeightType;
-using kdsl::models::BlockQ4_K;
-using kdsl::models::BlockQ6_K;
-using kdsl::models::GgmlType;
-
-GgmlType ggml_type(WeightType t) { return t == WeightType::Q6_K ? GgmlType::Q6_K : GgmlType::Q4_K; }
-
-// rows x cols values of type t as random super-blocks: every quant and scale byte random (so
-// every level, every signed Q6_K scale and every packed Q4_K scale and min), every f16
-// factor finite in [-0.01, 0.01].
-std::vector<uint8_t> random_kquant(std::mt19937 &rng, WeightType t, int64_t rows, int64_t cols) {
-  auto info = kdsl::kernels::weight_type_info(t);
-  std::vector<uint8_t> bytes(size_t(kdsl::kernels::weight_bytes(t, rows * cols)));
-  std::uniform_int_distribution<int> byte(0, 255);
-  std::uniform_real_distribution<float> factor(-0.01f, 0.01f);
-  for (uint8_t &b : bytes) b = uint8_t(byte(rng));
-  auto set_half = [&](size_t at) {
-    uint16_t h = kdsl::models::f32_to_f16(factor(rng));
-    std::memcpy(&bytes[at], &h, 2);
-  };
-  for (size_t at = 0; at < bytes.size(); at += size_t(info.block_bytes)) {
-    if (t == WeightType::Q6_K) {
-      set_half(at + offsetof(BlockQ6_K, d));
-    } else {
-      set_half(at + offsetof(BlockQ4_K, d));
-      set_half(at + offsetof(BlockQ4_K, dmin));
-    }
-  }
-  return bytes;
-}
-
-std::vector<float> dequantized(WeightType t, const std::vector<uint8_t> &bytes, int64_t rows, int64_t cols) {
-  std::vector<float> out(size_t(rows * cols));
-  kdsl::models::dequantize_row(ggml_type(t), bytes.data(), out.data(), rows * cols);
-  return out;
-}
-
-void check_matmul(std::mt19937 &rng, WeightType t, int rows, int N, int K, bool with_bias) {
-  CAPTURE(std::string(kdsl::kernels::weight_type_info(t).name));
-  CAPTURE(rows);
-  CAPTURE(N);
-  CAPTURE(K);
-  CAPTURE(with_bias);
-  auto x = random_floats(rng, size_t(rows) * K);
-  auto w = random_kquant(rng, t, N, K);
-  auto wf = dequantized(t, w, N, K);
-  auto bias = random_floats(rng, size_t(N));
-  const float *b = with_bias ? bias.data() : nullptr;
-  ReferenceProduct ref = reference_matmul(x, wf, b, rows, N, K);
-  std::vector<float> out(ref.values.size(), -7.0f);
-  library().matmul(x.data(), w.data(), t, b, out.data(), rows, N, K);
-  // The kernels decode each weight to the reference dequantizer's f32 value (embedding test
-  // below), so they differ from the reference only by f32 rounding in their sums.
-  expect_close_scaled("k-quant matmul", out, ref.values, ref.scale, 1e-5);
-}
 
 // One super-block per row (K 256) and several (768, 1280); N = 64 is whole 8-row programs and
 // 64-column tiles, 37 and 3 are not.
 TEST_CASE("kernels: k-quant matmul, one row (decode), aligned and ragged, Q6_K / Q4_K") {
   KDSL_TEST_RNG(rng);
   for (WeightType t : {WeightType::Q6_K, WeightType::Q4_K}) {
-    for (auto [N, K] : {std::pair{64, 256}, std::pair{37, 768}, std::pair{3, 1280}}) check_matmul(rng, t, 1, N, K, false);
-    check_matmul(rng, t, 1, 37, 512, true);
+    for (auto [N, K] : {std::pair{64, 256}, std::pair{37, 768}, std::pair{3, 1280}}) check_quantized_matmul(rng, t, 1, N, K, false);
+    check_quantized_matmul(rng, t, 1, 37, 512, true);
   }
 }
 
@@ -82,10 +23,10 @@ TEST_CASE("kernels: k-quant matmul, a few rows and batched rows (prefill), Q6_K 
   KDSL_TEST_RNG(rng);
   for (WeightType t : {WeightType::Q6_K, WeightType::Q4_K}) {
     for (int rows : {2, 8, 70}) {
-      check_matmul(rng, t, rows, 64, 256, false);
-      check_matmul(rng, t, rows, 37, 768, rows == 8);
+      check_quantized_matmul(rng, t, rows, 64, 256, false);
+      check_quantized_matmul(rng, t, rows, 37, 768, rows == 8);
     }
-    check_matmul(rng, t, 33, 130, 512, true);
+    check_quantized_matmul(rng, t, 33, 130, 512, true);
   }
 }
 
@@ -97,7 +38,7 @@ TEST_CASE("kernels: k-quant embedding rows equal the reference dequantizer's, Q6
     for (int dim : {256, 512, 768}) {
       CAPTURE(std::string(kdsl::kernels::weight_type_info(t).name));
       CAPTURE(dim);
-      auto table = random_kquant(rng, t, vocab, dim);
+      auto table = random_quantized(rng, t, vocab, dim);
       auto tf = dequantized(t, table, vocab, dim);
       std::vector<int32_t> ids = {7, 0, vocab - 1, 7, 23};
       std::vector<float> out(ids.size() * size_t(dim) + 1, -7.0f);

@@ -1,0 +1,83 @@
+// quantized_test_util.h - what the quantized kernel tests share: random blocks of any block format, the reference dequantizer, the product check
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/weight_type.h"
+#include "models/gguf/dequantize.h"
+#include "models/gguf/half.h"
+#include "tests/kernels/library_test_util.h"
+
+namespace kernels_test {
+
+inline kdsl::models::GgmlType ggml_type(kdsl::kernels::WeightType t) {
+  using kdsl::kernels::WeightType;
+  using kdsl::models::GgmlType;
+  switch (t) {
+    case WeightType::Q8_0: return GgmlType::Q8_0;
+    case WeightType::Q4_0: return GgmlType::Q4_0;
+    case WeightType::Q6_K: return GgmlType::Q6_K;
+    case WeightType::Q4_K: return GgmlType::Q4_K;
+    default: FAIL("not a block-quantized weight type"); return GgmlType::F32;
+  }
+}
+
+// rows x cols values of block format t as random blocks: every quant and scale byte random (so
+// every level, every signed Q6_K scale and every packed Q4_K scale and min), each block's f16
+// factors (d, and Q4_K's dmin) finite: in [-0.1, 0.1] for the 32-element formats, [-0.01, 0.01]
+// for the k-quants, whose sub-block scales multiply them again.
+inline std::vector<uint8_t> random_quantized(std::mt19937 &rng, kdsl::kernels::WeightType t, int64_t rows, int64_t cols) {
+  using kdsl::kernels::WeightType;
+  using kdsl::models::BlockQ4_K;
+  using kdsl::models::BlockQ6_K;
+  auto info = kdsl::kernels::weight_type_info(t);
+  std::vector<uint8_t> bytes(size_t(kdsl::kernels::weight_bytes(t, rows * cols)));
+  std::uniform_int_distribution<int> byte(0, 255);
+  const bool k_quant = t == WeightType::Q6_K || t == WeightType::Q4_K;
+  std::uniform_real_distribution<float> factor(k_quant ? -0.01f : -0.1f, k_quant ? 0.01f : 0.1f);
+  for (uint8_t &b : bytes) b = uint8_t(byte(rng));
+  std::vector<size_t> factors = {0};  // d leads the Q8_0 and Q4_0 blocks
+  if (t == WeightType::Q6_K) factors = {offsetof(BlockQ6_K, d)};
+  if (t == WeightType::Q4_K) factors = {offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin)};
+  for (size_t at = 0; at < bytes.size(); at += size_t(info.block_bytes)) {
+    for (size_t offset : factors) {
+      uint16_t h = kdsl::models::f32_to_f16(factor(rng));
+      std::memcpy(&bytes[at + offset], &h, 2);
+    }
+  }
+  return bytes;
+}
+
+// The reference dequantizer's values, rows x cols.
+inline std::vector<float> dequantized(kdsl::kernels::WeightType t, const std::vector<uint8_t> &bytes, int64_t rows, int64_t cols) {
+  std::vector<float> out(size_t(rows * cols));
+  kdsl::models::dequantize_row(ggml_type(t), bytes.data(), out.data(), rows * cols);
+  return out;
+}
+
+// Library::matmul over random weights of format t against a float64 product of the reference
+// dequantizer's values. The kernels decode each weight to exactly that f32 value (d * q, and
+// the k-quants' d * scale * q - dmin * min, are exact in f32), so they differ from the
+// reference only by f32 rounding in their sums: the f32 matmul test's bound.
+inline void check_quantized_matmul(std::mt19937 &rng, kdsl::kernels::WeightType t, int rows, int N, int K, bool with_bias) {
+  CAPTURE(std::string(kdsl::kernels::weight_type_info(t).name));
+  CAPTURE(rows);
+  CAPTURE(N);
+  CAPTURE(K);
+  CAPTURE(with_bias);
+  auto x = random_floats(rng, size_t(rows) * K);
+  auto w = random_quantized(rng, t, N, K);
+  auto wf = dequantized(t, w, N, K);
+  auto bias = random_floats(rng, size_t(N));
+  const float *b = with_bias ? bias.data() : nullptr;
+  ReferenceProduct ref = reference_matmul(x, wf, b, rows, N, K);
+  std::vector<float> out(ref.values.size(), -7.0f);
+  library().matmul(x.data(), w.data(), t, b, out.data(), rows, N, K);
+  expect_close_scaled("quantized matmul", out, ref.values, ref.scale, 1e-5);
+}
+
+}  // namespace kernels_test
