@@ -1,5 +1,5 @@
 // cuda_engine_test.cpp - the engine on an NVIDIA GPU against the same engine on the CPU (synthetic llama, qwen3; f32,
-// f16, bf16, q8_0 weights), and stories260K's greedy ids token for token. Skips, saying so, without a GPU.
+// f16, bf16, q8_0, q4_0, q4_k and q6_k weights), and stories260K's greedy ids token for token. Skips, saying so, without a GPU.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -55,14 +55,21 @@ void check_engine_matches_cpu(const Device &device, SynthConfig config, const st
   }
 }
 
-TEST_CASE("gpu engine: synthetic llama and qwen3 logits match the CPU engine, f32 / f16 / bf16 / q8_0 weights") {
+TEST_CASE("gpu engine: synthetic llama and qwen3 logits match the CPU engine, f32 / f16 / bf16 / q8_0 / q4_0 / q4_k / q6_k weights") {
   auto device = gpu();
   if (!device) return;
-  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0}) {
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0}) {
     SynthConfig c = synth_preset("tiny");
     c.weight_type = c.embedding_type = t;
     check_engine_matches_cpu(*device, c, "gpu-engine-llama.gguf");
   }
+  // Q4_K_M's mix: Q4_K matrices, a Q6_K token table and classifier; rows of whole 256-element
+  // super-blocks.
+  SynthConfig k = synth_preset("tiny");
+  k.hparams.n_embd = k.hparams.n_ff = 256;
+  k.weight_type = GgmlType::Q4_K;
+  k.embedding_type = GgmlType::Q6_K;
+  check_engine_matches_cpu(*device, k, "gpu-engine-llama-q4_k_m.gguf");
   check_engine_matches_cpu(*device, synth_preset("qwen3-tiny"), "gpu-engine-qwen3.gguf");
 }
 
