@@ -2,6 +2,7 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -66,6 +67,27 @@ inline ReferenceProduct reference_matmul(const std::vector<float> &x, const std:
     }
   return ref;
 }
+
+// A kernel's f32 output of n elements followed by a guard of kGuard more holding a sentinel
+// value: a store past the n (which, into a plain vector, would corrupt the heap for a later
+// test to crash on) shows as a guard that is no longer intact.
+class GuardedOutput {
+ public:
+  static constexpr size_t kGuard = 1024;
+  explicit GuardedOutput(size_t n, float fill) : n_(n), data_(n + kGuard, fill) {
+    std::fill(data_.begin() + long(n), data_.end(), kSentinel);
+  }
+  float *data() { return data_.data(); }
+  std::vector<float> values() const { return {data_.begin(), data_.begin() + long(n_)}; }
+  bool intact() const {
+    return std::all_of(data_.begin() + long(n_), data_.end(), [](float v) { return std::memcmp(&v, &kSentinel, sizeof v) == 0; });
+  }
+
+ private:
+  static constexpr float kSentinel = -12345.5f;
+  size_t n_;
+  std::vector<float> data_;
+};
 
 // The same with one scale for every element.
 inline void expect_close_scaled(const std::string &what, const std::vector<float> &got, const std::vector<double> &ref, double scale,

@@ -23,9 +23,10 @@ void check_matmul(std::mt19937 &rng, int rows, int N, int K, bool with_bias) {
   auto bias = random_floats(rng, size_t(N));
   const float *b = with_bias ? bias.data() : nullptr;
   ReferenceProduct ref = reference_matmul(x, wf, b, rows, N, K);
-  std::vector<float> out(ref.values.size(), -7.0f);
+  GuardedOutput out(ref.values.size(), -7.0f);
   library().matmul(x.data(), w.data(), T::dtype, b, out.data(), rows, N, K);
-  expect_close_scaled("matmul", out, ref.values, ref.scale, 1e-5);
+  expect_close_scaled("matmul", out.values(), ref.values, ref.scale, 1e-5);
+  CHECK_MESSAGE(out.intact(), "matmul wrote past its rows x N outputs");
 }
 
 TEST_CASE("kernels: matmul, one row (decode), aligned and ragged, f32 / f16 / bf16 weights") {

@@ -75,9 +75,10 @@ inline void check_quantized_matmul(std::mt19937 &rng, kdsl::kernels::WeightType 
   auto bias = random_floats(rng, size_t(N));
   const float *b = with_bias ? bias.data() : nullptr;
   ReferenceProduct ref = reference_matmul(x, wf, b, rows, N, K);
-  std::vector<float> out(ref.values.size(), -7.0f);
+  GuardedOutput out(ref.values.size(), -7.0f);
   library().matmul(x.data(), w.data(), t, b, out.data(), rows, N, K);
-  expect_close_scaled("quantized matmul", out, ref.values, ref.scale, 1e-5);
+  expect_close_scaled("quantized matmul", out.values(), ref.values, ref.scale, 1e-5);
+  CHECK_MESSAGE(out.intact(), "quantized matmul wrote past its rows x N outputs");
 }
 
 }  // namespace kernels_test
