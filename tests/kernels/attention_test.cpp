@@ -104,10 +104,11 @@ TEST_CASE("kernels: decode attention over a shuffled paged cache, grouped-query 
         const float scale = 1.0f / std::sqrt(float(D));
         std::vector<double> ref, size;
         attention_ref(c, q, 1, pos0, n_heads, scale, ref, size);
-        std::vector<float> out(ref.size(), -7.0f);
+        GuardedOutput out(ref.size(), -7.0f);
         library().attention(q.data(), c.k_pages.data(), c.v_pages.data(), c.block_table.data(), out.data(), 1, pos0, n_heads, n_kv, D,
                             page_size, scale);
-        expect_close_scaled("decode attention", out, ref, size, 1e-5);
+        expect_close_scaled("decode attention", out.values(), ref, size, 1e-5);
+        CHECK_MESSAGE(out.intact(), "decode attention wrote past its output");
       }
     }
   }
@@ -131,10 +132,11 @@ TEST_CASE("kernels: prefill attention, causal over pages, from the start and chu
     const float scale = 1.0f / std::sqrt(float(t.D));
     std::vector<double> ref, size;
     attention_ref(c, q, t.rows, t.pos0, n_heads, scale, ref, size);
-    std::vector<float> out(ref.size(), -7.0f);
+    GuardedOutput out(ref.size(), -7.0f);
     library().attention(q.data(), c.k_pages.data(), c.v_pages.data(), c.block_table.data(), out.data(), t.rows, t.pos0, n_heads, t.n_kv,
                         t.D, t.page_size, scale);
-    expect_close_scaled("prefill attention", out, ref, size, 1e-5);
+    expect_close_scaled("prefill attention", out.values(), ref, size, 1e-5);
+    CHECK_MESSAGE(out.intact(), "prefill attention wrote past its output");
   }
 }
 
