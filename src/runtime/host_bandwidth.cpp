@@ -41,7 +41,7 @@ double best_gbs(int repeats, double bytes_moved, F &&run) {
 // read 256 bytes from each in turn (n a multiple of 64 * streams floats), with four independent
 // accumulators so the loop is bound by loads in flight rather than by the add latency. Several
 // runs per thread keep more DRAM pages and prefetch streams busy than one: on the development
-// VM 2 threads read 21-26 GB/s as one run each and 25-30 GB/s as four or eight. The decode
+// VM 2 threads read 21-28 GB/s as one run each and 25-30 GB/s as four or eight. The decode
 // products read 8 rows far apart per thread (kernels/common.h, spread_rows), so the ceiling
 // they are judged by includes 8 runs. The vector width is a GCC
 // vector type; the AVX-512 and AVX2 clones are picked at run time.
