@@ -12,6 +12,7 @@
 #include "frontend/tracer.h"
 #include "ir/ir.h"
 #include "kernels/argmax.h"
+#include "kernels/matmul.h"
 #include "kernels/matvec.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
@@ -45,7 +46,8 @@ inline std::vector<NamedKernel> example_kernels() {
       named_kernel<kernels::swiglu<1024>>("swiglu"),
       named_kernel<kernels::argmax<1024>>("argmax"),
       named_kernel<kernels::matvec<f16, 64, 64, true>>("matvec_f16"),
-      named_kernel<kernels::matvec<f16, 8, 128, false, 4096>>("matvec_f16_decode"),
+      named_kernel<kernels::matvec<f16, 8, 128, false, 128>>("matvec_f16_decode"),  // as Library::matmul launches them
+      named_kernel<kernels::matmul<f16, 64, 64, 32, false>>("matmul_f16_prefill"),
   };
 }
 
