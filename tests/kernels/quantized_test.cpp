@@ -34,19 +34,7 @@ TEST_CASE("kernels: quantized embedding rows equal the reference dequantizer's, 
   const int vocab = 50;
   // 256 columns are one whole 8-block program; 416 are two, the second ragged.
   for (WeightType t : {WeightType::Q8_0, WeightType::Q4_0})
-    for (int dim : {32, 256, 416}) {
-      CAPTURE(std::string(kdsl::kernels::weight_type_info(t).name));
-      CAPTURE(dim);
-      auto table = random_quantized(rng, t, vocab, dim);
-      auto tf = dequantized(t, table, vocab, dim);
-      std::vector<int32_t> ids = {7, 0, vocab - 1, 7, 23};
-      std::vector<float> out(ids.size() * size_t(dim), -7.0f);
-      library().embedding(ids.data(), table.data(), t, out.data(), int(ids.size()), dim);
-      size_t bad = 0;
-      for (size_t r = 0; r < ids.size(); ++r)
-        for (int c = 0; c < dim; ++c) bad += out[r * size_t(dim) + size_t(c)] != tf[size_t(ids[r]) * size_t(dim) + size_t(c)];
-      CHECK(bad == 0);  // d * q is exact in f32
-    }
+    for (int dim : {32, 256, 416}) check_quantized_embedding(rng, t, vocab, dim);
 }
 
 TEST_CASE("kernels: quantized matmul and embedding reject sizes that are not whole blocks, naming them") {

@@ -81,4 +81,23 @@ inline void check_quantized_matmul(std::mt19937 &rng, kdsl::kernels::WeightType 
   CHECK_MESSAGE(out.intact(), "quantized matmul wrote past its rows x N outputs");
 }
 
+// Library::embedding of a few ids (repeated, first and last included) from a random vocab x dim
+// table of format t: every value equals the reference dequantizer's (the kernels run the same
+// f32 operations in the same order), and nothing is written past the last row.
+inline void check_quantized_embedding(std::mt19937 &rng, kdsl::kernels::WeightType t, int vocab, int dim) {
+  CAPTURE(std::string(kdsl::kernels::weight_type_info(t).name));
+  CAPTURE(dim);
+  auto table = random_quantized(rng, t, vocab, dim);
+  auto tf = dequantized(t, table, vocab, dim);
+  std::vector<int32_t> ids = {7, 0, vocab - 1, 7, 23};
+  GuardedOutput out(ids.size() * size_t(dim), -7.0f);
+  library().embedding(ids.data(), table.data(), t, out.data(), int(ids.size()), dim);
+  std::vector<float> got = out.values();
+  size_t bad = 0;
+  for (size_t r = 0; r < ids.size(); ++r)
+    for (int c = 0; c < dim; ++c) bad += got[r * size_t(dim) + size_t(c)] != tf[size_t(ids[r]) * size_t(dim) + size_t(c)];
+  CHECK(bad == 0);
+  CHECK_MESSAGE(out.intact(), "embedding wrote past its last row");
+}
+
 }  // namespace kernels_test
