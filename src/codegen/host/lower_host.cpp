@@ -28,12 +28,15 @@ struct F16Widening {
   int forced_width = 0;  // f32 lanes of the widest vector; 0: leave the width to LLVM
 };
 
+// Whether the host CPU has `feature` (an LLVM feature name: "avx512f", "f16c").
+bool host_has(const char *feature) {
+  return ("," + host_target().features + ",").find(std::string(",+") + feature + ",") != std::string::npos;
+}
+
 F16Widening host_f16_widening() {
-  const std::string &features = host_target().features;
-  auto has = [&](const char *f) { return ("," + features + ",").find(std::string(",+") + f + ",") != std::string::npos; };
   F16Widening w;
-  w.native = has("f16c");
-  if (w.native) w.forced_width = has("avx512f") ? 16 : has("avx") ? 8 : 4;
+  w.native = host_has("f16c");
+  if (w.native) w.forced_width = host_has("avx512f") ? 16 : host_has("avx") ? 8 : 4;
   return w;
 }
 
@@ -44,10 +47,8 @@ struct VectorRegisters {
 };
 
 VectorRegisters host_vector_registers() {
-  const std::string &features = host_target().features;
-  auto has = [&](const char *f) { return ("," + features + ",").find(std::string(",+") + f + ",") != std::string::npos; };
-  if (has("avx512f")) return {32, 16};
-  if (has("avx")) return {16, 8};
+  if (host_has("avx512f")) return {32, 16};
+  if (host_has("avx")) return {16, 8};
   return {16, 4};  // SSE, NEON
 }
 
