@@ -191,3 +191,12 @@ TEST_CASE("hostile: a thread pool the system refuses threads runs with those it 
   CHECK_THROWS_AS(kdsl::runtime::ThreadPool(-1), kdsl::Error);
   CHECK_THROWS_AS(kdsl::runtime::ThreadPool(kdsl::runtime::kMaxPoolThreads + 1), kdsl::Error);
 }
+
+TEST_CASE("hostile: the tools' top-level handler tells user errors, memory and bugs apart") {
+  using kdsl::tools::run_tool;
+  CHECK(run_tool("t", "f.gguf", [] { return 0; }) == 0);
+  CHECK(run_tool("t", "f.gguf", []() -> int { throw kdsl::Error("bad field"); }) == 1);
+  CHECK(run_tool("t", "f.gguf", []() -> int { throw std::bad_alloc(); }) == 1);
+  CHECK(run_tool("t", "f.gguf", []() -> int { throw std::out_of_range("vector::at"); }) == 2);
+  CHECK(run_tool("t", "f.gguf", []() -> int { throw 42; }) == 2);
+}
