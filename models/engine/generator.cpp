@@ -57,7 +57,8 @@ GenerationResult generate(Engine &engine, const Tokenizer &tokenizer, Sampler &s
   r.prompt_compile_ms = cache_stats().compile_ms - compile_ms;
   compile_ms = cache_stats().compile_ms;
 
-  StreamDecoder stream(tokenizer);
+  // Generated text continues the prompt's: it starts the text only after an empty prompt (BOS).
+  StreamDecoder stream(tokenizer, tokenizer.decode(prompt_ids).empty());
   int pos = int(prompt_ids.size());
   start = std::chrono::steady_clock::now();
   r.stop_reason = "length";
