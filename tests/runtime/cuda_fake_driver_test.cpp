@@ -13,6 +13,7 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <string>
 #include <vector>
@@ -463,4 +464,29 @@ TEST_CASE("fake driver: the ptxas and libdevice versions are in the cache key; a
   compile<axpy<1024>>(gpu, {.num_warps = 2})(grid(5), x, y, out, 2.5f, n);
   CHECK(cache_stats().compiled == before.compiled + 2);
   CHECK(cache_stats().disk_hits == before.disk_hits + 1);
+}
+
+TEST_CASE("fake driver: kdsl-bench-cuda keeps every row when one row's launch fails") {
+  std::string tool = std::string(KDSL_TOOLS_DIR) + "/kdsl-bench-cuda";
+  if (!std::filesystem::exists(tool)) {
+    FAIL_CHECK(tool, " is not built (cmake --build build builds it with the tests)");
+    return;
+  }
+  ScratchCache cache;
+  // The first launch is vector add's warm-up (the copy row launches nothing).
+  std::string command = fmt::format("KDSL_LIBCUDA='{}' KDSL_FAKE_CUDA_FAIL_LAUNCH=1 '{}' --quick 2>&1", KDSL_FAKE_LIBCUDA, tool);
+  FILE *pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe);
+  std::string output;
+  char buffer[4096];
+  while (size_t got = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, got);
+  int status = ::pclose(pipe);
+  INFO("kdsl-bench-cuda said:\n", output);
+  CHECK(WEXITSTATUS(status) == 1);  // a failed row fails the run
+  CHECK(output.find("\nvector add (f32)               FAILED: kernel 'examples::add<1024> (kdsl_") != std::string::npos);
+  CHECK(output.find("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES") != std::string::npos);
+  for (const char *later : {"\nvector add (CUDA C++, NVRTC)   ", "\nsoftmax (f32, 1024 cols)       ", "\nRMSNorm (f32, 1024 cols)       ", "\n512^3      "}) {
+    CAPTURE(later);
+    CHECK(output.find(later) != std::string::npos);
+  }
 }

@@ -141,6 +141,10 @@ CUresult cuFuncGetParamInfo(struct CUfunc_st *f, size_t index, size_t *offset, s
 }
 CUresult cuLaunchKernel(struct CUfunc_st *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shared,
                         void *stream, void **params, void **extra) {
+  /* KDSL_FAKE_CUDA_FAIL_LAUNCH=<n>: the n-th launch of the process fails (for tools run as a whole). */
+  static int launch_number, fail_at = -1;
+  if (fail_at < 0) fail_at = getenv("KDSL_FAKE_CUDA_FAIL_LAUNCH") ? atoi(getenv("KDSL_FAKE_CUDA_FAIL_LAUNCH")) : 0;
+  if (++launch_number == fail_at) return 701; /* CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES */
   if (fake.fail_launch) {
     CUresult r = fake.fail_launch;
     fake.fail_launch = 0;
