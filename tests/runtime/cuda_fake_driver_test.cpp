@@ -29,6 +29,17 @@ using namespace kdsl;
 
 namespace fake_driver_test {
 
+// The fake driver and the tools: where this build put them, or where a GPU bundle (tests/gpu/make-bundle.sh)
+// unpacked them ($KDSL_TEST_FAKE_LIBCUDA, $KDSL_TEST_TOOLS_DIR).
+std::string fake_libcuda() {
+  const char *v = std::getenv("KDSL_TEST_FAKE_LIBCUDA");
+  return v && *v ? v : KDSL_FAKE_LIBCUDA;
+}
+std::string tools_dir() {
+  const char *v = std::getenv("KDSL_TEST_TOOLS_DIR");
+  return v && *v ? v : KDSL_TOOLS_DIR;
+}
+
 struct FakeLaunch {  // as fake_libcuda.c lays it out
   char function[256];
   unsigned grid[3], block[3], shared;
@@ -61,8 +72,8 @@ F symbol(void *h, const char *name) {
 Fake &fake() {
   static Fake f = [] {
     Fake f;
-    f.driver = cuda::load_driver(KDSL_FAKE_LIBCUDA);
-    void *h = dlopen(KDSL_FAKE_LIBCUDA, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    f.driver = cuda::load_driver(fake_libcuda());
+    void *h = dlopen(fake_libcuda().c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
     REQUIRE(h);
     f.launches = reinterpret_cast<int (*)()>(dlsym(h, "fake_cuda_launches"));
     f.loads = reinterpret_cast<int (*)()>(dlsym(h, "fake_cuda_loads"));
@@ -305,10 +316,10 @@ std::string thrown(auto &&f) {
 }  // namespace fake_driver_test
 
 TEST_CASE("fake driver: KDSL_LIBCUDA is the driver every caller opens (a fresh process opens the fake GPU through Device::cuda)") {
-  if (const char *v = std::getenv("KDSL_LIBCUDA"); v && std::string(v) == KDSL_FAKE_LIBCUDA) {
+  if (const char *v = std::getenv("KDSL_LIBCUDA"); v && std::string(v) == fake_libcuda()) {
     // The child (or a run.sh run against the fake driver): the process's one driver is the fake.
     CHECK(cuda::driver_load_error() == "");
-    CHECK(cuda::driver().library == KDSL_FAKE_LIBCUDA);
+    CHECK(cuda::driver().library == fake_libcuda());
     CHECK(Device::cuda(0).name().starts_with("cuda:0 (Fake GPU"));
     return;
   }
@@ -323,7 +334,7 @@ TEST_CASE("fake driver: KDSL_LIBCUDA is the driver every caller opens (a fresh p
   char self[4096] = {};
   REQUIRE(::readlink("/proc/self/exe", self, sizeof self - 1) > 0);
   std::string command = fmt::format("KDSL_LIBCUDA='{}' '{}' --no-intro --no-version --test-case='fake driver: KDSL_LIBCUDA is the driver*' 2>&1",
-                                    KDSL_FAKE_LIBCUDA, self);
+                                    fake_libcuda(), self);
   FILE *child = ::popen(command.c_str(), "r");
   REQUIRE(child);
   std::string output;
@@ -467,14 +478,14 @@ TEST_CASE("fake driver: the ptxas and libdevice versions are in the cache key; a
 }
 
 TEST_CASE("fake driver: kdsl-bench-cuda keeps every row when one row's launch fails") {
-  std::string tool = std::string(KDSL_TOOLS_DIR) + "/kdsl-bench-cuda";
+  std::string tool = tools_dir() + "/kdsl-bench-cuda";
   if (!std::filesystem::exists(tool)) {
     FAIL_CHECK(tool, " is not built (cmake --build build builds it with the tests)");
     return;
   }
   ScratchCache cache;
   // The first launch is vector add's warm-up (the copy row launches nothing).
-  std::string command = fmt::format("KDSL_LIBCUDA='{}' KDSL_FAKE_CUDA_FAIL_LAUNCH=1 '{}' --quick 2>&1", KDSL_FAKE_LIBCUDA, tool);
+  std::string command = fmt::format("KDSL_LIBCUDA='{}' KDSL_FAKE_CUDA_FAIL_LAUNCH=1 '{}' --quick 2>&1", fake_libcuda(), tool);
   FILE *pipe = ::popen(command.c_str(), "r");
   REQUIRE(pipe);
   std::string output;
