@@ -112,7 +112,7 @@ if [ -z "${CUDA_HOME:-}" ]; then
   elif command -v nvcc >/dev/null; then CUDA_HOME=$(dirname "$(dirname "$(command -v nvcc)")"); export CUDA_HOME; fi
 fi
 PTXAS=${KDSL_PTXAS:-${CUDA_HOME:+$CUDA_HOME/bin/ptxas}}
-say "CUDA_HOME=${CUDA_HOME:-none}; ptxas: $([ -x "${PTXAS:-}" ] && "$PTXAS" --version | tail -1 || echo none); libdevice: $(ls "${CUDA_HOME:-/nonexistent}"/nvvm/libdevice/libdevice.10.bc 2>/dev/null || echo none); NVRTC: $(ls "${CUDA_HOME:-/nonexistent}"/lib64/libnvrtc.so.* 2>/dev/null | head -1 || true)"
+say "CUDA_HOME=${CUDA_HOME:-none}; ptxas: $([ -x "${PTXAS:-}" ] && "$PTXAS" --version | grep -m1 release || echo none); libdevice: $(ls "${CUDA_HOME:-/nonexistent}"/nvvm/libdevice/libdevice.10.bc 2>/dev/null || echo none); NVRTC: $(ls "${CUDA_HOME:-/nonexistent}"/lib64/libnvrtc.so.* 2>/dev/null | head -1 || true)"
 
 export KDSL_CACHE_DIR=$OUT/kernel-cache  # the compiled kernels: packed into kernel-dumps.tar.xz at the end
 export KDSL_SHARED_MODELS_DIR=${MODELS:-${KDSL_SHARED_MODELS_DIR:-}}
@@ -162,27 +162,32 @@ run_section() {
   shift 3
   if [ -n "$NO_GPU_REASON" ]; then record "$name" skipped "$NO_GPU_REASON" 0; return; fi
   local left=$(($(remaining) - RESERVE))
-  if [ "$left" -lt 15 ]; then record "$name" skipped "budget spent (BUDGET=$BUDGET s)" 0; return; fi
+  if [ "$left" -lt 10 ]; then record "$name" skipped "budget spent (BUDGET=$BUDGET s)" 0; return; fi
   [ "$limit" -gt "$left" ] && limit=$left
   local log=$OUT/logs/$name.log t0=$(date +%s)
   say "== $name (limit ${limit}s, $(remaining)s of the budget left): $*"
   local runner=("${KENV[@]}")
   [ "$1" = bash ] && runner=(env)
+  # Line-buffered, so that a section killed at its limit leaves its output up to then.
+  command -v stdbuf >/dev/null && runner+=(stdbuf -oL -eL)
   run_once "$log" "$limit" "${runner[@]}" "$@"
   local rc=$? status reason=""
   if [ $rc = 124 ] || [ $rc = 137 ]; then
-    status=TIMEOUT reason="over its ${limit}s limit; $(grep -v '^\s*$' "$log" | tail -1 | cut -c1-160)"
+    status=TIMEOUT reason="over its ${limit}s limit; the last it printed: $(grep -v '^\s*$' "$log" | tail -1 | cut -c1-160)"
   elif [ $rc != 0 ]; then
     status=FAILED reason="exit $rc: $(first_failure "$log")"
     local left2=$(($(remaining) - RESERVE))
-    if [ "$name" != baselines ] && [ $FAKE = 0 ] && [ "$left2" -ge 30 ]; then
+    if [ "$name" != baselines ] && [ "$left2" -ge 30 ]; then
       local limit2=$limit
       [ "$limit2" -gt "$left2" ] && limit2=$left2
       say "== $name again with CUDA_LAUNCH_BLOCKING=1 (the failing launch then reports itself)"
       run_once "$OUT/logs/$name.blocking.log" "$limit2" env CUDA_LAUNCH_BLOCKING=1 "${runner[@]}" "$@"
       local rc2=$?
+      local again
+      again=$(first_failure "$OUT/logs/$name.blocking.log")
       if [ $rc2 = 0 ]; then reason="$reason; passed when rerun with CUDA_LAUNCH_BLOCKING=1 (timing-dependent?)"
-      else reason="$reason; with CUDA_LAUNCH_BLOCKING=1: $(first_failure "$OUT/logs/$name.blocking.log")"; fi
+      elif [ "exit $rc2: $again" = "$reason" ]; then reason="$reason; the same with CUDA_LAUNCH_BLOCKING=1"
+      else reason="$reason; with CUDA_LAUNCH_BLOCKING=1: $again"; fi
     fi
   elif grep -q -E 'test cases: *0 \|' "$log"; then
     status=FAILED reason="no test case ran (the binary and this checkout disagree?)"
@@ -265,7 +270,8 @@ dumps() {  # every example kernel for sm_90 (PTX, cubin, ptxas's report) and the
 export -f dumps
 run_section kernel-dumps 90 cpu bash -c dumps
 
-[ -n "$WRITER_PID" ] && kill "$WRITER_PID" 2>/dev/null
+# The writer's subshell and its kdsl-synth (a partial model is rewritten next time).
+[ -n "$WRITER_PID" ] && kill $(pgrep -P "$WRITER_PID" 2>/dev/null) "$WRITER_PID" 2>/dev/null
 
 # ---- summary ---------------------------------------------------------------------------------------------
 failed=0
@@ -273,7 +279,9 @@ table() {
   printf '%-24s %-8s %6s  %s\n' section status time reason
   printf '%-24s %-8s %6s  %s\n' ------------------------ -------- ------ ------
   for i in "${!NAMES[@]}"; do
-    printf '%-24s %-8s %5ss  %s\n' "${NAMES[$i]}" "${STATUS[$i]}" "${SECONDS_TAKEN[$i]}" "${REASON[$i]}"
+    local why=${REASON[$i]}
+    [ ${#why} -gt 200 ] && why="${why:0:197}..."  # in full in results.json and logs/
+    printf '%-24s %-8s %5ss  %s\n' "${NAMES[$i]}" "${STATUS[$i]}" "${SECONDS_TAKEN[$i]}" "$why"
     [ "${STATUS[$i]}" = FAILED ] || [ "${STATUS[$i]}" = TIMEOUT ] && failed=1
   done
   return 0
