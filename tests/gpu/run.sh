@@ -69,14 +69,14 @@ BIN="" LIBS="" FAKE_SO="" MODELS=""
 ARCHIVE=$ROOT/gpu-bundle/kdsl-gpu-bundle.tar.xz
 if [ -z "$NO_GPU_REASON" ]; then
   if [ -f "$ARCHIVE" ]; then
-    U=$ROOT/gpu-bundle/unpacked
-    if [ ! -f "$U/kdsl-gpu-bundle/MANIFEST.txt" ] || [ "$ARCHIVE" -nt "$U/kdsl-gpu-bundle/MANIFEST.txt" ]; then
-      say "unpacking $ARCHIVE"
+    # Unpacked outside gpu-bundle/, which must stay small enough to carry.
+    U=${KDSL_BUNDLE_DIR:-${TMPDIR:-/tmp}/kdsl-gpu-bundle-$(id -u)}
+    if ! cmp -s "$ROOT/gpu-bundle/MANIFEST.txt" "$U/kdsl-gpu-bundle/MANIFEST.txt" || [ ! -x "$U/kdsl-gpu-bundle/bin/kdsl_tests" ]; then
+      say "unpacking $ARCHIVE into $U"
       rm -rf "$U" && mkdir -p "$U"
       if ! tar -C "$U" -xJf "$ARCHIVE" 2>/dev/null; then
         python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$ARCHIVE" "$U" || say "could not unpack the bundle"
       fi
-      touch "$U/kdsl-gpu-bundle/MANIFEST.txt" 2>/dev/null
     fi
     B=$U/kdsl-gpu-bundle
     if [ -x "$B/bin/kdsl_tests" ]; then
