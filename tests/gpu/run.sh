@@ -46,7 +46,7 @@ find_libcuda() {
     return
   fi
   local p
-  p=$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 / {print $NF; exit}')
+  p=$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 .*x86-64/ {print $NF; exit}')  # not a 32-bit one
   if [ -n "$p" ] && [ -f "$p" ]; then echo "$p"; return; fi
   for d in /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib/wsl/lib /usr/local/cuda/compat; do
     [ -f "$d/libcuda.so.1" ] && { echo "$d/libcuda.so.1"; return; }
