@@ -5,7 +5,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <fstream>
+#include <optional>
 
 #include <kdsl/kdsl.h>
 
@@ -48,74 +52,136 @@ std::string cell(const nlohmann::json &baselines, const std::string &key) {
   return fmt::format("{:.1f}", baselines[key].get<double>());
 }
 
+// One benchmark row's outcome; a row that throws records its error and the others still run.
+struct Result {
+  std::string name, unit, error;
+  double value = 0, ceiling = 0;  // ceiling: the device copy (GB/s) or torch.matmul (TFLOP/s); 0 where none
+};
+
 }  // namespace
 
 int main(int argc, char **argv) {
   CLI::App app{"kdsl-bench-cuda: kdsl kernels on an NVIDIA GPU (GB/s against a device-to-device copy; bf16 matmul TFLOP/s)"};
-  std::string baselines_path;
+  std::string baselines_path, json_path;
   int repeats = 20;
+  bool quick = false;
   app.add_option("--baselines", baselines_path, "JSON from tests/gpu/baselines.py (torch/triton TFLOP/s)");
   app.add_option("--repeats", repeats, "timed launches per kernel")->capture_default_str();
+  app.add_option("--json", json_path, "also write the rows as JSON here");
+  app.add_flag("--quick", quick, "small arrays (4 MiB) and one 512^3 matmul: a smoke run");
   CLI11_PARSE(app, argc, argv);
   nlohmann::json baselines = nlohmann::json::object();
   if (!baselines_path.empty()) {
     std::ifstream in(baselines_path);
     if (in) baselines = nlohmann::json::parse(in, nullptr, false);
-    if (baselines.is_discarded()) baselines = nlohmann::json::object();
+    if (baselines.is_discarded() || !baselines.is_object()) baselines = nlohmann::json::object();
   }
+  std::vector<Result> results;
+  auto write_json = [&] {
+    if (json_path.empty()) return;
+    nlohmann::json rows = nlohmann::json::array();
+    for (const Result &r : results)
+      rows.push_back({{"name", r.name}, {"unit", r.unit}, {"value", r.value}, {"ceiling", r.ceiling}, {"error", r.error}});
+    std::ofstream(json_path) << nlohmann::json{{"rows", rows}, {"baselines", baselines}}.dump(2) << "\n";
+  };
+  std::optional<Device> opened;
   try {
-    Device device = Device::cuda(0);
-    auto &dev = static_cast<detail::CudaDevice &>(device.impl());  // for event timing and the device copy
-    fmt::print("device: {}\n\n", dev.name());
-    auto timed = [&](auto &&body) {
-      body();  // compile and warm up
-      dev.synchronize();
-      return dev.time_ms([&] {
-               for (int i = 0; i < repeats; ++i) body();
-             }) / repeats;
+    opened = Device::cuda(0);
+  } catch (const std::exception &e) {
+    fmt::print(stderr, "kdsl-bench-cuda: {}\n", e.what());
+    Result r;
+    r.name = "open the GPU", r.error = e.what();
+    results.push_back(r);
+    write_json();
+    return 1;
+  }
+  Device &device = *opened;
+  auto &dev = static_cast<detail::CudaDevice &>(device.impl());  // for event timing and the device copy
+  fmt::print("device: {}\n\n", dev.name());
+  // Each row on its own: an exception (a compile error, an illegal address) is printed in its
+  // row and the next row runs. A sticky device error fails the rows after it too, saying so.
+  auto row = [&](const std::string &name, const std::string &unit, auto &&measure) {
+    Result r;
+    r.name = name, r.unit = unit;
+    try {
+      measure(r);
+    } catch (const std::exception &e) {
+      r.error = e.what();
+    }
+    if (!r.error.empty()) fmt::print("{:<30} FAILED: {}\n", name, r.error);
+    else if (!(r.value > 0) || !std::isfinite(r.value)) fmt::print("{:<30} {:>10} (no time measured: the fake driver?)\n", name, "-");
+    else if (r.ceiling > 0) fmt::print("{:<30} {:>10.1f} {:>14.1f} {:>7.0f}%\n", name, r.value, r.ceiling, 100 * r.value / r.ceiling);
+    else fmt::print("{:<30} {:>10.1f}\n", name, r.value);
+    std::fflush(stdout);
+    results.push_back(r);
+  };
+  auto timed = [&](auto &&body) {
+    body();  // compile and warm up
+    dev.synchronize();
+    return dev.time_ms([&] {
+             for (int i = 0; i < repeats; ++i) body();
+           }) / repeats;
+  };
+  auto rate = [](double bytes, double ms) { return ms > 0 ? bytes / ms / 1e6 : 0.0; };
+  auto find = [](const char *name) {
+    for (auto &k : tools::example_kernels())
+      if (k.name == name) return k;
+    throw Error(std::string("no kernel ") + name);
+  };
+  const size_t n = quick ? size_t(1) << 20 : size_t(1) << 26;  // 64 Mi floats: 256 MiB per array
+  {
+    std::optional<Buffer<float>> x, y, z;
+    double copy_gbs = 0;
+    fmt::print("{:<30} {:>10} {:>14} {:>8}\n", "kernel", "GB/s", "copy GB/s", "ratio");
+    row("device-to-device copy", "GB/s", [&](Result &r) {
+      x.emplace(device, std::vector<float>(n, 1.0f)), y.emplace(device, std::vector<float>(n, 2.0f)), z.emplace(device, n);
+      auto address = [](const Buffer<float> &b) { return cuda::CUdeviceptr(reinterpret_cast<uintptr_t>(b.data())); };
+      r.value = copy_gbs = rate(2.0 * n * 4, timed([&] { dev.copy_on_device(address(*z), address(*x), n * 4); }));
+      r.ceiling = copy_gbs;
+    });
+    auto need_buffers = [&] {
+      if (!x || !y || !z) throw Error("the arrays could not be allocated (see the device-to-device copy row)");
     };
-    const size_t n = size_t(1) << 26;  // 64 Mi floats: 256 MiB per array
-    Buffer<float> x(device, std::vector<float>(n, 1.0f)), y(device, std::vector<float>(n, 2.0f)), z(device, n);
-    auto address = [](const Buffer<float> &b) { return cuda::CUdeviceptr(reinterpret_cast<uintptr_t>(b.data())); };
-    double copy_ms = timed([&] { dev.copy_on_device(address(z), address(x), n * 4); });
-    double copy_gbs = 2.0 * n * 4 / copy_ms / 1e6;
-    fmt::print("{:<28} {:>10} {:>14} {:>8}\n", "kernel", "GB/s", "copy GB/s", "ratio");
-    auto row = [&](const char *name, double bytes, double ms) {
-      double gbs = bytes / ms / 1e6;
-      fmt::print("{:<28} {:>10.1f} {:>14.1f} {:>7.0f}%\n", name, gbs, copy_gbs, 100 * gbs / copy_gbs);
-    };
-    fmt::print("{:<28} {:>10.1f} {:>14.1f} {:>7.0f}%\n", "device-to-device copy", copy_gbs, copy_gbs, 100.0);
-    auto find = [](const char *name) {
-      for (auto &k : tools::example_kernels())
-        if (k.name == name) return k;
-      throw Error(std::string("no kernel ") + name);
-    };
-    {
+    row("vector add (f32)", "GB/s", [&](Result &r) {
+      need_buffers();
       auto add = detail::make_kernel(device, find("vector_add").signature, {4, 2});
-      std::vector<ArgValue> args = {make_arg(x), make_arg(y), make_arg(z), make_arg(int32_t(n))};
-      row("vector add (f32)", 3.0 * n * 4, timed([&] { detail::launch(*add, grid(int64_t(n) / 1024), args.data(), args.size()); }));
+      std::vector<ArgValue> args = {make_arg(*x), make_arg(*y), make_arg(*z), make_arg(int32_t(n))};
+      r.value = rate(3.0 * n * 4, timed([&] { detail::launch(*add, grid(int64_t(n) / 1024), args.data(), args.size()); }));
+      r.ceiling = copy_gbs;
+    });
+    row("vector add (CUDA C++, NVRTC)", "GB/s", [&](Result &r) {
+      need_buffers();
       auto hand = cuda_source(device, "hand_add", kHandAdd);
-      row("vector add (CUDA C++, NVRTC)", 3.0 * n * 4, timed([&] { hand(grid(int64_t(n) / 4 / 256), threads(256), x, y, z, int32_t(n / 4)); }));
-    }
+      r.value = rate(3.0 * n * 4, timed([&] { hand(grid(int64_t(n) / 4 / 256), threads(256), *x, *y, *z, int32_t(n / 4)); }));
+      r.ceiling = copy_gbs;
+    });
     const int cols = 1024, rows = int(n / cols);
-    {
+    row("softmax (f32, 1024 cols)", "GB/s", [&](Result &r) {
+      need_buffers();
       auto softmax = detail::make_kernel(device, find("softmax").signature, {4, 2});
-      std::vector<ArgValue> args = {make_arg(x), make_arg(z), make_arg(cols), make_arg(cols)};
-      row("softmax (f32, 1024 cols)", 2.0 * n * 4, timed([&] { detail::launch(*softmax, grid(rows), args.data(), args.size()); }));
-    }
-    {
+      std::vector<ArgValue> args = {make_arg(*x), make_arg(*z), make_arg(cols), make_arg(cols)};
+      r.value = rate(2.0 * n * 4, timed([&] { detail::launch(*softmax, grid(rows), args.data(), args.size()); }));
+      r.ceiling = copy_gbs;
+    });
+    row("RMSNorm (f32, 1024 cols)", "GB/s", [&](Result &r) {
+      need_buffers();
       auto rms = detail::make_kernel(device, find("rmsnorm").signature, {4, 2});
-      std::vector<ArgValue> args = {make_arg(x), make_arg(y), make_arg(y), make_arg(z), make_arg(cols), make_arg(1e-5f)};
-      row("RMSNorm (f32, 1024 cols)", 2.0 * n * 4, timed([&] { detail::launch(*rms, grid(rows), args.data(), args.size()); }));
-    }
-    x = y = z = Buffer<float>();  // freed
+      std::vector<ArgValue> args = {make_arg(*x), make_arg(*y), make_arg(*y), make_arg(*z), make_arg(cols), make_arg(1e-5f)};
+      r.value = rate(2.0 * n * 4, timed([&] { detail::launch(*rms, grid(rows), args.data(), args.size()); }));
+      r.ceiling = copy_gbs;
+    });
+  }  // arrays freed
 
-    fmt::print("\n{:<28} {:>10} {:>14} {:>14} {:>10}\n", "bf16 matmul (f32 out)", "TFLOP/s", "torch.matmul", "triton", "vs torch");
-    using Matmul = detail::kernel_params<decltype(&matmul_bf16<64, 64, 32>)>;
-    detail::KernelSignature sig{"matmul_bf16<64, 64, 32>", Matmul::types(), &Matmul::trace<matmul_bf16<64, 64, 32>>};
-    auto mm = detail::make_kernel(device, sig, {4, 2});
-    for (int size : {4096, 8192}) {
+  fmt::print("\n{:<30} {:>10} {:>14} {:>14} {:>10}\n", "bf16 matmul (f32 out)", "TFLOP/s", "torch.matmul", "triton", "vs torch");
+  using Matmul = detail::kernel_params<decltype(&matmul_bf16<64, 64, 32>)>;
+  detail::KernelSignature sig{"matmul_bf16<64, 64, 32>", Matmul::types(), &Matmul::trace<matmul_bf16<64, 64, 32>>};
+  std::vector<int> sizes = quick ? std::vector<int>{512} : std::vector<int>{4096, 8192};
+  for (int size : sizes) {
+    std::string torch = cell(baselines, fmt::format("torch_{}", size)), triton = cell(baselines, fmt::format("triton_{}", size));
+    fmt::print("({}^3: torch.matmul {}, triton {})\n", size, torch, triton);
+    row(fmt::format("{}^3", size), "TFLOP/s", [&](Result &r) {
       size_t elems = size_t(size) * size;
+      auto mm = detail::make_kernel(device, sig, {4, 2});
       Buffer<bfloat16> a(device, std::vector<bfloat16>(elems, bfloat16(1.0f))), b(device, std::vector<bfloat16>(elems, bfloat16(1.0f)));
       Buffer<float> c(device, elems);
       std::vector<ArgValue> args = {make_arg(a), make_arg(b), make_arg(c), make_arg(size), make_arg(size), make_arg(size)};
@@ -123,17 +189,13 @@ int main(int argc, char **argv) {
       repeats = 3;
       double ms = timed([&] { detail::launch(*mm, grid(size / 64, size / 64), args.data(), args.size()); });
       repeats = saved;
-      double tflops = 2.0 * size * size * double(size) / ms / 1e9;
-      std::string torch = cell(baselines, fmt::format("torch_{}", size)), triton = cell(baselines, fmt::format("triton_{}", size));
-      std::string ratio = baselines.contains(fmt::format("torch_{}", size)) && baselines[fmt::format("torch_{}", size)].is_number()
-                              ? fmt::format("{:.0f}%", 100 * tflops / baselines[fmt::format("torch_{}", size)].get<double>())
-                              : "-";
-      fmt::print("{:<28} {:>10.1f} {:>14} {:>14} {:>10}\n", fmt::format("{}^3", size), tflops, torch, triton, ratio);
-    }
-    fmt::print("\n(matmul runs the FMA dot path; mma.sync/ldmatrix and cp.async pipelining are not lowered yet)\n");
-    return 0;
-  } catch (const std::exception &e) {
-    fmt::print(stderr, "kdsl-bench-cuda: {}\n", e.what());
-    return 1;
+      r.value = ms > 0 ? 2.0 * size * size * double(size) / ms / 1e9 : 0;
+      std::string key = fmt::format("torch_{}", size);
+      if (baselines.contains(key) && baselines[key].is_number()) r.ceiling = baselines[key].get<double>();
+    });
   }
+  fmt::print("\n(matmul runs the kdsl dot path at one 64 x 64 x 32 tile; torch.matmul is cuBLAS)\n");
+  write_json();
+  bool any_failed = std::any_of(results.begin(), results.end(), [](const Result &r) { return !r.error.empty(); });
+  return any_failed ? 1 : 0;
 }

@@ -84,11 +84,7 @@ Device pick_device(const Options &o) {
   check_thread_count(o.threads);
   if (o.device == "cpu") return Device::cpu(o.threads);
   if (o.device == "cuda" || o.device == "auto") {
-    if (!dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) {
-      if (o.device == "auto") return Device::cpu(o.threads);
-      throw Error("--device cuda: no NVIDIA driver found (libcuda.so.1 could not be loaded); use --device cpu");
-    }
-    try {
+    try {  // Device::cuda opens the driver as every caller does ($KDSL_LIBCUDA, else libcuda.so.1)
       return Device::cuda(0);
     } catch (const Error &e) {
       if (o.device == "auto") return Device::cpu(o.threads);

@@ -1,22 +1,22 @@
 #!/usr/bin/env python3
 # baselines.py - bf16 matmul TFLOP/s of torch.matmul (cuBLAS) and Triton's tutorial matmul, as JSON for kdsl-bench-cuda.
-# Keys absent (torch/triton not installed) print as "not installed" in the table. UNTESTED: written without a GPU.
+# torch and Triton are measured independently: an error in one (any Exception) is recorded as that one's
+# "error: ..." string and the other's numbers stay. Keys: torch_<n>, triton_<n> (TFLOP/s or a reason).
+# Usage: baselines.py [--quick] > baselines.json   (--quick: 512^3 only, a smoke run)
 import json
 import sys
+import traceback
 
+QUICK = "--quick" in sys.argv
+SIZES = (512,) if QUICK else (4096, 8192)
 out = {}
-try:
-    import torch
-except ImportError:
-    print(json.dumps(out))
-    sys.exit(0)
-
-if not torch.cuda.is_available():
-    print(json.dumps(out))
-    sys.exit(0)
 
 
-def tflops(fn, n):
+def reason(e):
+    return f"error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
+
+
+def tflops(torch, fn, n):
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
@@ -30,12 +30,18 @@ def tflops(fn, n):
     return 2 * n**3 / (start.elapsed_time(stop) / reps) / 1e9
 
 
-for n in (4096, 8192):
-    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-    out[f"torch_{n}"] = tflops(lambda: torch.matmul(a, b), n)
+def measure_torch(torch):
+    for n in SIZES:
+        try:
+            a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+            b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+            out[f"torch_{n}"] = tflops(torch, lambda: torch.matmul(a, b), n)
+        except Exception as e:  # noqa: BLE001 - one size's failure must not lose the others
+            traceback.print_exc(file=sys.stderr)
+            out[f"torch_{n}"] = reason(e)
 
-try:
+
+def measure_triton(torch):
     import triton
     import triton.language as tl
 
@@ -52,13 +58,44 @@ try:
             acc += tl.dot(a, b)
         tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.bfloat16))
 
-    for n in (4096, 8192):
-        a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-        b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-        c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
-        grid = (n // 128, n // 128)
-        out[f"triton_{n}"] = tflops(lambda: matmul_kernel[grid](a, b, c, n, n, n, BM=128, BN=128, BK=64, num_warps=8, num_stages=3), n)
-except ImportError:
-    pass
+    for n in SIZES:
+        try:
+            a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+            b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+            c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
+            grid = (n // 128, n // 128)
+            out[f"triton_{n}"] = tflops(
+                torch, lambda: matmul_kernel[grid](a, b, c, n, n, n, BM=128, BN=128, BK=64, num_warps=8, num_stages=3), n
+            )
+        except Exception as e:  # noqa: BLE001
+            traceback.print_exc(file=sys.stderr)
+            out[f"triton_{n}"] = reason(e)
 
-print(json.dumps(out))
+
+def main():
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001 - ImportError, or a broken install
+        for n in SIZES:
+            out[f"torch_{n}"] = out[f"triton_{n}"] = f"not installed ({reason(e)})"
+        return
+    if not torch.cuda.is_available():
+        for n in SIZES:
+            out[f"torch_{n}"] = out[f"triton_{n}"] = "skipped: torch sees no CUDA device"
+        return
+    try:
+        measure_torch(torch)
+    except Exception as e:  # noqa: BLE001
+        traceback.print_exc(file=sys.stderr)
+        for n in SIZES:
+            out.setdefault(f"torch_{n}", reason(e))
+    try:
+        measure_triton(torch)
+    except Exception as e:  # noqa: BLE001 - ImportError or a compile error: torch's numbers stay
+        traceback.print_exc(file=sys.stderr)
+        for n in SIZES:
+            out.setdefault(f"triton_{n}", reason(e))
+
+
+main()
+print(json.dumps(out, indent=1))

@@ -1,5 +1,7 @@
 // cuda_engine_test.cpp - the engine on an NVIDIA GPU against the same engine on the CPU (synthetic llama, qwen3; f32,
-// f16, bf16, q8_0, q4_0, q4_k and q6_k weights), and stories260K's greedy ids token for token. Skips, saying so, without a GPU.
+// f16, bf16, q8_0, q4_0, q4_k and q6_k weights), and stories260K's and aidreams260K's greedy ids token for token
+// against the shared README. Skips, saying "skipped:", without a GPU or the models ($KDSL_SHARED_MODELS_DIR); runs
+// but compares nothing on the fake driver.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -12,19 +14,30 @@
 
 #include "models/engine/engine.h"
 #include "models/synth/synth_model.h"
+#include "tests/gpu/gpu_test.h"
 #include "tests/models/shared_models.h"
 
 namespace {
 using namespace kdsl;
 using namespace kdsl::models;
 
-std::optional<Device> gpu() {
-  try {
-    return Device::cuda(0);
-  } catch (const Error &e) {
-    MESSAGE("no CUDA device: ", e.what());
-    return std::nullopt;
+using kdsl_test::skip_comparison_on_fake;
+
+std::optional<Device> gpu() { return kdsl_test::open_gpu(); }
+
+// Greedy ids after the prompt: a batched prefill, then one token at a time.
+std::vector<int> greedy(Engine &engine, const std::vector<int> &prompt, int count) {
+  std::vector<int> out;
+  std::span<const float> logits = engine.forward(prompt, 0);
+  int pos = int(prompt.size());
+  for (int i = 0; i < count; ++i) {
+    out.push_back(int(std::max_element(logits.begin(), logits.end()) - logits.begin()));
+    if (i + 1 < count) {
+      int token[1] = {out.back()};
+      logits = engine.forward(token, pos++);
+    }
   }
+  return out;
 }
 
 double relative_error(std::span<const float> got, std::span<const float> want) {
@@ -45,6 +58,10 @@ void check_engine_matches_cpu(const Device &device, SynthConfig config, const st
   for (int i = 0; i < 20; ++i) prompt.push_back(1 + (i * 37) % (int(model.hparams.n_vocab) - 1));
   std::span<const float> first = on_cpu.forward(prompt, 0);
   std::vector<float> want(first.begin(), first.end());
+  if (kdsl_test::is_fake(device)) {  // runs every kernel of the forward pass; compares nothing
+    on_gpu.forward(prompt, 0);
+    return;
+  }
   CHECK(relative_error(on_gpu.forward(prompt, 0), want) < 1e-3);
   int token[1] = {7};
   for (int p = int(prompt.size()); p < int(prompt.size()) + 6; ++p) {
@@ -58,6 +75,7 @@ void check_engine_matches_cpu(const Device &device, SynthConfig config, const st
 TEST_CASE("gpu engine: synthetic llama and qwen3 logits match the CPU engine, f32 / f16 / bf16 / q8_0 / q4_0 / q4_k / q6_k weights") {
   auto device = gpu();
   if (!device) return;
+  skip_comparison_on_fake(*device);
   for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0}) {
     SynthConfig c = synth_preset("tiny");
     c.weight_type = c.embedding_type = t;
@@ -82,14 +100,27 @@ TEST_CASE("gpu engine: stories260K greedy ids from BOS reproduce the shared READ
   REQUIRE(want.size() == 64);
   ModelWeights model = load_model_weights(*path);
   Engine engine(model, *device, EngineOptions{.context = 256, .page_size = 8});
-  std::vector<int> got;
-  int token[1] = {1};  // BOS
-  for (int pos = 0; got.size() < want.size(); ++pos) {
-    std::span<const float> logits = engine.forward(token, pos);
-    token[0] = int(std::max_element(logits.begin(), logits.end()) - logits.begin());
-    got.push_back(token[0]);
-  }
+  std::vector<int> got = greedy(engine, {1}, int(want.size()));  // from BOS
+  if (skip_comparison_on_fake(*device)) return;
   CHECK(got == want);
+}
+
+TEST_CASE("gpu engine: aidreams260K greedy ids after each prompt reproduce the shared README's reference, token for token") {
+  auto device = gpu();
+  auto path = test::shared_model("aidreams260K.bin");
+  auto readme = test::shared_model("README.md");
+  if (!device || !path || !readme) return;
+  ModelWeights model = load_model_weights(*path);
+  Engine engine(model, *device, EngineOptions{.context = 128, .page_size = 16});
+  for (std::string prompt : {"I dreamed", "The river"}) {
+    CAPTURE(prompt);
+    auto [prompt_ids, next] = test::reference_ids(*readme, prompt);
+    // NEXT = the forced prompt tokens after the first, then the generated ones.
+    std::vector<int> want(next.begin() + long(prompt_ids.size()) - 1, next.end());
+    std::vector<int> got = greedy(engine, prompt_ids, int(want.size()));
+    if (skip_comparison_on_fake(*device)) return;
+    CHECK(got == want);
+  }
 }
 
 }  // namespace

@@ -111,7 +111,7 @@ int run_golden(const std::string &pass) {
       CHECK_MESSAGE(problems.empty(), "the pass output does not verify: ", problems.empty() ? "" : problems[0]);
       actual = kdsl::ir::print(fn);
     } catch (const std::exception &e) {
-      FAIL_CHECK("input does not parse or the pass threw: ", e.what());
+      FAIL_CHECK("input does not parse or the pass threw: ", std::string(e.what()));
       continue;
     }
     if (updating()) {

@@ -396,7 +396,7 @@ TEST_CASE("parser: mangled text is a kdsl::Error or a valid function, never a cr
     } catch (const Error &) {
       ++errors;
     } catch (const std::exception &e) {
-      FAIL_CHECK("not a kdsl::Error: ", e.what(), "\n", text);
+      FAIL_CHECK("not a kdsl::Error: ", std::string(e.what()), "\n", text);
     }
   }
   CHECK(errors > 0);

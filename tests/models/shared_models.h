@@ -2,6 +2,7 @@
 #pragma once
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -14,16 +15,21 @@ namespace kdsl::test {
 
 // The path of a file in the shared models folder, or nullopt (after saying why) when the
 // folder is not laid out beside the checkout.
+// $KDSL_SHARED_MODELS_DIR, where set, stands in for the folder (a GPU machine gets the models
+// in tests/gpu's bundle, not beside the checkout).
 inline std::optional<std::string> shared_model(const std::string &name) {
-  std::string path = std::string(KDSL_SHARED_MODELS_DIR) + "/" + name;
+  const char *dir = std::getenv("KDSL_SHARED_MODELS_DIR");
+  std::string path = std::string(dir && *dir ? dir : KDSL_SHARED_MODELS_DIR) + "/" + name;
   if (std::filesystem::exists(path)) return path;
   MESSAGE("skipped: " << path << " is absent (lay out ../shared/models beside the checkout to run this test)");
   return std::nullopt;
 }
 
-// A fresh scratch path under the build folder for files a test writes.
+// A fresh scratch path under the build folder ($KDSL_TEST_SCRATCH_DIR where set: a bundle's
+// binaries run far from where they were built) for files a test writes.
 inline std::string scratch_path(const std::string &name) {
-  std::filesystem::path dir = std::filesystem::path(KDSL_TEST_BINARY_DIR) / "test-scratch";
+  const char *scratch = std::getenv("KDSL_TEST_SCRATCH_DIR");
+  std::filesystem::path dir = scratch && *scratch ? std::filesystem::path(scratch) : std::filesystem::path(KDSL_TEST_BINARY_DIR) / "test-scratch";
   std::filesystem::create_directories(dir);
   return (dir / name).string();
 }

@@ -2,7 +2,7 @@
 // (here: no NVIDIA driver; a fake device of kind Cuda drives the argument checks of the launch path)
 #include <doctest/doctest.h>
 
-#include <dlfcn.h>
+#include "runtime/cuda/cuda_driver.h"
 
 #include <string>
 #include <vector>
@@ -44,7 +44,7 @@ std::string error_text(auto &&f) {
   return "(no error)";
 }
 
-bool driver_loads() { return dlopen("libcuda.so.1", RTLD_LAZY) != nullptr; }
+bool driver_loads() { return cuda::driver_load_error().empty(); }
 
 }  // namespace cuda_device_test
 
@@ -81,7 +81,7 @@ TEST_CASE("runtime: Device::cuda() names libcuda.so.1 without a driver, CUDA_ERR
     CHECK(Device::cuda().name() == d.name());
     CHECK_THROWS_WITH_AS(Device::cuda(999), doctest::Contains("CUDA device 999 requested"), Error);
   } catch (const Error &e) {
-    MESSAGE("driver present, no usable GPU: ", e.what());
+    MESSAGE("driver present, no usable GPU: ", std::string(e.what()));
     CHECK(std::string(e.what()).find("CUDA_ERROR_") != std::string::npos);
   }
 }

@@ -6,9 +6,15 @@
 #include <dlfcn.h>
 
 #include <bit>
+#include <cstdio>
+#include <fstream>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <string>
 #include <vector>
 
@@ -16,11 +22,23 @@
 
 #include "codegen/nvptx/ptxas.h"
 #include "runtime/cuda/cuda_device.h"
+#include "runtime/cuda/cuda_toolchain.h"
 #include "runtime/cuda/nvrtc.h"
 
 using namespace kdsl;
 
 namespace fake_driver_test {
+
+// The fake driver and the tools: where this build put them, or where a GPU bundle (tests/gpu/make-bundle.sh)
+// unpacked them ($KDSL_TEST_FAKE_LIBCUDA, $KDSL_TEST_TOOLS_DIR).
+std::string fake_libcuda() {
+  const char *v = std::getenv("KDSL_TEST_FAKE_LIBCUDA");
+  return v && *v ? v : KDSL_FAKE_LIBCUDA;
+}
+std::string tools_dir() {
+  const char *v = std::getenv("KDSL_TEST_TOOLS_DIR");
+  return v && *v ? v : KDSL_TOOLS_DIR;
+}
 
 struct FakeLaunch {  // as fake_libcuda.c lays it out
   char function[256];
@@ -37,13 +55,25 @@ struct Fake {
   int (*last_image_is_elf)() = nullptr;
   int (*max_dynamic_shared)() = nullptr;
   void (*set_params)(int, const size_t *) = nullptr;
+  void (*set_compute_capability)(int, int) = nullptr;
+  void (*set_static_shared)(int) = nullptr;
+  void (*set_param_info_error)(int) = nullptr;
+  void (*fail_next_launch)(int) = nullptr;
+  void (*fail_next_sync)(int) = nullptr;
 };
+
+template <class F>
+F symbol(void *h, const char *name) {
+  void *p = dlsym(h, name);
+  REQUIRE_MESSAGE(p, "fake_libcuda.c lacks ", name);
+  return reinterpret_cast<F>(p);
+}
 
 Fake &fake() {
   static Fake f = [] {
     Fake f;
-    f.driver = cuda::load_driver(KDSL_FAKE_LIBCUDA);
-    void *h = dlopen(KDSL_FAKE_LIBCUDA, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    f.driver = cuda::load_driver(fake_libcuda());
+    void *h = dlopen(fake_libcuda().c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
     REQUIRE(h);
     f.launches = reinterpret_cast<int (*)()>(dlsym(h, "fake_cuda_launches"));
     f.loads = reinterpret_cast<int (*)()>(dlsym(h, "fake_cuda_loads"));
@@ -51,6 +81,11 @@ Fake &fake() {
     f.last_image_is_elf = reinterpret_cast<int (*)()>(dlsym(h, "fake_cuda_last_image_is_elf"));
     f.max_dynamic_shared = reinterpret_cast<int (*)()>(dlsym(h, "fake_cuda_max_dynamic_shared"));
     f.set_params = reinterpret_cast<void (*)(int, const size_t *)>(dlsym(h, "fake_cuda_set_params"));
+    f.set_compute_capability = symbol<void (*)(int, int)>(h, "fake_cuda_set_compute_capability");
+    f.set_static_shared = symbol<void (*)(int)>(h, "fake_cuda_set_static_shared");
+    f.set_param_info_error = symbol<void (*)(int)>(h, "fake_cuda_set_param_info_error");
+    f.fail_next_launch = symbol<void (*)(int)>(h, "fake_cuda_fail_next_launch");
+    f.fail_next_sync = symbol<void (*)(int)>(h, "fake_cuda_fail_next_sync");
     return f;
   }();
   return f;
@@ -203,7 +238,7 @@ TEST_CASE("fake driver: cuda_source compiles with NVRTC, launches with its block
   try {
     nvrtc::library();
   } catch (const Error &e) {
-    MESSAGE("NVRTC is not installed here: ", e.what());
+    MESSAGE("skipped: NVRTC is not installed here: ", std::string(e.what()));
     return;
   }
   ScratchCache cache;
@@ -251,4 +286,218 @@ TEST_CASE("fake driver: cuda_source compiles with NVRTC, launches with its block
   // A compile error names the kernel and the line.
   CHECK_THROWS_WITH_AS(cuda_source(gpu, "oops", "extern \"C\" __global__ void oops() { undefined_thing(); }"),
                        doctest::Contains("oops.cu(1): error"), Error);
+}
+
+namespace fake_driver_test {
+
+// Sets an environment variable for one scope.
+struct ScopedEnv {
+  std::string name;
+  std::optional<std::string> saved;
+  ScopedEnv(std::string n, const std::string &value) : name(std::move(n)) {
+    if (const char *v = std::getenv(name.c_str())) saved = v;
+    ::setenv(name.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (saved) ::setenv(name.c_str(), saved->c_str(), 1);
+    else ::unsetenv(name.c_str());
+  }
+};
+
+std::string thrown(auto &&f) {
+  try {
+    f();
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "(nothing thrown)";
+}
+
+}  // namespace fake_driver_test
+
+TEST_CASE("fake driver: KDSL_LIBCUDA is the driver every caller opens (a fresh process opens the fake GPU through Device::cuda)") {
+  if (const char *v = std::getenv("KDSL_LIBCUDA"); v && std::string(v) == fake_libcuda()) {
+    // The child (or a run.sh run against the fake driver): the process's one driver is the fake.
+    CHECK(cuda::driver_load_error() == "");
+    CHECK(cuda::driver().library == fake_libcuda());
+    CHECK(Device::cuda(0).name().starts_with("cuda:0 (Fake GPU"));
+    return;
+  }
+  {
+    ScopedEnv env("KDSL_LIBCUDA", "/nonexistent/libcuda-for-kdsl.so");
+    CHECK(cuda::driver_library() == "/nonexistent/libcuda-for-kdsl.so");
+  }
+  {
+    ScopedEnv env("KDSL_LIBCUDA", "");
+    CHECK(cuda::driver_library() == "libcuda.so.1");
+  }
+  char self[4096] = {};
+  REQUIRE(::readlink("/proc/self/exe", self, sizeof self - 1) > 0);
+  std::string command = fmt::format("KDSL_LIBCUDA='{}' '{}' --no-intro --no-version --test-case='fake driver: KDSL_LIBCUDA is the driver*' 2>&1",
+                                    fake_libcuda(), self);
+  FILE *child = ::popen(command.c_str(), "r");
+  REQUIRE(child);
+  std::string output;
+  char buffer[4096];
+  while (size_t got = std::fread(buffer, 1, sizeof buffer, child)) output.append(buffer, got);
+  INFO("the child said:\n", output);
+  CHECK(::pclose(child) == 0);
+  CHECK(output.find("test cases: 1 | 1 passed") != std::string::npos);
+}
+
+TEST_CASE("fake driver: an unanswered cuFuncGetParamInfo leaves argument checks off; an answered one gives every size") {
+  Device gpu = fake_gpu();
+  auto &dev = static_cast<detail::CudaDevice &>(gpu.impl());
+  const std::vector<uint8_t> image = {'/', '/', ' ', 'p', 't', 'x', 0};
+  detail::CudaFunction f = dev.load(image, "kdsl_fake_params", 0, 128);
+  declare_params({8, 8, 4, 4});
+  CHECK(dev.parameter_sizes(f) == std::vector<size_t>{8, 8, 4, 4});
+  fake().set_param_info_error(1);  // CUDA_ERROR_INVALID_VALUE at index 0: not "takes 0 arguments"
+  CHECK(dev.parameter_sizes(f) == std::nullopt);
+  fake().set_param_info_error(801);  // CUDA_ERROR_NOT_SUPPORTED
+  CHECK(dev.parameter_sizes(f) == std::nullopt);
+  fake().set_param_info_error(0);
+  dev.unload(f);
+}
+
+TEST_CASE("fake driver: static shared memory counts toward the 48 KB that needs no opt-in, and toward the opt-in limit") {
+  Device gpu = fake_gpu();
+  auto &dev = static_cast<detail::CudaDevice &>(gpu.impl());
+  const std::vector<uint8_t> image = {'/', '/', 0};
+  detail::CudaFunction f = dev.load(image, "kdsl_fake_shared", 0, 128);
+  fake().set_static_shared(0);
+  dev.allow_shared(f, 40 * 1024);
+  CHECK(fake().max_dynamic_shared() == 0);  // 40 KB in all: no opt-in
+  fake().set_static_shared(16 * 1024);
+  dev.allow_shared(f, 40 * 1024);
+  CHECK(fake().max_dynamic_shared() == 40 * 1024);  // 56 KB in all: opted in
+  fake().set_static_shared(200 * 1024);
+  CHECK(thrown([&] { dev.allow_shared(f, 40 * 1024); }) ==
+        "kernel 'kdsl_fake_shared' needs 204800 bytes of static and 40960 bytes of dynamic shared memory per block; cuda:0 (Fake GPU, sm_90, 132 SMs) "
+        "allows 232448 in all");
+  fake().set_static_shared(0);
+  dev.unload(f);
+}
+
+TEST_CASE("fake driver: a refused launch names kernel, grid, block and shared memory; a later device fault names the last launch") {
+  ScratchCache cache;
+  Device gpu = fake_gpu();
+  const int n = 5000;
+  Buffer<float> x(gpu, n), y(gpu, n), out(gpu, n);
+  declare_params({8, 8, 8, 8, 8});
+  auto k = compile<axpy<1024>>(gpu, {.num_warps = 8});
+  k(grid(cdiv(n, 1024)), x, y, out, 2.5f, n);
+  const std::string symbol = fake().last_launch()->function;
+  const std::string kernel = "'" + decltype(k)::name() + " (" + symbol + ")'";
+  fake().fail_next_launch(701);
+  std::string refused = thrown([&] { k(grid(cdiv(n, 1024), 2), x, y, out, 2.5f, n); });
+  CHECK(refused.starts_with("kernel " + kernel + " did not launch on cuda:0 (Fake GPU, sm_90, 132 SMs) (grid (5, 2, 1), block (256, 1, 1), 0 bytes of " +
+                            "dynamic shared memory): CUDA driver call cuLaunchKernel failed: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (701)"));
+  fake().fail_next_sync(700);
+  std::string fault = thrown([&] { gpu.synchronize(); });
+  CHECK(fault.starts_with("CUDA driver call cuStreamSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS (700)"));
+  CHECK(fault.find("the last kernel launched on cuda:0 (Fake GPU, sm_90, 132 SMs) was " + kernel +
+                   " (grid (5, 1, 1), block (256, 1, 1), 0 bytes of dynamic shared memory)") != std::string::npos);
+  CHECK(fault.find("rerun with CUDA_LAUNCH_BLOCKING=1") != std::string::npos);
+  gpu.synchronize();  // the fake's fault was once
+}
+
+TEST_CASE("fake driver: a GPU newer than sm_90 (compute capability 10.0) gets PTX, cached apart from sm_90's cubins") {
+  ScratchCache cache;
+  fake().set_compute_capability(10, 0);
+  Device gpu = fake_gpu();
+  fake().set_compute_capability(9, 0);
+  auto &dev = static_cast<detail::CudaDevice &>(gpu.impl());
+  CHECK(dev.embeds_ptx());
+  CHECK(gpu.name() == "cuda:0 (Fake GPU, sm_100, 132 SMs)");
+  CHECK(gpu.impl().target().arch == "sm_100 (sm_90 PTX)");
+  const int n = 5000;
+  Buffer<float> x(gpu, n), y(gpu, n), out(gpu, n);
+  declare_params({8, 8, 8, 8, 8});
+  CacheStats before = cache_stats();
+  compile<axpy<1024>>(gpu, {.num_warps = 8})(grid(5), x, y, out, 2.5f, n);
+  CHECK(!fake().last_image_is_elf());  // PTX, even where ptxas is installed
+  CHECK(cache_stats().compiled == before.compiled + 1);
+  // An sm_90 GPU compiles its own (a cubin where ptxas is found), not the sm_100 entry.
+  Device hopper = fake_gpu();
+  CHECK(!static_cast<detail::CudaDevice &>(hopper.impl()).embeds_ptx());
+  Buffer<float> x9(hopper, n), y9(hopper, n), out9(hopper, n);
+  compile<axpy<1024>>(hopper, {.num_warps = 8})(grid(5), x9, y9, out9, 2.5f, n);
+  CHECK(cache_stats().compiled == before.compiled + 2);
+  if (!codegen::nvptx::find_ptxas().empty()) CHECK(fake().last_image_is_elf());
+  try {
+    nvrtc::library();
+  } catch (const Error &e) {
+    MESSAGE("skipped (cuda_source part): NVRTC is not installed here: ", std::string(e.what()));
+    return;
+  }
+  declare_params({8, 8, 4, 4});
+  auto saxpy = cuda_source(gpu, "kdsl_fake_saxpy", kSaxpy);
+  CHECK(!fake().last_image_is_elf());  // compute_90: PTX for the driver
+  saxpy(grid(1), threads(128), x, y, 1.5f, 100);
+  CHECK(std::string(fake().last_launch()->function) == "kdsl_fake_saxpy");
+}
+
+TEST_CASE("fake driver: the ptxas and libdevice versions are in the cache key; another ptxas compiles afresh") {
+  std::string ptxas = codegen::nvptx::find_ptxas();
+  const std::string features = fake_gpu().impl().target().features;
+  if (ptxas.empty()) {
+    CHECK(features.starts_with("ptxas none; libdevice "));
+    MESSAGE("skipped (second ptxas): no ptxas here");
+    return;
+  }
+  CHECK(features.starts_with("ptxas " + cuda::ptxas_version(ptxas) + "; libdevice "));
+  CHECK(cuda::ptxas_version(ptxas).find('.') != std::string::npos);
+  ScratchCache cache;
+  const int n = 5000;
+  declare_params({8, 8, 8, 8, 8});
+  CacheStats before = cache_stats();
+  {
+    Device gpu = fake_gpu();
+    Buffer<float> x(gpu, n), y(gpu, n), out(gpu, n);
+    compile<axpy<1024>>(gpu, {.num_warps = 2})(grid(5), x, y, out, 2.5f, n);
+  }
+  // The same ptxas in a new context: the disk cache. A ptxas that says it is another version: a new compile.
+  std::filesystem::path script = cache.dir / "ptxas";
+  {
+    Device gpu = fake_gpu();
+    Buffer<float> x(gpu, n), y(gpu, n), out(gpu, n);
+    compile<axpy<1024>>(gpu, {.num_warps = 2})(grid(5), x, y, out, 2.5f, n);
+    CHECK(cache_stats().disk_hits == before.disk_hits + 1);
+    std::ofstream(script) << "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'Cuda compilation tools, release 99.1, V99.1.7'; exit 0; fi\nexec '"
+                          << ptxas << "' \"$@\"\n";
+    std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  }
+  ScopedEnv env("KDSL_PTXAS", script.string());
+  Device gpu = fake_gpu();
+  CHECK(gpu.impl().target().features.starts_with("ptxas 99.1.7; libdevice "));
+  Buffer<float> x(gpu, n), y(gpu, n), out(gpu, n);
+  compile<axpy<1024>>(gpu, {.num_warps = 2})(grid(5), x, y, out, 2.5f, n);
+  CHECK(cache_stats().compiled == before.compiled + 2);
+  CHECK(cache_stats().disk_hits == before.disk_hits + 1);
+}
+
+TEST_CASE("fake driver: kdsl-bench-cuda keeps every row when one row's launch fails") {
+  std::string tool = tools_dir() + "/kdsl-bench-cuda";
+  if (!std::filesystem::exists(tool)) {
+    FAIL_CHECK(tool, " is not built (cmake --build build builds it with the tests)");
+    return;
+  }
+  ScratchCache cache;
+  // The first launch is vector add's warm-up (the copy row launches nothing).
+  std::string command = fmt::format("KDSL_LIBCUDA='{}' KDSL_FAKE_CUDA_FAIL_LAUNCH=1 '{}' --quick 2>&1", fake_libcuda(), tool);
+  FILE *pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe);
+  std::string output;
+  char buffer[4096];
+  while (size_t got = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, got);
+  int status = ::pclose(pipe);
+  INFO("kdsl-bench-cuda said:\n", output);
+  CHECK(WEXITSTATUS(status) == 1);  // a failed row fails the run
+  CHECK(output.find("\nvector add (f32)               FAILED: kernel 'examples::add<1024> (kdsl_") != std::string::npos);
+  CHECK(output.find("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES") != std::string::npos);
+  for (const char *later : {"\nvector add (CUDA C++, NVRTC)   ", "\nsoftmax (f32, 1024 cols)       ", "\nRMSNorm (f32, 1024 cols)       ", "\n512^3      "}) {
+    CAPTURE(later);
+    CHECK(output.find(later) != std::string::npos);
+  }
 }

@@ -31,7 +31,7 @@ bool nvrtc_loads() {
     nvrtc::library();
     return true;
   } catch (const Error &e) {
-    MESSAGE("NVRTC is not installed here: ", e.what());
+    MESSAGE("skipped: NVRTC is not installed here: ", std::string(e.what()));
     return false;
   }
 }

@@ -1,7 +1,9 @@
 /* fake_libcuda.c - a stand-in for libcuda.so.1 that records what kdsl asks of it, so the CUDA launch
  * path (compile, cache, module load, launch shape, argument packing) is tested without a GPU.
  * "Device memory" is host memory, so Buffers and copies work; nothing executes. One fake GPU,
- * sm_90, 132 SMs. Built by tests/CMakeLists.txt; cuda_fake_driver_test.cpp loads it. */
+ * sm_90 unless a test says otherwise, 132 SMs. Built by tests/CMakeLists.txt;
+ * cuda_fake_driver_test.cpp loads it, and KDSL_LIBCUDA=<it> stands it in for the driver.
+ * Every allocation it makes stays reachable until freed (LeakSanitizer runs the suites). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,12 +22,23 @@ static struct {
   int launches, loads, param_count;
   size_t param_sizes[32];
   int last_image_is_elf, max_dynamic_shared;
+  int major, minor;         /* compute capability; 0.0 reads as 9.0 */
+  int static_shared;        /* every kernel's static shared memory */
+  int param_info_error;     /* cuFuncGetParamInfo's answer when not 0 */
+  int fail_launch, fail_sync; /* the next cuLaunchKernel / cuStreamSynchronize returns this when not 0 */
   struct FakeLaunch last;
 } fake;
 
+/* A module owns its functions; modules stay on one list (reachable) until unloaded. */
 struct CUfunc_st {
   char name[256];
+  struct CUfunc_st *next;
 };
+struct CUmod_st {
+  struct CUfunc_st *functions;
+  struct CUmod_st *next;
+};
+static struct CUmod_st *modules;
 
 /* What the test reads and sets (looked up with dlsym). */
 int fake_cuda_launches(void) { return fake.launches; }
@@ -39,9 +52,23 @@ void fake_cuda_set_params(int count, const size_t *sizes) {
   fake.param_count = count;
   for (int i = 0; i < count && i < 32; ++i) fake.param_sizes[i] = sizes[i];
 }
+/* The GPU the next CudaDevice opens: compute capability (10.0 for a GPU newer than sm_90). */
+void fake_cuda_set_compute_capability(int major, int minor) { fake.major = major, fake.minor = minor; }
+/* Every kernel's static shared memory (cuFuncGetAttribute); clears the recorded opt-in. */
+void fake_cuda_set_static_shared(int bytes) { fake.static_shared = bytes, fake.max_dynamic_shared = 0; }
+/* What cuFuncGetParamInfo answers for every index (0: the declared parameters). */
+void fake_cuda_set_param_info_error(int code) { fake.param_info_error = code; }
+/* The next cuLaunchKernel, or the next cuStreamSynchronize, fails with `code` (once). */
+void fake_cuda_fail_next_launch(int code) { fake.fail_launch = code; }
+void fake_cuda_fail_next_sync(int code) { fake.fail_sync = code; }
 
 CUresult cuGetErrorName(CUresult r, const char **name) {
-  *name = r == 1 ? "CUDA_ERROR_INVALID_VALUE" : "CUDA_ERROR_UNKNOWN";
+  switch (r) {
+    case 1: *name = "CUDA_ERROR_INVALID_VALUE"; break;
+    case 700: *name = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
+    case 701: *name = "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"; break;
+    default: *name = "CUDA_ERROR_UNKNOWN";
+  }
   return 0;
 }
 CUresult cuInit(unsigned flags) { return 0; }
@@ -54,8 +81,8 @@ CUresult cuDeviceGetAttribute(int *v, int attribute, int device) {
     case 8: *v = 49152; return 0;  /* shared per block */
     case 10: *v = 32; return 0;    /* warp size */
     case 16: *v = 132; return 0;   /* SMs */
-    case 75: *v = 9; return 0;
-    case 76: *v = 0; return 0;
+    case 75: *v = fake.major ? fake.major : 9; return 0;
+    case 76: *v = fake.major ? fake.minor : 0; return 0;
     case 97: *v = 232448; return 0; /* shared per block, opted in */
     default: return 1;
   }
@@ -63,28 +90,50 @@ CUresult cuDeviceGetAttribute(int *v, int attribute, int device) {
 CUresult cuDeviceGetName(char *name, int len, int device) { snprintf(name, (size_t)len, "Fake GPU"); return 0; }
 /* A fresh context per retain (a real driver shares one per GPU): each CudaDevice then stands
  * for a new process, whose in-memory kernel cache is empty and whose disk cache is shared. */
-CUresult cuDevicePrimaryCtxRetain(void **ctx, int device) { *ctx = malloc(1); return 0; }
+CUresult cuDevicePrimaryCtxRetain(void **ctx, int device) {
+  static uintptr_t contexts; /* distinct handles, never dereferenced: nothing to free */
+  *ctx = (void *)(0x10000 + 16 * ++contexts);
+  return 0;
+}
 CUresult cuDevicePrimaryCtxRelease_v2(int device) { return 0; }
 CUresult cuCtxSetCurrent(void *ctx) { return 0; }
 CUresult cuCtxSynchronize(void) { return 0; }
-CUresult cuModuleLoadData(void **module, const void *image) {
-  static int m;
+CUresult cuModuleLoadData(struct CUmod_st **module, const void *image) {
   fake.loads++;
   fake.last_image_is_elf = memcmp(image, "\177ELF", 4) == 0;
-  *module = &m;
+  *module = calloc(1, sizeof **module);
+  (*module)->next = modules;
+  modules = *module;
   return 0;
 }
-CUresult cuModuleUnload(void *module) { return 0; }
-CUresult cuModuleGetFunction(struct CUfunc_st **f, void *module, const char *name) {
+CUresult cuModuleUnload(struct CUmod_st *module) {
+  for (struct CUmod_st **m = &modules; *m; m = &(*m)->next)
+    if (*m == module) {
+      *m = module->next;
+      for (struct CUfunc_st *f = module->functions, *next; f; f = next) next = f->next, free(f);
+      free(module);
+      return 0;
+    }
+  return 400; /* CUDA_ERROR_INVALID_HANDLE */
+}
+CUresult cuModuleGetFunction(struct CUfunc_st **f, struct CUmod_st *module, const char *name) {
   *f = calloc(1, sizeof **f);
   snprintf((*f)->name, sizeof (*f)->name, "%s", name);
+  (*f)->next = module->functions;
+  module->functions = *f;
   return 0;
 }
 CUresult cuFuncSetAttribute(struct CUfunc_st *f, int attribute, int value) {
   if (attribute == 8) fake.max_dynamic_shared = value;
   return 0;
 }
+CUresult cuFuncGetAttribute(int *value, int attribute, struct CUfunc_st *f) {
+  if (attribute != 1) return 1; /* only CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES */
+  *value = fake.static_shared;
+  return 0;
+}
 CUresult cuFuncGetParamInfo(struct CUfunc_st *f, size_t index, size_t *offset, size_t *size) {
+  if (fake.param_info_error) return fake.param_info_error;
   if ((int)index >= fake.param_count) return 1;
   *offset = 0;
   *size = fake.param_sizes[index];
@@ -92,6 +141,15 @@ CUresult cuFuncGetParamInfo(struct CUfunc_st *f, size_t index, size_t *offset, s
 }
 CUresult cuLaunchKernel(struct CUfunc_st *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shared,
                         void *stream, void **params, void **extra) {
+  /* KDSL_FAKE_CUDA_FAIL_LAUNCH=<n>: the n-th launch of the process fails (for tools run as a whole). */
+  static int launch_number, fail_at = -1;
+  if (fail_at < 0) fail_at = getenv("KDSL_FAKE_CUDA_FAIL_LAUNCH") ? atoi(getenv("KDSL_FAKE_CUDA_FAIL_LAUNCH")) : 0;
+  if (++launch_number == fail_at) return 701; /* CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES */
+  if (fake.fail_launch) {
+    CUresult r = fake.fail_launch;
+    fake.fail_launch = 0;
+    return r;
+  }
   struct FakeLaunch *l = &fake.last;
   memset(l, 0, sizeof *l);
   memcpy(l->function, f->name, sizeof l->function);
@@ -103,7 +161,7 @@ CUresult cuLaunchKernel(struct CUfunc_st *f, unsigned gx, unsigned gy, unsigned 
   fake.launches++;
   return 0;
 }
-// "Device" memory is host memory; allocations and copies are counted for the tests.
+/* "Device" memory is host memory; allocations and copies are counted for the tests. */
 static long long fake_allocs, fake_htod_bytes, fake_dtoh_bytes;
 long long fake_cuda_allocs(void) { return fake_allocs; }
 long long fake_cuda_htod_bytes(void) { return fake_htod_bytes; }
@@ -115,7 +173,7 @@ CUresult cuMemAlloc_v2(uint64_t *p, size_t bytes) {
 }
 CUresult cuMemFree_v2(uint64_t p) { free((void *)(uintptr_t)p); return 0; }
 CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
-  *free_bytes = (size_t)1 << 30;  // 1 GiB of a 2 GiB "GPU"
+  *free_bytes = (size_t)1 << 30; /* 1 GiB of a 2 GiB "GPU" */
   *total_bytes = (size_t)2 << 30;
   return 0;
 }
@@ -125,7 +183,11 @@ CUresult cuMemcpyDtoD_v2(uint64_t dst, uint64_t src, size_t n) { memcpy((void *)
 CUresult cuMemsetD8_v2(uint64_t dst, unsigned char v, size_t n) { memset((void *)(uintptr_t)dst, v, n); return 0; }
 CUresult cuStreamCreate(void **s, unsigned flags) { static int stream; *s = &stream; return 0; }
 CUresult cuStreamDestroy_v2(void *s) { return 0; }
-CUresult cuStreamSynchronize(void *s) { return 0; }
+CUresult cuStreamSynchronize(void *s) {
+  CUresult r = fake.fail_sync;
+  fake.fail_sync = 0;
+  return r;
+}
 CUresult cuEventCreate(void **e, unsigned flags) { static int events[2], next; *e = &events[next++ % 2]; return 0; }
 CUresult cuEventRecord(void *e, void *s) { return 0; }
 CUresult cuEventSynchronize(void *e) { return 0; }

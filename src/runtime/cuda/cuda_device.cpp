@@ -5,6 +5,8 @@
 
 #include <kdsl/error.h>
 
+#include "runtime/cuda/cuda_toolchain.h"
+
 namespace kdsl::detail {
 
 CudaDevice::CudaDevice(int ordinal, const cuda::Driver &driver) : drv_(driver), ordinal_(ordinal) {
@@ -24,8 +26,10 @@ CudaDevice::CudaDevice(int ordinal, const cuda::Driver &driver) : drv_(driver), 
   int major = attribute(cuda::kAttrComputeCapabilityMajor, "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)");
   int minor = attribute(cuda::kAttrComputeCapabilityMinor, "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)");
   if (major < 8) throw Error(fmt::format("CUDA device {} ({}) is sm_{}{}; kdsl's NVIDIA backend needs sm_80 or newer", ordinal, name, major, minor));
-  // sm_8x runs sm_80 code, sm_9x and later sm_90 code (cubins are forward compatible within a major).
+  // sm_8x runs sm_80 code, sm_9x sm_90 code (cubins are forward compatible within a major only).
+  // Later majors (10.x, 12.x) run sm_90 PTX, which their driver compiles at load.
   info_ = codegen::target_info(major >= 9 ? "sm_90" : "sm_80");
+  embeds_ptx_ = major > 9;
   info_.sm_count = attribute(cuda::kAttrMultiprocessorCount, "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
   info_.warp_size = attribute(cuda::kAttrWarpSize, "cuDeviceGetAttribute(WARP_SIZE)");
   info_.max_threads_per_block = attribute(cuda::kAttrMaxThreadsPerBlock, "cuDeviceGetAttribute(MAX_THREADS_PER_BLOCK)");
@@ -33,8 +37,10 @@ CudaDevice::CudaDevice(int ordinal, const cuda::Driver &driver) : drv_(driver), 
   info_.shared_bytes_optin = attribute(cuda::kAttrMaxSharedPerBlockOptin, "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)");
   name_ = fmt::format("cuda:{} ({}, sm_{}{}, {} SMs)", ordinal, name, major, minor, info_.sm_count);
   target_.backend = "cuda";
-  target_.arch = info_.name;
+  // The cache key's arch: a GPU that gets PTX must not load another's cubin of the same code.
+  target_.arch = embeds_ptx_ ? fmt::format("sm_{}{} ({} PTX)", major, minor, info_.name) : info_.name;
   target_.triple = info_.triple;
+  target_.features = cuda::toolchain_features();
   drv_.check(drv_.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
   make_current();
   drv_.check(drv_.cuStreamCreate(&stream_, 0), "cuStreamCreate");
@@ -45,33 +51,50 @@ CudaDevice::CudaDevice(int ordinal, const cuda::Driver &driver) : drv_(driver), 
 std::string CudaDevice::context_key() const { return fmt::format("cuda:{}@{}", ordinal_, static_cast<const void *>(context_)); }
 
 // The primary context is current per host thread: every entry point makes it so.
-void CudaDevice::make_current() const { drv_.check(drv_.cuCtxSetCurrent(context_), "cuCtxSetCurrent"); }
+void CudaDevice::make_current() const { check(drv_.cuCtxSetCurrent(context_), "cuCtxSetCurrent"); }
+
+std::string CudaDevice::last_launch_note() const {
+  std::lock_guard lock(last_mutex_);
+  if (last_.shared_bytes < 0) return "";
+  return fmt::format("; the last kernel launched on {} was '{}' (grid ({}, {}, {}), block ({}, {}, {}), {} bytes of dynamic shared memory): "
+                     "launches are asynchronous, so rerun with CUDA_LAUNCH_BLOCKING=1 to find the launch that failed",
+                     name_, last_.name, last_.grid[0], last_.grid[1], last_.grid[2], last_.block[0], last_.block[1], last_.block[2], last_.shared_bytes);
+}
+
+void CudaDevice::check(cuda::CUresult result, const char *call) const {
+  if (result == 0) return;
+  try {
+    drv_.check(result, call);
+  } catch (const Error &e) {
+    throw Error(e.what() + last_launch_note());
+  }
+}
 
 cuda::CUdeviceptr CudaDevice::alloc(size_t bytes) {
   make_current();
   cuda::CUdeviceptr p = 0;
-  drv_.check(drv_.cuMemAlloc(&p, bytes ? bytes : 1), "cuMemAlloc");
+  check(drv_.cuMemAlloc(&p, bytes ? bytes : 1), "cuMemAlloc");
   return p;
 }
 void CudaDevice::free(cuda::CUdeviceptr p) {
   make_current();
-  drv_.check(drv_.cuMemFree(p), "cuMemFree");
+  check(drv_.cuMemFree(p), "cuMemFree");
 }
 void CudaDevice::copy_to_device(cuda::CUdeviceptr dst, const void *src, size_t bytes) {
   make_current();
-  drv_.check(drv_.cuMemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD");
+  check(drv_.cuMemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD");
 }
 void CudaDevice::copy_to_host(void *dst, cuda::CUdeviceptr src, size_t bytes) {
   make_current();
-  drv_.check(drv_.cuMemcpyDtoH(dst, src, bytes), "cuMemcpyDtoH");
+  check(drv_.cuMemcpyDtoH(dst, src, bytes), "cuMemcpyDtoH");
 }
 void CudaDevice::zero(cuda::CUdeviceptr dst, size_t bytes) {
   make_current();
-  drv_.check(drv_.cuMemsetD8(dst, 0, bytes), "cuMemsetD8");
+  check(drv_.cuMemsetD8(dst, 0, bytes), "cuMemsetD8");
 }
 void CudaDevice::copy_on_device(cuda::CUdeviceptr dst, cuda::CUdeviceptr src, size_t bytes) {
   make_current();
-  drv_.check(drv_.cuMemcpyDtoD(dst, src, bytes), "cuMemcpyDtoD");
+  check(drv_.cuMemcpyDtoD(dst, src, bytes), "cuMemcpyDtoD");
 }
 
 CudaFunction CudaDevice::load(const std::vector<uint8_t> &image, const std::string &symbol, int shared_bytes, int threads) {
@@ -79,16 +102,24 @@ CudaFunction CudaDevice::load(const std::vector<uint8_t> &image, const std::stri
   CudaFunction f;
   f.shared_bytes = shared_bytes;
   f.threads = threads;
-  drv_.check(drv_.cuModuleLoadData(&f.module, image.data()), "cuModuleLoadData");
-  drv_.check(drv_.cuModuleGetFunction(&f.function, f.module, symbol.c_str()), "cuModuleGetFunction");
+  f.name = symbol;
+  check(drv_.cuModuleLoadData(&f.module, image.data()), "cuModuleLoadData");
+  check(drv_.cuModuleGetFunction(&f.function, f.module, symbol.c_str()), "cuModuleGetFunction");
   allow_shared(f, shared_bytes);
   return f;
 }
 
 void CudaDevice::allow_shared(const CudaFunction &f, int bytes) {
-  if (bytes <= info_.shared_bytes_static) return;
+  if (bytes <= 0) return;
   make_current();
-  drv_.check(drv_.cuFuncSetAttribute(f.function, cuda::kFuncAttrMaxDynamicSharedBytes, bytes), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+  // The default limit (48 KB) and the opt-in limit both count static and dynamic shared memory together.
+  int static_bytes = 0;
+  check(drv_.cuFuncGetAttribute(&static_bytes, cuda::kFuncAttrSharedSizeBytes, f.function), "cuFuncGetAttribute(SHARED_SIZE_BYTES)");
+  if (int64_t(static_bytes) + bytes > info_.shared_bytes_optin)
+    throw Error(fmt::format("kernel '{}' needs {} bytes of static and {} bytes of dynamic shared memory per block; {} allows {} in all", f.name,
+                            static_bytes, bytes, name_, info_.shared_bytes_optin));
+  if (static_bytes + bytes <= info_.shared_bytes_static) return;
+  check(drv_.cuFuncSetAttribute(f.function, cuda::kFuncAttrMaxDynamicSharedBytes, bytes), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
 }
 
 std::optional<std::vector<size_t>> CudaDevice::parameter_sizes(const CudaFunction &f) {
@@ -96,14 +127,24 @@ std::optional<std::vector<size_t>> CudaDevice::parameter_sizes(const CudaFunctio
   make_current();
   std::vector<size_t> sizes;
   size_t offset = 0, size = 0;
-  // The driver answers CUDA_ERROR_INVALID_VALUE past the last parameter.
-  while (drv_.cuFuncGetParamInfo(f.function, sizes.size(), &offset, &size) == 0) sizes.push_back(size);
-  return sizes;
+  for (;;) {
+    cuda::CUresult r = drv_.cuFuncGetParamInfo(f.function, sizes.size(), &offset, &size);
+    if (r == 0) {
+      sizes.push_back(size);
+      continue;
+    }
+    // CUDA_ERROR_INVALID_VALUE past the last parameter. At index 0 it may also be a query the
+    // driver cannot answer (no parameter information in the module): a kernel without
+    // parameters is rare, and "unknown" only leaves the check off, where an empty list would
+    // refuse every launch.
+    if (r == 1 && !sizes.empty()) return sizes;
+    return std::nullopt;
+  }
 }
 
 void CudaDevice::unload(const CudaFunction &f) {
   make_current();
-  drv_.check(drv_.cuModuleUnload(f.module), "cuModuleUnload");
+  check(drv_.cuModuleUnload(f.module), "cuModuleUnload");
 }
 
 void CudaDevice::launch(const CudaFunction &f, const int32_t grid[3], const uint64_t *slots, size_t count) {
@@ -123,32 +164,46 @@ void CudaDevice::launch(const CudaFunction &f, const int32_t grid[3], const uint
 void CudaDevice::launch(const CudaFunction &f, const unsigned grid[3], const unsigned block[3], int shared_bytes, void **params) {
   if (uint64_t(grid[0]) * grid[1] * grid[2] == 0) return;
   make_current();
-  drv_.check(drv_.cuLaunchKernel(f.function, grid[0], grid[1], grid[2], block[0], block[1], block[2], unsigned(shared_bytes), stream_, params,
-                                 nullptr),
-             "cuLaunchKernel");
+  cuda::CUresult r =
+      drv_.cuLaunchKernel(f.function, grid[0], grid[1], grid[2], block[0], block[1], block[2], unsigned(shared_bytes), stream_, params, nullptr);
+  if (r != 0) {
+    std::string why;
+    try {
+      drv_.check(r, "cuLaunchKernel");
+    } catch (const Error &e) {
+      why = e.what();
+    }
+    throw Error(fmt::format("kernel '{}' did not launch on {} (grid ({}, {}, {}), block ({}, {}, {}), {} bytes of dynamic shared memory): {}{}", f.name,
+                            name_, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes, why, last_launch_note()));
+  }
+  std::lock_guard lock(last_mutex_);
+  last_.name.assign(f.name);  // reuses its capacity: no allocation per launch
+  for (int i = 0; i < 3; ++i) last_.grid[i] = grid[i], last_.block[i] = block[i];
+  last_.shared_bytes = shared_bytes;
+  // CUDA_LAUNCH_BLOCKING=1 makes the driver wait here, so a fault names this launch.
 }
 
 size_t CudaDevice::free_memory() {
   make_current();
   size_t free_bytes = 0, total_bytes = 0;
-  drv_.check(drv_.cuMemGetInfo(&free_bytes, &total_bytes), "cuMemGetInfo");
+  check(drv_.cuMemGetInfo(&free_bytes, &total_bytes), "cuMemGetInfo");
   return free_bytes;
 }
 
 void CudaDevice::synchronize() {
   make_current();
-  drv_.check(drv_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  check(drv_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
 }
 
 void CudaDevice::begin_timing() {
   make_current();
-  drv_.check(drv_.cuEventRecord(start_, stream_), "cuEventRecord");
+  check(drv_.cuEventRecord(start_, stream_), "cuEventRecord");
 }
 double CudaDevice::end_timing() {
-  drv_.check(drv_.cuEventRecord(stop_, stream_), "cuEventRecord");
-  drv_.check(drv_.cuEventSynchronize(stop_), "cuEventSynchronize");
+  check(drv_.cuEventRecord(stop_, stream_), "cuEventRecord");
+  check(drv_.cuEventSynchronize(stop_), "cuEventSynchronize");
   float ms = 0;
-  drv_.check(drv_.cuEventElapsedTime(&ms, start_, stop_), "cuEventElapsedTime");
+  check(drv_.cuEventElapsedTime(&ms, start_, stop_), "cuEventElapsedTime");
   return ms;
 }
 

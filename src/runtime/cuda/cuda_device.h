@@ -1,6 +1,7 @@
 // cuda_device.h - an NVIDIA GPU as a kdsl device: context, memory, modules, launches, queries
 #pragma once
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,12 +18,15 @@ struct CudaFunction {
   cuda::CUfunction function = nullptr;
   int shared_bytes = 0;  // dynamic shared memory per block
   int threads = 0;       // per block
+  std::string name;      // as errors name it: "axpy<1024> (kdsl_3f...)"; the symbol where nothing better is known
 };
 
 class CudaDevice final : public DeviceImpl {
  public:
   // Opens GPU `ordinal` (its primary context). Throws kdsl::Error when there is no driver,
   // no such GPU, or the GPU is older than sm_80.
+  // GPUs newer than the newest cubin target kdsl knows (sm_90: compute capability 10.x, 12.x)
+  // get PTX for sm_90, which their driver compiles at load; an sm_90 cubin would not load.
   explicit CudaDevice(int ordinal) : CudaDevice(ordinal, cuda::driver()) {}
   // The same through an explicit driver, which must outlive the device (tests load a fake one).
   CudaDevice(int ordinal, const cuda::Driver &driver);
@@ -35,6 +39,8 @@ class CudaDevice final : public DeviceImpl {
   int threads() const override { return info_.sm_count; }
   // The compiler's target description with this GPU's queried limits.
   const codegen::TargetInfo &info() const { return info_; }
+  // True where kernels go to the driver as PTX rather than as cubins (see above).
+  bool embeds_ptx() const { return embeds_ptx_; }
 
   cuda::CUdeviceptr alloc(size_t bytes);
   void free(cuda::CUdeviceptr p);
@@ -46,15 +52,21 @@ class CudaDevice final : public DeviceImpl {
   // Loads a cubin or NUL-terminated PTX (the driver JIT-compiles it) and finds `symbol`.
   CudaFunction load(const std::vector<uint8_t> &image, const std::string &symbol, int shared_bytes, int threads);
   void unload(const CudaFunction &f);
-  // Lets f use `bytes` of dynamic shared memory per block (beyond 48 KB needs this opt-in).
+  // Lets f use `bytes` of dynamic shared memory per block. Static and dynamic shared memory
+  // together past 48 KB need the kernel's opt-in; past the GPU's opt-in limit they are a user
+  // error naming the kernel and both amounts.
   void allow_shared(const CudaFunction &f, int bytes);
-  // The sizes of f's parameters, in order; nullopt where the driver cannot say (before 12.4).
+  // The sizes of f's parameters, in order; nullopt where the driver cannot say (before 12.4,
+  // or cuFuncGetParamInfo fails): then argument counts and sizes go unchecked, rather than
+  // every launch being refused as "takes 0 arguments".
   std::optional<std::vector<size_t>> parameter_sizes(const CudaFunction &f);
   // Launches over grid[3] with f.threads threads per block and one 8-byte slot per kernel
   // argument (values in the low bytes).
   void launch(const CudaFunction &f, const int32_t grid[3], const uint64_t *slots, size_t count);
   // Launches with an explicit block shape; params[i] points at argument i's value, as
-  // cuLaunchKernel takes them.
+  // cuLaunchKernel takes them. A refused launch names the kernel, grid, block and dynamic
+  // shared memory; a later error from the device (an illegal address, found at the next
+  // synchronize or copy) names the last kernel launched, and suggests CUDA_LAUNCH_BLOCKING=1.
   void launch(const CudaFunction &f, const unsigned grid[3], const unsigned block[3], int shared_bytes, void **params);
   void synchronize();
   size_t free_memory();
@@ -70,6 +82,19 @@ class CudaDevice final : public DeviceImpl {
   void make_current() const;
   void begin_timing();
   double end_timing();
+  // drv_.check, adding the last launch to the error: the driver reports a kernel's fault at
+  // whichever call comes next.
+  void check(cuda::CUresult result, const char *call) const;
+  // "; the last kernel launched on ... was ..." or "" before the first launch.
+  std::string last_launch_note() const;
+
+  // The last launch, kept as fields (formatted only for an error: launches are hot).
+  struct LastLaunch {
+    std::string name;
+    unsigned grid[3] = {}, block[3] = {};
+    int shared_bytes = -1;  // -1: nothing launched yet
+  } last_;
+  mutable std::mutex last_mutex_;  // host threads may share a device
 
   const cuda::Driver &drv_;
   int ordinal_ = 0;
@@ -78,6 +103,7 @@ class CudaDevice final : public DeviceImpl {
   cuda::CUstream stream_ = nullptr;
   cuda::CUevent start_ = nullptr, stop_ = nullptr;
   std::string name_;
+  bool embeds_ptx_ = false;
   codegen::TargetDesc target_;
   codegen::TargetInfo info_;
 };

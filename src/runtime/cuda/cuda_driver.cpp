@@ -1,11 +1,10 @@
-// cuda_driver.cpp - dlopen("libcuda.so.1"), the entry points of cuda_functions.def, errors by name
+// cuda_driver.cpp - dlopen($KDSL_LIBCUDA or "libcuda.so.1"), the entry points of cuda_functions.def, errors by name
 #include "runtime/cuda/cuda_driver.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <cstdlib>
-#include <mutex>
 
 #include <kdsl/error.h>
 
@@ -63,20 +62,36 @@ Driver load_driver(const std::string &library) {
   return d;
 }
 
-const Driver &driver() {
-  static std::once_flag once;
-  static Driver loaded;
-  static std::string failure;
-  std::call_once(once, [] {
-    const char *override_path = std::getenv("KDSL_LIBCUDA");
+std::string driver_library() {
+  const char *override_path = std::getenv("KDSL_LIBCUDA");
+  return override_path && *override_path ? override_path : "libcuda.so.1";
+}
+
+namespace {
+struct LoadedDriver {
+  Driver driver;
+  std::string failure;
+};
+const LoadedDriver &process_driver() {
+  static const LoadedDriver loaded = [] {
+    LoadedDriver d;
     try {
-      loaded = load_driver(override_path && *override_path ? override_path : "libcuda.so.1");
+      d.driver = load_driver(driver_library());
     } catch (const Error &e) {
-      failure = e.what();
+      d.failure = e.what();
     }
-  });
-  if (!failure.empty()) throw Error(failure);
+    return d;
+  }();
   return loaded;
 }
+}  // namespace
+
+const Driver &driver() {
+  const LoadedDriver &d = process_driver();
+  if (!d.failure.empty()) throw Error(d.failure);
+  return d.driver;
+}
+
+std::string driver_load_error() { return process_driver().failure; }
 
 }  // namespace kdsl::cuda

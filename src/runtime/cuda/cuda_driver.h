@@ -25,6 +25,7 @@ enum : int {
   kAttrComputeCapabilityMajor = 75,
   kAttrComputeCapabilityMinor = 76,
   kAttrMaxSharedPerBlockOptin = 97,
+  kFuncAttrSharedSizeBytes = 1,  // static shared memory of a kernel
   kFuncAttrMaxDynamicSharedBytes = 8,
 };
 
@@ -38,10 +39,20 @@ struct Driver {
   void check(CUresult result, const char *call) const;
 };
 
-// The process's driver, loaded on first use from $KDSL_LIBCUDA or libcuda.so.1 and
-// initialized (cuInit). Throws kdsl::Error "no NVIDIA driver found (libcuda.so.1: <dlerror>)"
-// when it cannot be loaded; the failure is remembered, and rethrown on every call.
+// Where the process's driver comes from: $KDSL_LIBCUDA where set (a fake driver in tests, a
+// driver outside the loader's path), else "libcuda.so.1". Everything that opens the driver
+// (devices, kdsl-run, tests asking whether one is present) goes through driver() below, so
+// this one choice holds for all of them.
+std::string driver_library();
+
+// The process's driver, loaded on first use from driver_library() and initialized (cuInit).
+// Throws kdsl::Error "no NVIDIA driver found (libcuda.so.1: <dlerror>)" when it cannot be
+// loaded; the failure is remembered, and rethrown on every call.
 const Driver &driver();
+
+// Empty when driver() loads; else the text driver() throws. For callers that fall back
+// (--device auto, tests that skip) rather than fail.
+std::string driver_load_error();
 
 // Loads a driver from `library` without caching it (for tests of the error paths).
 Driver load_driver(const std::string &library);

@@ -13,6 +13,7 @@ codegen::CompiledObject compile_cuda(const CudaDevice &device, const ir::Functio
   cuda_options.arch = device.info().name;
   cuda_options.num_warps = options.num_warps;
   cuda_options.num_stages = options.num_stages;
+  cuda_options.assemble = !device.embeds_ptx();  // an sm_90 cubin would not load on sm_100 or sm_120
   return codegen::compile_for_cuda(fn, symbol, cuda_options, dump);
 }
 
@@ -34,7 +35,9 @@ CudaFunction load_cuda_entry(CudaDevice &device, const jit_cache::CacheEntry &en
       !m["dynamic_shared_bytes"].is_number_integer())
     throw Error(fmt::format("kernel cache entry '{}' lacks its launch shape (threads, dynamic_shared_bytes); remove it from the cache directory",
                             entry.symbol));
-  return device.load(entry.code, entry.symbol, m["dynamic_shared_bytes"].get<int>(), m["threads"].get<int>());
+  CudaFunction f = device.load(entry.code, entry.symbol, m["dynamic_shared_bytes"].get<int>(), m["threads"].get<int>());
+  if (m.contains("kernel") && m["kernel"].is_string()) f.name = fmt::format("{} ({})", m["kernel"].get<std::string>(), entry.symbol);
+  return f;
 }
 
 void launch_cuda(CudaDevice &device, const CudaFunction &f, const std::string &kernel_name, const Grid &g, const uint64_t *slots, size_t count) {

@@ -13,7 +13,8 @@
 namespace kdsl::detail {
 
 // Compiles a traced kernel for the device's architecture with compile_for_cuda: a cubin where
-// ptxas is found, else PTX that the driver JIT-compiles at load.
+// ptxas is found, else PTX that the driver JIT-compiles at load; PTX always on GPUs newer than
+// sm_90 (CudaDevice::embeds_ptx).
 codegen::CompiledObject compile_cuda(const CudaDevice &device, const ir::Function &fn, const std::string &symbol, const CompileOptions &options,
                                      const codegen::DumpOptions &dump);
 
@@ -22,7 +23,7 @@ codegen::CompiledObject compile_cuda(const CudaDevice &device, const ir::Functio
 void add_cuda_metadata(nlohmann::json &metadata, const codegen::CompiledObject &compiled);
 
 // Loads a cache entry (cubin or PTX) into the device's context, opting in to dynamic shared
-// memory beyond 48 KB where the kernel needs it.
+// memory beyond 48 KB where the kernel needs it; errors name it "kernel (symbol)".
 CudaFunction load_cuda_entry(CudaDevice &device, const jit_cache::CacheEntry &entry);
 
 // Checks the grid against CUDA's limits (y and z at most 65535) and launches on the device's

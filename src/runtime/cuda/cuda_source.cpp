@@ -75,7 +75,9 @@ std::shared_ptr<CudaFunction> load_source(CudaDevice &device, const std::string 
     stats().disk_hits.fetch_add(1);
     log_info("cuda_source {}: disk cache hit {} ({:.3f} ms)", name, disk.entry_path(key).string(), elapsed_ms(start));
   } else {
-    nvrtc::Output out = nvrtc::compile(name, source, options.flags, device.info().name);
+    // A virtual architecture (compute_90) gives PTX only, which GPUs newer than sm_90 compile at load.
+    std::string arch = device.embeds_ptx() ? "compute_" + device.info().name.substr(3) : device.info().name;
+    nvrtc::Output out = nvrtc::compile(name, source, options.flags, arch);
     if (!out.log.empty()) log_info("cuda_source {}: NVRTC says:\n{}", name, out.log);
     bool cubin = !out.cubin.empty();
     entry.symbol = out.lowered_name;
@@ -102,9 +104,10 @@ std::shared_ptr<CudaSourceImpl> make_cuda_source(const Device &device, std::stri
   if (options.shared_bytes < 0 || options.shared_bytes > gpu.info().shared_bytes_optin)
     throw Error(fmt::format("kdsl::cuda_source('{}'): shared_bytes {} is outside [0, {}] for {}", name, options.shared_bytes,
                             gpu.info().shared_bytes_optin, gpu.name()));
-  std::shared_ptr<CudaFunction> function = load_source(gpu, name, source, options);
-  gpu.allow_shared(*function, options.shared_bytes);
-  return std::make_shared<CudaSourceImpl>(device, std::move(name), *function, options.shared_bytes);
+  CudaFunction function = *load_source(gpu, name, source, options);
+  function.name = name;
+  gpu.allow_shared(function, options.shared_bytes);
+  return std::make_shared<CudaSourceImpl>(device, std::move(name), function, options.shared_bytes);
 }
 
 void launch_source(CudaSourceImpl &k, const Grid &g, const ThreadBlock &block, const SourceArg *args, size_t count) {
