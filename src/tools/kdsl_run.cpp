@@ -1,6 +1,5 @@
 // kdsl_run.cpp - kdsl-run: generate text from a GGUF or llama2.c model with kdsl kernels, as llama.cpp's main does
 #include <CLI/CLI.hpp>
-#include <dlfcn.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "models/gguf/gguf_writer.h"
+#include "runtime/cuda/cuda_driver.h"
 #include "models/synth/synth_model.h"
 #include "tests/models/shared_models.h"
 
@@ -179,9 +180,10 @@ TEST_CASE("kdsl-run: a prompt longer than the context is refused before anything
 
 TEST_CASE("kdsl-run: --device cuda without an NVIDIA driver says so") {
   std::string path = write_tiny_gguf("kdsl_run_cuda.gguf");
-  if (void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) {
+  // The driver kdsl-run would load, as it finds it ($KDSL_LIBCUDA, else libcuda.so.1).
+  if (void *driver = dlopen(kdsl::cuda::driver_library().c_str(), RTLD_LAZY | RTLD_LOCAL)) {
     dlclose(driver);
-    MESSAGE("skipped: this machine has an NVIDIA driver (libcuda.so.1)");
+    MESSAGE("skipped: this machine has an NVIDIA driver (" << kdsl::cuda::driver_library() << ")");
     return;
   }
   check_user_error(kdsl_run({"-m", path, "-p", "hi", "--device", "cuda"}), {"--device cuda", "no NVIDIA driver", "libcuda.so.1"});
