@@ -50,7 +50,7 @@ ModelHParams load_hparams(const GgufFile &f) {
                             key(HParam::RopeDimensionCount), h.head_dim, h.n_rot));
 
   if (f.has(key(HParam::VocabSize))) h.n_vocab = count(HParam::VocabSize);
-  else if (f.has("tokenizer.ggml.tokens")) h.n_vocab = int64_t(f.get("tokenizer.ggml.tokens").as_array().values.size());
+  else if (f.has("tokenizer.ggml.tokens")) h.n_vocab = int64_t(f.get_array("tokenizer.ggml.tokens", GgufValueType::String).size());
   else if (const GgufTensorInfo *t = f.find_tensor("token_embd.weight"); t && t->shape.size() == 2) h.n_vocab = t->shape[1];
   else throw Error(fmt::format("{}: vocabulary size: neither '{}', tokenizer.ggml.tokens nor token_embd.weight gives it",
                                f.path(), key(HParam::VocabSize)));

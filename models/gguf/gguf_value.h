@@ -1,6 +1,7 @@
 // gguf_value.h - one GGUF metadata value: a scalar, a string or a (possibly nested) array
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -13,10 +14,59 @@ namespace kdsl::models {
 
 class GgufValue;
 
-struct GgufArray {
-  GgufValueType type = GgufValueType::U8;  // element type; nested arrays are Array
-  std::vector<GgufValue> values;
+// The elements of one array, all of one type, stored compactly: numbers and bools as their
+// little-endian bytes, strings back to back with their end offsets, and only nested arrays
+// as GgufValues. A 64 MiB u8 array costs 64 MiB, not 40 bytes an element.
+class GgufArray {
+ public:
+  GgufArray() = default;
+  explicit GgufArray(GgufValueType type) : type_(type) {}
+  // An array of `type` holding `values`; a value of another type throws kdsl::Error.
+  GgufArray(GgufValueType type, const std::vector<GgufValue> &values);
+
+  GgufValueType type() const { return type_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+  // Element `i` as a value (a copy; for nested arrays, of the whole array).
+  GgufValue operator[](size_t i) const;
+  // Element `i` of a number or bool array whose element type is exactly T.
+  template <class T>
+  T number(size_t i) const {
+    check_element(i, value_type_of<T>());
+    T v;
+    std::memcpy(&v, bytes_.data() + i * sizeof(T), sizeof(T));
+    return v;
+  }
+  // Every element of a number array whose element type is exactly T.
+  template <class T>
+  std::vector<T> numbers() const {
+    check_element(0, value_type_of<T>(), true);
+    std::vector<T> out(size_);
+    if (size_) std::memcpy(out.data(), bytes_.data(), size_ * sizeof(T));
+    return out;
+  }
+  std::string_view string(size_t i) const;    // of a string array
+  const GgufArray &array(size_t i) const;     // of an array of arrays
+
+  void push_back(const GgufValue &v);  // throws kdsl::Error when `v` is not of the element type
+  // The reader's bulk forms: `n` numbers or bools as their little-endian bytes, and one string.
+  void append_bytes(std::string_view little_endian, size_t n);
+  void append_string(std::string_view s);
+
   bool operator==(const GgufArray &other) const;
+
+  template <class T>
+  static GgufValueType value_type_of();  // the GGUF type of the C++ type T
+
+ private:
+  void check_element(size_t i, GgufValueType expected, bool whole = false) const;
+
+  GgufValueType type_ = GgufValueType::U8;  // element type; nested arrays are Array
+  size_t size_ = 0;
+  std::vector<std::byte> bytes_;   // numbers and bools; strings back to back
+  std::vector<uint64_t> ends_;     // strings: where each ends in bytes_
+  std::vector<GgufValue> arrays_;  // arrays of arrays
 };
 
 class GgufValue {
@@ -40,9 +90,8 @@ class GgufValue {
   // An array of `values`, each of the stored type T.
   template <class T>
   static GgufValue array(const std::vector<T> &values) {
-    GgufArray a;
-    a.type = GgufValue(values.empty() ? T{} : values[0]).type();
-    for (const T &v : values) a.values.emplace_back(v);
+    GgufArray a(GgufValue(T{}).type());
+    for (const T &v : values) a.push_back(GgufValue(v));
     return GgufValue(std::move(a));
   }
 
@@ -66,5 +115,10 @@ class GgufValue {
  private:
   Storage storage_;
 };
+
+template <class T>
+GgufValueType GgufArray::value_type_of() {
+  return GgufValue(T{}).type();
+}
 
 }  // namespace kdsl::models
