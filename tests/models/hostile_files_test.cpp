@@ -1,0 +1,111 @@
+// hostile_files_test.cpp - kdsl-tokenize on crafted GGUFs: one line, exit status 1, bounded memory
+#include <doctest/doctest.h>
+
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "models/gguf/gguf_writer.h"
+#include "models/synth/synth_vocab.h"
+#include "shared_models.h"
+
+extern char **environ;
+
+using namespace kdsl::models;
+
+namespace {
+
+struct Outcome {
+  int status = -1;  // the exit status, or 128 + the signal
+  std::string output;  // stdout and stderr together
+  long max_rss_kb = 0;
+};
+
+// Runs `argv` without a shell, so the peak RSS wait4 reports is the tool's own.
+Outcome spawn(const std::vector<std::string> &argv) {
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
+  std::vector<char *> args;
+  for (const std::string &a : argv) args.push_back(const_cast<char *>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  Outcome o;
+  char buffer[4096];
+  for (ssize_t n; (n = read(fds[0], buffer, sizeof buffer)) > 0;) o.output.append(buffer, size_t(n));
+  close(fds[0]);
+  REQUIRE(rc == 0);
+  int status = 0;
+  struct rusage usage {};
+  REQUIRE(wait4(pid, &status, 0, &usage) == pid);
+  o.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  o.max_rss_kb = usage.ru_maxrss;
+  return o;
+}
+
+std::optional<std::string> tokenize_tool() {
+  std::string path = std::string(KDSL_TEST_BINARY_DIR) + "/models/kdsl-tokenize";
+  if (std::filesystem::exists(path)) return path;
+  MESSAGE("skipped: " << path << " is not built");
+  return std::nullopt;
+}
+
+// One line ending in a newline, starting with the tool's name, holding no escape byte.
+void check_one_clean_line(const Outcome &o, const std::string &expected_part) {
+  CHECK(o.status == 1);
+  CHECK(o.output.starts_with("kdsl-tokenize: "));
+  CHECK(o.output.find('\n') == o.output.size() - 1);
+  CHECK(o.output.find('\x1b') == std::string::npos);
+  CHECK_MESSAGE(o.output.find(expected_part) != std::string::npos, o.output);
+}
+
+}  // namespace
+
+TEST_CASE("hostile files: kdsl-tokenize refuses a malformed byte token and escaped names with one line, status 1") {
+  auto exe = tokenize_tool();
+  if (!exe) return;
+  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>", "<0xZZ>", "a"};
+  GgufWriter w;
+  w.set("tokenizer.ggml.model", "llama");
+  w.set("tokenizer.ggml.tokens", GgufValue::array(tokens));
+  w.set("tokenizer.ggml.scores", GgufValue::array(std::vector<float>(5, 0.0f)));
+  w.set("tokenizer.ggml.token_type", GgufValue::array(std::vector<int32_t>{2, 3, 3, 6, 1}));
+  std::string bad_byte = kdsl::test::scratch_path("bad_byte_token.gguf");
+  w.write(bad_byte);
+  check_one_clean_line(spawn({*exe, "-m", bad_byte, "--ids", "3"}),
+                       bad_byte + ": tokenizer: token 3 '<0xZZ>' has type byte but is not spelled <0x00> .. <0xFF>");
+
+  w.set("tokenizer.ggml.model", "\x1b]0;pwned\x07\x1b[2J");
+  std::string bad_model = kdsl::test::scratch_path("bad_tokenizer_model.gguf");
+  w.write(bad_model);
+  check_one_clean_line(spawn({*exe, "-m", bad_model, "hello"}), "tokenizer '\\x1b]0;pwned\\x07\\x1b[2J' is not supported");
+}
+
+TEST_CASE("hostile files: a 32 MiB metadata array costs kdsl-tokenize about its size, not 40 times it") {
+  auto exe = tokenize_tool();
+  if (!exe) return;
+  const size_t n = size_t(32) << 20;
+  GgufWriter w;
+  write_synthetic_spm_vocab(w, 300);
+  w.set("general.padding", GgufValue::array(std::vector<uint8_t>(n, 7)));
+  std::string path = kdsl::test::scratch_path("big_array.gguf");
+  w.write(path);
+  Outcome o = spawn({*exe, "-m", path, "--no-bos", "a"});
+  std::filesystem::remove(path);
+  CHECK(o.status == 0);
+  // The mapped file and one copy of the elements, plus the program itself; 40 bytes an
+  // element would be 1.3 GB.
+  CHECK_MESSAGE(o.max_rss_kb < long(3 * n / 1024) + 64 * 1024, "peak RSS " << o.max_rss_kb << " kB");
+}
