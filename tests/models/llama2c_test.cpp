@@ -169,3 +169,23 @@ TEST_CASE("llama2c: header errors name the file, field and values") {
   CHECK(error_of(tiny).find("truncated while reading hidden_dim") != std::string::npos);
   CHECK(error_of(scratch_path("missing.bin")).find("cannot open") != std::string::npos);
 }
+
+TEST_CASE("llama2c: a header whose size wraps past 2^64 or whose vocab_size is INT32_MIN is refused") {
+  // 28 + 4 * floats for this header is 2^64 + 36 (found by search): without overflow checks a
+  // 36-byte file passes the size check and its tensors point far outside it.
+  std::string wrap = scratch_path("wrap.bin");
+  {
+    std::vector<int32_t> header = {1 << 24, 1 << 24, 4681, 1 << 23, 1 << 23, 16767853, 1, 0, 0};
+    std::ofstream(wrap, std::ios::binary).write(reinterpret_cast<const char *>(header.data()), 36);
+  }
+  CHECK(error_of(wrap).find("wrap.bin: size: header (dim 16777216, hidden_dim 16777216, n_layers 4681") != std::string::npos);
+  CHECK(error_of(wrap).find("needs more than 2^64 bytes, the file has 36") != std::string::npos);
+
+  std::string min = scratch_path("int32_min.bin");
+  {
+    std::vector<int32_t> header = {8, 12, 2, 4, 2, INT32_MIN, 6};
+    std::ofstream(min, std::ios::binary).write(reinterpret_cast<const char *>(header.data()), 28);
+  }
+  CHECK(error_of(min) == min + ": header field vocab_size: expected 1..2^24 (negative when the classifier is separate), "
+                               "found -2147483648");
+}
