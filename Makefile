@@ -1,5 +1,5 @@
 # Makefile - the two commands a new user needs: `make run` (the main job) and `make test`
-.PHONY: deps configure build run test bench clean
+.PHONY: deps configure build run test test-sanitize bench clean
 
 JOBS ?= $(shell nproc)
 
@@ -21,8 +21,15 @@ run: build
 test: build
 	ctest --preset default -j $(JOBS)
 
+# The suite under AddressSanitizer + UndefinedBehaviorSanitizer (build-sanitize/); run it before
+# landing a change to parsing, the cache or the runtime.
+test-sanitize: deps
+	cmake --preset sanitize
+	cmake --build --preset sanitize -j $(JOBS)
+	ctest --preset sanitize -j $(JOBS)
+
 bench: build
 	./build/src/tools/kdsl-bench
 
 clean:
-	rm -rf build
+	rm -rf build build-sanitize

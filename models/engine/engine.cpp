@@ -47,13 +47,37 @@ DeviceWeights place_weights(const ModelWeights &model, const Device &device) {
   return d;
 }
 
+// The KV cache's bytes for `context` tokens, whole pages, both K and V, every layer; as int64,
+// since a context read from the command line may be anything up to INT_MAX.
+int64_t kv_cache_bytes(const ModelHParams &h, int64_t context, int page_size) {
+  int64_t pages = (context + page_size - 1) / page_size;
+  return pages * page_size * 2 * h.n_layer * h.n_head_kv * h.head_dim * int64_t(sizeof(float));
+}
+
+// A context given by the user is what they get, or a clear refusal: never an overflow, never an
+// allocation that cannot succeed.
+void check_context(const ModelHParams &h, const Device &device, int context, int page_size) {
+  constexpr int kMaxContext = 1 << 24;
+  if (context < 0 || context > kMaxContext)
+    throw Error(fmt::format("context of {} tokens: expected 1 to {} (--ctx)", context, kMaxContext));
+  int64_t bytes = kv_cache_bytes(h, context, page_size);
+  int64_t free_bytes = int64_t(device.free_memory());
+  if (free_bytes > 0 && bytes > free_bytes) {
+    int64_t fits = free_bytes / std::max<int64_t>(1, kv_cache_bytes(h, page_size, page_size)) * page_size;
+    throw Error(fmt::format("a context of {} tokens needs a {:.2f} GB KV cache, more than the {:.2f} GB of free memory on {}: "
+                            "lower --ctx (about {} tokens fit)",
+                            context, double(bytes) / 1e9, double(free_bytes) / 1e9, device.name(), fits));
+  }
+}
+
 }  // namespace
 
 Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions options)
     : model_(model), device_(device), kernels_(device), options_(options), weights_(place_weights(model, device)) {
   const ModelHParams &h = model.hparams;
+  if (options.page_size < 1 || options.page_size > 4096) throw Error(fmt::format("KV page size: expected 1 to 4096, got {}", options.page_size));
+  if (options.context != 0) check_context(h, device, options.context, options.page_size);
   context_ = options.context > 0 ? options.context : default_context(h, device);
-  if (options.page_size < 1) throw Error(fmt::format("KV page size must be positive, got {}", options.page_size));
   dim_ = int(h.n_embd);
   q_dim_ = int(h.n_head * h.head_dim);
   kv_dim_ = int(h.n_head_kv * h.head_dim);
@@ -73,7 +97,7 @@ Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions op
   if (logits_.on_device()) logits_host_.resize(size_t(vocab_));
   ids_ = Buffer<int32_t>(device, b);
   ids_host_.resize(b);
-  int pages = (context_ + options.page_size - 1) / options.page_size;
+  int pages = int((int64_t(context_) + options.page_size - 1) / options.page_size);
   size_t page_floats = size_t(options.page_size) * size_t(kv_dim_);
   for (size_t l = 0; l < model.layers.size(); ++l) {
     k_pages_.emplace_back(device, size_t(pages) * page_floats);
@@ -88,8 +112,8 @@ Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions op
 std::span<const float> Engine::forward(std::span<const int> tokens, int pos) {
   int total = int(tokens.size());
   if (total == 0) throw Error("forward needs at least one token");
-  if (pos < 0 || pos + total > context_)
-    throw Error(fmt::format("positions {}..{} do not fit the context of {} tokens (raise --ctx)", pos, pos + total - 1, context_));
+  if (pos < 0 || int64_t(pos) + total > context_)
+    throw Error(fmt::format("positions {}..{} do not fit the context of {} tokens (raise --ctx)", pos, int64_t(pos) + total - 1, context_));
   const ModelHParams &h = model_.hparams;
   for (int start = 0; start < total; start += options_.max_batch) {
     int n = std::min(options_.max_batch, total - start);

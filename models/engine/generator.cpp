@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <bit>
 #include <chrono>
+#include <cstdint>
 
 #include <kdsl/error.h>
 #include <kdsl/kernel.h>
@@ -15,6 +17,23 @@ namespace {
 double ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
+// A NaN or an infinity in the logits means the weights or hyper-parameters are broken (or a
+// kernel is): sampling from them would print one fixed token forever and exit 0. The scan tests
+// the exponent bits rather than std::isfinite, which -ffinite-math-only may fold to true, and
+// costs a few microseconds against a forward pass of milliseconds.
+// `step`: the decode step (1 for the first token fed back), 0 for the prompt's prefill.
+void check_finite_logits(std::span<const float> logits, size_t step) {
+  uint32_t all_ones = 0;
+  for (float v : logits) all_ones |= uint32_t((std::bit_cast<uint32_t>(v) & 0x7f800000u) == 0x7f800000u);
+  if (!all_ones) return;
+  size_t at = 0;
+  while ((std::bit_cast<uint32_t>(logits[at]) & 0x7f800000u) != 0x7f800000u) ++at;
+  throw Error(fmt::format("the model's logits are not finite ({} at token id {}) {}: "
+                          "its weights or hyper-parameters hold NaN or infinite values",
+                          logits[at] != logits[at] ? "NaN" : "infinity", at,
+                          step == 0 ? std::string("after the prompt") : fmt::format("at decode step {}", step)));
+}
+
 }  // namespace
 
 void check_prompt_fits(const Engine &engine, const std::vector<int> &prompt_ids) {
@@ -34,10 +53,12 @@ GenerationResult generate(Engine &engine, const Tokenizer &tokenizer, Sampler &s
   auto start = std::chrono::steady_clock::now();
   std::span<const float> logits = engine.forward(prompt_ids, 0);
   r.prompt_ms = ms_since(start);
+  check_finite_logits(logits, 0);
   r.prompt_compile_ms = cache_stats().compile_ms - compile_ms;
   compile_ms = cache_stats().compile_ms;
 
-  StreamDecoder stream(tokenizer);
+  // Generated text continues the prompt's: it starts the text only after an empty prompt (BOS).
+  StreamDecoder stream(tokenizer, tokenizer.decode(prompt_ids).empty());
   int pos = int(prompt_ids.size());
   start = std::chrono::steady_clock::now();
   r.stop_reason = "length";
@@ -59,6 +80,7 @@ GenerationResult generate(Engine &engine, const Tokenizer &tokenizer, Sampler &s
     }
     int token[1] = {next};
     logits = engine.forward(token, pos++);
+    check_finite_logits(logits, r.generated_ids.size());
   }
   std::string rest = stream.flush();
   r.text += rest;

@@ -1,7 +1,10 @@
 // synth_model.cpp - fills the architecture's tensor table with seeded random weights and a synthetic tokenizer
 #include "models/synth/synth_model.h"
 
+#include <sys/statvfs.h>
+
 #include <cmath>
+#include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <kdsl/error.h>
@@ -48,17 +51,22 @@ uint64_t name_seed(uint64_t seed, const std::string &name) {
 
 }  // namespace
 
-void add_synthetic_model(GgufWriter &w, const SynthConfig &config) {
+uint64_t add_synthetic_model(GgufWriter &w, const SynthConfig &config) {
   ModelHParams h = config.hparams;
-  auto positive = [](const char *field, int64_t v) {
-    if (v <= 0) throw Error(fmt::format("synthetic model: {} must be positive, found {}", field, v));
+  // Bounds before anything is sized from them: a dimension of 2^30 or 10^8 layers is a typo, and
+  // must be a one-line refusal, not an allocation of gigabytes.
+  auto in_range = [](const char *field, int64_t v, int64_t max) {
+    if (v <= 0 || v > max) throw Error(fmt::format("synthetic model: {} must be 1 to {}, found {}", field, max, v));
   };
-  positive("embedding length (dim)", h.n_embd);
-  positive("layer count", h.n_layer);
-  positive("head count", h.n_head);
-  positive("feed-forward length", h.n_ff);
-  positive("vocabulary size", h.n_vocab);
-  positive("context length", h.context_length);
+  in_range("embedding length (dim)", h.n_embd, 1 << 16);
+  in_range("layer count", h.n_layer, 1024);
+  in_range("head count", h.n_head, 1024);
+  in_range("feed-forward length", h.n_ff, 1 << 18);
+  in_range("vocabulary size", h.n_vocab, 1 << 20);
+  in_range("context length", h.context_length, 1 << 24);
+  if (h.n_head_kv < 0 || h.n_head_kv > h.n_head)
+    throw Error(fmt::format("synthetic model: KV head count must be 1 to the head count {}, found {}", h.n_head, h.n_head_kv));
+  if (h.head_dim < 0 || h.head_dim > 1024) throw Error(fmt::format("synthetic model: head size must be 1 to 1024, found {}", h.head_dim));
   if (h.n_head_kv <= 0) h.n_head_kv = h.n_head;
   if (h.n_head % h.n_head_kv != 0)
     throw Error(fmt::format("synthetic model: head count {} is not a multiple of the KV head count {}", h.n_head,
@@ -70,6 +78,9 @@ void add_synthetic_model(GgufWriter &w, const SynthConfig &config) {
   }
   if (h.head_dim_v <= 0) h.head_dim_v = h.head_dim;
   if (h.n_rot <= 0) h.n_rot = h.head_dim;
+  // RoPE turns pairs of dimensions; kdsl-run refuses an odd count.
+  if (h.n_rot % 2 != 0 || h.n_rot > h.head_dim)
+    throw Error(fmt::format("synthetic model: head size {} (RoPE dimensions {}) must be even", h.head_dim, h.n_rot));
   h.rope_type = h.arch == Arch::Llama ? RopeType::Normal : RopeType::Neox;
 
   write_hparams(w, h);
@@ -80,6 +91,7 @@ void add_synthetic_model(GgufWriter &w, const SynthConfig &config) {
   else write_synthetic_bpe_vocab(w, h.n_vocab, h.arch == Arch::Llama ? "llama-bpe" : "qwen2");
   if (!config.chat_template.empty()) w.set("tokenizer.chat_template", config.chat_template);
 
+  uint64_t total_bytes = 0;
   for (const TensorSpec &spec : tensor_specs(h)) {
     if (spec.name == TensorName::RopeFreqs) continue;
     if (spec.name == TensorName::Output && config.tied_embeddings) continue;
@@ -88,7 +100,7 @@ void add_synthetic_model(GgufWriter &w, const SynthConfig &config) {
     bool embedding = spec.name == TensorName::TokenEmbd || spec.name == TensorName::Output;
     GgmlType type = !matrix ? GgmlType::F32 : embedding ? config.embedding_type : config.weight_type;
     try {
-      GgufWriter::tensor_bytes(type, spec.shape);
+      total_bytes += GgufWriter::tensor_bytes(type, spec.shape);
     } catch (const Error &e) {
       throw Error(fmt::format("synthetic model: tensor '{}' cannot be stored as {}: {}", name,
                               ggml_type_traits(type).name, e.what()));
@@ -108,11 +120,20 @@ void add_synthetic_model(GgufWriter &w, const SynthConfig &config) {
       }
     });
   }
+  return total_bytes;
 }
 
 void write_synthetic_model(const SynthConfig &config, const std::string &path) {
   GgufWriter w;
-  add_synthetic_model(w, config);
+  uint64_t bytes = add_synthetic_model(w, config);
+  std::filesystem::path folder = std::filesystem::absolute(path).parent_path();
+  struct statvfs fs = {};
+  if (::statvfs(folder.c_str(), &fs) == 0) {
+    uint64_t free_bytes = uint64_t(fs.f_bavail) * fs.f_frsize;
+    if (bytes > free_bytes)
+      throw Error(fmt::format("{}: the synthetic model needs {:.2f} GB but {} has {:.2f} GB free", path, double(bytes) / 1e9,
+                              folder.string(), double(free_bytes) / 1e9));
+  }
   w.write(path);
 }
 

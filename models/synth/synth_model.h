@@ -31,10 +31,13 @@ SynthConfig synth_preset(const std::string &name);
 // [-1/sqrt(fan_in), 1/sqrt(fan_in)], norms near 1, biases near 0, each tensor seeded from
 // the config's seed and its name, so the same config always gives the same bytes. Tensors
 // are generated at write time, one at a time. A shape the chosen type cannot hold (a first
-// dimension not a multiple of its block size) throws kdsl::Error naming the tensor.
-void add_synthetic_model(GgufWriter &writer, const SynthConfig &config);
+// dimension not a multiple of its block size) throws kdsl::Error naming the tensor, as does a
+// shape kdsl-run would refuse (an odd RoPE dimension count, dimensions past the loader's bounds).
+// Returns the bytes of tensor data the file will hold.
+uint64_t add_synthetic_model(GgufWriter &writer, const SynthConfig &config);
 
-// add_synthetic_model into a fresh writer, then writes `path`.
+// add_synthetic_model into a fresh writer, then writes `path`; refuses (before writing) a model
+// larger than the free space of the folder it goes to.
 void write_synthetic_model(const SynthConfig &config, const std::string &path);
 
 }  // namespace kdsl::models

@@ -11,7 +11,10 @@ namespace kdsl::models {
 // the tokens that complete it. Malformed bytes are passed through rather than held forever.
 class StreamDecoder {
  public:
-  explicit StreamDecoder(const Tokenizer &tokenizer) : tokenizer_(tokenizer) {}
+  // at_text_start: whether the first token pushed begins the text. SentencePiece's dummy-prefix
+  // space is dropped only there; tokens generated after a prompt continue its text, and the
+  // space of " of" after "The river" is a real one.
+  explicit StreamDecoder(const Tokenizer &tokenizer, bool at_text_start = true) : tokenizer_(tokenizer), at_start_(at_text_start) {}
 
   // The text that became printable with `token` (possibly empty).
   std::string push(int token);
@@ -21,7 +24,7 @@ class StreamDecoder {
  private:
   const Tokenizer &tokenizer_;
   std::string pending_;
-  bool at_start_ = true;
+  bool at_start_;
 };
 
 }  // namespace kdsl::models

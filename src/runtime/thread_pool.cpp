@@ -1,9 +1,19 @@
 // thread_pool.cpp - chunked parallel_for with spin-then-sleep workers and an inline fast path
 #include "runtime/thread_pool.h"
 
+#include <fmt/format.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <exception>
+#include <fstream>
+#include <system_error>
+
+#include <kdsl/error.h>
+
+#include "support/log.h"
 
 namespace kdsl::runtime {
 namespace {
@@ -54,10 +64,37 @@ struct ThreadPool::Job {
   std::exception_ptr error;  // the first exception thrown by a body
 };
 
+int available_cpus() {
+  int cpus = int(std::max(1u, std::thread::hardware_concurrency()));
+  cpu_set_t mask;
+  if (sched_getaffinity(0, sizeof mask, &mask) == 0) cpus = std::max(1, CPU_COUNT(&mask));
+  // cgroup v2: "max 100000" or "<quota> <period>" microseconds.
+  std::ifstream cpu_max("/sys/fs/cgroup/cpu.max");
+  std::string quota;
+  double period = 0;
+  if (cpu_max >> quota >> period && quota != "max" && period > 0) {
+    char *end = nullptr;
+    double q = std::strtod(quota.c_str(), &end);
+    if (end != quota.c_str() && q > 0) cpus = std::clamp(int(std::ceil(q / period)), 1, cpus);
+  }
+  return cpus;
+}
+
 ThreadPool::ThreadPool(int threads) {
-  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  if (threads < 0 || threads > kMaxPoolThreads)
+    throw Error(fmt::format("CPU thread count {}: expected 1 to {} (or 0 for every available CPU)", threads, kMaxPoolThreads));
+  if (threads == 0) threads = available_cpus();
   workers_.reserve(size_t(threads - 1));
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_main(); });
+  for (int i = 1; i < threads; ++i) {
+    try {
+      workers_.emplace_back([this] { worker_main(); });
+    } catch (const std::system_error &e) {
+      // A pid or memory limit: the threads already started are good workers; a pool that
+      // threw here would destroy its condition variable under them.
+      log_warn("the system refused CPU thread {} of {} ({}); running with {}", i + 1, threads, e.what(), i);
+      break;
+    }
+  }
 }
 
 ThreadPool::~ThreadPool() {

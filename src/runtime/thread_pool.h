@@ -23,9 +23,19 @@ namespace kdsl::runtime {
 //
 // Not reentrant: a parallel_for called from inside a body (on any pool thread or on the caller)
 // runs inline. Calls from different outside threads are serialised.
+// The CPUs this process may run on: its affinity mask, lowered to a cgroup's CPU quota where
+// one is set (a container limited to 2 CPUs on a 64-core host sees 64 in its mask).
+int available_cpus();
+
+// The most threads a pool takes: past the CPUs there is nothing to gain, and a count read from
+// a typo must not exhaust the system's processes.
+constexpr int kMaxPoolThreads = 1024;
+
 class ThreadPool {
  public:
-  // threads: total threads including the caller; 0 means std::thread::hardware_concurrency().
+  // threads: total threads including the caller, 1..kMaxPoolThreads (else kdsl::Error); 0 means
+  // available_cpus(). Where the system refuses a thread (a process or cgroup limit), the pool
+  // runs with the threads it got and warns once, rather than failing.
   explicit ThreadPool(int threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool &) = delete;

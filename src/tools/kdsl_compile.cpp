@@ -11,6 +11,7 @@
 #include "codegen/target_info.h"
 #include "ir/printer.h"
 #include "src/tools/example_kernels.h"
+#include "src/tools/tool_main.h"
 
 using namespace kdsl;
 
@@ -26,7 +27,7 @@ int main(int argc, char **argv) {
   app.add_option("--num-warps", num_warps, "warps per program (default: the kernel's default configuration)");
   app.add_option("--out", out_dir, "folder for the stages: .traced.kir .kir .ll .opt.ll .ptx .cubin .resources.txt (host: .s)")->capture_default_str();
   app.add_flag("--list", list, "list the kernels and targets");
-  CLI11_PARSE(app, argc, argv);
+  if (int status = tools::parse_command_line(app, "kdsl-compile", argc, argv); status >= 0) return status;
 
   std::vector<tools::NamedKernel> kernels = tools::example_kernels();
   if (list) {
@@ -34,7 +35,7 @@ int main(int argc, char **argv) {
     fmt::print("targets: host {}\n", fmt::join(codegen::target_names(), " "));
     return 0;
   }
-  try {
+  return tools::run_tool("kdsl-compile", "", [&] {
     if (target != "host") codegen::target_info(target);  // a clear error for unknown names
     int failures = 0;
     bool matched_any = names.empty();
@@ -74,8 +75,5 @@ int main(int argc, char **argv) {
     if (!matched_any) throw Error(fmt::format("no kernel named {} (see --list)", fmt::join(names, ", ")));
     fmt::print("stages written to {}\n", (std::filesystem::path(out_dir) / target).string());
     return failures ? 1 : 0;
-  } catch (const std::exception &e) {
-    fmt::print(stderr, "kdsl-compile: {}\n", e.what());
-    return 1;
-  }
+  });
 }

@@ -5,11 +5,14 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <sys/stat.h>
 
 #include <kdsl/kdsl.h>
 
@@ -18,6 +21,8 @@
 #include "models/gguf/gguf_file.h"
 #include "models/tokenizer/chat_template.h"
 #include "runtime/device_bandwidth.h"
+#include "runtime/thread_pool.h"
+#include "src/tools/tool_main.h"
 
 using namespace kdsl;
 using namespace kdsl::models;
@@ -28,12 +33,40 @@ struct Options {
   std::string model, tokenizer_path, prompt, prompt_file, device = "cpu", cache_dir, output_format = "text", chat_template;
   int n = 128, top_k = 40, ctx = 0, threads = 0;
   float temp = 0.8f, top_p = 0.95f, min_p = 0.05f, repeat_penalty = 1.0f;
-  uint64_t seed = 0;
+  std::string seed;  // decimal digits, checked by parse_seed
   bool chat = false, verbose = false, seed_given = false;
 };
 
+// A prompt is at most a context of text; a file much larger than any context is a mistake
+// (`-f /dev/zero`, the model file itself) and must not be read without bound.
+constexpr std::streamsize kMaxPromptBytes = 16 << 20;
+
+// --seed as llama.cpp takes it, a 64-bit unsigned number. CLI11 would wrap "-1" and saturate
+// 2^64 silently; a seed that does not mean what was typed is refused.
+uint64_t parse_seed(const std::string &text) {
+  uint64_t value = 0;
+  bool ok = !text.empty() && text.size() <= 20;
+  for (char c : text) {
+    if (!ok) break;
+    unsigned digit = unsigned(c - '0');
+    ok = digit <= 9 && !__builtin_mul_overflow(value, 10u, &value) && !__builtin_add_overflow(value, digit, &value);
+  }
+  if (!ok) throw Error(fmt::format("--seed '{}': expected a whole number from 0 to 18446744073709551615", text));
+  return value;
+}
+
+// kdsl's workers spin between launches, so threads beyond the CPUs do not share a core, they
+// fight over it: decode ran 10x slower at 1000 threads on 2 CPUs.
+void check_thread_count(int threads) {
+  int cpus = runtime::available_cpus();
+  if (threads > cpus)
+    throw Error(fmt::format("--threads {}: this process may run on {} CPUs, and more threads than CPUs only slow decoding down; "
+                            "use at most {} (or 0 for all)", threads, cpus, cpus));
+}
+
 // cpu; cuda (GPU 0, or a clear error saying what is missing); auto: GPU 0 where one opens, else the CPU.
 Device pick_device(const Options &o) {
+  check_thread_count(o.threads);
   if (o.device == "cpu") return Device::cpu(o.threads);
   if (o.device == "cuda" || o.device == "auto") {
     if (!dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) {
@@ -65,11 +98,18 @@ std::unique_ptr<Tokenizer> open_tokenizer(const Options &o, const ModelWeights &
 
 std::string read_prompt(const Options &o) {
   if (o.prompt_file.empty()) return o.prompt;
-  std::ifstream f(o.prompt_file);
-  if (!f) throw Error(fmt::format("cannot read prompt file '{}'", o.prompt_file));
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
+  struct stat st = {};
+  if (::stat(o.prompt_file.c_str(), &st) != 0) throw Error(fmt::format("-f {}: cannot read the prompt file: {}", o.prompt_file, std::strerror(errno)));
+  if (S_ISDIR(st.st_mode)) throw Error(fmt::format("-f {}: expected a text file, found a directory", o.prompt_file));
+  std::ifstream f(o.prompt_file, std::ios::binary);
+  if (!f) throw Error(fmt::format("-f {}: cannot open the prompt file", o.prompt_file));
+  std::string text(size_t(kMaxPromptBytes) + 1, '\0');
+  f.read(text.data(), kMaxPromptBytes + 1);
+  if (f.bad()) throw Error(fmt::format("-f {}: reading the prompt file failed", o.prompt_file));
+  if (f.gcount() > kMaxPromptBytes)
+    throw Error(fmt::format("-f {}: the prompt file is larger than {} MiB, more text than any context holds", o.prompt_file, kMaxPromptBytes >> 20));
+  text.resize(size_t(f.gcount()));
+  return text;
 }
 
 SamplerParams sampler_params(const Options &o) {
@@ -79,7 +119,7 @@ SamplerParams sampler_params(const Options &o) {
   p.top_p = o.top_p;
   p.min_p = o.min_p;
   p.repetition_penalty = o.repeat_penalty;
-  p.seed = o.seed_given ? o.seed : uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  p.seed = o.seed_given ? parse_seed(o.seed) : uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
   return p;
 }
 
@@ -130,6 +170,8 @@ void print_summary(const ModelWeights &m, const Device &dev, const GenerationRes
 
 int run(const Options &o) {
   if (!o.cache_dir.empty()) setenv("KDSL_CACHE_DIR", o.cache_dir.c_str(), 1);
+  if (o.seed_given) parse_seed(o.seed);  // a bad seed fails before the model loads
+  tools::report_sigbus_for("kdsl-run", o.model);
   auto t0 = std::chrono::steady_clock::now();
   Device dev = pick_device(o);
   ModelWeights model = load_model_weights(o.model);
@@ -185,31 +227,24 @@ int main(int argc, char **argv) {
   Options o;
   app.add_option("-m,--model", o.model, "model file: GGUF, or a llama2.c checkpoint (with -z)")->required();
   app.add_option("-z,--tokenizer", o.tokenizer_path, "llama2.c tokenizer.bin");
-  app.add_option("-p,--prompt", o.prompt, "prompt text");
-  app.add_option("-f,--file", o.prompt_file, "read the prompt from a file");
+  auto *prompt = app.add_option("-p,--prompt", o.prompt, "prompt text");
+  app.add_option("-f,--file", o.prompt_file, "read the prompt from a file")->excludes(prompt);
   app.add_option("-n,--n-predict", o.n, "tokens to generate")->check(CLI::NonNegativeNumber);
   app.add_option("--temp", o.temp, "temperature (0: greedy)");
   app.add_option("--top-k", o.top_k, "keep the k most likely tokens (0: all)");
   app.add_option("--top-p", o.top_p, "nucleus sampling threshold");
   app.add_option("--min-p", o.min_p, "drop tokens below min-p times the most likely");
   app.add_option("--repeat-penalty", o.repeat_penalty, "penalty for recently seen tokens (1: none)");
-  app.add_option("--seed", o.seed, "random seed (same seed, same text)")->each([&](const std::string &) { o.seed_given = true; });
-  app.add_option("--ctx", o.ctx, "context length in tokens (default: the model's, capped so the KV cache uses at most a quarter of free memory)");
+  app.add_option("--seed", o.seed, "random seed, 0 to 2^64-1 (same seed, same text)")->each([&](const std::string &) { o.seed_given = true; });
+  app.add_option("--ctx", o.ctx, "context length in tokens (default: the model's, capped so the KV cache uses at most a quarter of free memory)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--device", o.device, "cpu, cuda or auto");
-  app.add_option("--threads", o.threads, "CPU threads (0: all)");
+  app.add_option("--threads", o.threads, "CPU threads (0: every CPU this process may run on)")->check(CLI::NonNegativeNumber);
   app.add_flag("--chat", o.chat, "interactive chat with the model's chat template");
   app.add_option("--chat-template", o.chat_template, "override the chat template: llama2, llama3, chatml, mistral");
   app.add_option("--cache-dir", o.cache_dir, "kernel cache folder (default $KDSL_CACHE_DIR or ~/.cache/kdsl)");
   app.add_flag("-v,--verbose", o.verbose, "print model details");
   app.add_option("--output-format", o.output_format, "text or json")->check(CLI::IsMember({"text", "json"}));
-  CLI11_PARSE(app, argc, argv);
-  try {
-    return run(o);
-  } catch (const Error &e) {
-    fmt::print(stderr, "kdsl-run: error: {}\n", e.what());
-    return 1;
-  } catch (const std::exception &e) {
-    fmt::print(stderr, "kdsl-run: internal error: {}\n", e.what());
-    return 2;
-  }
+  if (int status = tools::parse_command_line(app, "kdsl-run", argc, argv); status >= 0) return status;
+  return tools::run_tool("kdsl-run", o.model, [&] { return run(o); });
 }

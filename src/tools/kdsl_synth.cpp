@@ -5,9 +5,12 @@
 
 #include <chrono>
 #include <filesystem>
+#include <stdexcept>
 
+#include "models/gguf/gguf_file.h"
 #include "models/synth/synth_model.h"
 #include "models/tokenizer/chat_template.h"
+#include "src/tools/tool_main.h"
 
 using namespace kdsl::models;
 
@@ -62,9 +65,9 @@ int main(int argc, char **argv) {
   app.add_option("--tokenizer", tokenizer, "spm, bpe or default (llama: spm, qwen: bpe)")->capture_default_str();
   app.add_option("--chat-template", chat, "store a chat template: llama2, llama3, chatml, mistral");
   app.add_option("--seed", c.seed, "weight seed")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (int status = kdsl::tools::parse_command_line(app, "kdsl-synth", argc, argv); status >= 0) return status;
 
-  try {
+  return kdsl::tools::run_tool("kdsl-synth", out, [&] {
     uint64_t seed = c.seed;
     bool tied = c.tied_embeddings;
     bool arch_given = app.count("--arch") > 0;
@@ -95,13 +98,18 @@ int main(int argc, char **argv) {
     }
     auto start = std::chrono::steady_clock::now();
     write_synthetic_model(c, out);
+    // What kdsl-synth writes, kdsl-run loads: a model its loader refuses is a bug here, and is
+    // not left behind.
+    try {
+      load_hparams(GgufFile(out));
+    } catch (const kdsl::Error &e) {
+      std::filesystem::remove(out);
+      throw std::logic_error(fmt::format("the model written would be refused by kdsl-run: {}", e.what()));
+    }
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     fmt::print("kdsl-synth: wrote {} ({} {} layers, dim {}, {} heads / {} kv, ff {}, vocab {}, {}; {:.1f} MiB in {:.1f} s)\n",
                out, arch_name(h.arch), h.n_layer, h.n_embd, h.n_head, h.n_head_kv, h.n_ff, h.n_vocab,
                ggml_type_traits(c.weight_type).name, double(std::filesystem::file_size(out)) / (1 << 20), seconds);
-  } catch (const kdsl::Error &e) {
-    fmt::print(stderr, "kdsl-synth: {}\n", e.what());
-    return 1;
-  }
-  return 0;
+    return 0;
+  });
 }

@@ -22,6 +22,13 @@ void *operator new(std::size_t n) {
   throw std::bad_alloc();
 }
 void *operator new[](std::size_t n) { return ::operator new(n); }
+// The nothrow forms too: left to the runtime (a sanitizer's, say), their memory would come from
+// another allocator than the free() below.
+void *operator new(std::size_t n, const std::nothrow_t &) noexcept {
+  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(n ? n : 1);
+}
+void *operator new[](std::size_t n, const std::nothrow_t &t) noexcept { return ::operator new(n, t); }
 // GCC sees free() of what it takes for operator new's memory; the operator new above is malloc.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
@@ -29,6 +36,8 @@ void operator delete(void *p) noexcept { std::free(p); }
 void operator delete[](void *p) noexcept { std::free(p); }
 void operator delete(void *p, std::size_t) noexcept { std::free(p); }
 void operator delete[](void *p, std::size_t) noexcept { std::free(p); }
+void operator delete(void *p, const std::nothrow_t &) noexcept { std::free(p); }
+void operator delete[](void *p, const std::nothrow_t &) noexcept { std::free(p); }
 #pragma GCC diagnostic pop
 
 TEST_CASE("engine: decode steps allocate nothing once the kernels are compiled") {

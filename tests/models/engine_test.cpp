@@ -116,3 +116,26 @@ TEST_CASE("engine: a prompt longer than the context is a clear error") {
 TEST_CASE("engine: a missing model file is a clear error naming it") {
   CHECK_THROWS_WITH_AS(load_model_weights("/nonexistent/model.gguf"), doctest::Contains("/nonexistent/model.gguf"), Error);
 }
+
+TEST_CASE("engine: generated text continues the prompt's, keeping the space of its first token") {
+  // "The river" then " of ...": the space before "of" is a word boundary, not SentencePiece's
+  // dummy prefix, which belongs to the start of the text alone (llama.cpp prints "The river of").
+  auto model_path = test::shared_model("aidreams260K.bin");
+  auto tok_path = test::shared_model("aidreams-tok512.bin");
+  if (!model_path || !tok_path) return;
+  ModelWeights model = load_model_weights(*model_path);
+  auto tok = load_tokenizer_bin(*tok_path, int(model.hparams.n_vocab));
+  Engine engine(model, Device::cpu(), EngineOptions{.context = 128, .page_size = 16});
+  for (std::string prompt : {"The river", "I dreamed", ""}) {
+    CAPTURE(prompt);
+    Sampler greedy_sampler(SamplerParams{.temperature = 0});
+    std::vector<int> ids = tok->encode(prompt, true);
+    std::string streamed;
+    GenerationResult r = generate(engine, *tok, greedy_sampler, ids, 12, [&](std::string_view s) { streamed += s; });
+    CHECK(streamed == r.text);
+    std::vector<int> all = ids;
+    all.insert(all.end(), r.generated_ids.begin(), r.generated_ids.end());
+    CHECK(prompt + r.text == tok->decode(all));
+    if (prompt == "The river") CHECK(r.text.rfind(" of", 0) == 0);
+  }
+}

@@ -69,7 +69,7 @@ TEST_CASE("tools: kdsl-synth writes a loadable model and names bad options") {
   CHECK(f.tensor("blk.2.attn_q.weight").type == GgmlType::Q8_0);
   CHECK(f.tensor("blk.2.attn_q.bias").type == GgmlType::F32);
   CHECK(run(*exe + " -o " + path + " --type q9_9", &out) == 1);
-  CHECK(out.find("kdsl-synth: --type 'q9_9' is not a tensor type") != std::string::npos);
+  CHECK(out.find("kdsl-synth: error: --type 'q9_9' is not a tensor type") != std::string::npos);
   CHECK(run(*exe + " -o " + path + " --arch gemma", &out) == 1);
   CHECK(out.find("--arch 'gemma' is not supported") != std::string::npos);
 }

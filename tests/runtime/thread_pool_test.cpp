@@ -19,7 +19,7 @@ using kdsl::runtime::ThreadPool;
 TEST_CASE("runtime: ThreadPool size counts the caller") {
   CHECK(ThreadPool(1).size() == 1);
   CHECK(ThreadPool(3).size() == 3);
-  CHECK(ThreadPool(0).size() == int(std::max(1u, std::thread::hardware_concurrency())));
+  CHECK(ThreadPool(0).size() == kdsl::runtime::available_cpus());
 }
 
 TEST_CASE("runtime: parallel_for covers every index exactly once") {

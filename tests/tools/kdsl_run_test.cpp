@@ -189,18 +189,11 @@ TEST_CASE("kdsl-run: --device cuda without an NVIDIA driver says so") {
 }
 
 TEST_CASE("kdsl-run: bad command-line options are refused") {
+  // Command-line errors are user errors like any other: status 1 and one line.
   std::string path = write_tiny_gguf("kdsl_run_options.gguf");
-  Result r = kdsl_run({"-m", path, "-p", "hi", "--output-format", "xml"});
-  CAPTURE(r.err);
-  CHECK(r.status != 0);
-  CHECK(contains(r.err, "--output-format"));
-  CHECK(contains(r.err, "xml"));
-  r = kdsl_run({"-p", "hi"});
-  CHECK(r.status != 0);
-  CHECK(contains(r.err, "--model"));
-  r = kdsl_run({"-m", path, "-n", "-3"});
-  CHECK(r.status != 0);
-  CHECK(contains(r.err, "-n"));
+  check_user_error(kdsl_run({"-m", path, "-p", "hi", "--output-format", "xml"}), {"--output-format", "xml"});
+  check_user_error(kdsl_run({"-p", "hi"}), {"--model"});
+  check_user_error(kdsl_run({"-m", path, "-n", "-3"}), {"-n"});
 }
 
 TEST_CASE("kdsl-run: a synthetic GGUF generates in text and in json (float and Q8_0 / Q4_0 matrices)") {
