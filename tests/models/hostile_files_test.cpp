@@ -65,7 +65,7 @@ std::optional<std::string> tokenize_tool() {
 // One line ending in a newline, starting with the tool's name, holding no escape byte.
 void check_one_clean_line(const Outcome &o, const std::string &expected_part) {
   CHECK(o.status == 1);
-  CHECK(o.output.starts_with("kdsl-tokenize: "));
+  CHECK(o.output.starts_with("kdsl-tokenize: error: "));
   CHECK(o.output.find('\n') == o.output.size() - 1);
   CHECK(o.output.find('\x1b') == std::string::npos);
   CHECK_MESSAGE(o.output.find(expected_part) != std::string::npos, o.output);
