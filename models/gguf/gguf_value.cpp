@@ -30,6 +30,10 @@ GgufValue load(const std::byte *p) {
 
 }  // namespace
 
+GgufArrayRef::GgufArrayRef(GgufArray array) : array_(std::make_shared<const GgufArray>(std::move(array))) {}
+
+bool GgufArrayRef::operator==(const GgufArrayRef &other) const { return *array_ == *other.array_; }
+
 GgufArray::GgufArray(GgufValueType type, const std::vector<GgufValue> &values) : type_(type) {
   for (const GgufValue &v : values) push_back(v);
 }
@@ -82,7 +86,7 @@ void GgufArray::push_back(const GgufValue &v) {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<T, std::string>) {
           append_string(x);
-        } else if constexpr (std::is_same_v<T, GgufArray>) {
+        } else if constexpr (std::is_same_v<T, GgufArrayRef>) {
           arrays_.push_back(v);
           ++size_;
         } else {
@@ -155,12 +159,13 @@ std::string GgufValue::to_string() const {
         using T = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<T, std::string>) {
           return fmt::format("\"{}\"", printable(v, 60));
-        } else if constexpr (std::is_same_v<T, GgufArray>) {
-          std::string s = fmt::format("{}[{}]", value_type_name(v.type()), v.size());
-          if (v.empty()) return s;
+        } else if constexpr (std::is_same_v<T, GgufArrayRef>) {
+          const GgufArray &a = v.get();
+          std::string s = fmt::format("{}[{}]", value_type_name(a.type()), a.size());
+          if (a.empty()) return s;
           s += " {";
-          for (size_t i = 0; i < v.size() && i < 4; ++i) s += (i ? ", " : "") + v[i].to_string();
-          return s + (v.size() > 4 ? ", ...}" : "}");
+          for (size_t i = 0; i < a.size() && i < 4; ++i) s += (i ? ", " : "") + a[i].to_string();
+          return s + (a.size() > 4 ? ", ...}" : "}");
         } else if constexpr (std::is_same_v<T, bool>) {
           return v ? "true" : "false";
         } else if constexpr (std::is_same_v<T, uint8_t> || std::is_same_v<T, int8_t>) {

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -69,11 +70,23 @@ class GgufArray {
   std::vector<GgufValue> arrays_;  // arrays of arrays
 };
 
+// An array held by pointer, so that a scalar GgufValue stays small (40 bytes); values are
+// never changed once made, so copies share the elements.
+class GgufArrayRef {
+ public:
+  GgufArrayRef(GgufArray array);
+  const GgufArray &get() const { return *array_; }
+  bool operator==(const GgufArrayRef &other) const;
+
+ private:
+  std::shared_ptr<const GgufArray> array_;
+};
+
 class GgufValue {
  public:
   // Alternatives in GgufValueType order, so the variant index is the type id.
   using Storage = std::variant<uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, float, bool, std::string,
-                               GgufArray, uint64_t, int64_t, double>;
+                               GgufArrayRef, uint64_t, int64_t, double>;
 
   GgufValue() = default;
   // Exactly the stored C++ type: GgufValue(uint32_t(4)) is a u32, GgufValue(4) does not compile.
@@ -81,9 +94,9 @@ class GgufValue {
     requires(std::is_same_v<T, uint8_t> || std::is_same_v<T, int8_t> || std::is_same_v<T, uint16_t> ||
              std::is_same_v<T, int16_t> || std::is_same_v<T, uint32_t> || std::is_same_v<T, int32_t> ||
              std::is_same_v<T, float> || std::is_same_v<T, bool> || std::is_same_v<T, std::string> ||
-             std::is_same_v<T, GgufArray> || std::is_same_v<T, uint64_t> || std::is_same_v<T, int64_t> ||
-             std::is_same_v<T, double>)
+             std::is_same_v<T, uint64_t> || std::is_same_v<T, int64_t> || std::is_same_v<T, double>)
   GgufValue(T value) : storage_(std::move(value)) {}
+  GgufValue(GgufArray array) : storage_(GgufArrayRef(std::move(array))) {}
   GgufValue(const char *s) : storage_(std::string(s)) {}
   GgufValue(std::string_view s) : storage_(std::string(s)) {}
 
@@ -104,7 +117,7 @@ class GgufValue {
   int64_t to_int64() const;
   double to_double() const;  // any integer or float type
   const std::string &as_string() const { return std::get<std::string>(storage_); }
-  const GgufArray &as_array() const { return std::get<GgufArray>(storage_); }
+  const GgufArray &as_array() const { return std::get<GgufArrayRef>(storage_).get(); }
   bool as_bool() const { return std::get<bool>(storage_); }
 
   // A short human-readable rendering; long arrays and strings are abbreviated.
