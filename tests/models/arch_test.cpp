@@ -215,6 +215,9 @@ TEST_CASE("arch: a tokenizer larger than the embedding is refused at load; a sma
   CHECK(load_error(larger) == "synth.gguf: metadata 'tokenizer.ggml.tokens' has 600 tokens but the model's embedding "
                               "has 512 rows ('llama.vocab_size' or token_embd.weight): the tokenizer must not be larger "
                               "than the embedding");
+  // A token list of the wrong type is a clear error (as_array() on it threw std::bad_variant_access).
+  CHECK(load_error(synth(synth_preset("tiny"), [](GgufWriter &w) { w.set("tokenizer.ggml.tokens", uint32_t(5)); })) ==
+        "synth.gguf: metadata 'tokenizer.ggml.tokens': expected an array of string, found u32 5");
   GgufFile smaller = synth(synth_preset("tiny"), [&](GgufWriter &w) { w.set("tokenizer.ggml.tokens", tokens(500)); });
   CHECK(load_error(smaller) == "no error");
   CHECK(load_hparams(smaller).n_vocab == 512);
