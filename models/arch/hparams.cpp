@@ -10,7 +10,6 @@
 #include <tuple>
 
 #include "models/common/printable.h"
-
 #include "models/gguf/gguf_file.h"
 #include "models/gguf/gguf_writer.h"
 #include "models/llama2c/checkpoint.h"
