@@ -18,9 +18,12 @@ namespace {
 // (f32) and 530-700 (f16), against 450-570 and 335-395 with 32 x 64 x 32 and 540-610 and
 // 470-550 with 128 x 64 x 32 (kdsl-bench-engine, interleaved runs): each step transposes its
 // W tile for dot, and taller tiles share that cost among more rows of x.
+// kMaxFewRows is 16, not 8, for short prompts (a chat turn, a 9-token prompt): 9-16 rows in a
+// 32-row dot tile did 2-3.5x the arithmetic, and a 9-token prompt on the 110M f16 model took
+// about 0.19 s of CPU against 0.13 s streamed once (perf stat; bench/RESULTS.md).
 constexpr int kMatvecRows = 8, kMatvecCols = 128;
 constexpr int kPrefetch = kMatvecCols;
-constexpr int kMaxFewRows = 8;
+constexpr int kMaxFewRows = 16;
 constexpr int kTileM = 64, kShortTileM = 32, kTileN = 64, kTileK = 32;
 
 template <class T>

@@ -19,7 +19,7 @@ namespace {
 // prefill of the synthetic 110M went from 335-445 to 480 tok/s with Q8_0 and from 250-300 to
 // 315-455 with Q4_0, in interleaved runs).
 constexpr int kMatvecRows = 8, kPrefetchBytes = 512;
-constexpr int kMaxFewRows = 8, kFewRowsBlocks = 2;
+constexpr int kMaxFewRows = 16, kFewRowsBlocks = 2;
 constexpr int kTileM = 64, kShortTileM = 32, kTileN = 64, kTileBlocks = 2;
 constexpr int kEmbeddingBlocks = 8;
 // The k-quant kernels (matvec_kquant.h) count 256-element super-blocks: decode takes one per

@@ -4,7 +4,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <cstdlib>
 #include <memory>
+#include <new>
+#include <type_traits>
 #include <optional>
 #include <span>
 #include <string>
@@ -65,8 +68,10 @@ template <class T>
 class Buffer {
  public:
   Buffer() = default;
-  // `count` zeroed elements of host memory.
-  explicit Buffer(size_t count) : host_(new T[count]()), data_(host_.get()), count_(count) {}
+  // `count` zeroed elements of host memory. calloc, not new T[](): a large block comes from fresh
+  // zero pages that are faulted in on first use, so a KV cache sized for a long context costs
+  // neither the time to clear it nor resident memory until positions are written.
+  explicit Buffer(size_t count) : host_(zeroed_host(count)), data_(host_.get()), count_(count) {}
   // `count` zeroed elements in `device`'s memory.
   Buffer(const Device &device, size_t count) {
     if (device.kind() == Device::Kind::Cpu) {
@@ -118,6 +123,13 @@ class Buffer {
   }
 
  private:
+  static std::shared_ptr<T[]> zeroed_host(size_t count) {
+    static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>, "Buffer holds plain values");
+    void *p = std::calloc(count ? count : 1, sizeof(T));
+    if (!p) throw std::bad_alloc();
+    return std::shared_ptr<T[]>(static_cast<T *>(p), [](T *q) { std::free(q); });
+  }
+
   std::shared_ptr<T[]> host_;
   std::shared_ptr<void> device_memory_;
   T *data_ = nullptr;

@@ -10,6 +10,13 @@
 
 namespace kdsl::models {
 
+// How model files are brought into memory, for the whole process: mapped (the default: pages
+// load on first touch and are shared with the page cache), or read whole into private memory
+// (kdsl-run --no-mmap: no page faults on the file later, and a file changed on disk after loading
+// cannot affect the run).
+enum class FileLoading { Map, Read };
+void set_file_loading(FileLoading how);
+
 // The whole file mapped read-only; tensors point straight into it, so it must outlive them.
 class MappedFile {
  public:

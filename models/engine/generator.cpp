@@ -6,6 +6,7 @@
 #include <bit>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 
 #include <kdsl/error.h>
 #include <kdsl/kernel.h>
@@ -34,6 +35,12 @@ void check_finite_logits(std::span<const float> logits, size_t step) {
                           step == 0 ? std::string("after the prompt") : fmt::format("at decode step {}", step)));
 }
 
+bool ends_with_any(const std::string &text, const std::vector<std::string> &suffixes) {
+  for (const std::string &s : suffixes)
+    if (!s.empty() && text.size() >= s.size() && text.compare(text.size() - s.size(), s.size(), s) == 0) return true;
+  return false;
+}
+
 }  // namespace
 
 void check_prompt_fits(const Engine &engine, const std::vector<int> &prompt_ids) {
@@ -42,8 +49,9 @@ void check_prompt_fits(const Engine &engine, const std::vector<int> &prompt_ids)
     throw Error(fmt::format("the prompt is {} tokens but the context holds {}: shorten it or raise --ctx", prompt_ids.size(), engine.context()));
 }
 
-GenerationResult generate(Engine &engine, const Tokenizer &tokenizer, Sampler &sampler, const std::vector<int> &prompt_ids, int max_tokens,
-                          const std::function<void(std::string_view)> &on_text) {
+GenerationResult generate(Engine &engine, const Tokenizer &tokenizer, Sampler &sampler, const std::vector<int> &prompt_ids,
+                          const GenerateOptions &options, const std::function<void(std::string_view)> &on_text) {
+  const int max_tokens = options.max_tokens < 0 ? std::numeric_limits<int>::max() : options.max_tokens;
   GenerationResult r;
   r.prompt_ids = prompt_ids;
   check_prompt_fits(engine, prompt_ids);
@@ -65,7 +73,7 @@ GenerationResult generate(Engine &engine, const Tokenizer &tokenizer, Sampler &s
   for (int i = 0; i < max_tokens; ++i) {
     int next = sampler.sample(logits);
     sampler.accept(next);
-    if (tokenizer.is_end_of_generation(next) || next == tokenizer.bos_id()) {
+    if (!options.ignore_eos && (tokenizer.is_end_of_generation(next) || next == tokenizer.bos_id())) {
       r.stop_reason = "eos";
       break;
     }
@@ -73,6 +81,10 @@ GenerationResult generate(Engine &engine, const Tokenizer &tokenizer, Sampler &s
     std::string piece = stream.push(next);
     r.text += piece;
     if (on_text && !piece.empty()) on_text(piece);
+    if (ends_with_any(r.text, options.stop_strings)) {
+      r.stop_reason = "stop";
+      break;
+    }
     if (i + 1 == max_tokens) break;
     if (pos >= engine.context()) {
       r.stop_reason = "context";

@@ -19,7 +19,13 @@ struct GenerationResult {
   double generation_ms = 0;  // every decode step after it
   // Of which spent compiling kernels met for the first time (zero once the cache is warm).
   double prompt_compile_ms = 0, generation_compile_ms = 0;
-  std::string stop_reason;   // "length", "eos", "context"
+  std::string stop_reason;   // "length", "eos", "context", "stop" (a stop string)
+};
+
+struct GenerateOptions {
+  int max_tokens = 128;                   // < 0: until end of text or a full context
+  bool ignore_eos = false;                // go on past end-of-generation tokens (llama.cpp's --ignore-eos)
+  std::vector<std::string> stop_strings;  // stop once the generated text ends with one (--reverse-prompt)
 };
 
 // Throws kdsl::Error unless `prompt_ids` is non-empty and leaves room in the context for at
@@ -30,7 +36,11 @@ void check_prompt_fits(const Engine &engine, const std::vector<int> &prompt_ids)
 // `max_tokens` are generated, the model emits an end-of-generation token (or BOS, which ends
 // a llama2.c story), or the context is full. `on_text` receives text as soon as it forms
 // whole UTF-8 characters.
-GenerationResult generate(Engine &engine, const Tokenizer &tokenizer, Sampler &sampler, const std::vector<int> &prompt_ids, int max_tokens,
-                          const std::function<void(std::string_view)> &on_text = {});
+GenerationResult generate(Engine &engine, const Tokenizer &tokenizer, Sampler &sampler, const std::vector<int> &prompt_ids,
+                          const GenerateOptions &options, const std::function<void(std::string_view)> &on_text = {});
+inline GenerationResult generate(Engine &engine, const Tokenizer &tokenizer, Sampler &sampler, const std::vector<int> &prompt_ids, int max_tokens,
+                                 const std::function<void(std::string_view)> &on_text = {}) {
+  return generate(engine, tokenizer, sampler, prompt_ids, GenerateOptions{.max_tokens = max_tokens}, on_text);
+}
 
 }  // namespace kdsl::models

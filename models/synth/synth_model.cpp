@@ -43,6 +43,35 @@ SynthConfig synth_preset(const std::string &name) {
 
 namespace {
 
+// llama.cpp's general.file_type (its llama_ftype) for a file whose matrices are `t`: without it
+// llama.cpp guesses ("Q4_K - Medium" for a pure Q4_K file). The k-quants are the "_S" mixes,
+// which are the ones all of whose matrices have the one type.
+uint32_t llama_file_type(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32: return 0;
+    case GgmlType::F16: return 1;
+    case GgmlType::Q4_0: return 2;
+    case GgmlType::Q4_1: return 3;
+    case GgmlType::Q8_0: return 7;
+    case GgmlType::Q5_0: return 8;
+    case GgmlType::Q5_1: return 9;
+    case GgmlType::Q2_K: return 10;
+    case GgmlType::Q3_K: return 11;
+    case GgmlType::Q4_K: return 14;
+    case GgmlType::Q5_K: return 16;
+    case GgmlType::Q6_K: return 18;
+    case GgmlType::BF16: return 32;
+    default: throw Error(fmt::format("synthetic model: no llama.cpp file type for {} matrices", ggml_type_traits(t).name));
+  }
+}
+
+// "110M", "8.0B": general.size_label as llama.cpp's converter writes it.
+std::string size_label(uint64_t parameters) {
+  if (parameters >= 1'000'000'000) return fmt::format("{:.1f}B", double(parameters) / 1e9);
+  if (parameters >= 1'000'000) return fmt::format("{:.0f}M", double(parameters) / 1e6);
+  return fmt::format("{:.0f}K", double(parameters) / 1e3);
+}
+
 uint64_t name_seed(uint64_t seed, const std::string &name) {
   uint64_t h = 0xCBF29CE484222325ull ^ seed;  // FNV-1a over the name
   for (char c : name) h = (h ^ uint8_t(c)) * 0x100000001B3ull;
@@ -91,11 +120,15 @@ uint64_t add_synthetic_model(GgufWriter &w, const SynthConfig &config) {
   else write_synthetic_bpe_vocab(w, h.n_vocab, h.arch == Arch::Llama ? "llama-bpe" : "qwen2");
   if (!config.chat_template.empty()) w.set("tokenizer.chat_template", config.chat_template);
 
-  uint64_t total_bytes = 0;
+  uint64_t total_bytes = 0, parameters = 0;
+  w.set("general.file_type", llama_file_type(config.weight_type));
   for (const TensorSpec &spec : tensor_specs(h)) {
     if (spec.name == TensorName::RopeFreqs) continue;
     if (spec.name == TensorName::Output && config.tied_embeddings) continue;
     std::string name = tensor_name(spec.name, spec.layer);
+    int64_t elements = 1;
+    for (int64_t d : spec.shape) elements *= d;
+    parameters += uint64_t(elements);
     bool matrix = spec.shape.size() == 2;
     bool embedding = spec.name == TensorName::TokenEmbd || spec.name == TensorName::Output;
     GgmlType type = !matrix ? GgmlType::F32 : embedding ? config.embedding_type : config.weight_type;
@@ -120,6 +153,7 @@ uint64_t add_synthetic_model(GgufWriter &w, const SynthConfig &config) {
       }
     });
   }
+  w.set("general.size_label", size_label(parameters));
   return total_bytes;
 }
 

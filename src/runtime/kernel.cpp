@@ -212,12 +212,27 @@ class KernelImpl {
     }
     DiskCache disk(DiskCache::default_dir());
     auto loaded = std::make_shared<LoadedKernel>();
-    if (auto entry = disk.load(key)) {
-      load(*loaded, *entry);
+    std::string symbol = "kdsl_" + digest;
+    bool from_disk = false;
+    jit_cache::EntryFile file;
+    if (auto entry = disk.load(key, &file)) {
+      // The checksum says the file is as it was written, not that its code links or loads here:
+      // an entry that does not is removed and recompiled, never fatal on every run.
+      try {
+        load(*loaded, *entry);
+        from_disk = true;
+      } catch (const std::exception &e) {
+        disk.discard(key, file, fmt::format("its code does not load ({})", e.what()));
+        *loaded = LoadedKernel{};
+        // The failed object may have left its symbols in the JIT: recompile under a name of its own.
+        static std::atomic<int64_t> reloads{0};
+        symbol += fmt::format("_r{}", reloads.fetch_add(1) + 1);
+      }
+    }
+    if (from_disk) {
       stats().disk_hits.fetch_add(1);
       log_info("{} [{}]: disk cache hit {} ({:.3f} ms)", sig_.name, key.specialization, disk.entry_path(key).string(), elapsed_ms(start));
     } else {
-      std::string symbol = "kdsl_" + digest;
       codegen::CompiledObject obj = compile(fn, symbol, codegen::DumpOptions::from_env());
       CacheEntry fresh;
       fresh.symbol = symbol;

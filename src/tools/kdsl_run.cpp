@@ -12,16 +12,20 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <kdsl/kdsl.h>
 
 #include "models/engine/engine.h"
+#include "models/common/mapped_file.h"
 #include "models/engine/generator.h"
 #include "models/gguf/gguf_file.h"
 #include "models/tokenizer/chat_template.h"
-#include "runtime/device_bandwidth.h"
+#include "jit_cache/disk_cache.h"
+#include "runtime/bandwidth_record.h"
 #include "runtime/thread_pool.h"
+#include "src/tools/llama_cpp_flags.h"
 #include "src/tools/tool_main.h"
 
 using namespace kdsl;
@@ -31,10 +35,13 @@ namespace {
 
 struct Options {
   std::string model, tokenizer_path, prompt, prompt_file, device = "cpu", cache_dir, output_format = "text", chat_template;
-  int n = 128, top_k = 40, ctx = 0, threads = 0;
-  float temp = 0.8f, top_p = 0.95f, min_p = 0.05f, repeat_penalty = 1.0f;
+  std::string system_prompt, flash_attn = "auto";
+  std::vector<std::string> reverse_prompts;
+  int n = 128, top_k = 40, ctx = 0, threads = 0, batch = 512, repeat_last_n = 64;
+  float temp = 0.8f, top_p = 0.95f, min_p = 0.05f, repeat_penalty = 1.0f, presence_penalty = 0.0f, frequency_penalty = 0.0f;
   std::string seed;  // decimal digits, checked by parse_seed
-  bool chat = false, verbose = false, seed_given = false;
+  bool chat = false, verbose = false, seed_given = false, ignore_eos = false, no_display_prompt = false, escape = true;
+  bool mlock = false, no_mmap = false, log_disable = false, bandwidth = false;
 };
 
 // A prompt is at most a context of text; a file much larger than any context is a mistake
@@ -62,6 +69,14 @@ void check_thread_count(int threads) {
   if (threads > cpus)
     throw Error(fmt::format("--threads {}: this process may run on {} CPUs, and more threads than CPUs only slow decoding down; "
                             "use at most {} (or 0 for all)", threads, cpus, cpus));
+}
+
+// --mlock: keep the mapped weights (and everything else) resident, as llama.cpp's --mlock does;
+// where the memlock limit forbids it, say so and run on, as llama.cpp does.
+void lock_in_memory() {
+  if (::mlockall(MCL_CURRENT) != 0)
+    fmt::print(stderr, "kdsl-run: warning: --mlock: could not lock the model in memory ({}); raise the memlock limit (ulimit -l)\n",
+               std::strerror(errno));
 }
 
 // cpu; cuda (GPU 0, or a clear error saying what is missing); auto: GPU 0 where one opens, else the CPU.
@@ -119,11 +134,15 @@ SamplerParams sampler_params(const Options &o) {
   p.top_p = o.top_p;
   p.min_p = o.min_p;
   p.repetition_penalty = o.repeat_penalty;
+  p.presence_penalty = o.presence_penalty;
+  p.frequency_penalty = o.frequency_penalty;
+  p.penalty_last_n = o.repeat_last_n;
   p.seed = o.seed_given ? parse_seed(o.seed) : uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
   return p;
 }
 
-void print_summary(const ModelWeights &m, const Device &dev, const GenerationResult &r, double load_ms, bool json, nlohmann::json &out) {
+void print_summary(const ModelWeights &m, const Device &dev, const GenerationResult &r, double load_ms, const runtime::MeasuredBandwidth &bandwidth,
+                   bool json, nlohmann::json &out) {
   CacheStats cs = cache_stats();
   // Rates leave out the first-use kernel compiles (reported apart), so a cold cache does not
   // masquerade as a slow engine.
@@ -133,7 +152,6 @@ void print_summary(const ModelWeights &m, const Device &dev, const GenerationRes
   double gen_tps = decode_steps ? decode_steps / (gen_ms / 1e3) : 0;
   double gb_per_token = double(m.bytes_per_token()) / 1e9;
   double achieved = gen_tps * gb_per_token;
-  runtime::MeasuredBandwidth bandwidth = runtime::measure_device_bandwidth(dev);
   double ceiling = bandwidth.gbs;
   if (json) {
     out["summary"] = {{"load_ms", load_ms},
@@ -165,19 +183,27 @@ void print_summary(const ModelWeights &m, const Device &dev, const GenerationRes
              compiling(r.generation_compile_ms), r.stop_reason);
   fmt::print(stderr, "weights/token   {:10.2f} MB; achieved {:.2f} GB/s of {:.2f} GB/s measured ({:.0f}%; {})\n", gb_per_token * 1e3, achieved, ceiling,
              ceiling > 0 ? 100 * achieved / ceiling : 0.0, bandwidth.what);
+  if (ceiling > 0 && achieved > ceiling)
+    fmt::print(stderr, "                (above the recorded ceiling, which was measured on a busier machine: run once with --bandwidth)\n");
   fmt::print(stderr, "kernels         {} compiled in {:.0f} ms, {} memory and {} disk cache hits\n", cs.compiled, cs.compile_ms, cs.memory_hits, cs.disk_hits);
 }
 
 int run(const Options &o) {
   if (!o.cache_dir.empty()) setenv("KDSL_CACHE_DIR", o.cache_dir.c_str(), 1);
   if (o.seed_given) parse_seed(o.seed);  // a bad seed fails before the model loads
+  if (o.flash_attn == "off")
+    throw Error("--flash-attn off: kdsl's attention kernels are always fused (flash attention); leave the option out or say on/auto");
+  if (!o.system_prompt.empty() && !o.chat) throw Error("--system-prompt (-sys) is the first message of a chat: add --chat (-cnv)");
   tools::report_sigbus_for("kdsl-run", o.model);
   auto t0 = std::chrono::steady_clock::now();
   Device dev = pick_device(o);
   ModelWeights model = load_model_weights(o.model);
   std::unique_ptr<Tokenizer> tok = open_tokenizer(o, model);
+  if (o.mlock) lock_in_memory();
   EngineOptions eo;
   eo.context = o.ctx;
+  eo.max_batch = o.batch;
+  GenerateOptions go{.max_tokens = o.n, .ignore_eos = o.ignore_eos, .stop_strings = o.reverse_prompts};
   Engine engine(model, dev, eo);
   double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   bool json = o.output_format == "json";
@@ -189,13 +215,14 @@ int run(const Options &o) {
     if (!is_gguf(o.model)) throw Error(fmt::format("--chat reads the chat template from a GGUF model; {} is a llama2.c checkpoint", o.model));
     ChatTemplate tmpl = select_chat_template(GgufFile(o.model), o.chat_template);
     std::vector<ChatMessage> history;
+    if (!o.system_prompt.empty()) history.push_back({"system", o.escape ? tools::process_escapes(o.system_prompt) : o.system_prompt});
     std::string line;
     fmt::print(stderr, "chat mode: type a message, an empty line ends the session\n");
     while (fmt::print("> "), std::fflush(stdout), std::getline(std::cin, line) && !line.empty()) {
       history.push_back({"user", line});
       Sampler sampler(sampler_params(o));
       auto ids = tok->encode(render_chat(tmpl, history), tok->vocab().add_bos, true);
-      auto r = generate(engine, *tok, sampler, ids, o.n, [](std::string_view s) { fmt::print("{}", s), std::fflush(stdout); });
+      auto r = generate(engine, *tok, sampler, ids, go, [](std::string_view s) { fmt::print("{}", s), std::fflush(stdout); });
       fmt::print("\n");
       history.push_back({"assistant", r.text});
     }
@@ -203,18 +230,20 @@ int run(const Options &o) {
   }
 
   std::string prompt = read_prompt(o);
+  if (o.escape && o.prompt_file.empty()) prompt = tools::process_escapes(prompt);  // as llama.cpp: -p text only
   // BOS as the model's tokenizer says (llama: yes; qwen: no), as llama.cpp does.
   std::vector<int> ids = tok->encode(prompt, tok->vocab().add_bos);
   check_prompt_fits(engine, ids);  // before the prompt is echoed
   Sampler sampler(sampler_params(o));
-  if (!json) fmt::print("{}", prompt), std::fflush(stdout);
-  GenerationResult r = generate(engine, *tok, sampler, ids, o.n, [&](std::string_view s) {
+  if (!json && !o.no_display_prompt) fmt::print("{}", prompt), std::fflush(stdout);
+  GenerationResult r = generate(engine, *tok, sampler, ids, go, [&](std::string_view s) {
     if (!json) fmt::print("{}", s), std::fflush(stdout);
   });
   if (!json) fmt::print("\n"), std::fflush(stdout);
   nlohmann::json out;
   if (json) out = {{"prompt", prompt}, {"prompt_ids", r.prompt_ids}, {"generated_ids", r.generated_ids}, {"text", r.text}};
-  print_summary(model, dev, r, load_ms, json, out);
+  runtime::MeasuredBandwidth bandwidth = runtime::recorded_device_bandwidth(dev, jit_cache::DiskCache::default_dir(), o.bandwidth);
+  print_summary(model, dev, r, load_ms, bandwidth, json, out);
   // Random or byte-level tokens can leave malformed UTF-8; JSON gets U+FFFD in their place.
   if (json) fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   return 0;
@@ -223,28 +252,47 @@ int run(const Options &o) {
 }  // namespace
 
 int main(int argc, char **argv) {
-  CLI::App app{"kdsl-run: text generation with kdsl kernels (GGUF llama/qwen2/qwen3, llama2.c checkpoints)"};
+  CLI::App app{"kdsl-run: text generation with kdsl kernels (GGUF llama/qwen2/qwen3, llama2.c checkpoints); "
+               "llama.cpp's spellings of the same options are accepted"};
   Options o;
   app.add_option("-m,--model", o.model, "model file: GGUF, or a llama2.c checkpoint (with -z)")->required();
   app.add_option("-z,--tokenizer", o.tokenizer_path, "llama2.c tokenizer.bin");
   auto *prompt = app.add_option("-p,--prompt", o.prompt, "prompt text");
   app.add_option("-f,--file", o.prompt_file, "read the prompt from a file")->excludes(prompt);
-  app.add_option("-n,--n-predict", o.n, "tokens to generate")->check(CLI::NonNegativeNumber);
+  app.add_flag("-e,--escape,!--no-escape", o.escape, "process \\n \\t \\\" \\xNN ... in -p and -sys (default: on, as llama.cpp)");
+  app.add_flag("--no-display-prompt", o.no_display_prompt, "do not print the prompt before the generated text");
+  app.add_option("-n,--n-predict", o.n, "tokens to generate (-1: until end of text or a full context)")->check(CLI::Range(-1, 1 << 30));
+  app.add_flag("--ignore-eos", o.ignore_eos, "go on past end-of-text tokens");
+  app.add_option("-r,--reverse-prompt", o.reverse_prompts, "stop when the generated text ends with this (repeatable)");
   app.add_option("--temp", o.temp, "temperature (0: greedy)");
   app.add_option("--top-k", o.top_k, "keep the k most likely tokens (0: all)");
   app.add_option("--top-p", o.top_p, "nucleus sampling threshold");
   app.add_option("--min-p", o.min_p, "drop tokens below min-p times the most likely");
   app.add_option("--repeat-penalty", o.repeat_penalty, "penalty for recently seen tokens (1: none)");
-  app.add_option("--seed", o.seed, "random seed, 0 to 2^64-1 (same seed, same text)")->each([&](const std::string &) { o.seed_given = true; });
-  app.add_option("--ctx", o.ctx, "context length in tokens (default: the model's, capped so the KV cache uses at most a quarter of free memory)")
+  app.add_option("--repeat-last-n", o.repeat_last_n, "recent tokens the penalties see (-1: all, 0: none)")->check(CLI::Range(-1, 1 << 30));
+  app.add_option("--presence-penalty", o.presence_penalty, "subtracted from the logit of a token seen in the window (0: none)");
+  app.add_option("--frequency-penalty", o.frequency_penalty, "subtracted once per occurrence in the window (0: none)");
+  app.add_option("-s,--seed", o.seed, "random seed, 0 to 2^64-1 (same seed, same text)")->each([&](const std::string &) { o.seed_given = true; });
+  app.add_option("-c,--ctx-size,--ctx", o.ctx, "context length in tokens (default: the model's, capped so the KV cache uses at most a quarter of free memory)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("-b,--batch-size", o.batch, "prompt tokens per prefill pass")->check(CLI::Range(1, 1 << 16));
   app.add_option("--device", o.device, "cpu, cuda or auto");
-  app.add_option("--threads", o.threads, "CPU threads (0: every CPU this process may run on)")->check(CLI::NonNegativeNumber);
-  app.add_flag("--chat", o.chat, "interactive chat with the model's chat template");
+  app.add_option("-t,--threads", o.threads, "CPU threads (0: every CPU this process may run on)")->check(CLI::NonNegativeNumber);
+  app.add_option("--flash-attn", o.flash_attn, "on or auto (kdsl's attention is always fused); off is refused")->check(CLI::IsMember({"on", "off", "auto"}));
+  app.add_flag("--chat,--conversation", o.chat, "interactive chat with the model's chat template (-cnv)");
+  app.add_option("--system-prompt", o.system_prompt, "with --chat: the system message (-sys)");
   app.add_option("--chat-template", o.chat_template, "override the chat template: llama2, llama3, chatml, mistral");
+  app.add_flag("--mlock", o.mlock, "lock the model in memory");
+  app.add_flag("--no-mmap", o.no_mmap, "read the model into memory instead of mapping it");
+  app.add_flag("--log-disable", o.log_disable, "no kdsl log lines on stderr (errors are still printed)");
+  app.add_flag("--bandwidth", o.bandwidth, "measure the device's memory bandwidth again for the summary (it is measured once and recorded in the cache directory)");
   app.add_option("--cache-dir", o.cache_dir, "kernel cache folder (default $KDSL_CACHE_DIR or ~/.cache/kdsl)");
   app.add_flag("-v,--verbose", o.verbose, "print model details");
   app.add_option("--output-format", o.output_format, "text or json")->check(CLI::IsMember({"text", "json"}));
-  if (int status = tools::parse_command_line(app, "kdsl-run", argc, argv); status >= 0) return status;
-  return tools::run_tool("kdsl-run", o.model, [&] { return run(o); });
+  return tools::run_tool("kdsl-run", "", [&] {
+    if (int status = tools::parse_command_line(app, "kdsl-run", tools::translate_llama_cpp_flags(argc, argv)); status >= 0) return status;
+    if (o.log_disable) setenv("KDSL_LOG", "off", 1);  // before anything logs: the level is read once
+    if (o.no_mmap) models::set_file_loading(models::FileLoading::Read);
+    return tools::run_tool("kdsl-run", o.model, [&] { return run(o); });
+  });
 }

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <kdsl/error.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <exception>
@@ -12,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <unistd.h>
+#include <vector>
 
 namespace kdsl::tools {
 
@@ -39,12 +41,13 @@ inline void report_sigbus_for(std::string_view tool, std::string_view file) {
   sigaction(SIGBUS, &action, nullptr);
 }
 
-// Parses the command line. A parse error is a user error (one line, status 1, as every other
-// user error), not CLI11's own status codes; --help prints and returns 0. Returns the status
-// to exit with, or -1 to go on.
-inline int parse_command_line(CLI::App &app, std::string_view tool, int argc, char **argv) {
+// Parses the command line (`args` without the program name). A parse error is a user error (one
+// line, status 1, as every other user error), not CLI11's own status codes; --help prints and
+// returns 0. Returns the status to exit with, or -1 to go on.
+inline int parse_command_line(CLI::App &app, std::string_view tool, std::vector<std::string> args) {
   try {
-    app.parse(argc, argv);
+    std::reverse(args.begin(), args.end());  // CLI11 takes a vector last argument first
+    app.parse(args);
     return -1;
   } catch (const CLI::Success &e) {
     return app.exit(e);
@@ -52,6 +55,10 @@ inline int parse_command_line(CLI::App &app, std::string_view tool, int argc, ch
     fmt::print(stderr, "{}: error: {} (see --help)\n", tool, e.what());
     return 1;
   }
+}
+
+inline int parse_command_line(CLI::App &app, std::string_view tool, int argc, char **argv) {
+  return parse_command_line(app, tool, std::vector<std::string>(argv + 1, argv + argc));
 }
 
 // Runs a tool's body. kdsl::Error is the user's to fix: status 1 and its message. Running out

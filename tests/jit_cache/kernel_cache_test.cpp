@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include <xxhash.h>
+
 #include <kdsl/kdsl.h>
 
 #include "ir/parser.h"
@@ -73,6 +75,7 @@ class TempDir {
   explicit TempDir(const char *what) {
     path_ = fs::temp_directory_path() / fmt_name(what);
     fs::create_directories(path_);
+    fs::permissions(path_, fs::perms::owner_all);  // the cache refuses a directory others may write
   }
   ~TempDir() {
     std::error_code ec;
@@ -160,6 +163,33 @@ void write_bytes(const fs::path &p, const std::vector<uint8_t> &bytes) {
   std::ofstream(p, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
 }
 
+// Rewrites the entry file at `path` with another symbol and code and a valid checksum (the
+// format is in src/jit_cache/disk_cache.h): a file the cache's own checks accept.
+void rewrite_entry(const fs::path &path, const std::string &symbol, const std::vector<uint8_t> &code) {
+  const std::vector<uint8_t> old = read_bytes(path);
+  auto get_u64 = [&](size_t at) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= uint64_t(old.at(at + i)) << (8 * i);
+    return v;
+  };
+  auto put_section = [](std::vector<uint8_t> &out, const uint8_t *data, size_t n) {
+    for (int i = 0; i < 8; ++i) out.push_back(uint8_t(uint64_t(n) >> (8 * i)));
+    out.insert(out.end(), data, data + n);
+  };
+  std::vector<uint8_t> out(old.begin(), old.begin() + 12);  // magic and version
+  size_t at = 12;
+  for (int section = 0; section < 2; ++section) {  // key and metadata, kept
+    const size_t n = get_u64(at);
+    put_section(out, old.data() + at + 8, n);
+    at += 8 + n;
+  }
+  put_section(out, reinterpret_cast<const uint8_t *>(symbol.data()), symbol.size());
+  put_section(out, code.data(), code.size());
+  const uint64_t checksum = XXH3_64bits(out.data(), out.size());
+  for (int i = 0; i < 8; ++i) out.push_back(uint8_t(checksum >> (8 * i)));
+  write_bytes(path, out);
+}
+
 // Counter changes over a stretch of the test.
 struct StatsDelta {
   CacheStats before = cache_stats();
@@ -229,6 +259,8 @@ int child_main(const std::string &mode) {
     case 80: return child_launch<80>(expect);
     case 96: return child_launch<96>(expect);
     case 112: return child_launch<112>(expect);
+    case 240: return child_launch<240>(expect);
+    case 256: return child_launch<256>(expect);
     default: return kChildBadMode;
   }
 }
@@ -362,6 +394,64 @@ TEST_CASE("kernel cache: a corrupted entry is detected, removed and recompiled")
   CHECK(read_bytes(entry) != bytes);
   CHECK(run_child("disk_hit:96", dir.path()) == kChildOk);
   CHECK(files_with_suffix(dir.path(), ".tmp").empty());
+}
+
+TEST_CASE("kernel cache: a checksummed entry whose code does not load is removed and recompiled") {
+  // The checksum says the file is as it was written, not that its object links: such an entry
+  // must cost one recompile, not fail every run.
+  auto check = [](auto make_kernel, int block, const std::string &what, auto corrupt) {
+    CAPTURE(what);
+    TempDir dir("unloadable");
+    ScopedEnv env("KDSL_CACHE_DIR", dir.path().string());
+    REQUIRE(run_child("compile:" + std::to_string(block), dir.path()) == kChildOk);
+    std::vector<fs::path> found = entries(dir.path());
+    REQUIRE(found.size() == 1);
+    const fs::path entry = found[0];
+    corrupt(entry);
+    const std::vector<uint8_t> bad = read_bytes(entry);
+
+    StatsDelta d;
+    std::string log;
+    bool ok = false;
+    {
+      StderrCapture capture;
+      try {
+        auto kernel = make_kernel();
+        ok = run_and_check(kernel, block, 1000);
+      } catch (const std::exception &e) {
+        std::fprintf(stderr, "threw: %s\n", e.what());
+      }
+      log = capture.text();
+    }
+    INFO("log: ", log);
+    CHECK(ok);
+    CHECK(d.compiled() == 1);
+    CHECK(d.disk_hits() == 0);
+    CHECK(log.find("discarding " + entry.string()) != std::string::npos);
+    CHECK(log.find("does not load") != std::string::npos);
+    // The recompile stored a good entry in its place, which the next process loads.
+    REQUIRE(entries(dir.path()).size() == 1);
+    CHECK(read_bytes(entry) != bad);
+    CHECK(run_child("disk_hit:" + std::to_string(block), dir.path()) == kChildOk);
+  };
+  check([] { return compile<cache_add<240>>(cpu()); }, 240, "garbage object bytes", [](const fs::path &entry) {
+    std::vector<uint8_t> garbage(4096);
+    for (size_t i = 0; i < garbage.size(); ++i) garbage[i] = uint8_t(i * 131 + 7);
+    rewrite_entry(entry, "kdsl_garbage", garbage);
+  });
+  check([] { return compile<cache_add<256>>(cpu()); }, 256, "an object without the entry's symbol", [](const fs::path &entry) {
+    // A real object (this very kernel's), under a symbol it does not define.
+    const std::vector<uint8_t> bytes = read_bytes(entry);
+    size_t at = 12;
+    std::vector<uint8_t> sections[4];
+    for (auto &section : sections) {
+      uint64_t n = 0;
+      for (int i = 0; i < 8; ++i) n |= uint64_t(bytes.at(at + i)) << (8 * i);
+      section.assign(bytes.begin() + long(at + 8), bytes.begin() + long(at + 8 + n));
+      at += 8 + n;
+    }
+    rewrite_entry(entry, "kdsl_no_such_symbol", sections[3]);
+  });
 }
 
 TEST_CASE("kernel cache: two processes compiling the same kernel at once") {

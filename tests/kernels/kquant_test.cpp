@@ -22,7 +22,7 @@ TEST_CASE("kernels: k-quant matmul, one row (decode), aligned and ragged, Q6_K /
 TEST_CASE("kernels: k-quant matmul, a few rows and batched rows (prefill), Q6_K / Q4_K") {
   KDSL_TEST_RNG(rng);
   for (WeightType t : {WeightType::Q6_K, WeightType::Q4_K}) {
-    for (int rows : {2, 8, 70}) {
+    for (int rows : {2, 8, 11, 16, 70}) {
       check_quantized_matmul(rng, t, rows, 64, 256, false);
       check_quantized_matmul(rng, t, rows, 37, 768, rows == 8);
     }

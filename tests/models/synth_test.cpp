@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <fmt/format.h>
 #include <kdsl/error.h>
 
 #include "models/arch/model_tensors.h"
@@ -94,4 +95,22 @@ TEST_CASE("synth: impossible configurations name the tensor or field") {
   c.hparams.n_vocab = 100;
   CHECK_THROWS_WITH_AS(bytes_of(c), doctest::Contains("size must be at least 259"), kdsl::Error);
   CHECK_THROWS_WITH_AS(synth_preset("huge"), doctest::Contains("presets: tiny, 110m, qwen3-tiny"), kdsl::Error);
+}
+
+TEST_CASE("synth: general.file_type and general.size_label tell llama.cpp what the file is") {
+  // llama.cpp's llama_ftype: without it llama.cpp guessed "Q4_K - Medium" for a pure Q4_K file.
+  for (auto [type, ftype] : {std::pair{GgmlType::F32, 0}, {GgmlType::F16, 1}, {GgmlType::Q4_0, 2}, {GgmlType::Q8_0, 7},
+                             {GgmlType::Q4_K, 14}, {GgmlType::Q6_K, 18}, {GgmlType::BF16, 32}}) {
+    SynthConfig c = synth_preset("tiny");
+    c.hparams.n_embd = 256, c.hparams.n_ff = 256;  // k-quant rows are 256 long
+    c.weight_type = type;
+    GgufFile f = GgufFile::from_bytes(bytes_of(c), "synth.gguf");
+    CHECK(f.get_int("general.file_type") == ftype);
+  }
+  SynthConfig c = synth_preset("tiny");
+  GgufFile f = GgufFile::from_bytes(bytes_of(c), "synth.gguf");
+  // tiny: 512 x 64 embedding and classifier, 2 layers of Q and O 64 x 64, K and V 64 x 32 (2 KV
+  // heads of 16), three 64 x 128 feed-forward matrices and two norms; the output norm.
+  int64_t parameters = 2 * 512 * 64 + 64 + 2 * (2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 128 + 2 * 64);
+  CHECK(f.get_string("general.size_label") == fmt::format("{:.0f}K", double(parameters) / 1e3));
 }

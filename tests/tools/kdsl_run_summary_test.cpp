@@ -1,0 +1,52 @@
+// kdsl_run_summary_test.cpp - the summary's bandwidth ceiling is measured once per device and recorded, not on every run
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "models/synth/synth_model.h"
+#include "runtime/bandwidth_record.h"
+#include "tests/test_util.h"
+#include "tests/tools/tool_process.h"
+
+using namespace kdsl::models;
+using kdsl::test::run_tool_process;
+using nlohmann::json;
+
+TEST_CASE("kdsl-run: the bandwidth ceiling is recorded in the cache directory and read back") {
+  std::string model = kdsl::test::scratch_path("summary_tiny.gguf");
+  write_synthetic_model(synth_preset("tiny"), model);
+  std::filesystem::path cache = kdsl::test::scratch_path("summary_cache");
+  std::filesystem::remove_all(cache);
+  auto summary = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"-m", model, "-p", "x", "-n", "2", "--output-format", "json", "--cache-dir", cache.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = run_tool_process(std::string(KDSL_TOOLS_DIR) + "/kdsl-run", args);
+    CAPTURE(r.err);
+    REQUIRE(r.status == 0);
+    return json::parse(r.out)["summary"];
+  };
+  json first = summary({});
+  CHECK(std::string(first["bandwidth_measured_by"]).find("measured now") != std::string::npos);
+  REQUIRE(std::filesystem::is_directory(cache / "bandwidth"));
+  json second = summary({});
+  CHECK(std::string(second["bandwidth_measured_by"]).find("recorded") != std::string::npos);
+  CHECK(second["measured_bandwidth_gb_per_s"] == first["measured_bandwidth_gb_per_s"]);
+  CHECK(std::string(summary({"--bandwidth"})["bandwidth_measured_by"]).find("measured now") != std::string::npos);
+}
+
+TEST_CASE("runtime: a bandwidth record that is corrupt or for another device is measured anew") {
+  std::filesystem::path dir = kdsl::test::scratch_path("bandwidth_records");
+  std::filesystem::remove_all(dir);
+  const kdsl::Device &cpu = kdsl_test::cpu();
+  kdsl::runtime::MeasuredBandwidth a = kdsl::runtime::recorded_device_bandwidth(cpu, dir);
+  CHECK(a.gbs > 0);
+  CHECK(kdsl::runtime::recorded_device_bandwidth(cpu, dir).gbs == a.gbs);
+  for (const auto &entry : std::filesystem::directory_iterator(dir / "bandwidth")) {
+    std::ofstream(entry.path()) << "{\"device\": \"another\", \"gbs\": 1e9}";
+  }
+  kdsl::runtime::MeasuredBandwidth b = kdsl::runtime::recorded_device_bandwidth(cpu, dir);
+  CHECK(b.what.find("measured now") != std::string::npos);
+  CHECK(b.gbs < 1e6);
+}
