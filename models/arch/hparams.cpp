@@ -4,25 +4,50 @@
 #include <fmt/format.h>
 #include <kdsl/error.h>
 
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <tuple>
+
+#include "models/common/printable.h"
 #include "models/gguf/gguf_file.h"
 #include "models/gguf/gguf_writer.h"
 #include "models/llama2c/checkpoint.h"
 
 namespace kdsl::models {
 
+namespace {
+
+// The engine holds dimensions and token ids in int, so every count and every product of two
+// (the Q, K and V widths) must stay at or below this; larger ones are refused, not wrapped.
+constexpr int64_t kMaxDimension = INT32_MAX;
+
+// A float hyper-parameter that must be finite and positive (below `below`, when given), read
+// as a double so that an out-of-range value is refused instead of overflowing the float.
+float positive_float(const GgufFile &f, const std::string &key, double value, double below = HUGE_VAL) {
+  // NaN fails every comparison; the float cast is made only once the value is known to fit.
+  if (!(value > 0 && value < below && value <= std::numeric_limits<float>::max() && float(value) > 0))
+    throw Error(fmt::format("{}: metadata '{}': expected a finite number above 0{}, found {}", f.path(), key,
+                            below < HUGE_VAL ? fmt::format(" and below {}", below) : std::string(), value));
+  return float(value);
+}
+
+}  // namespace
+
 ModelHParams load_hparams(const GgufFile &f) {
   std::string name = f.get_string("general.architecture");
   auto arch = parse_arch(name);
   if (!arch)
     throw Error(fmt::format("{}: metadata 'general.architecture': '{}' is not supported (supported: llama, qwen2, qwen3)",
-                            f.path(), name));
+                            f.path(), printable(name)));
   ModelHParams h;
   h.arch = *arch;
   auto key = [&](HParam p) { return hparam_key(h.arch, p); };
   auto count = [&](HParam p) {
     int64_t v = f.get_int(key(p));
-    if (v <= 0 || v > (int64_t(1) << 32))
-      throw Error(fmt::format("{}: metadata '{}': expected a positive count, found {}", f.path(), key(p), v));
+    if (v <= 0 || v > kMaxDimension)
+      throw Error(fmt::format("{}: metadata '{}': expected a positive count up to {}, found {}", f.path(), key(p),
+                              kMaxDimension, v));
     return v;
   };
   h.context_length = count(HParam::ContextLength);
@@ -44,36 +69,57 @@ ModelHParams load_hparams(const GgufFile &f) {
     h.head_dim = h.n_embd / h.n_head;
   }
   h.head_dim_v = f.has(key(HParam::ValueLength)) ? count(HParam::ValueLength) : h.head_dim;
+  // Both factors are at most 2^31 - 1, so the products fit in int64 before they are compared.
+  for (auto [heads, dim, what] : {std::tuple{h.n_head, h.head_dim, "query"}, std::tuple{h.n_head, h.head_dim_v, "output"}})
+    if (heads * dim > kMaxDimension)
+      throw Error(fmt::format("{}: metadata '{}' = {} heads of {} dimensions make a {} width of {}, above the {} kdsl "
+                              "supports",
+                              f.path(), key(HParam::HeadCount), heads, dim, what, heads * dim, kMaxDimension));
   h.n_rot = f.has(key(HParam::RopeDimensionCount)) ? count(HParam::RopeDimensionCount) : h.head_dim;
   if (h.n_rot > h.head_dim || h.n_rot % 2 != 0)
     throw Error(fmt::format("{}: metadata '{}': expected an even number up to the head size {}, found {}", f.path(),
                             key(HParam::RopeDimensionCount), h.head_dim, h.n_rot));
 
+  // The embedding's rows, in order of authority; the tokenizer may be smaller (padding rows,
+  // as llama.cpp allows) but never larger, or it could encode ids the model has no row for.
+  const GgufTensorInfo *embd = f.find_tensor("token_embd.weight");
+  std::optional<int64_t> n_tokens;
+  if (f.has("tokenizer.ggml.tokens")) n_tokens = int64_t(f.get_array("tokenizer.ggml.tokens", GgufValueType::String).size());
   if (f.has(key(HParam::VocabSize))) h.n_vocab = count(HParam::VocabSize);
-  else if (f.has("tokenizer.ggml.tokens")) h.n_vocab = int64_t(f.get("tokenizer.ggml.tokens").as_array().values.size());
-  else if (const GgufTensorInfo *t = f.find_tensor("token_embd.weight"); t && t->shape.size() == 2) h.n_vocab = t->shape[1];
+  else if (embd && embd->shape.size() == 2) h.n_vocab = embd->shape[1];
+  else if (n_tokens) h.n_vocab = *n_tokens;
   else throw Error(fmt::format("{}: vocabulary size: neither '{}', tokenizer.ggml.tokens nor token_embd.weight gives it",
                                f.path(), key(HParam::VocabSize)));
+  if (h.n_vocab <= 0 || h.n_vocab > kMaxDimension)
+    throw Error(fmt::format("{}: vocabulary size: expected 1 to {} tokens, found {}", f.path(), kMaxDimension, h.n_vocab));
+  if (n_tokens && *n_tokens > h.n_vocab)
+    throw Error(fmt::format("{}: metadata 'tokenizer.ggml.tokens' has {} tokens but the model's embedding has {} rows "
+                            "('{}' or token_embd.weight): the tokenizer must not be larger than the embedding",
+                            f.path(), *n_tokens, h.n_vocab, key(HParam::VocabSize)));
 
-  h.rms_eps = float(f.get_float(key(HParam::LayerNormRmsEpsilon)));
-  if (!(h.rms_eps > 0 && h.rms_eps < 1))
-    throw Error(fmt::format("{}: metadata '{}': expected a small positive number, found {}", f.path(),
-                            key(HParam::LayerNormRmsEpsilon), h.rms_eps));
-  h.rope_freq_base = float(f.find_float(key(HParam::RopeFreqBase)).value_or(h.arch == Arch::Llama ? 10000.0 : 1000000.0));
+  h.rms_eps = positive_float(f, key(HParam::LayerNormRmsEpsilon), f.get_float(key(HParam::LayerNormRmsEpsilon)), 1.0);
+  if (auto base = f.find_float(key(HParam::RopeFreqBase))) h.rope_freq_base = positive_float(f, key(HParam::RopeFreqBase), *base);
+  else h.rope_freq_base = h.arch == Arch::Llama ? 10000.0f : 1000000.0f;
   h.rope_type = h.arch == Arch::Llama ? RopeType::Normal : RopeType::Neox;
 
-  std::string scaling = f.find_string(key(HParam::RopeScalingType)).value_or("none");
+  std::optional<std::string> type = f.find_string(key(HParam::RopeScalingType));
+  std::string scaling = type.value_or("none");
   if (scaling == "none") h.rope_scaling = RopeScaling::None;
   else if (scaling == "linear") h.rope_scaling = RopeScaling::Linear;
   else if (scaling == "yarn") h.rope_scaling = RopeScaling::Yarn;
   else
     throw Error(fmt::format("{}: metadata '{}': expected none, linear or yarn, found '{}'", f.path(),
-                            key(HParam::RopeScalingType), scaling));
-  h.rope_scaling_factor = float(f.find_float(key(HParam::RopeScalingFactor)).value_or(1.0));
+                            key(HParam::RopeScalingType), printable(scaling)));
+  double factor = f.find_float(key(HParam::RopeScalingFactor)).value_or(1.0);
   h.rope_original_context = f.find_int(key(HParam::RopeScalingOriginalContext)).value_or(h.context_length);
-  if (h.rope_scaling != RopeScaling::None && !(h.rope_scaling_factor > 0))
-    throw Error(fmt::format("{}: metadata '{}': expected a positive factor, found {}", f.path(),
-                            key(HParam::RopeScalingFactor), h.rope_scaling_factor));
+  // The kernels do not scale positions yet, and a model run unscaled gives wrong text without
+  // a word, so scaling is refused until they do. llama.cpp applies the factor unless the type
+  // says none, also when the type is absent (it defaults to linear).
+  if (factor != 1.0 && (!type || *type != "none"))
+    throw Error(fmt::format("{}: metadata '{}' = {} ({} RoPE scaling): RoPE scaling is not supported yet; only a "
+                            "factor of 1 or scaling type none can be loaded",
+                            f.path(), key(HParam::RopeScalingFactor), factor, type.value_or("linear")));
+  h.rope_scaling_factor = 1.0f;
   return h;
 }
 

@@ -31,6 +31,8 @@ struct ModelHParams {
   float rms_eps = 1e-5f;
   float rope_freq_base = 10000.0f;
   RopeType rope_type = RopeType::Normal;
+  // load_hparams refuses a scaling factor other than 1 until the kernels apply it, so a loaded
+  // model's factor is 1 (the type is kept for when they do).
   RopeScaling rope_scaling = RopeScaling::None;
   float rope_scaling_factor = 1.0f;
   int64_t rope_original_context = 0;
@@ -38,8 +40,9 @@ struct ModelHParams {
   int64_t n_gqa() const { return n_head / n_head_kv; }
 };
 
-// Reads and validates the hyper-parameters of a llama, qwen2 or qwen3 GGUF. A missing or
-// inconsistent value throws kdsl::Error naming the file and the key.
+// Reads and validates the hyper-parameters of a llama, qwen2 or qwen3 GGUF. A missing,
+// inconsistent or absurd value (a count above INT32_MAX, a non-finite or non-positive float,
+// a tokenizer larger than the embedding) throws kdsl::Error naming the file and the key.
 ModelHParams load_hparams(const GgufFile &gguf);
 
 // Writes `h` as `<arch>.*` metadata (and general.architecture), as llama.cpp's converter does.

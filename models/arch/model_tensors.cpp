@@ -74,6 +74,13 @@ const GgufTensorInfo **slot(ModelTensors &m, const TensorSpec &s) {
 }  // namespace
 
 ModelTensors load_tensors(const GgufFile &f, const ModelHParams &h) {
+  // Every layer has tensors of its own, so a block count above the file's tensor count is
+  // refused before anything is allocated per layer. (A count a little too high still gets
+  // the clearer "tensor 'blk.N....' is missing" below.)
+  const int64_t held = int64_t(f.tensors().size());
+  if (h.n_layer > held)
+    throw Error(fmt::format("{}: metadata '{}' = {}: each layer needs its own tensors, but the file holds only {}",
+                            f.path(), hparam_key(h.arch, HParam::BlockCount), h.n_layer, held));
   ModelTensors m;
   m.layers.resize(size_t(h.n_layer));
   for (const TensorSpec &s : tensor_specs(h)) {

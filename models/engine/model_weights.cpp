@@ -137,6 +137,7 @@ ModelWeights load_gguf_weights(const std::string &path) {
     m.layers.push_back(lw);
   }
   m.keep_alive = gguf;
+  m.gguf = gguf;
   return m;
 }
 

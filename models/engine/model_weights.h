@@ -11,6 +11,8 @@
 
 namespace kdsl::models {
 
+class GgufFile;
+
 // A row-major [rows][cols] matrix (or a vector: rows = 1) of f32, f16, bf16, or Q8_0 / Q4_0
 // / Q4_K / Q6_K blocks in their GGUF layout (cols a multiple of 32, 256 for the k-quants), in memory the ModelWeights keeps alive
 // (a mapped file, or a converted copy). Norms and biases are always f32.
@@ -37,6 +39,9 @@ struct ModelWeights {
   Weight token_embd, output_norm, output;
   std::vector<LayerWeights> layers;
   std::shared_ptr<const void> keep_alive;              // the mapped file(s)
+  // The parsed GGUF (null for llama2.c), so the tokenizer and chat template are read from
+  // this parse rather than a second and third one of the same file.
+  std::shared_ptr<const GgufFile> gguf;
   std::vector<std::vector<float>> converted;           // norms and biases converted to f32
 
   // Bytes of weights one decoded token reads (every matrix once, the embedding row aside).

@@ -80,7 +80,7 @@ std::optional<bool> GgufFile::find_bool(std::string_view key) const {
 
 const GgufArray &GgufFile::get_array(std::string_view key, GgufValueType element) const {
   const GgufValue &v = get(key);
-  if (v.type() != GgufValueType::Array || v.as_array().type != element)
+  if (v.type() != GgufValueType::Array || v.as_array().type() != element)
     wrong_type(name_, key, fmt::format("an array of {}", value_type_name(element)), v);
   return v.as_array();
 }
@@ -88,15 +88,14 @@ const GgufArray &GgufFile::get_array(std::string_view key, GgufValueType element
 std::vector<std::string> GgufFile::get_string_array(std::string_view key) const {
   const GgufArray &a = get_array(key, GgufValueType::String);
   std::vector<std::string> out;
-  out.reserve(a.values.size());
-  for (const GgufValue &v : a.values) out.push_back(v.as_string());
+  out.reserve(a.size());
+  for (size_t i = 0; i < a.size(); ++i) out.emplace_back(a.string(i));
   return out;
 }
 
 const GgufTensorInfo *GgufFile::find_tensor(std::string_view name) const {
-  for (const GgufTensorInfo &t : tensors_)
-    if (t.name == name) return &t;
-  return nullptr;
+  auto it = tensor_index_.find(std::string(name));
+  return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
 }
 
 const GgufTensorInfo &GgufFile::tensor(std::string_view name) const {

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "models/common/mapped_file.h"
+#include "models/common/printable.h"
 #include "models/gguf/gguf_file.h"
 
 namespace kdsl::models {
@@ -43,13 +44,15 @@ class Parser {
     return n;
   }
 
-  std::string string(std::string_view field) {
+  // A string as a view into the file's bytes.
+  std::string_view string_view(std::string_view field) {
     uint64_t n = r_.read<uint64_t>(field);
     if (n > r_.remaining())
       throw Error(fmt::format("{}: {}: string length {} runs past the end of the file ({} bytes left at offset {})",
                               r_.file(), field, n, r_.remaining(), r_.pos()));
-    return std::string(r_.read_bytes(n, field));
+    return r_.read_bytes(n, field);
   }
+  std::string string(std::string_view field) { return std::string(string_view(field)); }
 
   GgufValueType value_type(std::string_view field) {
     uint32_t t = r_.read<uint32_t>(field);
@@ -79,11 +82,22 @@ class Parser {
       case GgufValueType::Array: {
         if (depth >= kMaxArrayDepth)
           throw Error(fmt::format("{}: {}: arrays nested deeper than {} levels", r_.file(), field, kMaxArrayDepth));
-        GgufArray a;
-        a.type = value_type(field + " element type");
-        uint64_t n = count(field + " element count", min_value_bytes(a.type));
-        a.values.reserve(n);
-        for (uint64_t i = 0; i < n; ++i) a.values.push_back(value(a.type, field, depth + 1));
+        GgufArray a(value_type(field + " element type"));
+        uint64_t n = count(field + " element count", min_value_bytes(a.type()));
+        if (a.type() == GgufValueType::String) {
+          for (uint64_t i = 0; i < n; ++i) a.append_string(string_view(field));
+        } else if (a.type() == GgufValueType::Array) {
+          for (uint64_t i = 0; i < n; ++i) a.push_back(value(a.type(), field, depth + 1));
+        } else {
+          // Numbers in one copy: `count` has checked that n elements fit in the bytes left.
+          std::string_view raw = r_.read_bytes(n * min_value_bytes(a.type()), field);
+          if (a.type() == GgufValueType::Bool)
+            for (size_t i = 0; i < raw.size(); ++i)
+              if (uint8_t(raw[i]) > 1)
+                throw Error(fmt::format("{}: {}: element {}: bool must be 0 or 1, found {}", r_.file(), field, i,
+                                        uint8_t(raw[i])));
+          a.append_bytes(raw, size_t(n));
+        }
         return a;
       }
     }
@@ -134,16 +148,16 @@ void GgufFile::parse() {
   uint64_t tensor_count = p.count("tensor_count", 24);  // name length, dims, type, offset
   uint64_t kv_count = p.count("metadata_kv_count", 13);  // key length, type, one byte
 
-  std::unordered_set<std::string> keys;
+  std::unordered_set<std::string_view> keys;  // views into the file's bytes, which outlive the parse
   metadata_.reserve(kv_count);
   for (uint64_t i = 0; i < kv_count; ++i) {
-    std::string key = p.string(fmt::format("metadata key {}", i));
+    std::string_view key = p.string_view(fmt::format("metadata key {}", i));
     if (!keys.insert(key).second)
-      throw Error(fmt::format("{}: metadata key {}: duplicate key '{}'", name_, i, key));
-    std::string field = fmt::format("metadata '{}'", key);
+      throw Error(fmt::format("{}: metadata key {}: duplicate key '{}'", name_, i, printable(key)));
+    std::string field = fmt::format("metadata '{}'", printable(key));
     GgufValueType t = p.value_type(field + " type");
     GgufValue v = p.value(t, field, 0);
-    metadata_.emplace_back(std::move(key), std::move(v));
+    metadata_.emplace_back(std::string(key), std::move(v));
   }
 
   if (const GgufValue *a = find("general.alignment")) {
@@ -156,13 +170,12 @@ void GgufFile::parse() {
     alignment_ = align;
   }
 
-  std::unordered_set<std::string> names;
   tensors_.reserve(tensor_count);
   for (uint64_t i = 0; i < tensor_count; ++i) {
     GgufTensorInfo t;
     t.name = p.string(fmt::format("tensor {} name", i));
-    std::string field = fmt::format("tensor '{}'", t.name);
-    if (!names.insert(t.name).second) throw Error(fmt::format("{}: {}: duplicate tensor name", name_, field));
+    std::string field = fmt::format("tensor '{}'", printable(t.name));
+    if (!tensor_index_.emplace(t.name, tensors_.size()).second) throw Error(fmt::format("{}: {}: duplicate tensor name", name_, field));
     uint32_t dims = r.read<uint32_t>(field + " n_dims");
     if (dims == 0 || dims > kMaxDims)
       throw Error(fmt::format("{}: {} n_dims: expected 1..{}, found {}", name_, field, kMaxDims, dims));
@@ -203,7 +216,7 @@ void GgufFile::parse() {
     if (t.offset > data_bytes || t.bytes > data_bytes - t.offset)
       throw Error(fmt::format("{}: tensor '{}' ({} {}): data at offset {} + {} bytes runs past the end of the "
                               "{}-byte data section (truncated file?)",
-                              name_, t.name, ggml_type_name(uint32_t(t.type)), t.shape_string(), t.offset, t.bytes,
+                              name_, printable(t.name), ggml_type_name(uint32_t(t.type)), t.shape_string(), t.offset, t.bytes,
                               data_bytes));
     t.data = bytes_.data() + data_offset_ + t.offset;
   }

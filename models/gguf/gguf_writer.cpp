@@ -87,15 +87,12 @@ void put_value(const Out &out, const GgufValue &v) {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<T, std::string>) {
           put_string(out, x);
-        } else if constexpr (std::is_same_v<T, GgufArray>) {
-          put<uint32_t>(out, uint32_t(x.type));
-          put<uint64_t>(out, x.values.size());
-          for (const GgufValue &e : x.values) {
-            if (e.type() != x.type)
-              throw Error(fmt::format("GGUF writer: an array of {} holds a {}", value_type_name(x.type),
-                                      value_type_name(e.type())));
-            put_value(out, e);
-          }
+        } else if constexpr (std::is_same_v<T, GgufArrayRef>) {
+          const GgufArray &a = x.get();
+          // GgufArray holds only elements of its type, so each is written as it is.
+          put<uint32_t>(out, uint32_t(a.type()));
+          put<uint64_t>(out, a.size());
+          for (size_t i = 0; i < a.size(); ++i) put_value(out, a[i]);
         } else if constexpr (std::is_same_v<T, bool>) {
           put<uint8_t>(out, x ? 1 : 0);
         } else {

@@ -32,8 +32,14 @@ Llama2cConfig read_config(ByteReader &r) {
   int32_t vocab = r.read<int32_t>("vocab_size");
   c.seq_len = r.read<int32_t>("seq_len");
   c.shared_classifier = vocab > 0;
-  c.vocab_size = vocab < 0 ? -vocab : vocab;
-  if (vocab == INT32_MIN) c.vocab_size = 0;  // -INT32_MIN overflows; reject below
+  // The sign says whether the classifier is shared. Negating in 64 bits: -INT32_MIN does not
+  // fit in an int.
+  int64_t magnitude = vocab < 0 ? -int64_t(vocab) : int64_t(vocab);
+  if (magnitude == 0 || magnitude > (1 << 24))
+    throw Error(fmt::format("{}: header field vocab_size: expected 1..2^24 (negative when the classifier is "
+                            "separate), found {}",
+                            r.file(), vocab));
+  c.vocab_size = int(magnitude);
 
   auto positive = [&](const char *field, int value) {
     if (value <= 0 || value > (1 << 24))
@@ -45,7 +51,6 @@ Llama2cConfig read_config(ByteReader &r) {
   positive("n_layers", c.n_layers);
   positive("n_heads", c.n_heads);
   positive("n_kv_heads", c.n_kv_heads);
-  positive("vocab_size", c.vocab_size);
   positive("seq_len", c.seq_len);
   if (c.dim % c.n_heads != 0)
     throw Error(fmt::format("{}: header: dim {} is not divisible by n_heads {}", r.file(), c.dim, c.n_heads));
@@ -68,17 +73,33 @@ Llama2cCheckpoint::Llama2cCheckpoint(const std::string &path)
   const int64_t dim = c.dim, hidden = c.hidden_dim, layers = c.n_layers, vocab = c.vocab_size;
   const int64_t kv_dim = c.kv_dim(), rope = int64_t(c.seq_len) * c.head_size() / 2;
 
-  // Every count is below 2^24, so these products fit easily in 64 bits.
-  int64_t floats = vocab * dim + layers * (2 * dim + 2 * dim * dim + 2 * kv_dim * dim + 3 * hidden * dim) +
-                   dim + 2 * rope + (c.shared_classifier ? 0 : vocab * dim);
-  uint64_t expected = 7 * 4 + uint64_t(floats) * 4;
-  if (file_->size() != expected)
+  // Counts are below 2^24 but a product of three can pass 2^64, so the sum is built with
+  // overflow checks and compared with the file's size before any tensor is made.
+  uint64_t floats = 0;
+  bool overflow = false;
+  auto add = [&](std::initializer_list<uint64_t> factors) {
+    uint64_t product = 1;
+    for (uint64_t f : factors) overflow |= __builtin_mul_overflow(product, f, &product);
+    overflow |= __builtin_add_overflow(floats, product, &floats);
+  };
+  const uint64_t layer_floats = 2 * uint64_t(dim) + 2 * uint64_t(dim) * uint64_t(dim) + 2 * uint64_t(kv_dim) * uint64_t(dim) +
+                             3 * uint64_t(hidden) * uint64_t(dim);  // each term below 2^51
+  add({uint64_t(vocab), uint64_t(dim)});
+  add({uint64_t(layers), layer_floats});
+  add({uint64_t(dim)});
+  add({2, uint64_t(rope)});
+  if (!c.shared_classifier) add({uint64_t(vocab), uint64_t(dim)});
+  uint64_t expected = 0;
+  overflow |= __builtin_mul_overflow(floats, uint64_t(4), &expected);
+  overflow |= __builtin_add_overflow(expected, uint64_t(7 * 4), &expected);
+  if (overflow || file_->size() != expected)
     throw Error(fmt::format("{}: size: header (dim {}, hidden_dim {}, n_layers {}, n_heads {}, n_kv_heads {}, "
                             "vocab_size {}{}, seq_len {}) needs {} bytes, the file has {}",
                             path, c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.vocab_size,
-                            c.shared_classifier ? "" : " (separate classifier)", c.seq_len, expected,
-                            file_->size()));
+                            c.shared_classifier ? "" : " (separate classifier)", c.seq_len,
+                            overflow ? std::string("more than 2^64") : std::to_string(expected), file_->size()));
 
+  tensors_.reserve(size_t(layers) * 9 + 3);
   const float *p = reinterpret_cast<const float *>(file_->data() + 28);
   auto take = [&](std::string name, std::vector<int64_t> shape) {
     Llama2cTensor t{std::move(name), std::move(shape), p};

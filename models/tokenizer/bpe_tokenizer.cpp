@@ -6,6 +6,7 @@
 
 #include <queue>
 
+#include "models/common/printable.h"
 #include "models/tokenizer/byte_level.h"
 
 namespace kdsl::models {
@@ -23,10 +24,10 @@ BpeTokenizer::BpeTokenizer(Vocabulary vocab, const std::vector<std::string> &mer
     auto left = space == std::string::npos ? std::nullopt : unicode_to_bytes(std::string_view(m).substr(0, space));
     auto right = space == std::string::npos ? std::nullopt : unicode_to_bytes(std::string_view(m).substr(space + 1));
     if (!left || !right || left->empty() || right->empty())
-      throw Error(fmt::format("BPE tokenizer: merge {} '{}': expected two byte-level tokens separated by a space", rank, m));
+      throw Error(fmt::format("BPE tokenizer: merge {} '{}': expected two byte-level tokens separated by a space", rank, printable(m)));
     int l = find_piece(*left), r = find_piece(*right), result = find_piece(*left + *right);
     if (l < 0 || r < 0 || result < 0)
-      throw Error(fmt::format("BPE tokenizer: merge {} '{}' uses or makes a token missing from the vocabulary", rank, m));
+      throw Error(fmt::format("BPE tokenizer: merge {} '{}' uses or makes a token missing from the vocabulary", rank, printable(m)));
     merges_.emplace(uint64_t(uint32_t(l)) << 32 | uint32_t(r), Merge{int(rank), result});  // first rank wins
   }
 }

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <kdsl/error.h>
 
+#include "models/common/printable.h"
 #include "models/gguf/gguf_file.h"
 
 namespace kdsl::models {
@@ -82,7 +83,7 @@ ChatTemplate select_chat_template(const GgufFile &f, const std::string &override
   if (!source) throw Error(fmt::format("{}: the model has no tokenizer.chat_template; {}", f.path(), kOverrideHint));
   if (auto t = detect_chat_template(*source)) return *t;
   throw Error(fmt::format("{}: tokenizer.chat_template is not a template kdsl recognises (it begins \"{}\"); {}",
-                          f.path(), source->substr(0, 40), kOverrideHint));
+                          f.path(), printable(*source, 40), kOverrideHint));
 }
 
 std::string render_chat(ChatTemplate t, std::span<const ChatMessage> messages, bool add_generation_prompt) {

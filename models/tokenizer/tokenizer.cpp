@@ -5,7 +5,22 @@
 #include <fmt/format.h>
 #include <kdsl/error.h>
 
+#include "models/common/printable.h"
+
 namespace kdsl::models {
+
+std::optional<uint8_t> byte_piece_value(std::string_view piece) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  if (piece.size() != 6 || !piece.starts_with("<0x") || piece[5] != '>') return std::nullopt;
+  int hi = hex(piece[3]), lo = hex(piece[4]);
+  if (hi < 0 || lo < 0) return std::nullopt;
+  return uint8_t(hi * 16 + lo);
+}
 
 Tokenizer::Tokenizer(Vocabulary vocab) : vocab_(std::move(vocab)), specials_by_first_byte_(256) {
   piece_to_id_.reserve(vocab_.pieces.size());
@@ -14,6 +29,9 @@ Tokenizer::Tokenizer(Vocabulary vocab) : vocab_(std::move(vocab)), specials_by_f
     piece_to_id_.emplace(vocab_.pieces[size_t(id)], id);
     TokenType t = vocab_.type(id);
     const std::string &p = vocab_.pieces[size_t(id)];
+    if (t == TokenType::Byte && !byte_piece_value(p))
+      throw Error(fmt::format("tokenizer: token {} '{}' has type byte but is not spelled <0x00> .. <0xFF>", id,
+                              printable(p)));
     if ((t == TokenType::Control || t == TokenType::UserDefined) && !p.empty())
       specials_by_first_byte_[uint8_t(p[0])].push_back(id);
   }
@@ -65,10 +83,8 @@ std::string Tokenizer::token_to_piece(int id, bool render_special) const {
     case TokenType::Unused:
       return render_special ? p : std::string();
     case TokenType::Byte:
-      // "<0x0A>": the piece stands for one byte
-      if (p.size() == 6 && p.starts_with("<0x") && p.back() == '>')
-        return std::string(1, char(std::stoi(p.substr(3, 2), nullptr, 16)));
-      return p;
+      // The constructor has checked the spelling ("<0x0A>" stands for one byte).
+      return std::string(1, char(*byte_piece_value(p)));
     default:
       return p;
   }

@@ -1,6 +1,8 @@
 // tokenizer.h - the tokenizer interface the engine uses, and the factories that build one from a model file
 #pragma once
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -16,6 +18,7 @@ enum class TokenizerKind { SentencePiece, ByteLevelBpe };
 
 class Tokenizer {
  public:
+  // Throws kdsl::Error when a byte-type token is not spelled <0xHH> (the caller adds the file).
   explicit Tokenizer(Vocabulary vocab);
   virtual ~Tokenizer() = default;
 
@@ -56,6 +59,10 @@ class Tokenizer {
   // Control and user-defined ids by their first byte, longest first, for matching in text.
   std::vector<std::vector<int>> specials_by_first_byte_;
 };
+
+// The byte a byte-fallback piece stands for ("<0x0A>" is 10; either case of hex digit), or
+// nullopt when `piece` is not spelled so.
+std::optional<uint8_t> byte_piece_value(std::string_view piece);
 
 // A llama2.c tokenizer.bin (SentencePiece pieces and scores); `vocab_size` < 0 reads to the end.
 std::unique_ptr<Tokenizer> load_tokenizer_bin(const std::string &path, int vocab_size = -1);

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <kdsl/error.h>
 
+#include "models/common/printable.h"
 #include "models/gguf/gguf_file.h"
 #include "models/tokenizer/bpe_tokenizer.h"
 #include "models/tokenizer/byte_level.h"
@@ -25,14 +26,12 @@ Vocabulary read_vocabulary(const GgufFile &f, bool spm) {
   const size_t n = v.pieces.size();
   if (n == 0) throw Error(fmt::format("{}: metadata 'tokenizer.ggml.tokens' is empty", f.path()));
   if (f.has("tokenizer.ggml.scores")) {
-    for (const GgufValue &s : f.get_array("tokenizer.ggml.scores", GgufValueType::F32).values)
-      v.scores.push_back(std::get<float>(s.storage()));
+    v.scores = f.get_array("tokenizer.ggml.scores", GgufValueType::F32).numbers<float>();
   } else {
     v.scores.assign(spm ? n : 0, 0.0f);
   }
   if (f.has("tokenizer.ggml.token_type")) {
-    for (const GgufValue &t : f.get_array("tokenizer.ggml.token_type", GgufValueType::I32).values) {
-      int32_t type = std::get<int32_t>(t.storage());
+    for (int32_t type : f.get_array("tokenizer.ggml.token_type", GgufValueType::I32).numbers<int32_t>()) {
       if (type < 0 || type > 6)
         throw Error(fmt::format("{}: metadata 'tokenizer.ggml.token_type': token {} has type {}, expected 0..6",
                                 f.path(), v.types.size(), type));
@@ -80,7 +79,11 @@ std::unique_ptr<Tokenizer> load_tokenizer(const GgufFile &f) {
     for (size_t i = 0; i < v.pieces.size(); ++i)
       if (v.types[i] == TokenType::Normal || v.types[i] == TokenType::UserDefined)
         v.pieces[i] = replace_all(std::move(v.pieces[i]), kSpaceMark, " ");
-    return std::make_unique<SpmTokenizer>(std::move(v));
+    try {
+      return std::make_unique<SpmTokenizer>(std::move(v));
+    } catch (const Error &e) {
+      throw Error(fmt::format("{}: {}", f.path(), e.what()));
+    }
   }
   if (model == "gpt2") {
     Vocabulary v = read_vocabulary(f, false);
@@ -89,14 +92,14 @@ std::unique_ptr<Tokenizer> load_tokenizer(const GgufFile &f) {
       if (auto bytes = unicode_to_bytes(v.pieces[i])) v.pieces[i] = std::move(*bytes);
       else
         throw Error(fmt::format("{}: metadata 'tokenizer.ggml.tokens': token {} '{}' is not in byte-level spelling",
-                                f.path(), i, v.pieces[i]));
+                                f.path(), i, printable(v.pieces[i])));
     }
     std::string pre_name = f.find_string("tokenizer.ggml.pre").value_or("default");
     auto pre = parse_pre_tokenizer(pre_name);
     if (!pre)
       throw Error(fmt::format("{}: metadata 'tokenizer.ggml.pre': pre-tokenizer '{}' is not supported (supported: "
                               "default, gpt-2, llama-bpe, qwen2, smollm)",
-                              f.path(), pre_name));
+                              f.path(), printable(pre_name)));
     std::vector<std::string> merges = f.get_string_array("tokenizer.ggml.merges");
     try {
       return std::make_unique<BpeTokenizer>(std::move(v), merges, BpeOptions{*pre, *pre == PreTokenizer::Llama3});
@@ -105,7 +108,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const GgufFile &f) {
     }
   }
   throw Error(fmt::format("{}: metadata 'tokenizer.ggml.model': tokenizer '{}' is not supported (supported: llama, gpt2)",
-                          f.path(), model));
+                          f.path(), printable(model)));
 }
 
 }  // namespace kdsl::models

@@ -10,6 +10,7 @@
 #include "models/gguf/gguf_file.h"
 #include "models/tokenizer/chat_template.h"
 #include "models/tokenizer/tokenizer.h"
+#include "src/tools/tool_main.h"
 
 using namespace kdsl::models;
 
@@ -55,9 +56,11 @@ int main(int argc, char **argv) {
   app.add_flag("--pieces", pieces, "print one line per token: id and piece");
   app.add_flag("--chat", chat, "wrap the text as one user message in the model's chat template");
   app.add_option("--chat-template", chat_template, "chat template to use: llama2, llama3, chatml, mistral");
-  CLI11_PARSE(app, argc, argv);
+  if (int status = kdsl::tools::parse_command_line(app, "kdsl-tokenize", argc, argv); status >= 0) return status;
 
-  try {
+  const std::string &subject = model.empty() ? tokenizer_bin : model;
+  kdsl::tools::report_sigbus_for("kdsl-tokenize", subject);
+  return kdsl::tools::run_tool("kdsl-tokenize", subject, [&] {
     std::unique_ptr<GgufFile> gguf;
     std::unique_ptr<Tokenizer> tok;
     if (!model.empty()) {
@@ -90,9 +93,6 @@ int main(int argc, char **argv) {
       for (int id : ids) line += (line.empty() ? "" : " ") + std::to_string(id);
       fmt::print("{}\n", line);
     }
-  } catch (const kdsl::Error &e) {
-    fmt::print(stderr, "kdsl-tokenize: {}\n", e.what());
-    return 1;
-  }
-  return 0;
+    return 0;
+  });
 }

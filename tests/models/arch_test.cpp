@@ -3,6 +3,11 @@
 
 #include <kdsl/error.h>
 
+#include <cmath>
+#include <fmt/format.h>
+#include <functional>
+#include <limits>
+
 #include "models/arch/hparams.h"
 #include "models/arch/model_tensors.h"
 #include "models/gguf/gguf_file.h"
@@ -15,7 +20,7 @@ using namespace kdsl::models;
 
 namespace {
 
-GgufFile synth(const SynthConfig &c, void (*edit)(GgufWriter &) = nullptr) {
+GgufFile synth(const SynthConfig &c, const std::function<void(GgufWriter &)> &edit = nullptr) {
   GgufWriter w;
   add_synthetic_model(w, c);
   if (edit) edit(w);
@@ -92,7 +97,7 @@ TEST_CASE("arch: shape and metadata errors say expected against found") {
           for (const char *k : {"context_length", "embedding_length", "block_count", "feed_forward_length",
                                 "attention.head_count", "attention.head_count_kv", "attention.layer_norm_rms_epsilon"})
             w.set(std::string("qwen2.") + k, GgufValue(uint32_t(0)));
-        })).find("metadata 'qwen2.context_length': expected a positive count, found 0") != std::string::npos);
+        })).find("metadata 'qwen2.context_length': expected a positive count up to 2147483647, found 0") != std::string::npos);
   SynthConfig q2 = synth_preset("tiny");
   CHECK(load_error(synth(q2, [](GgufWriter &w) {
           w.set("general.architecture", "qwen2");
@@ -116,7 +121,7 @@ TEST_CASE("arch: hyper-parameters survive write_hparams and load_hparams") {
   ModelHParams h;
   h.arch = Arch::Qwen3, h.context_length = 4096, h.n_embd = 96, h.n_layer = 3, h.n_ff = 200, h.n_head = 6;
   h.n_head_kv = 2, h.head_dim = h.head_dim_v = 32, h.n_rot = 32, h.n_vocab = 1000, h.rms_eps = 1e-6f;
-  h.rope_freq_base = 5e5f, h.rope_scaling = RopeScaling::Yarn, h.rope_scaling_factor = 4, h.rope_original_context = 1024;
+  h.rope_freq_base = 5e5f, h.rope_scaling = RopeScaling::Yarn, h.rope_scaling_factor = 1, h.rope_original_context = 1024;
   GgufWriter w;
   write_hparams(w, h);
   ModelHParams r = load_hparams(GgufFile::from_bytes(w.to_bytes(), "h.gguf"));
@@ -124,7 +129,7 @@ TEST_CASE("arch: hyper-parameters survive write_hparams and load_hparams") {
   CHECK(r.n_head_kv == 2);
   CHECK(r.n_vocab == 1000);
   CHECK(r.rope_scaling == RopeScaling::Yarn);
-  CHECK(r.rope_scaling_factor == 4.0f);
+  CHECK(r.rope_scaling_factor == 1.0f);
   CHECK(r.rope_original_context == 1024);
   CHECK(r.rope_freq_base == 5e5f);
 }
@@ -137,4 +142,83 @@ TEST_CASE("arch: a llama2.c header describes the same hyper-parameters") {
   CHECK(h.head_dim == 8);
   CHECK(h.n_vocab == 512);
   CHECK(h.context_length == 512);
+}
+
+TEST_CASE("arch: a file-derived architecture name is escaped, never echoed raw to the terminal") {
+  std::string err = load_error(synth(synth_preset("tiny"), [](GgufWriter &w) {
+    w.set("general.architecture", "\x1b]0;pwned\x07\x1b[2J");
+  }));
+  CHECK(err == "synth.gguf: metadata 'general.architecture': '\\x1b]0;pwned\\x07\\x1b[2J' is not supported "
+               "(supported: llama, qwen2, qwen3)");
+  CHECK(err.find('\x1b') == std::string::npos);
+}
+
+TEST_CASE("arch: absurd counts are refused before anything is allocated per layer or wraps") {
+  // 10^8 layers in a file of 21 tensors: refused at once, not 9 * 10^8 tensor specs later.
+  CHECK(load_error(synth(synth_preset("tiny"), [](GgufWriter &w) { w.set("llama.block_count", uint32_t(100000000)); }))
+            .find("metadata 'llama.block_count' = 100000000: each layer needs its own tensors, but the file holds only") !=
+        std::string::npos);
+  CHECK(load_error(synth(synth_preset("tiny"), [](GgufWriter &w) { w.set("llama.attention.head_count", uint64_t(1) << 32); }))
+            .find("metadata 'llama.attention.head_count': expected a positive count up to 2147483647, found 4294967296") !=
+        std::string::npos);
+  // 65536 heads of 65536 dimensions: the width 2^32 used to be computed in int and wrap.
+  CHECK(load_error(synth(synth_preset("tiny"), [](GgufWriter &w) {
+          w.set("llama.attention.head_count", uint32_t(65536));
+          w.set("llama.attention.head_count_kv", uint32_t(65536));
+          w.set("llama.attention.key_length", uint32_t(65536));
+        })) == "synth.gguf: metadata 'llama.attention.head_count' = 65536 heads of 65536 dimensions make a query width "
+               "of 4294967296, above the 2147483647 kdsl supports");
+}
+
+TEST_CASE("arch: float hyper-parameters must be finite and positive") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (float bad : {nan, -1.0f, 0.0f, inf}) {
+    std::string err = load_error(synth(synth_preset("tiny"), [&](GgufWriter &w) { w.set("llama.rope.freq_base", bad); }));
+    CHECK(err == fmt::format("synth.gguf: metadata 'llama.rope.freq_base': expected a finite number above 0, found {}",
+                             double(bad)));
+    err = load_error(synth(synth_preset("tiny"), [&](GgufWriter &w) { w.set("llama.attention.layer_norm_rms_epsilon", bad); }));
+    CHECK(err == fmt::format("synth.gguf: metadata 'llama.attention.layer_norm_rms_epsilon': expected a finite number "
+                             "above 0 and below 1, found {}",
+                             double(bad)));
+  }
+  // A double beyond float's range is refused, not converted (an overflowing conversion is undefined).
+  CHECK(load_error(synth(synth_preset("tiny"), [](GgufWriter &w) { w.set("llama.rope.freq_base", 1e300); }))
+            .find("'llama.rope.freq_base': expected a finite number above 0, found 1e+300") != std::string::npos);
+  CHECK(load_error(synth(synth_preset("tiny"), [](GgufWriter &w) { w.set("llama.rope.freq_base", 5e5); })) == "no error");
+}
+
+TEST_CASE("arch: RoPE scaling is refused until the kernels apply it; factor 1 and type none load") {
+  auto with = [](const char *type, float factor) {
+    return load_error(synth(synth_preset("tiny"), [&](GgufWriter &w) {
+      if (type) w.set("llama.rope.scaling.type", type);
+      w.set("llama.rope.scaling.factor", factor);
+    }));
+  };
+  CHECK(with("linear", 4) == "synth.gguf: metadata 'llama.rope.scaling.factor' = 4 (linear RoPE scaling): RoPE scaling "
+                             "is not supported yet; only a factor of 1 or scaling type none can be loaded");
+  CHECK(with("yarn", 8).find("'llama.rope.scaling.factor' = 8 (yarn RoPE scaling): RoPE scaling is not supported yet") !=
+        std::string::npos);
+  CHECK(with(nullptr, 2).find("= 2 (linear RoPE scaling)") != std::string::npos);  // llama.cpp's default type
+  CHECK(with("linear", std::numeric_limits<float>::quiet_NaN()).find("= nan (linear RoPE scaling)") != std::string::npos);
+  CHECK(with("linear", 1) == "no error");
+  CHECK(with("yarn", 1) == "no error");
+  CHECK(with("none", 4) == "no error");  // llama.cpp ignores the factor when the type is none
+}
+
+TEST_CASE("arch: a tokenizer larger than the embedding is refused at load; a smaller one (padding rows) loads") {
+  auto tokens = [](int n) {
+    std::vector<std::string> t;
+    for (int i = 0; i < n; ++i) t.push_back(fmt::format("t{}", i));
+    return GgufValue::array(t);
+  };
+  GgufFile larger = synth(synth_preset("tiny"), [&](GgufWriter &w) { w.set("tokenizer.ggml.tokens", tokens(600)); });
+  CHECK(load_error(larger) == "synth.gguf: metadata 'tokenizer.ggml.tokens' has 600 tokens but the model's embedding "
+                              "has 512 rows ('llama.vocab_size' or token_embd.weight): the tokenizer must not be larger "
+                              "than the embedding");
+  // A token list of the wrong type is a clear error (as_array() on it threw std::bad_variant_access).
+  CHECK(load_error(synth(synth_preset("tiny"), [](GgufWriter &w) { w.set("tokenizer.ggml.tokens", uint32_t(5)); })) ==
+        "synth.gguf: metadata 'tokenizer.ggml.tokens': expected an array of string, found u32 5");
+  GgufFile smaller = synth(synth_preset("tiny"), [&](GgufWriter &w) { w.set("tokenizer.ggml.tokens", tokens(500)); });
+  CHECK(load_error(smaller) == "no error");
+  CHECK(load_hparams(smaller).n_vocab == 512);
 }

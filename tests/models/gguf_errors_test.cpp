@@ -181,3 +181,23 @@ TEST_CASE("gguf errors: randomized mutations never crash or read out of bounds")
   CHECK(parsed > 0);
   CHECK(rejected > 0);
 }
+
+TEST_CASE("gguf errors: keys, tensor names and string values from the file are escaped in messages") {
+  GgufWriter key;
+  key.set("\x1b[2J", uint8_t(1));
+  key.set("bbbb", uint8_t(2));
+  Bytes k = key.to_bytes();
+  std::memcpy(k.data() + 24 + 8 + 4 + 4 + 1 + 8, "\x1b[2J", 4);  // rename the second key to the first
+  CHECK(error_of(k).find("metadata key 1: duplicate key '\\x1b[2J'") != std::string::npos);
+
+  GgufWriter t;
+  float v[4] = {1, 2, 3, 4};
+  t.add_tensor("\x1b]0;pwned\x07", {4}, GgmlType::F32, std::as_bytes(std::span(v)));
+  Bytes b = patch(t.to_bytes(), 24 + 8 + 10, uint32_t(5));  // n_dims after the 10-byte name
+  CHECK(error_of(b) == "bad.gguf: tensor '\\x1b]0;pwned\\x07' n_dims: expected 1..4, found 5");
+
+  GgufWriter s;
+  s.set("k", "\x1b[2J");
+  GgufFile f = GgufFile::from_bytes(s.to_bytes(), "s.gguf");
+  CHECK_THROWS_WITH_AS(f.get_int("k"), "s.gguf: metadata 'k': expected an integer, found string \"\\x1b[2J\"", kdsl::Error);
+}

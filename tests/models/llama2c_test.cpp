@@ -8,6 +8,7 @@
 
 #include "models/llama2c/checkpoint.h"
 #include "models/llama2c/reference_model.h"
+#include "models/sampler/rng.h"
 #include "models/tokenizer/tokenizer.h"
 #include "shared_models.h"
 
@@ -168,4 +169,52 @@ TEST_CASE("llama2c: header errors name the file, field and values") {
   std::ofstream(tiny, std::ios::binary).write("\x08\0\0\0", 4);
   CHECK(error_of(tiny).find("truncated while reading hidden_dim") != std::string::npos);
   CHECK(error_of(scratch_path("missing.bin")).find("cannot open") != std::string::npos);
+}
+
+TEST_CASE("llama2c: a header whose size wraps past 2^64 or whose vocab_size is INT32_MIN is refused") {
+  // 28 + 4 * floats for this header is 2^64 + 36 (found by search): without overflow checks a
+  // 36-byte file passes the size check and its tensors point far outside it.
+  std::string wrap = scratch_path("wrap.bin");
+  {
+    std::vector<int32_t> header = {1 << 24, 1 << 24, 4681, 1 << 23, 1 << 23, 16767853, 1, 0, 0};
+    std::ofstream(wrap, std::ios::binary).write(reinterpret_cast<const char *>(header.data()), 36);
+  }
+  CHECK(error_of(wrap).find("wrap.bin: size: header (dim 16777216, hidden_dim 16777216, n_layers 4681") != std::string::npos);
+  CHECK(error_of(wrap).find("needs more than 2^64 bytes, the file has 36") != std::string::npos);
+
+  std::string min = scratch_path("int32_min.bin");
+  {
+    std::vector<int32_t> header = {8, 12, 2, 4, 2, INT32_MIN, 6};
+    std::ofstream(min, std::ios::binary).write(reinterpret_cast<const char *>(header.data()), 28);
+  }
+  CHECK(error_of(min) == min + ": header field vocab_size: expected 1..2^24 (negative when the classifier is separate), "
+                               "found -2147483648");
+}
+
+TEST_CASE("llama2c: random headers are refused with kdsl::Error, whatever their values") {
+  // Fields drawn from small counts, powers of two near the limits, and any 32-bit value, so the
+  // size arithmetic meets its extremes (UBSan checks it in the sanitize build).
+  Rng rng(7);
+  auto field = [&]() -> int32_t {
+    switch (rng.next() % 4) {
+      case 0: return int32_t(rng.next() % 9);
+      case 1: return int32_t(1) << (rng.next() % 31);
+      case 2: return -(int32_t(1) << (rng.next() % 31));
+      default: return int32_t(uint32_t(rng.next()));
+    }
+  };
+  std::string path = scratch_path("random_header.bin");
+  int refused = 0;
+  for (int iter = 0; iter < 3000; ++iter) {
+    std::vector<int32_t> header(7 + rng.next() % 4);
+    for (int32_t &v : header) v = field();
+    std::ofstream(path, std::ios::binary | std::ios::trunc)
+        .write(reinterpret_cast<const char *>(header.data()), std::streamsize(header.size() * 4));
+    try {
+      Llama2cCheckpoint c(path);
+    } catch (const kdsl::Error &) {
+      ++refused;
+    }
+  }
+  CHECK(refused == 3000);
 }

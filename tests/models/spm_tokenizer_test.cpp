@@ -4,6 +4,8 @@
 #include <fstream>
 #include <kdsl/error.h>
 
+#include "models/gguf/gguf_file.h"
+#include "models/gguf/gguf_writer.h"
 #include "models/llama2c/tokenizer_bin.h"
 #include "models/tokenizer/spm_tokenizer.h"
 #include "shared_models.h"
@@ -116,4 +118,33 @@ TEST_CASE("spm: tokenizer.bin errors name the file and the field") {
   CHECK_THROWS_WITH_AS(load_tokenizer_bin(path), doctest::Contains("token 0 length: expected 0..4 (max_token_length), found 9"),
                        kdsl::Error);
   CHECK_THROWS_WITH_AS(load_tokenizer_bin(path, 600), doctest::Contains("bad_tokenizer.bin"), kdsl::Error);
+}
+
+TEST_CASE("spm: a byte token not spelled <0xHH> is refused at load, naming the file, the token and its text") {
+  auto gguf_with_byte_piece = [](const std::string &piece) {
+    Vocabulary v = small_vocab({{"a", -1}});
+    v.pieces[3 + 0x41] = piece;
+    std::vector<int32_t> types;
+    for (TokenType t : v.types) types.push_back(int32_t(t));
+    GgufWriter w;
+    w.set("tokenizer.ggml.model", "llama");
+    w.set("tokenizer.ggml.tokens", GgufValue::array(v.pieces));
+    w.set("tokenizer.ggml.scores", GgufValue::array(v.scores));
+    w.set("tokenizer.ggml.token_type", GgufValue::array(types));
+    return GgufFile::from_bytes(w.to_bytes(), "bytes.gguf");
+  };
+  // This used to load, and decoding id 68 then died in std::stoi.
+  CHECK_THROWS_WITH_AS(load_tokenizer(gguf_with_byte_piece("<0xZZ>")),
+                       "bytes.gguf: tokenizer: token 68 '<0xZZ>' has type byte but is not spelled <0x00> .. <0xFF>",
+                       kdsl::Error);
+  CHECK_THROWS_WITH_AS(load_tokenizer(gguf_with_byte_piece("<0x\x1b>")),
+                       doctest::Contains("token 68 '<0x\\x1b>' has type byte"), kdsl::Error);
+  // Lower-case hex digits are a valid spelling (llama.cpp reads them with strtol).
+  auto lower = load_tokenizer(gguf_with_byte_piece("<0x4a>"));
+  CHECK(lower->token_to_piece(68) == "J");
+  CHECK(byte_piece_value("<0xFF>") == uint8_t(255));
+  CHECK(!byte_piece_value("<0x1>"));
+  CHECK(!byte_piece_value("<0x1G>"));
+  CHECK_THROWS_WITH_AS(lower->token_to_piece(lower->vocab_size()), doctest::Contains("token id 260 is out of range"),
+                       kdsl::Error);
 }

@@ -48,9 +48,9 @@ TEST_CASE("tools: kdsl-tokenize prints ids and text") {
   CHECK(run(*exe + " -t " + *aidreams + " --no-bos --pieces 'I dreamed'", &out) == 0);
   CHECK(out.starts_with("303\t\" I\"\n"));
   CHECK(run(*exe + " -t /nonexistent/tokenizer.bin hello", &out) == 1);
-  CHECK(out.find("kdsl-tokenize: /nonexistent/tokenizer.bin: cannot open") != std::string::npos);
+  CHECK(out.find("kdsl-tokenize: error: /nonexistent/tokenizer.bin: cannot open") != std::string::npos);
   CHECK(run(*exe + " -t " + *aidreams + " --ids '1 x'", &out) == 1);
-  CHECK(out == "kdsl-tokenize: --ids: 'x' is not a token id\n");
+  CHECK(out == "kdsl-tokenize: error: --ids: 'x' is not a token id\n");
 }
 
 TEST_CASE("tools: kdsl-synth writes a loadable model and names bad options") {
