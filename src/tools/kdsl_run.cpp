@@ -93,16 +93,9 @@ Device pick_device(const Options &o) {
   throw Error(fmt::format("--device {}: expected cpu, cuda or auto", o.device));
 }
 
-bool is_gguf(const std::string &path) {
-  std::ifstream f(path, std::ios::binary);
-  char magic[4] = {};
-  f.read(magic, 4);
-  return f.gcount() == 4 && std::string(magic, 4) == "GGUF";
-}
-
 std::unique_ptr<Tokenizer> open_tokenizer(const Options &o, const ModelWeights &m) {
   if (!o.tokenizer_path.empty()) return load_tokenizer_bin(o.tokenizer_path, int(m.hparams.n_vocab));
-  if (is_gguf(o.model)) return load_tokenizer(GgufFile(o.model));
+  if (m.gguf) return load_tokenizer(*m.gguf);  // the file as the weights' loader parsed it: parsed once
   throw Error(fmt::format("{} is a llama2.c checkpoint, which holds no tokenizer: pass its tokenizer.bin with -z", o.model));
 }
 
@@ -207,8 +200,8 @@ int run(const Options &o) {
                model.hparams.n_head, model.hparams.n_head_kv, model.hparams.n_vocab, engine.context());
 
   if (o.chat) {
-    if (!is_gguf(o.model)) throw Error(fmt::format("--chat reads the chat template from a GGUF model; {} is a llama2.c checkpoint", o.model));
-    ChatTemplate tmpl = select_chat_template(GgufFile(o.model), o.chat_template);
+    if (!model.gguf) throw Error(fmt::format("--chat reads the chat template from a GGUF model; {} is a llama2.c checkpoint", o.model));
+    ChatTemplate tmpl = select_chat_template(*model.gguf, o.chat_template);
     std::vector<ChatMessage> history;
     if (!o.system_prompt.empty()) history.push_back({"system", o.escape ? tools::process_escapes(o.system_prompt) : o.system_prompt});
     std::string line;
