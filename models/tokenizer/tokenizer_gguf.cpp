@@ -3,6 +3,7 @@
 #include <kdsl/error.h>
 
 #include "models/common/printable.h"
+#include "models/common/warning.h"
 #include "models/gguf/gguf_file.h"
 #include "models/tokenizer/bpe_tokenizer.h"
 #include "models/tokenizer/byte_level.h"
@@ -50,6 +51,12 @@ Vocabulary read_vocabulary(const GgufFile &f, bool spm) {
   auto id = [&](const char *key, int fallback) {
     auto value = f.find_int(key);
     if (!value) return fallback;
+    // llama.cpp's own converters write 0xFFFFFFFF (or -1) for "no such token", and llama.cpp
+    // runs such files with a warning; any other id outside the vocabulary stays an error.
+    if (*value == -1 || *value == int64_t(0xFFFFFFFF)) {
+      report_warning(fmt::format("{}: metadata '{}' = {} means no such token; it is treated as absent", f.path(), key, *value));
+      return -1;
+    }
     if (*value < 0 || *value >= int64_t(n))
       throw Error(fmt::format("{}: metadata '{}': token id {} is outside the vocabulary of {} tokens", f.path(), key,
                               *value, n));
