@@ -75,20 +75,26 @@ void Library::kv_append(const float *k, const float *v, float *k_pages, float *v
   });
 }
 
-void Library::rope(float *q, float *k, int rows, int n_heads, int n_kv_heads, int head_dim, int pos0, float theta, bool neox) {
+void Library::rope(float *q, float *k, int rows, int n_heads, int n_kv_heads, int head_dim, int pos0, float theta, bool neox,
+                   const float *freq_divisors) {
   require(head_dim > 0 && head_dim % 2 == 0, "rope",
           [&] { return "head_dim must be positive and even (got " + std::to_string(head_dim) + ")"; });
   require(rows >= 0 && n_heads >= 0 && n_kv_heads >= 0 && pos0 >= 0, "rope", [&] { return "rows, heads and pos0 must not be negative"; });
   require(int64_t(pos0) + rows <= detail::kMaxPosition, "rope", [&] { return "positions past 2^24 are not supported"; });
   if (rows == 0) return;
   Impl &im = *impl_;
-  if (im.rope_theta != double(theta) || im.rope_head_dim != head_dim) {
+  std::vector<float> divisors;
+  if (freq_divisors) divisors.assign(freq_divisors, freq_divisors + head_dim / 2);
+  for (float d : divisors) require(d > 0 && std::isfinite(d), "rope", [&] { return "frequency divisors must be positive and finite (got " + std::to_string(d) + ")"; });
+  if (im.rope_theta != double(theta) || im.rope_head_dim != head_dim || im.rope_divisors != divisors) {
     std::vector<float> f(size_t(head_dim / 2));
-    for (int i = 0; i < head_dim / 2; ++i) f[size_t(i)] = float(std::pow(double(theta), -2.0 * i / head_dim));
+    for (int i = 0; i < head_dim / 2; ++i)
+      f[size_t(i)] = float(std::pow(double(theta), -2.0 * i / head_dim) / (divisors.empty() ? 1.0 : double(divisors[size_t(i)])));
     detail::reserve(im.device, im.rope_inv_freq, f.size());
     im.rope_inv_freq.copy_from_host(f);
     im.rope_theta = theta;
     im.rope_head_dim = head_dim;
+    im.rope_divisors = std::move(divisors);
   }
   const float *inv_freq = im.rope_inv_freq.data();
   with_block<8, 128>("rope", "head_dim / 2", head_dim / 2, [&]<int H>() {

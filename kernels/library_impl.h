@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include <kdsl/kdsl.h>
 
@@ -59,6 +60,7 @@ struct Library::Impl {
   Buffer<float> rope_inv_freq;        // theta^(-2i/head_dim), for rope_theta and rope_head_dim
   double rope_theta = 0;
   int rope_head_dim = 0;
+  std::vector<float> rope_divisors;  // those rope_inv_freq was divided by (empty: none)
 };
 
 namespace detail {

@@ -112,14 +112,16 @@ ModelHParams load_hparams(const GgufFile &f) {
                             key(HParam::RopeScalingType), printable(scaling)));
   double factor = f.find_float(key(HParam::RopeScalingFactor)).value_or(1.0);
   h.rope_original_context = f.find_int(key(HParam::RopeScalingOriginalContext)).value_or(h.context_length);
-  // The kernels do not scale positions yet, and a model run unscaled gives wrong text without
-  // a word, so scaling is refused until they do. llama.cpp applies the factor unless the type
-  // says none, also when the type is absent (it defaults to linear).
-  if (factor != 1.0 && (!type || *type != "none"))
-    throw Error(fmt::format("{}: metadata '{}' = {} ({} RoPE scaling): RoPE scaling is not supported yet; only a "
+  // llama.cpp applies the factor unless the type says none, also when the type is absent (it
+  // defaults to linear). Linear scaling divides the frequencies (ModelWeights::rope_freq_divisors);
+  // YaRN also blends them by wavelength and scales attention, which the kernels do not do yet,
+  // and a model run unscaled gives wrong text without a word, so it is refused.
+  if (factor != 1.0 && !type) h.rope_scaling = RopeScaling::Linear;
+  if (factor != 1.0 && h.rope_scaling == RopeScaling::Yarn)
+    throw Error(fmt::format("{}: metadata '{}' = {} (yarn RoPE scaling): YaRN scaling is not supported yet; linear scaling, a "
                             "factor of 1 or scaling type none can be loaded",
-                            f.path(), key(HParam::RopeScalingFactor), factor, type.value_or("linear")));
-  h.rope_scaling_factor = 1.0f;
+                            f.path(), key(HParam::RopeScalingFactor), factor));
+  h.rope_scaling_factor = h.rope_scaling == RopeScaling::Linear ? float(positive_float(f, key(HParam::RopeScalingFactor), factor)) : 1.0f;
   return h;
 }
 

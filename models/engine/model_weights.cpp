@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <optional>
@@ -25,6 +26,29 @@ Weight matrix_of(const Llama2cCheckpoint &ckpt, const std::string &name) {
   w.cols = t.shape[0];
   w.rows = t.shape.size() > 1 ? t.shape[1] : 1;
   return w;
+}
+
+// Linear RoPE scaling divides every frequency by its factor (positions 4x closer together at
+// factor 4); Llama 3.1's rope_freqs.weight divides each frequency by its own factor. llama.cpp
+// applies both, as their product.
+std::vector<float> rope_freq_divisors(const GgufFile &gguf, const GgufTensorInfo *factors, const ModelHParams &h) {
+  double linear = h.rope_scaling == RopeScaling::Linear ? double(h.rope_scaling_factor) : 1.0;
+  if (!factors && linear == 1.0) return {};
+  std::vector<float> d(size_t(h.head_dim / 2), float(linear));
+  if (factors) {
+    if (factors->elements() != int64_t(d.size()))
+      throw Error(fmt::format("{}: tensor '{}' has {} values, expected one per RoPE frequency ({})", gguf.path(), factors->name,
+                              factors->elements(), d.size()));
+    std::vector<float> f(d.size());
+    dequantize_row(factors->type, factors->data, f.data(), int64_t(f.size()));
+    for (size_t i = 0; i < d.size(); ++i) {
+      if (!(f[i] > 0 && std::isfinite(f[i])))
+        throw Error(fmt::format("{}: tensor '{}' value {} is {}; RoPE frequency factors must be positive and finite", gguf.path(),
+                                factors->name, i, f[i]));
+      d[i] *= f[i];
+    }
+  }
+  return d;
 }
 
 Weight weight_of(const GgufFile &gguf, const GgufTensorInfo *t, ModelWeights &out, bool to_f32) {
@@ -136,6 +160,7 @@ ModelWeights load_gguf_weights(const std::string &path) {
     lw.w_down = weight_of(*gguf, l.ffn_down, m, false);
     m.layers.push_back(lw);
   }
+  m.rope_freq_divisors = rope_freq_divisors(*gguf, t.rope_freqs, m.hparams);
   m.keep_alive = gguf;
   m.gguf = gguf;
   return m;

@@ -5,9 +5,9 @@ namespace {
 using namespace kernels_test;
 
 // Rotates one head of `head_dim` values at position pos, in float64.
-void rope_ref(std::vector<double> &x, size_t at, int head_dim, int pos, double theta, bool neox) {
+void rope_ref(std::vector<double> &x, size_t at, int head_dim, int pos, double theta, bool neox, const float *divisors = nullptr) {
   for (int i = 0; i < head_dim / 2; ++i) {
-    double angle = pos * std::pow(theta, -2.0 * i / head_dim);
+    double angle = pos * std::pow(theta, -2.0 * i / head_dim) / (divisors ? double(divisors[i]) : 1.0);
     size_t a = at + size_t(neox ? i : 2 * i), b = at + size_t(neox ? i + head_dim / 2 : 2 * i + 1);
     double xa = x[a], xb = x[b];
     x[a] = xa * std::cos(angle) - xb * std::sin(angle);
@@ -76,6 +76,34 @@ TEST_CASE("kernels: embedding gathers rows of f32, f16 and bf16 tables as f32") 
 }  // namespace
 
 namespace {
+
+TEST_CASE("kernels: rope divides each frequency by its divisor (linear scaling, Llama 3.1 frequency factors)") {
+  KDSL_TEST_RNG(rng);
+  for (bool neox : {false, true}) {
+    for (int head_dim : {64, 20}) {
+      const int rows = 3, heads = 2, pos0 = 300;
+      CAPTURE(neox);
+      CAPTURE(head_dim);
+      auto divisors = random_floats(rng, size_t(head_dim / 2), 1.0f, 8.0f);
+      auto q = random_floats(rng, size_t(rows) * heads * head_dim), k = random_floats(rng, size_t(rows) * heads * head_dim);
+      std::vector<double> q_ref(q.begin(), q.end()), k_ref(k.begin(), k.end()), q_plain(q.begin(), q.end());
+      for (int r = 0; r < rows; ++r)
+        for (int h = 0; h < heads; ++h) {
+          size_t at = (size_t(r) * heads + h) * head_dim;
+          rope_ref(q_ref, at, head_dim, pos0 + r, 10000.0, neox, divisors.data());
+          rope_ref(k_ref, at, head_dim, pos0 + r, 10000.0, neox, divisors.data());
+          rope_ref(q_plain, at, head_dim, pos0 + r, 10000.0, neox);
+        }
+      // Unscaled first, so the scaled call must replace the cached frequency table.
+      auto q_first = q, k_first = k;
+      library().rope(q_first.data(), k_first.data(), rows, heads, heads, head_dim, pos0, 10000.0f, neox);
+      expect_close_scaled("rope q unscaled", q_first, q_plain, 1.0, 1e-4);
+      library().rope(q.data(), k.data(), rows, heads, heads, head_dim, pos0, 10000.0f, neox, divisors.data());
+      expect_close_scaled("rope q scaled", q, q_ref, 1.0, 1e-4);
+      expect_close_scaled("rope k scaled", k, k_ref, 1.0, 1e-4);
+    }
+  }
+}
 
 TEST_CASE("kernels: rope and embedding reject what they cannot do, saying what was wrong") {
   std::vector<float> q(64), k(64);

@@ -187,22 +187,32 @@ TEST_CASE("arch: float hyper-parameters must be finite and positive") {
   CHECK(load_error(synth(synth_preset("tiny"), [](GgufWriter &w) { w.set("llama.rope.freq_base", 5e5); })) == "no error");
 }
 
-TEST_CASE("arch: RoPE scaling is refused until the kernels apply it; factor 1 and type none load") {
+TEST_CASE("arch: linear RoPE scaling loads with its factor; YaRN is refused until the kernels apply it; factor 1 and type none load") {
   auto with = [](const char *type, float factor) {
     return load_error(synth(synth_preset("tiny"), [&](GgufWriter &w) {
       if (type) w.set("llama.rope.scaling.type", type);
       w.set("llama.rope.scaling.factor", factor);
     }));
   };
-  CHECK(with("linear", 4) == "synth.gguf: metadata 'llama.rope.scaling.factor' = 4 (linear RoPE scaling): RoPE scaling "
-                             "is not supported yet; only a factor of 1 or scaling type none can be loaded");
-  CHECK(with("yarn", 8).find("'llama.rope.scaling.factor' = 8 (yarn RoPE scaling): RoPE scaling is not supported yet") !=
-        std::string::npos);
-  CHECK(with(nullptr, 2).find("= 2 (linear RoPE scaling)") != std::string::npos);  // llama.cpp's default type
-  CHECK(with("linear", std::numeric_limits<float>::quiet_NaN()).find("= nan (linear RoPE scaling)") != std::string::npos);
+  auto hparams = [](const char *type, float factor) {
+    return load_hparams(synth(synth_preset("tiny"), [&](GgufWriter &w) {
+      if (type) w.set("llama.rope.scaling.type", type);
+      w.set("llama.rope.scaling.factor", factor);
+    }));
+  };
+  CHECK(with("linear", 4) == "no error");
+  CHECK(hparams("linear", 4).rope_scaling == RopeScaling::Linear);
+  CHECK(hparams("linear", 4).rope_scaling_factor == 4.0f);
+  CHECK(hparams(nullptr, 2).rope_scaling == RopeScaling::Linear);  // llama.cpp's default type
+  CHECK(hparams(nullptr, 2).rope_scaling_factor == 2.0f);
+  CHECK(with("yarn", 8) == "synth.gguf: metadata 'llama.rope.scaling.factor' = 8 (yarn RoPE scaling): YaRN scaling is not "
+                           "supported yet; linear scaling, a factor of 1 or scaling type none can be loaded");
+  CHECK(with("linear", std::numeric_limits<float>::quiet_NaN()).find("'llama.rope.scaling.factor'") != std::string::npos);
+  CHECK(with("linear", -2).find("'llama.rope.scaling.factor'") != std::string::npos);
   CHECK(with("linear", 1) == "no error");
   CHECK(with("yarn", 1) == "no error");
   CHECK(with("none", 4) == "no error");  // llama.cpp ignores the factor when the type is none
+  CHECK(hparams("none", 4).rope_scaling_factor == 1.0f);
 }
 
 TEST_CASE("arch: a tokenizer larger than the embedding is refused at load; a smaller one (padding rows) loads") {

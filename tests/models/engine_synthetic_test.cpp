@@ -5,6 +5,7 @@
 
 #include "models/engine/engine.h"
 #include "models/gguf/gguf_file.h"
+#include "models/gguf/gguf_writer.h"
 #include "models/synth/synth_model.h"
 #include "tests/models/reference_forward.h"
 #include "tests/models/shared_models.h"
@@ -22,9 +23,15 @@ double relative_error(std::span<const float> got, const std::vector<double> &wan
   return worst / scale;
 }
 
+void check_model_against_reference(const std::string &path);
+
 void check_against_reference(const SynthConfig &config, const std::string &file) {
   std::string path = test::scratch_path(file);
   write_synthetic_model(config, path);
+  check_model_against_reference(path);
+}
+
+void check_model_against_reference(const std::string &path) {
   ModelWeights model = load_model_weights(path);
   // Pages of 4 positions and prefill chunks of 5 tokens: the 11-token prompt crosses both.
   Engine engine(model, Device::cpu(), EngineOptions{.context = 32, .page_size = 4, .max_batch = 5});
@@ -43,6 +50,39 @@ void check_against_reference(const SynthConfig &config, const std::string &file)
 }
 
 }  // namespace
+
+TEST_CASE("engine vs float64 reference: linear RoPE scaling and Llama 3.1 frequency factors reach the kernels") {
+  // Before, the scaling was parsed and never applied: such a model gave exactly the unscaled ids.
+  SynthConfig c = synth_preset("tiny");
+  c.hparams.rope_scaling = RopeScaling::Linear;
+  c.hparams.rope_scaling_factor = 4.0f;
+  c.hparams.rope_original_context = c.hparams.context_length;
+  GgufWriter w;
+  add_synthetic_model(w, c);
+  std::vector<float> factors(size_t(c.hparams.n_embd / c.hparams.n_head / 2));
+  for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + float(i % 3);  // 1, 2, 3, 1, ...
+  w.add_tensor("rope_freqs.weight", {int64_t(factors.size())}, GgmlType::F32, std::as_bytes(std::span<const float>(factors)));
+  std::string path = test::scratch_path("ref-llama-rope-scaled.gguf");
+  w.write(path);
+  ModelWeights model = load_model_weights(path);
+  REQUIRE(model.rope_freq_divisors.size() == factors.size());
+  for (size_t i = 0; i < factors.size(); ++i) CHECK(model.rope_freq_divisors[i] == 4.0f * factors[i]);
+  check_model_against_reference(path);
+
+  // The same weights unscaled give other logits past position 0.
+  std::string plain_path = test::scratch_path("ref-llama-rope-plain.gguf");
+  write_synthetic_model(synth_preset("tiny"), plain_path);
+  ModelWeights plain = load_model_weights(plain_path);
+  Engine scaled_engine(model, Device::cpu(), EngineOptions{.context = 16, .page_size = 4});
+  Engine plain_engine(plain, Device::cpu(), EngineOptions{.context = 16, .page_size = 4});
+  std::vector<int> prompt = {5, 77, 300, 9};
+  std::span<const float> a = scaled_engine.forward(prompt, 0);
+  std::vector<float> scaled(a.begin(), a.end());
+  std::span<const float> b = plain_engine.forward(prompt, 0);
+  double difference = 0;
+  for (size_t i = 0; i < scaled.size(); ++i) difference = std::max(difference, double(std::fabs(scaled[i] - b[i])));
+  CHECK(difference > 1e-3);
+}
 
 TEST_CASE("engine vs float64 reference: llama with grouped-query attention") {
   SynthConfig c = synth_preset("tiny");  // 4 heads sharing 2 KV heads

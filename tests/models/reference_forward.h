@@ -112,6 +112,7 @@ class ReferenceForward {
     for (int64_t head = 0; head < heads; ++head)
       for (int64_t i = 0; i < hd / 2; ++i) {
         double angle = pos * std::pow(double(h_.rope_freq_base), -2.0 * double(i) / double(hd));
+        if (!m_.rope_freq_divisors.empty()) angle /= double(m_.rope_freq_divisors[size_t(i)]);
         int64_t a = head * hd + (neox ? i : 2 * i), b = head * hd + (neox ? i + hd / 2 : 2 * i + 1);
         double x0 = v[size_t(a)], x1 = v[size_t(b)];
         v[size_t(a)] = x0 * std::cos(angle) - x1 * std::sin(angle);
