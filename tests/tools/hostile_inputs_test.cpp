@@ -28,7 +28,7 @@ using kdsl::test::ToolRun;
 
 namespace {
 
-const std::string kRun = std::string(KDSL_TOOLS_DIR) + "/kdsl-run";
+const std::string &kRun = kdsl::test::kdsl_run_path;
 const std::string kSynth = std::string(KDSL_TEST_BINARY_DIR) + "/models/kdsl-synth";
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -53,15 +53,7 @@ void check_refused(const ToolRun &r, const std::string &tool, const std::string 
   CHECK(r.peak_rss_kb < kMaxRssKb);
 }
 
-// A small synthetic model written once per test binary: the fixture for command-line cases.
-const std::string &tiny_model() {
-  static const std::string path = [] {
-    std::string p = kdsl::test::scratch_path("hostile_tiny.gguf");
-    write_synthetic_model(synth_preset("tiny"), p);
-    return p;
-  }();
-  return path;
-}
+const std::string &tiny_model() { return kdsl::test::tiny_model_file(); }
 
 }  // namespace
 

@@ -17,16 +17,9 @@ using nlohmann::json;
 
 namespace {
 
-const std::string kRun = std::string(KDSL_TOOLS_DIR) + "/kdsl-run";
+const std::string &kRun = kdsl::test::kdsl_run_path;
 
-const std::string &tiny_model() {
-  static const std::string path = [] {
-    std::string p = kdsl::test::scratch_path("llama_flags_tiny.gguf");
-    write_synthetic_model(synth_preset("tiny"), p);
-    return p;
-  }();
-  return path;
-}
+const std::string &tiny_model() { return kdsl::test::tiny_model_file(); }
 
 // A greedy JSON run of the tiny model with `extra` options.
 json run_json(std::vector<std::string> extra) {

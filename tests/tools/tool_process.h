@@ -1,4 +1,4 @@
-// tool_process.h - runs a command-line tool as a child process under a time limit, measuring its exit, output and peak memory
+// tool_process.h - runs a command-line tool as a child process under a time limit, measuring its exit, output and peak memory; the tools' test model
 #pragma once
 #include <fcntl.h>
 #include <signal.h>
@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "models/synth/synth_model.h"
 #include "tests/models/shared_models.h"
 
 namespace kdsl::test {
@@ -81,5 +82,19 @@ inline ToolRun run_tool_process(const std::string &exe, const std::vector<std::s
   std::remove(out_path.c_str()), std::remove(err_path.c_str());
   return r;
 }
+
+// The synthetic "tiny" model (dim 64, 2 layers, vocab 512), written once per test binary: the
+// model the command-line cases run.
+inline const std::string &tiny_model_file() {
+  static const std::string path = [] {
+    std::string p = scratch_path("tools_tiny.gguf");
+    models::write_synthetic_model(models::synth_preset("tiny"), p);
+    return p;
+  }();
+  return path;
+}
+
+// kdsl-run in the build tree.
+inline const std::string kdsl_run_path = std::string(KDSL_TOOLS_DIR) + "/kdsl-run";
 
 }  // namespace kdsl::test
