@@ -69,27 +69,34 @@ std::shared_ptr<CudaFunction> load_source(CudaDevice &device, const std::string 
     return hit;
   }
   jit_cache::DiskCache disk(jit_cache::DiskCache::default_dir());
-  jit_cache::CacheEntry entry;
-  if (auto stored = disk.load(key)) {
-    entry = std::move(*stored);
-    stats().disk_hits.fetch_add(1);
-    log_info("cuda_source {}: disk cache hit {} ({:.3f} ms)", name, disk.entry_path(key).string(), elapsed_ms(start));
-  } else {
-    // A virtual architecture (compute_90) gives PTX only, which GPUs newer than sm_90 compile at load.
-    std::string arch = device.embeds_ptx() ? "compute_" + device.info().name.substr(3) : device.info().name;
-    nvrtc::Output out = nvrtc::compile(name, source, options.flags, arch);
-    if (!out.log.empty()) log_info("cuda_source {}: NVRTC says:\n{}", name, out.log);
-    bool cubin = !out.cubin.empty();
-    entry.symbol = out.lowered_name;
-    if (cubin) entry.code = std::move(out.cubin);
-    else entry.code.assign(out.ptx.c_str(), out.ptx.c_str() + out.ptx.size() + 1);  // NUL-terminated for the driver's JIT
-    double ms = elapsed_ms(start);
-    entry.metadata = {{"kernel", name}, {"compile_ms", ms}, {"format", cubin ? "cubin" : "ptx"}, {"nvrtc", key.features}};
-    disk.store(key, entry);
-    stats().compiled.fetch_add(1);
-    stats().compile_us.fetch_add(int64_t(ms * 1000));
-    log_info("cuda_source {}: compiled by NVRTC in {:.2f} ms", name, ms);
+  jit_cache::EntryFile file;
+  if (auto stored = disk.load(key, &file)) {
+    // The checksum says the file is as it was written, not that the driver takes its code: an
+    // entry it refuses is removed and compiled again, never fatal on every run.
+    try {
+      auto loaded = std::make_shared<CudaFunction>(device.load(stored->code, stored->symbol, 0, 0));
+      stats().disk_hits.fetch_add(1);
+      log_info("cuda_source {}: disk cache hit {} ({:.3f} ms)", name, disk.entry_path(key).string(), elapsed_ms(start));
+      return source_memory_cache().insert(memory_key, loaded);
+    } catch (const std::exception &e) {
+      disk.discard(key, file, fmt::format("the driver does not load its code ({})", e.what()));
+    }
   }
+  jit_cache::CacheEntry entry;
+  // A virtual architecture (compute_90) gives PTX only, which GPUs newer than sm_90 compile at load.
+  std::string arch = device.embeds_ptx() ? "compute_" + device.info().name.substr(3) : device.info().name;
+  nvrtc::Output out = nvrtc::compile(name, source, options.flags, arch);
+  if (!out.log.empty()) log_info("cuda_source {}: NVRTC says:\n{}", name, out.log);
+  bool cubin = !out.cubin.empty();
+  entry.symbol = out.lowered_name;
+  if (cubin) entry.code = std::move(out.cubin);
+  else entry.code.assign(out.ptx.c_str(), out.ptx.c_str() + out.ptx.size() + 1);  // NUL-terminated for the driver's JIT
+  double ms = elapsed_ms(start);
+  entry.metadata = {{"kernel", name}, {"compile_ms", ms}, {"format", cubin ? "cubin" : "ptx"}, {"nvrtc", key.features}};
+  disk.store(key, entry);
+  stats().compiled.fetch_add(1);
+  stats().compile_us.fetch_add(int64_t(ms * 1000));
+  log_info("cuda_source {}: compiled by NVRTC in {:.2f} ms", name, ms);
   // Threads come with each launch; dynamic shared memory is opted in per kernel object.
   auto loaded = std::make_shared<CudaFunction>(device.load(entry.code, entry.symbol, 0, 0));
   return source_memory_cache().insert(memory_key, loaded);
