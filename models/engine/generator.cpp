@@ -75,6 +75,8 @@ void speculate(Engine &engine, Sampler &sampler, const std::vector<int> &prompt_
     // Drafts past the context, or past what is left to generate, would be thrown away.
     int room = std::min<int64_t>({spec.draft_max, engine.context() - pos - 1, int64_t(max_tokens) - int64_t(r.generated_ids.size()) - 1});
     int k = std::min(lengths.next(), room);
+    // A step that compiled a kernel (a new row count, say) says nothing of the steady cost.
+    const double compile_before = cache_stats().compile_ms;
     auto t = std::chrono::steady_clock::now();
     draft.clear();
     if (k > 0 && k >= spec.draft_min) options.drafter->draft(text, k, draft);
@@ -105,6 +107,7 @@ void speculate(Engine &engine, Sampler &sampler, const std::vector<int> &prompt_
       done = emit(token);
     }
     pos += accepted + 1;
+    if (cache_stats().compile_ms != compile_before) check_ms = draft_ms = -1;
     lengths.record(drafted, accepted, check_ms, draft_ms);
     if (drafted > 0) {
       r.spec_drafted += drafted, r.spec_accepted += accepted, ++r.spec_checks;

@@ -64,9 +64,11 @@ void DraftLength::record(int drafted, int accepted, double check_ms, double draf
     plain_run_ = 0;
     successes_ = successes_ * kDecay + accepted;
     failures_ = failures_ * kDecay + (accepted < drafted ? 1 : 0);
-    double per_token = draft_ms / drafted;
-    draft_ms_per_token_ = draft_samples_ ? 0.8 * draft_ms_per_token_ + 0.2 * per_token : per_token;
-    ++draft_samples_;
+    if (draft_ms >= 0) {
+      double per_token = draft_ms / drafted;
+      draft_ms_per_token_ = draft_samples_ ? 0.8 * draft_ms_per_token_ + 0.2 * per_token : per_token;
+      ++draft_samples_;
+    }
   }
   if (!(check_ms > 0)) return;
   sw_ = sw_ * kDecay + 1, sx_ = sx_ * kDecay + drafted, sy_ = sy_ * kDecay + check_ms;

@@ -26,7 +26,8 @@ class DraftLength {
   // The draft length for the next step; 0: a plain decode step.
   int next();
   // One step done: `drafted` tokens proposed (0: a plain step), `accepted` of them kept, the
-  // target's pass taking check_ms and the drafter draft_ms.
+  // target's pass taking check_ms and the drafter draft_ms (negative: not timed, as when the
+  // step compiled a kernel).
   void record(int drafted, int accepted, double check_ms, double draft_ms);
 
   double acceptance_rate() const;
