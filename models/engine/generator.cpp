@@ -136,6 +136,7 @@ GenerationResult generate(Engine &engine, const Tokenizer &tokenizer, Sampler &s
   double compile_ms = cache_stats().compile_ms;
   auto start = std::chrono::steady_clock::now();
   std::span<const float> logits = engine.forward(prompt_ids, 0);
+  if (options.drafter) options.drafter->begin(prompt_ids);  // a draft model's prefill belongs with the target's
   r.prompt_ms = ms_since(start);
   check_finite_logits(logits, 0);
   r.prompt_compile_ms = cache_stats().compile_ms - compile_ms;

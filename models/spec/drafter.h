@@ -26,6 +26,9 @@ struct Draft {
 class Drafter {
  public:
   virtual ~Drafter() = default;
+  // The prompt, before generation: a drafter with a model of its own runs it here, timed with
+  // the target's prefill, rather than in its first draft.
+  virtual void begin(std::span<const int> prompt) { (void)prompt; }
   // Drafts at most `max` (>= 1) tokens to follow `tokens` (the prompt and every token
   // generated so far) into `out`, cleared first; proposing none is allowed.
   virtual void draft(std::span<const int> tokens, int max, Draft &out) = 0;

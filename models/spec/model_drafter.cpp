@@ -41,6 +41,15 @@ ModelDrafter::ModelDrafter(const ModelWeights &draft_model, int target_vocab, co
   cached_.reserve(size_t(engine_.context()));
 }
 
+void ModelDrafter::begin(std::span<const int> prompt) {
+  if (prompt.empty() || int(prompt.size()) > engine_.context()) return;
+  // What the cache already holds of it (the same prompt again) is not run twice.
+  size_t same = std::mismatch(cached_.begin(), cached_.end(), prompt.begin(), prompt.end()).first - cached_.begin();
+  if (same < prompt.size()) engine_.forward(prompt.subspan(same), int(same));
+  cached_.resize(same);
+  cached_.insert(cached_.end(), prompt.begin() + long(same), prompt.end());
+}
+
 void ModelDrafter::draft(std::span<const int> tokens, int max, Draft &out) {
   out.clear();
   if (tokens.empty() || int(tokens.size()) > engine_.context()) return;

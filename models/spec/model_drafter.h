@@ -26,6 +26,7 @@ class ModelDrafter : public Drafter {
   // Throws kdsl::Error when the vocabularies differ in size.
   ModelDrafter(const ModelWeights &draft_model, int target_vocab, const Device &device, const EngineOptions &engine_options,
                const SamplerParams &target_sampling, ModelDrafterOptions options = {});
+  void begin(std::span<const int> prompt) override;
   void draft(std::span<const int> tokens, int max, Draft &out) override;
   std::string name() const override { return "draft model"; }
   Engine &engine() { return engine_; }

@@ -66,10 +66,11 @@ double chi_square(const std::vector<int64_t> &counts, const std::vector<double> 
 }
 
 GenerationResult run(Engine &engine, const Tokenizer &tok, const std::vector<int> &prompt, int n, SamplerParams sp, Drafter *drafter = nullptr,
-                     SpecOptions spec = {}) {
+                     SpecOptions spec = {}, bool ignore_eos = false) {
   Sampler sampler(sp);
   GenerateOptions o;
   o.max_tokens = n;
+  o.ignore_eos = ignore_eos;
   o.drafter = drafter;
   o.spec = spec;
   return generate(engine, tok, sampler, prompt, o);
@@ -394,8 +395,11 @@ TEST_CASE("spec: at temperature > 0 the first tokens are distributed as plain sa
     int64_t drafted = 0, accepted = 0;
     for (int i = 0; i < runs; ++i) {
       sp.seed = uint64_t(i);
-      GenerationResult r = run(engine, *tok, prompt, 3, sp, drafter, SpecOptions{.draft_max = 3, .adaptive = false});
-      ++seen[r.generated_ids];
+      // Four tokens: the first from the prompt's logits, then a check of two drafts, so the
+      // second and third come from one chain (the second draft is checked only after the first is kept).
+      GenerationResult r = run(engine, *tok, prompt, 4, sp, drafter, SpecOptions{.draft_max = 3, .adaptive = false}, true);
+      REQUIRE(r.generated_ids.size() == 4);
+      ++seen[std::vector<int>(r.generated_ids.begin(), r.generated_ids.begin() + 3)];
       drafted += r.spec_drafted, accepted += r.spec_accepted;
     }
     std::vector<int64_t> counts;
