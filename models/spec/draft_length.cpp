@@ -52,11 +52,18 @@ int DraftLength::next() {
   double best_speedup = 1.0;
   for (int k = std::max(1, options_.draft_min); k <= options_.draft_max; ++k)
     if (double s = speedup(k); s > best_speedup) best = k, best_speedup = s;
-  if (best == 0 && ++plain_run_ >= kProbeEvery) {
-    plain_run_ = 0;
+  if (best > 0) {
+    probe_every_ = kProbeEvery, probing_ = false;
+    return best;
+  }
+  // A probe that left speculation off doubles the wait for the next: a draft model that has
+  // to catch up on the text since its last draft makes each probe cost several plain steps.
+  if (probing_) probe_every_ = std::min(kProbeEveryMax, 2 * probe_every_), probing_ = false;
+  if (++plain_run_ >= probe_every_) {
+    plain_run_ = 0, probing_ = true;
     return std::max(1, options_.draft_min);  // a probe: is the text drafting better now?
   }
-  return best;
+  return 0;
 }
 
 void DraftLength::record(int drafted, int accepted, double check_ms, double draft_ms) {

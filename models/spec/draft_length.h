@@ -18,7 +18,8 @@ struct SpecOptions {
 // forgetting factor, held near a prior of 10% per extra row until there are several lengths
 // to fit; the draft's time per token a running mean), and so is a (successes and failures
 // of the drafts, decayed so that it follows the text). Where no length beats a plain step,
-// speculation is off, and one check every kProbeEvery plain steps keeps the rate current.
+// speculation is off, and a check after kProbeEvery plain steps keeps the rate current (after
+// twice as many each time a probe leaves it off, up to kProbeEveryMax).
 class DraftLength {
  public:
   explicit DraftLength(const SpecOptions &options);
@@ -34,7 +35,7 @@ class DraftLength {
   // Expected tokens per millisecond with k drafts, over a plain step's (1 at k = 0).
   double speedup(int k) const;
 
-  static constexpr int kProbeEvery = 16;
+  static constexpr int kProbeEvery = 16, kProbeEveryMax = 256;
 
  private:
   double check_ms(int k) const;
@@ -46,6 +47,8 @@ class DraftLength {
   double draft_ms_per_token_ = 0;
   int draft_samples_ = 0;
   int plain_run_ = 0;  // plain steps since the last check
+  int probe_every_ = kProbeEvery;
+  bool probing_ = false;  // the last step was a probe
 };
 
 }  // namespace kdsl::models

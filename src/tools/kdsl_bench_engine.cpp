@@ -180,7 +180,7 @@ std::vector<int> spec_prompt(const std::string &kind, int vocab) {
 }
 
 std::vector<SpecRow> bench_spec(const std::string &target_path, const std::string &target_label, const std::vector<std::pair<std::string, std::string>> &drafts,
-                                const Device &dev, int tokens, int draft_max, int repeats) {
+                                const Device &dev, int tokens, int draft_max, bool adaptive, int repeats) {
   ModelWeights target = load_model_weights(target_path);
   std::unique_ptr<Tokenizer> tok = load_tokenizer(GgufFile(target_path));
   int vocab = int(target.hparams.n_vocab);
@@ -192,7 +192,7 @@ std::vector<SpecRow> bench_spec(const std::string &target_path, const std::strin
   auto tps = [&](const std::vector<int> &prompt, Drafter *drafter, GenerationResult *out) {
     Sampler sampler(greedy);
     GenerateOptions o;
-    o.max_tokens = tokens, o.ignore_eos = true, o.drafter = drafter, o.spec.draft_max = draft_max;
+    o.max_tokens = tokens, o.ignore_eos = true, o.drafter = drafter, o.spec.draft_max = draft_max, o.spec.adaptive = adaptive;
     GenerationResult r = generate(engine, *tok, sampler, prompt, o);
     if (out) *out = r;
     return double(r.generated_ids.size() - 1) / (std::max(r.generation_ms - r.generation_compile_ms, 1e-3) / 1e3);
@@ -237,7 +237,7 @@ int main(int argc, char **argv) {
   std::vector<std::string> types = {"f32", "f16"};
   std::string preset = "110m", dir, device_name = "cpu";
   int threads = 0, decode_tokens = 32, warmup_tokens = 4, prompt_tokens = 512, prompt_repeats = 1;
-  bool quick = false, keep = false, no_kernels = false, spec = false;
+  bool quick = false, keep = false, no_kernels = false, spec = false, spec_fixed = false;
   std::vector<std::string> draft_types = {"q4_0", "q8_0"};
   int spec_tokens = 64, draft_max = 7, spec_repeats = 2;
   app.add_option("-m,--model", models, "model files to measure (GGUF or llama2.c); default: synthetic models of --preset in each --type");
@@ -257,6 +257,7 @@ int main(int argc, char **argv) {
   app.add_option("--draft-type", draft_types, "with --spec: the types of the target's copies that draft for it")->delimiter(',');
   app.add_option("--spec-tokens", spec_tokens, "with --spec: tokens generated per run")->check(CLI::Range(2, 4096));
   app.add_option("--draft-max", draft_max, "with --spec: at most this many drafts per check")->check(CLI::Range(1, 64));
+  app.add_flag("--spec-fixed", spec_fixed, "with --spec: always draft --draft-max tokens (no adaptive length)");
   app.add_option("--spec-repeats", spec_repeats, "with --spec: plain and speculative runs alternated, the best of each counts")->check(CLI::PositiveNumber);
   app.add_flag("--quick", quick, "tiny preset, 8 decode steps, a 64-token prompt (a smoke run)");
   CLI11_PARSE(app, argc, argv);
@@ -316,7 +317,7 @@ int main(int argc, char **argv) {
             draft_files.emplace_back(path, fmt::format("{} copy", type_name(type)));
           }
         fmt::print(stderr, "measuring speculative decoding on {}...\n", runs[i].second);
-        for (SpecRow &r : bench_spec(runs[i].first, runs[i].second, draft_files, dev, spec_tokens, draft_max, spec_repeats)) spec_rows.push_back(r);
+        for (SpecRow &r : bench_spec(runs[i].first, runs[i].second, draft_files, dev, spec_tokens, draft_max, !spec_fixed, spec_repeats)) spec_rows.push_back(r);
       }
     }
     std::vector<MatvecRow> matvecs;
@@ -355,8 +356,8 @@ int main(int argc, char **argv) {
                    100 * m.gbs / read_gbs);
     }
     if (!spec_rows.empty()) {
-      fmt::print("\nspeculative decoding, greedy, {} tokens, --draft-max {} (adaptive), best of {} alternated runs each:\n\n", spec_tokens, draft_max,
-                 spec_repeats);
+      fmt::print("\nspeculative decoding, greedy, {} tokens, --draft-max {} ({}), best of {} alternated runs each:\n\n", spec_tokens, draft_max,
+                 spec_fixed ? "fixed" : "adaptive", spec_repeats);
       fmt::print("| {:<24} | {:<10} | {:<10} | {:>11} | {:>11} | {:>8} | {:>15} | {:>10} |\n", "target", "drafter", "prompt", "plain tok/s", "spec tok/s",
                  "speed-up", "accepted", "mean kept");
       fmt::print("|{:-<26}|{:-<12}|{:-<12}|{:->13}|{:->13}|{:->10}|{:->17}|{:->12}|\n", "", "", "", "", "", "", "", "");

@@ -276,7 +276,7 @@ TEST_CASE("spec: the draft length follows the acceptance rate and turns speculat
   CHECK(good.next() == 8);
   CHECK(good.acceptance_rate() > 0.9);
   // No draft kept, and a draft model costing half a target pass per token: plain steps, with
-  // one probe of a single draft every kProbeEvery of them.
+  // a probe of a single draft after kProbeEvery of them, then 2x, 4x ... as many.
   DraftLength bad(SpecOptions{.draft_max = 8});
   int plain = 0, probes = 0;
   for (int i = 0; i < 200; ++i) {
@@ -289,9 +289,10 @@ TEST_CASE("spec: the draft length follows the acceptance rate and turns speculat
       bad.record(k, 0, 10.0 + k, 5.0 * k);
     }
   }
-  CHECK(bad.acceptance_rate() < 0.1);
+  CHECK(bad.acceptance_rate() < 0.2);
   CHECK(plain > 170);
-  CHECK(probes >= 200 / DraftLength::kProbeEvery - 2);
+  CHECK(probes >= 2);  // after 16, 32 and 64 plain steps: the rate is still looked at
+  CHECK(probes <= 5);  // but not every 16 steps (12 probes)
   CHECK(bad.speedup(1) < 1.0);
   // Fixed length when not adaptive.
   DraftLength fixed(SpecOptions{.draft_max = 5, .adaptive = false});
