@@ -36,9 +36,10 @@ double DraftLength::check_ms(int k) const {
   return a + b * k;
 }
 
-double DraftLength::speedup(int k) const {
+double DraftLength::speedup(int k) const { return speedup_at(k, acceptance_rate()); }
+
+double DraftLength::speedup_at(int k, double r) const {
   if (k <= 0) return 1.0;
-  double r = acceptance_rate();
   double tokens = r >= 1 ? k + 1 : (1 - std::pow(r, k + 1)) / (1 - r);
   double base = check_ms(0);
   double draft = draft_samples_ ? draft_ms_per_token_ * k : 0.0;
@@ -59,6 +60,11 @@ int DraftLength::next() {
   // A probe that left speculation off doubles the wait for the next: a draft model that has
   // to catch up on the text since its last draft makes each probe cost several plain steps.
   if (probing_) probe_every_ = std::min(kProbeEveryMax, 2 * probe_every_), probing_ = false;
+  // Where even drafts that were always kept would not pay (a draft model as slow as the
+  // target), the acceptance rate cannot change the answer: probe rarely.
+  bool could_pay = false;
+  for (int k = std::max(1, options_.draft_min); k <= options_.draft_max && !could_pay; ++k) could_pay = speedup_at(k, 1.0) > 1.0;
+  if (!could_pay) probe_every_ = kProbeEveryMax;
   if (++plain_run_ >= probe_every_) {
     plain_run_ = 0, probing_ = true;
     return std::max(1, options_.draft_min);  // a probe: is the text drafting better now?

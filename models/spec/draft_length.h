@@ -19,7 +19,8 @@ struct SpecOptions {
 // to fit; the draft's time per token a running mean), and so is a (successes and failures
 // of the drafts, decayed so that it follows the text). Where no length beats a plain step,
 // speculation is off, and a check after kProbeEvery plain steps keeps the rate current (after
-// twice as many each time a probe leaves it off, up to kProbeEveryMax).
+// twice as many each time a probe leaves it off, up to kProbeEveryMax; at once where even
+// drafts that were always kept would not pay).
 class DraftLength {
  public:
   explicit DraftLength(const SpecOptions &options);
@@ -39,6 +40,7 @@ class DraftLength {
 
  private:
   double check_ms(int k) const;
+  double speedup_at(int k, double acceptance) const;
 
   SpecOptions options_;
   double successes_ = 1, failures_ = 1;  // the prior: a rate of 1/2 worth two drafts

@@ -23,6 +23,7 @@
 #include "models/gguf/gguf_file.h"
 #include "models/spec/model_drafter.h"
 #include "models/spec/ngram_drafter.h"
+#include "models/spec/self_draft.h"
 #include "models/tokenizer/chat_template.h"
 #include "jit_cache/disk_cache.h"
 #include "runtime/bandwidth_record.h"
@@ -48,8 +49,8 @@ struct Options {
   // the most the several-rows matrix-vector kernel takes, streaming the weights once; a 9th
   // row moves the check to the prefill's dot tiles.
   bool spec_ngram = false;
-  std::string model_draft;
-  int draft_max = 7, draft_min = 0;
+  std::string model_draft, draft_type;  // draft_type, draft_layers: self-speculation (the target's own weights)
+  int draft_max = 7, draft_min = 0, draft_layers = 0;
   float draft_p_min = 0.75f;  // llama.cpp's default
 };
 
@@ -232,13 +233,25 @@ void check_draft_tokenizer(const Options &o, const Tokenizer &target) {
 }
 
 // The drafter the options ask for, or none.
-std::unique_ptr<Drafter> make_drafter(const Options &o, const Device &dev, const Engine &engine, const Tokenizer &tok, const SamplerParams &sp,
-                                      std::unique_ptr<ModelWeights> &draft_weights) {
+std::unique_ptr<Drafter> make_drafter(const Options &o, const Device &dev, const ModelWeights &model, const Engine &engine, const Tokenizer &tok,
+                                      const SamplerParams &sp, std::unique_ptr<ModelWeights> &draft_weights) {
   if (o.spec_ngram) return std::make_unique<NgramDrafter>();
-  if (o.model_draft.empty()) return nullptr;
-  tools::report_sigbus_for("kdsl-run", o.model_draft);
-  draft_weights = std::make_unique<ModelWeights>(load_model_weights(o.model_draft));
-  check_draft_tokenizer(o, tok);
+  if (!o.draft_type.empty() || o.draft_layers > 0) {
+    SelfDraftOptions so;
+    so.layers = o.draft_layers;
+    if (!o.draft_type.empty()) {
+      so.type = parse_ggml_type(o.draft_type);
+      if (!so.type || (*so.type != GgmlType::Q8_0 && *so.type != GgmlType::Q4_0))
+        throw Error(fmt::format("--draft-type {}: expected q8_0 or q4_0", o.draft_type));
+    }
+    draft_weights = std::make_unique<ModelWeights>(self_draft_weights(model, so));
+  } else if (!o.model_draft.empty()) {
+    tools::report_sigbus_for("kdsl-run", o.model_draft);
+    draft_weights = std::make_unique<ModelWeights>(load_model_weights(o.model_draft));
+    check_draft_tokenizer(o, tok);
+  } else {
+    return nullptr;
+  }
   EngineOptions eo;
   eo.context = engine.context();
   eo.max_batch = o.batch;
@@ -251,10 +264,13 @@ int run(const Options &o) {
   if (o.flash_attn == "off")
     throw Error("--flash-attn off: kdsl's attention kernels are always fused (flash attention); leave the option out or say on/auto");
   if (!o.system_prompt.empty() && !o.chat) throw Error("--system-prompt (-sys) is the first message of a chat: add --chat (-cnv)");
-  const bool speculative = o.spec_ngram || !o.model_draft.empty();
-  if (o.spec_ngram && !o.model_draft.empty()) throw Error("--spec-ngram and --model-draft (-md) are two drafters: choose one");
+  const bool self_draft = !o.draft_type.empty() || o.draft_layers > 0;
+  const bool speculative = o.spec_ngram || !o.model_draft.empty() || self_draft;
+  if (int(o.spec_ngram) + int(!o.model_draft.empty()) + int(self_draft) > 1)
+    throw Error("--spec-ngram, --model-draft (-md) and a self-draft (--draft-type, --draft-layers) are different drafters: choose one");
   if (!speculative && (o.draft_max != 7 || o.draft_min != 0 || o.draft_p_min != 0.75f))
-    throw Error("--draft-max, --draft-min and --draft-p-min set speculative decoding, which is off: add --spec-ngram or --model-draft FILE (-md)");
+    throw Error("--draft-max, --draft-min and --draft-p-min set speculative decoding, which is off: add --spec-ngram, --model-draft FILE (-md) "
+                "or --draft-type TYPE");
   if (o.draft_min > o.draft_max) throw Error(fmt::format("--draft-min {}: expected at most --draft-max ({})", o.draft_min, o.draft_max));
   tools::report_sigbus_for("kdsl-run", o.model);
   auto t0 = std::chrono::steady_clock::now();
@@ -272,7 +288,7 @@ int run(const Options &o) {
   Engine engine(model, dev, eo);
   const SamplerParams sampling = sampler_params(o);  // one seed for the target and the draft model
   std::unique_ptr<ModelWeights> draft_weights;
-  std::unique_ptr<Drafter> drafter = make_drafter(o, dev, engine, *tok, sampling, draft_weights);
+  std::unique_ptr<Drafter> drafter = make_drafter(o, dev, model, engine, *tok, sampling, draft_weights);
   go.drafter = drafter.get();
   double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   bool json = o.output_format == "json";
@@ -357,6 +373,9 @@ int main(int argc, char **argv) {
   app.add_flag("--bandwidth", o.bandwidth, "measure the device's memory bandwidth again for the summary (it is measured once and recorded in the cache directory)");
   app.add_flag("--spec-ngram", o.spec_ngram, "speculative decoding with n-gram (prompt) lookup: drafts from the prompt and the text so far");
   app.add_option("--model-draft", o.model_draft, "speculative decoding with this draft model (-md; the target's vocabulary, GGUF or llama2.c)");
+  app.add_option("--draft-type", o.draft_type, "self-speculation: the target's own matrices requantized to q8_0 or q4_0 at load time draft");
+  app.add_option("--draft-layers", o.draft_layers, "self-speculation: the target's first N layers draft (alone, or with --draft-type)")
+      ->check(CLI::Range(1, 1 << 16));
   app.add_option("--draft-max", o.draft_max, "at most this many drafted tokens per check (adapted below it to the acceptance rate)")
       ->check(CLI::Range(1, 64));
   app.add_option("--draft-min", o.draft_min, "a shorter draft is not checked (a plain step runs)")->check(CLI::Range(0, 64));

@@ -13,6 +13,7 @@
 #include "models/spec/draft_length.h"
 #include "models/spec/model_drafter.h"
 #include "models/spec/ngram_drafter.h"
+#include "models/spec/self_draft.h"
 #include "models/spec/verify.h"
 #include "models/synth/synth_model.h"
 #include "tests/models/shared_models.h"
@@ -79,7 +80,7 @@ GenerationResult run(Engine &engine, const Tokenizer &tok, const std::vector<int
 // Greedy generation with each drafter and draft-length setting gives the plain ids, token
 // for token and with the same stop; the drafters must also have been checked at all.
 void check_greedy_identity(const std::string &target_path, const Tokenizer &tok, const std::vector<int> &prompt, int n,
-                           const std::vector<std::string> &draft_paths, int page_size = 4) {
+                           const std::vector<std::string> &draft_paths, int page_size = 4, const std::vector<SelfDraftOptions> &self_drafts = {}) {
   ModelWeights target = load_model_weights(target_path);
   EngineOptions eo{.context = 160, .page_size = page_size, .max_batch = 5, .max_logit_rows = 8};
   Engine engine(target, Device::cpu(), eo);
@@ -93,6 +94,10 @@ void check_greedy_identity(const std::string &target_path, const Tokenizer &tok,
     drafters.push_back(std::make_unique<NgramDrafter>());
     for (const std::string &path : draft_paths) {
       draft_models.push_back(std::make_unique<ModelWeights>(load_model_weights(path)));
+      drafters.push_back(std::make_unique<ModelDrafter>(*draft_models.back(), engine.vocab(), Device::cpu(), EngineOptions{.context = 160, .page_size = page_size}, sp));
+    }
+    for (const SelfDraftOptions &so : self_drafts) {
+      draft_models.push_back(std::make_unique<ModelWeights>(self_draft_weights(target, so)));
       drafters.push_back(std::make_unique<ModelDrafter>(*draft_models.back(), engine.vocab(), Device::cpu(), EngineOptions{.context = 160, .page_size = page_size}, sp));
     }
     for (size_t d = 0; d < drafters.size(); ++d) {
@@ -114,7 +119,7 @@ void check_greedy_identity(const std::string &target_path, const Tokenizer &tok,
         CHECK(r.spec_accepted <= r.spec_drafted);
         // The target drafting for itself is kept (bar a float near-tie between its one-row and
         // several-row products): the accept path, the bonus token and the caches' lockstep.
-        if (d > 0 && draft_paths[d - 1] == target_path) CHECK(r.spec_accepted * 10 >= r.spec_drafted * 9);
+        if (d > 0 && d <= draft_paths.size() && draft_paths[d - 1] == target_path) CHECK(r.spec_accepted * 10 >= r.spec_drafted * 9);
       }
     }
   }
@@ -293,6 +298,19 @@ TEST_CASE("spec: the draft length follows the acceptance rate and turns speculat
   CHECK(plain > 170);
   CHECK(probes >= 2);  // after 16, 32 and 64 plain steps: the rate is still looked at
   CHECK(probes <= 5);  // but not every 16 steps (12 probes)
+  // Every draft kept, but a drafter slower than the target: off, whatever the rate, and
+  // probed only every kProbeEveryMax steps (a draft model catches up on every token since its
+  // last draft, so each probe costs).
+  DraftLength slow(SpecOptions{.draft_max = 8});
+  int checks = 0;
+  for (int i = 0; i < 300; ++i) {
+    int k = slow.next();
+    checks += k > 0;
+    if (k > 0) slow.record(k, k, 10.0 + k, 20.0 * k);
+    else slow.record(0, 0, 10.0, 0);
+  }
+  CHECK(slow.acceptance_rate() > 0.7);
+  CHECK(checks <= 3);
   CHECK(bad.speedup(1) < 1.0);
   // Fixed length when not adaptive.
   DraftLength fixed(SpecOptions{.draft_max = 5, .adaptive = false});
@@ -311,7 +329,9 @@ TEST_CASE("spec: greedy speculative decoding gives plain decoding's tokens on sy
   std::string quantized = synthetic(q4, "spec-tiny-q4_0.gguf");
   auto tok = load_tokenizer(GgufFile(target));
   std::vector<int> prompt = repetitive_prompt(512);
-  check_greedy_identity(target, *tok, prompt, 40, {target, quantized, unrelated});
+  // Self-speculation too: the target's matrices requantized at load time, its first layer alone, both.
+  check_greedy_identity(target, *tok, prompt, 40, {target, quantized, unrelated}, 4,
+                        {SelfDraftOptions{.type = GgmlType::Q4_0}, SelfDraftOptions{.layers = 1}, SelfDraftOptions{.type = GgmlType::Q8_0, .layers = 1}});
   c.weight_type = GgmlType::F16;
   check_greedy_identity(synthetic(c, "spec-tiny-f16.gguf"), *tok, prompt, 40, {quantized});
   c.weight_type = c.embedding_type = GgmlType::Q8_0;
@@ -320,7 +340,9 @@ TEST_CASE("spec: greedy speculative decoding gives plain decoding's tokens on sy
   std::string qwen_path = synthetic(qwen, "spec-qwen3.gguf");
   qwen.weight_type = GgmlType::Q8_0;
   auto qwen_tok = load_tokenizer(GgufFile(qwen_path));
-  check_greedy_identity(qwen_path, *qwen_tok, repetitive_prompt(int(qwen.hparams.n_vocab)), 40, {synthetic(qwen, "spec-qwen3-q8_0.gguf")});
+  // qwen3's tied embeddings: a requantized classifier is the token table too.
+  check_greedy_identity(qwen_path, *qwen_tok, repetitive_prompt(int(qwen.hparams.n_vocab)), 40, {synthetic(qwen, "spec-qwen3-q8_0.gguf")}, 4,
+                        {SelfDraftOptions{.type = GgmlType::Q4_0}});
 }
 
 TEST_CASE("spec: greedy speculative decoding gives plain decoding's tokens on aidreams260K and stories260K") {
@@ -435,4 +457,24 @@ TEST_CASE("spec: a draft model of another vocabulary, and more drafts than the e
   std::vector<int> prompt = {1, 5, 6, 5, 6};
   text = kdsl_test::error_text([&] { run(engine, *tok, prompt, 8, SamplerParams{.temperature = 0}, &ngram, SpecOptions{.draft_max = 4}); });
   CHECK(kdsl_test::contains(text, "--draft-max 4 checks 5 rows per pass, but the engine keeps logits for 4"));
+}
+
+TEST_CASE("spec: a self-draft requantizes the target's matrices into memory it owns, or keeps its first layers") {
+  SynthConfig c = synth_preset("tiny");
+  c.weight_type = GgmlType::F16;
+  ModelWeights target = load_model_weights(synthetic(c, "spec-self-f16.gguf"));
+  ModelWeights q4 = self_draft_weights(target, SelfDraftOptions{.type = GgmlType::Q4_0});
+  CHECK(q4.layers[1].w_up.type == kernels::WeightType::Q4_0);
+  CHECK(q4.output.type == kernels::WeightType::Q4_0);
+  CHECK(q4.layers[1].w_up.data != target.layers[1].w_up.data);
+  CHECK(q4.token_embd.data == target.token_embd.data);  // one row of it is read a token: kept
+  CHECK(q4.bytes_per_token() * 3 < target.bytes_per_token());
+  ModelWeights first = self_draft_weights(target, SelfDraftOptions{.layers = 1});
+  CHECK(first.layers.size() == 1);
+  CHECK(first.hparams.n_layer == 1);
+  CHECK(first.layers[0].wq.data == target.layers[0].wq.data);
+  CHECK_THROWS_WITH_AS(self_draft_weights(target, SelfDraftOptions{.layers = 3}), doctest::Contains("--draft-layers 3: expected 1 to the target's 2 layers"),
+                       Error);
+  CHECK_THROWS_WITH_AS(self_draft_weights(target, SelfDraftOptions{.type = GgmlType::Q4_K}), doctest::Contains("expected q8_0 or q4_0"), Error);
+  CHECK_THROWS_WITH_AS(self_draft_weights(target, SelfDraftOptions{.layers = 2}), doctest::Contains("it is the target itself"), Error);
 }

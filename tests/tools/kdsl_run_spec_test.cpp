@@ -50,7 +50,8 @@ TEST_CASE("kdsl-run: -md and --spec-ngram generate plain decoding's tokens and r
   json plain = run_json({"-m", target, "-p", prompt});
   CHECK_FALSE(plain["summary"].contains("spec_drafted"));
   for (std::vector<std::string> spec : {std::vector<std::string>{"-md", draft, "--draft-p-min", "0"}, {"--model-draft", draft, "--draft-max", "4"},
-                                        {"--spec-ngram"}, {"--spec-ngram", "--draft-max", "3", "--draft-min", "2"}}) {
+                                        {"--spec-ngram"}, {"--spec-ngram", "--draft-max", "3", "--draft-min", "2"},
+                                        {"--draft-type", "q4_0", "--draft-p-min", "0"}, {"--draft-layers", "1", "--draft-type", "q8_0"}}) {
     CAPTURE(spec[0]);
     std::vector<std::string> args = {"-m", target, "-p", prompt};
     args.insert(args.end(), spec.begin(), spec.end());
@@ -62,7 +63,7 @@ TEST_CASE("kdsl-run: -md and --spec-ngram generate plain decoding's tokens and r
     CHECK(s["spec_drafter"] == (spec[0] == "--spec-ngram" ? "n-gram" : "draft model"));
     // Its own weights, quantized, draft well; but a random model is never 75% sure of a token
     // (the default --draft-p-min), and then drafts nothing.
-    if (spec[0] == "-md") CHECK(s["spec_accepted"].get<int64_t>() > 0);
+    if (spec[0] == "-md" || spec[0] == "--draft-type") CHECK(s["spec_accepted"].get<int64_t>() > 0);
     if (spec[0] == "--model-draft") CHECK(s["spec_drafted"] == 0);
     CHECK(s.contains("spec_acceptance_rate"));
     CHECK(s.contains("spec_mean_accepted_length"));
@@ -79,7 +80,9 @@ TEST_CASE("kdsl-run: speculative options that cannot work are refused in one lin
   c.hparams.n_vocab = 600;
   std::string other_vocab = model("spec_refuse_600.gguf", c);
   check_refused(run_tool_process(kRun, {"-m", target, "-p", "x", "--spec-ngram", "-md", target}), "choose one");
-  check_refused(run_tool_process(kRun, {"-m", target, "-p", "x", "--draft-max", "4"}), "add --spec-ngram or --model-draft FILE (-md)");
+  check_refused(run_tool_process(kRun, {"-m", target, "-p", "x", "--draft-max", "4"}), "add --spec-ngram, --model-draft FILE (-md) or --draft-type TYPE");
+  check_refused(run_tool_process(kRun, {"-m", target, "-p", "x", "--draft-type", "q4_0", "-md", target}), "choose one");
+  check_refused(run_tool_process(kRun, {"-m", target, "-p", "x", "--draft-type", "q5_k"}), "--draft-type q5_k: expected q8_0 or q4_0");
   check_refused(run_tool_process(kRun, {"-m", target, "-p", "x", "--spec-ngram", "--draft-max", "2", "--draft-min", "3"}),
                 "--draft-min 3: expected at most --draft-max (2)");
   check_refused(run_tool_process(kRun, {"-m", target, "-p", "x", "-md", other_vocab}), "the draft model's vocabulary has 600 tokens but the target's has 512");
