@@ -9,12 +9,13 @@
 
 namespace kdsl::models {
 namespace {
-constexpr double kDecay = 0.95;       // per step, for the acceptance counts and the cost fit
-constexpr double kRowPrior = 0.10;    // an extra row's cost as a fraction of a one-row pass, before it is measured
-constexpr double kPriorWeight = 0.5;  // how many observations the prior slope is worth
+constexpr double kDecay = 0.95;     // per step, for the acceptance counts
+constexpr double kCostWeight = 0.3;  // a new timing's weight in a length's running mean
+constexpr double kRowPrior = 0.10;  // an extra row's cost as a fraction of a one-row pass, until that length is timed
 }  // namespace
 
-DraftLength::DraftLength(const SpecOptions &options) : options_(options) {
+DraftLength::DraftLength(const SpecOptions &options)
+    : options_(options), check_ms_(size_t(std::max(0, options.draft_max)) + 1, 0.0), timed_(size_t(std::max(0, options.draft_max)) + 1, false) {
   if (options.draft_max < 1 || options.draft_max > 1023)
     throw Error(fmt::format("--draft-max {}: expected 1 to 1023 drafted tokens per check", options.draft_max));
   if (options.draft_min < 0 || options.draft_min > options.draft_max)
@@ -23,17 +24,18 @@ DraftLength::DraftLength(const SpecOptions &options) : options_(options) {
 
 double DraftLength::acceptance_rate() const { return successes_ / (successes_ + failures_); }
 
-// The fitted line at k, with the prior slope kRowPrior * a pulling it while few lengths are seen.
+// A timed length's running mean. An untimed one is guessed from the timed length nearest
+// below it, at kRowPrior per extra row: a guess cheaper than most kernels manage, so every
+// length that could pay is tried once and then judged on its own time. (The cost is not a
+// line in k: the few-rows kernels work in blocks of a power of two rows, and a block of 2 can
+// cost nearly as much as two passes while one of 8 costs far less than eight.)
 double DraftLength::check_ms(int k) const {
-  if (sw_ <= 0) return 1.0 + kRowPrior * k;  // nothing measured yet: relative units
-  double mx = sx_ / sw_, my = sy_ / sw_;
-  double var = sxx_ / sw_ - mx * mx, cov = sxy_ / sw_ - mx * my;
-  // Ridge toward the prior slope: b = (cov w + prior b0 w0) / (var w + w0), with b0 relative to the intercept.
-  double a0 = my / (1 + kRowPrior * mx);  // the intercept were the prior slope exact
-  double b = (cov * sw_ + kPriorWeight * kRowPrior * a0) / (var * sw_ + kPriorWeight);
-  b = std::max(0.0, b);
-  double a = std::max(1e-6, my - b * mx);
-  return a + b * k;
+  if (timed_[size_t(k)]) return check_ms_[size_t(k)];
+  for (int j = k - 1; j >= 0; --j)
+    if (timed_[size_t(j)]) return check_ms_[size_t(j)] * (1 + kRowPrior * k) / (1 + kRowPrior * j);
+  for (int j = k + 1; j < int(timed_.size()); ++j)
+    if (timed_[size_t(j)]) return check_ms_[size_t(j)] * (1 + kRowPrior * k) / (1 + kRowPrior * j);
+  return 1.0 + kRowPrior * k;  // nothing timed yet: relative units
 }
 
 double DraftLength::speedup(int k) const { return speedup_at(k, acceptance_rate()); }
@@ -43,7 +45,7 @@ double DraftLength::speedup_at(int k, double r) const {
   double tokens = r >= 1 ? k + 1 : (1 - std::pow(r, k + 1)) / (1 - r);
   double base = check_ms(0);
   double draft = draft_samples_ ? draft_ms_per_token_ * k : 0.0;
-  if (sw_ <= 0) draft = 0;  // relative units: no measured time to set the draft's against
+  if (std::none_of(timed_.begin(), timed_.end(), [](bool t) { return t; })) draft = 0;  // relative units: nothing to set the draft's time against
   return tokens * base / (check_ms(k) + draft);
 }
 
@@ -83,9 +85,10 @@ void DraftLength::record(int drafted, int accepted, double check_ms, double draf
       ++draft_samples_;
     }
   }
-  if (!(check_ms > 0)) return;
-  sw_ = sw_ * kDecay + 1, sx_ = sx_ * kDecay + drafted, sy_ = sy_ * kDecay + check_ms;
-  sxx_ = sxx_ * kDecay + double(drafted) * drafted, sxy_ = sxy_ * kDecay + drafted * check_ms;
+  if (!(check_ms > 0) || drafted >= int(timed_.size())) return;
+  double &mean = check_ms_[size_t(drafted)];
+  mean = timed_[size_t(drafted)] ? (1 - kCostWeight) * mean + kCostWeight * check_ms : check_ms;
+  timed_[size_t(drafted)] = true;
 }
 
 }  // namespace kdsl::models

@@ -14,10 +14,9 @@ struct SpecOptions {
 // maximize tokens per millisecond. With a per-token acceptance rate a, a check of k drafts
 // yields 1 + a + ... + a^k tokens on average (a draft is kept only after every earlier one);
 // it costs the target's pass over k + 1 rows plus k drafted tokens. Both costs are measured as
-// the generation runs (a line a + b k fitted to the checks' times, least squares with a
-// forgetting factor, held near a prior of 10% per extra row until there are several lengths
-// to fit; the draft's time per token a running mean), and so is a (successes and failures
-// of the drafts, decayed so that it follows the text). Where no length beats a plain step,
+// the generation runs (a running mean of the pass's time for each length, lengths not yet
+// timed guessed optimistically so that each gets tried; the draft's time per token a running
+// mean), and so is a (successes and failures of the drafts, decayed so that it follows the text). Where no length beats a plain step,
 // speculation is off, and a check after kProbeEvery plain steps keeps the rate current (after
 // twice as many each time a probe leaves it off, up to kProbeEveryMax; at once where even
 // drafts that were always kept would not pay).
@@ -44,8 +43,8 @@ class DraftLength {
 
   SpecOptions options_;
   double successes_ = 1, failures_ = 1;  // the prior: a rate of 1/2 worth two drafts
-  // Weighted sums of the fit of check time against drafts (x = k, y = ms).
-  double sw_ = 0, sx_ = 0, sy_ = 0, sxx_ = 0, sxy_ = 0;
+  std::vector<double> check_ms_;  // [k]: running mean of a pass's time with k drafts
+  std::vector<bool> timed_;
   double draft_ms_per_token_ = 0;
   int draft_samples_ = 0;
   int plain_run_ = 0;  // plain steps since the last check

@@ -312,6 +312,16 @@ TEST_CASE("spec: the draft length follows the acceptance rate and turns speculat
   CHECK(slow.acceptance_rate() > 0.7);
   CHECK(checks <= 3);
   CHECK(bad.speedup(1) < 1.0);
+  // Costs in power-of-two blocks of rows, as the few-rows kernels have them: 2 rows cost
+  // nearly two passes, 8 rows two and a half. Drafts that are kept find the long drafts all
+  // the same (a straight line through the short lengths' times would never try them).
+  auto blocked_ms = [](int k) { return k == 0 ? 10.0 : k == 1 ? 18.0 : k <= 3 ? 22.0 : 25.0; };
+  DraftLength blocked(SpecOptions{.draft_max = 7});
+  for (int i = 0; i < 40; ++i) {
+    int k = blocked.next();
+    blocked.record(k, k, blocked_ms(k), 0.01 * k);
+  }
+  CHECK(blocked.next() == 7);
   // Fixed length when not adaptive.
   DraftLength fixed(SpecOptions{.draft_max = 5, .adaptive = false});
   fixed.record(5, 0, 10, 0);
