@@ -328,7 +328,7 @@ TEST_CASE("spec: the draft length follows the acceptance rate and turns speculat
   CHECK(fixed.next() == 5);
 }
 
-TEST_CASE("spec: greedy speculative decoding gives plain decoding's tokens on synthetic llama and qwen3 models (GQA, f16, Q8_0)") {
+TEST_CASE("spec: greedy speculative decoding gives plain decoding's tokens on synthetic llama, qwen2 and qwen3 models (GQA, f16, Q8_0)") {
   SynthConfig c = synth_preset("tiny");
   std::string target = synthetic(c, "spec-tiny.gguf");
   SynthConfig other = c;
@@ -346,6 +346,12 @@ TEST_CASE("spec: greedy speculative decoding gives plain decoding's tokens on sy
   check_greedy_identity(synthetic(c, "spec-tiny-f16.gguf"), *tok, prompt, 40, {quantized});
   c.weight_type = c.embedding_type = GgmlType::Q8_0;
   check_greedy_identity(synthetic(c, "spec-tiny-q8_0.gguf"), *tok, prompt, 40, {unrelated}, 16);
+  SynthConfig qwen2 = synth_preset("tiny");
+  qwen2.hparams.arch = Arch::Qwen2;  // QKV biases, NeoX RoPE, a byte-level BPE vocabulary
+  qwen2.hparams.rope_freq_base = 1000000.0f;
+  std::string qwen2_path = synthetic(qwen2, "spec-qwen2.gguf");
+  auto qwen2_tok = load_tokenizer(GgufFile(qwen2_path));
+  check_greedy_identity(qwen2_path, *qwen2_tok, repetitive_prompt(int(qwen2.hparams.n_vocab)), 40, {}, 4, {SelfDraftOptions{.layers = 1}});
   SynthConfig qwen = synth_preset("qwen3-tiny");
   std::string qwen_path = synthetic(qwen, "spec-qwen3.gguf");
   qwen.weight_type = GgmlType::Q8_0;
