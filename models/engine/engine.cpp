@@ -76,6 +76,8 @@ Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions op
     : model_(model), device_(device), kernels_(device), options_(options), weights_(place_weights(model, device)) {
   const ModelHParams &h = model.hparams;
   if (options.page_size < 1 || options.page_size > 4096) throw Error(fmt::format("KV page size: expected 1 to 4096, got {}", options.page_size));
+  if (options.max_logit_rows < 1 || options.max_logit_rows > 1024)
+    throw Error(fmt::format("rows of logits per forward pass: expected 1 to 1024, got {} (--draft-max is at most 1023)", options.max_logit_rows));
   if (options.context != 0) check_context(h, device, options.context, options.page_size);
   context_ = options.context > 0 ? options.context : default_context(h, device);
   dim_ = int(h.n_embd);
@@ -93,8 +95,8 @@ Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions op
   proj_ = Buffer<float>(device, b * size_t(dim_));
   gate_ = Buffer<float>(device, b * size_t(ff_));
   up_ = Buffer<float>(device, b * size_t(ff_));
-  logits_ = Buffer<float>(device, size_t(vocab_));
-  if (logits_.on_device()) logits_host_.resize(size_t(vocab_));
+  logits_ = Buffer<float>(device, size_t(options.max_logit_rows) * size_t(vocab_));
+  if (logits_.on_device()) logits_host_.resize(logits_.size());
   ids_ = Buffer<int32_t>(device, b);
   ids_host_.resize(b);
   int pages = int((int64_t(context_) + options.page_size - 1) / options.page_size);
@@ -109,12 +111,22 @@ Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions op
   block_table_ = Buffer<int32_t>(device, std::span<const int32_t>(table));
 }
 
-std::span<const float> Engine::forward(std::span<const int> tokens, int pos) {
+std::span<const float> Engine::forward(std::span<const int> tokens, int pos) { return run(tokens, pos, 1); }
+
+std::span<const float> Engine::forward_rows(std::span<const int> tokens, int pos) {
+  if (int64_t(tokens.size()) > options_.max_logit_rows)
+    throw Error(fmt::format("forward_rows: {} tokens, but the engine keeps logits for at most {} rows (EngineOptions::max_logit_rows)", tokens.size(),
+                            options_.max_logit_rows));
+  return run(tokens, pos, int(tokens.size()));
+}
+
+std::span<const float> Engine::run(std::span<const int> tokens, int pos, int logit_rows) {
   int total = int(tokens.size());
   if (total == 0) throw Error("forward needs at least one token");
   if (pos < 0 || int64_t(pos) + total > context_)
     throw Error(fmt::format("positions {}..{} do not fit the context of {} tokens (raise --ctx)", pos, int64_t(pos) + total - 1, context_));
   const ModelHParams &h = model_.hparams;
+  const int first_logit = total - logit_rows;  // the rows whose logits are wanted: first_logit .. total - 1
   for (int start = 0; start < total; start += options_.max_batch) {
     int n = std::min(options_.max_batch, total - start);
     for (int i = 0; i < n; ++i) {
@@ -126,15 +138,19 @@ std::span<const float> Engine::forward(std::span<const int> tokens, int pos) {
     kernels_.embedding(ids_.data(), weights_.token_embd.data, weights_.token_embd.type, x_.data(), n, dim_);
     kernels_.rmsnorm(x_.data(), weights_.layers[0].attn_norm.f32(), xb_.data(), n, dim_, h.rms_eps);
     for (int l = 0; l < int(weights_.layers.size()); ++l) layer(l, n, pos + start);
-    // After the last layer xb holds the final norm of every row; only the last row's logits are needed.
-    if (start + n == total) {
-      const float *last = xb_.data() + size_t(n - 1) * size_t(dim_);
-      kernels_.matmul(last, weights_.output.data, weights_.output.type, nullptr, logits_.data(), 1, vocab_, dim_);
+    // After the last layer xb holds the final norm of every row; only the wanted rows' logits
+    // are computed (a prompt's prefill wants its last row alone).
+    int from = std::max(start, first_logit);
+    if (from < start + n) {
+      const float *rows = xb_.data() + size_t(from - start) * size_t(dim_);
+      float *out = logits_.data() + size_t(from - first_logit) * size_t(vocab_);
+      kernels_.matmul(rows, weights_.output.data, weights_.output.type, nullptr, out, start + n - from, vocab_, dim_);
     }
   }
-  if (!logits_.on_device()) return {logits_.data(), logits_.size()};
-  logits_.copy_to_host(logits_host_);  // waits for the launches
-  return logits_host_;
+  size_t count = size_t(logit_rows) * size_t(vocab_);
+  if (!logits_.on_device()) return {logits_.data(), count};
+  logits_.copy_to_host(std::span<float>(logits_host_.data(), count));  // waits for the launches
+  return {logits_host_.data(), count};
 }
 
 // Expects xb = attn_norm(x) for this layer; leaves xb = the next layer's attn_norm(x) (or the

@@ -14,6 +14,9 @@ struct EngineOptions {
   int context = 0;      // tokens of KV cache; 0: the model's context, or what a quarter of free memory holds
   int page_size = 16;   // positions per KV page
   int max_batch = 512;  // prompt tokens per prefill chunk
+  // Rows forward_rows() can return logits for: a speculative check runs the last token and
+  // up to draft_max drafted ones (draft_max + 1). Their buffers are allocated here, once.
+  int max_logit_rows = 1;
 };
 
 // The weights as the kernels read them, in the device's memory: on the CPU the ModelWeights'
@@ -36,8 +39,15 @@ class Engine {
   // Runs `tokens` at positions pos .. pos + n - 1 (a prefill chunk, or one decode token) and
   // returns the logits of the last one. Positions must continue the cached ones.
   std::span<const float> forward(std::span<const int> tokens, int pos);
+  // The same, returning the logits of every one of the n tokens: n rows of vocab() floats,
+  // row i the distribution of the token after tokens[i] (a speculative check of drafted
+  // tokens). n <= max_logit_rows. A rejected draft needs no undo: the cache is addressed by
+  // position, and the next call at a lower position overwrites its rows.
+  std::span<const float> forward_rows(std::span<const int> tokens, int pos);
 
   int context() const { return context_; }
+  int vocab() const { return vocab_; }
+  int max_logit_rows() const { return options_.max_logit_rows; }
   const ModelWeights &model() const { return model_; }
   const Device &device() const { return device_; }
   // Bytes of weights copied to the device (0 on the CPU, which reads the model in place).
@@ -45,6 +55,8 @@ class Engine {
   kernels::Library &kernels() { return kernels_; }
 
  private:
+  // Runs the tokens and computes the logits of the last `logit_rows` of them.
+  std::span<const float> run(std::span<const int> tokens, int pos, int logit_rows);
   void layer(int l, int n, int pos);
 
   const ModelWeights &model_;
@@ -54,11 +66,11 @@ class Engine {
   DeviceWeights weights_;
   int context_ = 0;
   int dim_ = 0, q_dim_ = 0, kv_dim_ = 0, ff_ = 0, vocab_ = 0;
-  // Activations in device memory, sized for max_batch rows.
+  // Activations in device memory, sized for max_batch rows; logits for max_logit_rows.
   Buffer<float> x_, xb_, q_, k_, v_, att_, proj_, gate_, up_, logits_;
   Buffer<int32_t> ids_;
   std::vector<int32_t> ids_host_;
-  std::vector<float> logits_host_;  // GPU only: the last logits, copied back
+  std::vector<float> logits_host_;  // GPU only: the logits, copied back
   // KV cache: per layer, pages of [page_size][n_kv_heads][head_dim]; one block table.
   std::vector<Buffer<float>> k_pages_, v_pages_;
   Buffer<int32_t> block_table_;

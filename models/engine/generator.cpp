@@ -11,6 +11,7 @@
 #include <kdsl/error.h>
 #include <kdsl/kernel.h>
 
+#include "models/spec/verify.h"
 #include "models/tokenizer/stream_decoder.h"
 
 namespace kdsl::models {
@@ -41,6 +42,81 @@ bool ends_with_any(const std::string &text, const std::vector<std::string> &suff
   return false;
 }
 
+// The decode loop with a drafter. On entry the last generated token is sampled but not yet
+// run. Each step runs it and the k drafted tokens after it in one pass (positions pos ..
+// pos + k), checks row i against draft i until one is rejected, and draws the token after the
+// last accepted draft from that row (the rejection rule's replacement, or the target's own
+// next token when all k are kept): a + 1 tokens per pass for a accepted drafts. The rows past
+// the accepted ones stay in the KV cache until the next pass overwrites them.
+void speculate(Engine &engine, Sampler &sampler, const std::vector<int> &prompt_ids, const GenerateOptions &options, GenerationResult &r, int pos,
+               const std::function<bool(int)> &emit) {
+  const SpecOptions &spec = options.spec;
+  DraftLength lengths(spec);
+  if (engine.max_logit_rows() < spec.draft_max + 1)
+    throw Error(fmt::format("speculative decoding with --draft-max {} checks {} rows per pass, but the engine keeps logits for {} "
+                            "(EngineOptions::max_logit_rows)",
+                            spec.draft_max, spec.draft_max + 1, engine.max_logit_rows()));
+  const size_t vocab = size_t(engine.vocab());
+  const int max_tokens = options.max_tokens < 0 ? std::numeric_limits<int>::max() : options.max_tokens;
+  // The whole text for the drafter, and the pass's tokens: sized once.
+  std::vector<int> text = prompt_ids;
+  text.reserve(size_t(engine.context()) + size_t(spec.draft_max) + 1);
+  text.insert(text.end(), r.generated_ids.begin(), r.generated_ids.end());
+  std::vector<int> batch;
+  batch.reserve(size_t(spec.draft_max) + 1);
+  std::vector<float> scratch(vocab);
+  Draft draft;
+  r.spec_accepted_histogram.assign(size_t(spec.draft_max) + 1, 0);
+  for (;;) {
+    if (pos >= engine.context()) {
+      r.stop_reason = "context";
+      return;
+    }
+    // Drafts past the context, or past what is left to generate, would be thrown away.
+    int room = std::min<int64_t>({spec.draft_max, engine.context() - pos - 1, int64_t(max_tokens) - int64_t(r.generated_ids.size()) - 1});
+    int k = std::min(lengths.next(), room);
+    // A step that compiled a kernel (a new row count, say) says nothing of the steady cost.
+    const double compile_before = cache_stats().compile_ms;
+    auto t = std::chrono::steady_clock::now();
+    draft.clear();
+    if (k > 0 && k >= spec.draft_min) options.drafter->draft(text, k, draft);
+    if (int(draft.tokens.size()) > k) draft.tokens.resize(size_t(k)), draft.q.resize(draft.q.empty() ? 0 : size_t(k) * vocab);
+    if (int(draft.tokens.size()) < std::max(1, spec.draft_min)) draft.clear();
+    const int drafted = int(draft.tokens.size());
+    double draft_ms = ms_since(t);
+    t = std::chrono::steady_clock::now();
+    batch.assign(1, text.back());
+    batch.insert(batch.end(), draft.tokens.begin(), draft.tokens.end());
+    std::span<const float> rows = engine.forward_rows(batch, pos);
+    double check_ms = ms_since(t);
+    check_finite_logits(rows, r.generated_ids.size());
+    int accepted = 0;
+    bool done = false;
+    for (int i = 0; i <= drafted && !done; ++i) {
+      std::span<const float> row = rows.subspan(size_t(i) * vocab, vocab);
+      int token;
+      if (i == drafted) {
+        token = sampler.sample(row);
+      } else {
+        DraftVerdict v = verify_draft(sampler, row, draft.tokens[size_t(i)], draft.q_row(size_t(i), vocab), scratch);
+        token = v.token;
+        accepted += v.accepted;
+        if (!v.accepted) i = drafted;  // the replacement ends this pass
+      }
+      text.push_back(token);
+      done = emit(token);
+    }
+    pos += accepted + 1;
+    if (cache_stats().compile_ms != compile_before) check_ms = draft_ms = -1;
+    lengths.record(drafted, accepted, check_ms, draft_ms);
+    if (drafted > 0) {
+      r.spec_drafted += drafted, r.spec_accepted += accepted, ++r.spec_checks;
+      ++r.spec_accepted_histogram[size_t(accepted)];
+    }
+    if (done) return;
+  }
+}
+
 }  // namespace
 
 void check_prompt_fits(const Engine &engine, const std::vector<int> &prompt_ids) {
@@ -60,6 +136,7 @@ GenerationResult generate(Engine &engine, const Tokenizer &tokenizer, Sampler &s
   double compile_ms = cache_stats().compile_ms;
   auto start = std::chrono::steady_clock::now();
   std::span<const float> logits = engine.forward(prompt_ids, 0);
+  if (options.drafter) options.drafter->begin(prompt_ids);  // a draft model's prefill belongs with the target's
   r.prompt_ms = ms_since(start);
   check_finite_logits(logits, 0);
   r.prompt_compile_ms = cache_stats().compile_ms - compile_ms;
@@ -70,29 +147,37 @@ GenerationResult generate(Engine &engine, const Tokenizer &tokenizer, Sampler &s
   int pos = int(prompt_ids.size());
   start = std::chrono::steady_clock::now();
   r.stop_reason = "length";
-  for (int i = 0; i < max_tokens; ++i) {
-    int next = sampler.sample(logits);
-    sampler.accept(next);
-    if (!options.ignore_eos && (tokenizer.is_end_of_generation(next) || next == tokenizer.bos_id())) {
+  // Takes one sampled token; true when generation ends with it.
+  auto emit = [&](int token) {
+    if (!options.ignore_eos && (tokenizer.is_end_of_generation(token) || token == tokenizer.bos_id())) {
       r.stop_reason = "eos";
-      break;
+      return true;
     }
-    r.generated_ids.push_back(next);
-    std::string piece = stream.push(next);
+    r.generated_ids.push_back(token);
+    std::string piece = stream.push(token);
     r.text += piece;
     if (on_text && !piece.empty()) on_text(piece);
     if (ends_with_any(r.text, options.stop_strings)) {
       r.stop_reason = "stop";
-      break;
+      return true;
     }
-    if (i + 1 == max_tokens) break;
-    if (pos >= engine.context()) {
-      r.stop_reason = "context";
-      break;
+    return int64_t(r.generated_ids.size()) >= int64_t(max_tokens);
+  };
+  if (max_tokens > 0 && !emit(sampler.sample(logits))) {
+    if (options.drafter) {
+      speculate(engine, sampler, prompt_ids, options, r, pos, emit);
+    } else {
+      for (;;) {
+        if (pos >= engine.context()) {
+          r.stop_reason = "context";
+          break;
+        }
+        int token[1] = {r.generated_ids.back()};
+        logits = engine.forward(token, pos++);
+        check_finite_logits(logits, r.generated_ids.size());
+        if (emit(sampler.sample(logits))) break;
+      }
     }
-    int token[1] = {next};
-    logits = engine.forward(token, pos++);
-    check_finite_logits(logits, r.generated_ids.size());
   }
   std::string rest = stream.flush();
   r.text += rest;

@@ -42,6 +42,8 @@ class Sampler {
   void accept(int token);
   // Forgets the history and restarts the generator from the seed.
   void reset();
+  // Forgets the history alone (a draft model's sampler, given the whole text each step).
+  void clear_history() { history_.clear(); }
 
   // The distribution the last sample() drew from.
   std::span<const float> probabilities() const { return probs_; }

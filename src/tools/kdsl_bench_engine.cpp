@@ -16,7 +16,11 @@
 
 #include "kernels/library.h"
 #include "models/engine/engine.h"
+#include "models/engine/generator.h"
+#include "models/gguf/gguf_file.h"
 #include "models/gguf/quantize.h"
+#include "models/spec/model_drafter.h"
+#include "models/spec/ngram_drafter.h"
 #include "models/synth/synth_model.h"
 #include "runtime/device_bandwidth.h"
 
@@ -156,6 +160,72 @@ MatvecRow bench_matvec(kernels::Library &lib, GgmlType type, kernels::WeightType
   return r;
 }
 
+// Speculative decoding against plain decoding of the same target in the same run, greedy: one
+// row per drafter and prompt. Plain and speculative runs alternate `repeats` times and the best
+// of each counts (the machine may be shared); generation's compile time is left out.
+struct SpecRow {
+  std::string target, drafter, prompt;
+  double plain_tps = 0, spec_tps = 0;
+  int64_t drafted = 0, accepted = 0, checks = 0;
+};
+
+// "repetitive": a list of 12 ids said 10 times (n-gram lookup's case: code, lists, quotes);
+// "spread": ids spread over the vocabulary, nothing repeated.
+std::vector<int> spec_prompt(const std::string &kind, int vocab) {
+  if (kind == "spread") return prompt_ids(120, vocab);
+  std::vector<int> ids = {1};
+  for (int rep = 0; rep < 10; ++rep)
+    for (int i = 0; i < 12; ++i) ids.push_back(3 + (i * 131 + 7) % std::max(1, vocab - 3));
+  return ids;
+}
+
+std::vector<SpecRow> bench_spec(const std::string &target_path, const std::string &target_label, const std::vector<std::pair<std::string, std::string>> &drafts,
+                                const Device &dev, int tokens, int draft_max, bool adaptive, int repeats) {
+  ModelWeights target = load_model_weights(target_path);
+  std::unique_ptr<Tokenizer> tok = load_tokenizer(GgufFile(target_path));
+  int vocab = int(target.hparams.n_vocab);
+  EngineOptions eo;
+  eo.context = 160 + tokens + draft_max + 1;
+  eo.max_logit_rows = draft_max + 1;
+  Engine engine(target, dev, eo);
+  SamplerParams greedy{.temperature = 0};
+  auto tps = [&](const std::vector<int> &prompt, Drafter *drafter, GenerationResult *out) {
+    Sampler sampler(greedy);
+    GenerateOptions o;
+    o.max_tokens = tokens, o.ignore_eos = true, o.drafter = drafter, o.spec.draft_max = draft_max, o.spec.adaptive = adaptive;
+    GenerationResult r = generate(engine, *tok, sampler, prompt, o);
+    if (out) *out = r;
+    return double(r.generated_ids.size() - 1) / (std::max(r.generation_ms - r.generation_compile_ms, 1e-3) / 1e3);
+  };
+  std::vector<std::unique_ptr<ModelWeights>> draft_weights;
+  std::vector<std::pair<std::unique_ptr<Drafter>, std::string>> drafters;  // drafter, prompt kind
+  drafters.emplace_back(std::make_unique<NgramDrafter>(), "repetitive");
+  for (auto &[path, label] : drafts) {
+    draft_weights.push_back(std::make_unique<ModelWeights>(load_model_weights(path)));
+    EngineOptions de;
+    de.context = eo.context;
+    drafters.emplace_back(std::make_unique<ModelDrafter>(*draft_weights.back(), vocab, dev, de, greedy, ModelDrafterOptions{}), "spread");
+  }
+  std::vector<SpecRow> rows;
+  for (size_t d = 0; d < drafters.size(); ++d) {
+    SpecRow row;
+    row.target = target_label;
+    row.drafter = d == 0 ? "n-gram" : drafts[d - 1].second;
+    row.prompt = drafters[d].second;
+    std::vector<int> prompt = spec_prompt(row.prompt, vocab);
+    Drafter *drafter = drafters[d].first.get();
+    tps(prompt, drafter, nullptr);  // warm-up: every row count's kernels compiled or loaded
+    for (int r = 0; r < repeats; ++r) {
+      row.plain_tps = std::max(row.plain_tps, tps(prompt, nullptr, nullptr));
+      GenerationResult g;
+      double s = tps(prompt, drafter, &g);
+      if (s > row.spec_tps) row.spec_tps = s, row.drafted = g.spec_drafted, row.accepted = g.spec_accepted, row.checks = g.spec_checks;
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
 // The kernels' name of a type the engine runs (--type admits no other).
 std::string type_name(GgmlType t) { return std::string(kernels::weight_type_info(*kernel_weight_type(t)).name); }
 
@@ -167,7 +237,9 @@ int main(int argc, char **argv) {
   std::vector<std::string> types = {"f32", "f16"};
   std::string preset = "110m", dir, device_name = "cpu";
   int threads = 0, decode_tokens = 32, warmup_tokens = 4, prompt_tokens = 512, prompt_repeats = 1;
-  bool quick = false, keep = false, no_kernels = false;
+  bool quick = false, keep = false, no_kernels = false, spec = false, spec_fixed = false;
+  std::vector<std::string> draft_types = {"q4_0", "q8_0"};
+  int spec_tokens = 64, draft_max = 7, spec_repeats = 2;
   app.add_option("-m,--model", models, "model files to measure (GGUF or llama2.c); default: synthetic models of --preset in each --type");
   app.add_option("--preset", preset, "synthetic model preset (tiny, 110m, qwen3-tiny)");
   app.add_option("--type", types, "synthetic weight types: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k (k-quants need a preset whose sizes are multiples of 256: 110m, llama3-8b)")->delimiter(',');
@@ -180,6 +252,13 @@ int main(int argc, char **argv) {
   app.add_option("--prompt", prompt_tokens, "prompt tokens for prompt processing (0: skip)")->check(CLI::NonNegativeNumber);
   app.add_option("--prompt-repeats", prompt_repeats, "timed prefills after the warm-up one (the best counts)")->check(CLI::PositiveNumber);
   app.add_flag("--no-kernels", no_kernels, "skip the table of single matrix-vector products at the preset's shapes");
+  app.add_flag("--spec", spec, "also speculative decoding against plain decoding, greedy, in the same run: n-gram lookup on a repetitive prompt, "
+                               "and each synthetic target drafted by its own weights in --draft-type");
+  app.add_option("--draft-type", draft_types, "with --spec: the types of the target's copies that draft for it")->delimiter(',');
+  app.add_option("--spec-tokens", spec_tokens, "with --spec: tokens generated per run")->check(CLI::Range(2, 4096));
+  app.add_option("--draft-max", draft_max, "with --spec: at most this many drafts per check")->check(CLI::Range(1, 64));
+  app.add_flag("--spec-fixed", spec_fixed, "with --spec: always draft --draft-max tokens (no adaptive length)");
+  app.add_option("--spec-repeats", spec_repeats, "with --spec: plain and speculative runs alternated, the best of each counts")->check(CLI::PositiveNumber);
   app.add_flag("--quick", quick, "tiny preset, 8 decode steps, a 64-token prompt (a smoke run)");
   CLI11_PARSE(app, argc, argv);
   if (quick) preset = "tiny", decode_tokens = 8, prompt_tokens = 64;
@@ -219,6 +298,28 @@ int main(int argc, char **argv) {
       fmt::print(stderr, "measuring {}...\n", label);
       rows.push_back(bench_model(path, label, dev, decode_tokens, warmup_tokens, prompt_tokens, prompt_repeats));
     }
+    std::vector<SpecRow> spec_rows;
+    if (spec) {
+      std::vector<GgmlType> drafts;
+      for (const std::string &name : draft_types) {
+        std::optional<GgmlType> parsed = parse_ggml_type(name);
+        if (!parsed || !kernel_weight_type(*parsed)) throw Error(fmt::format("--draft-type '{}': expected f32, f16, bf16, q8_0, q4_0, q4_k or q6_k", name));
+        drafts.push_back(*parsed);
+      }
+      for (size_t i = 0; i < runs.size(); ++i) {
+        std::vector<std::pair<std::string, std::string>> draft_files;
+        if (models.empty())
+          for (GgmlType type : drafts) {
+            SynthConfig c = synth_preset(preset);  // the target's seed: its own weights, in another type
+            c.weight_type = c.embedding_type = type;
+            std::string path = (tmp / fmt::format("synth-{}-{}.gguf", preset, type_name(type))).string();
+            if (!std::filesystem::exists(path)) write_synthetic_model(c, path);
+            draft_files.emplace_back(path, fmt::format("{} copy", type_name(type)));
+          }
+        fmt::print(stderr, "measuring speculative decoding on {}...\n", runs[i].second);
+        for (SpecRow &r : bench_spec(runs[i].first, runs[i].second, draft_files, dev, spec_tokens, draft_max, !spec_fixed, spec_repeats)) spec_rows.push_back(r);
+      }
+    }
     std::vector<MatvecRow> matvecs;
     if (!no_kernels && models.empty() && dev.kind() == Device::Kind::Cpu) {
       const ModelHParams h = synth_preset(preset).hparams;
@@ -253,6 +354,17 @@ int main(int argc, char **argv) {
       for (const MatvecRow &m : matvecs)
         fmt::print("| {:<32} | {:>7.2f} MB | {:>7.1f} us | {:>8.2f} GB/s | {:>12.2f} GB/s | {:>8.0f}% |\n", m.label, m.bytes / 1e6, m.us, m.gbs, read_gbs,
                    100 * m.gbs / read_gbs);
+    }
+    if (!spec_rows.empty()) {
+      fmt::print("\nspeculative decoding, greedy, {} tokens, --draft-max {} ({}), best of {} alternated runs each:\n\n", spec_tokens, draft_max,
+                 spec_fixed ? "fixed" : "adaptive", spec_repeats);
+      fmt::print("| {:<24} | {:<10} | {:<10} | {:>11} | {:>11} | {:>8} | {:>15} | {:>10} |\n", "target", "drafter", "prompt", "plain tok/s", "spec tok/s",
+                 "speed-up", "accepted", "mean kept");
+      fmt::print("|{:-<26}|{:-<12}|{:-<12}|{:->13}|{:->13}|{:->10}|{:->17}|{:->12}|\n", "", "", "", "", "", "", "", "");
+      for (const SpecRow &r : spec_rows)
+        fmt::print("| {:<24} | {:<10} | {:<10} | {:>11.2f} | {:>11.2f} | {:>7.2f}x | {:>6}/{:<5} {:>3.0f}% | {:>10.2f} |\n", r.target, r.drafter, r.prompt,
+                   r.plain_tps, r.spec_tps, r.spec_tps / r.plain_tps, r.accepted, r.drafted, r.drafted ? 100.0 * r.accepted / r.drafted : 0.0,
+                   r.checks ? double(r.accepted) / r.checks : 0.0);
     }
     CacheStats cs = cache_stats();
     fmt::print("\ndecode tok/s over the total time of the steps: ");

@@ -20,6 +20,9 @@
 #include "models/common/mapped_file.h"
 #include "models/engine/generator.h"
 #include "models/gguf/gguf_file.h"
+#include "models/spec/model_drafter.h"
+#include "models/spec/ngram_drafter.h"
+#include "models/spec/self_draft.h"
 #include "models/tokenizer/chat_template.h"
 #include "jit_cache/disk_cache.h"
 #include "runtime/bandwidth_record.h"
@@ -41,6 +44,13 @@ struct Options {
   std::string seed;  // decimal digits, checked by parse_seed
   bool chat = false, verbose = false, seed_given = false, ignore_eos = false, no_display_prompt = false, escape = true;
   bool mlock = false, no_mmap = false, log_disable = false, bandwidth = false;
+  // Speculative decoding: --spec-ngram or a draft model (-md). 7 drafts make checks of 8 rows,
+  // the most the several-rows matrix-vector kernel takes, streaming the weights once; a 9th
+  // row moves the check to the prefill's dot tiles.
+  bool spec_ngram = false;
+  std::string model_draft, draft_type;  // draft_type, draft_layers: self-speculation (the target's own weights)
+  int draft_max = 7, draft_min = 0, draft_layers = 0;
+  float draft_p_min = 0.75f;  // llama.cpp's default
 };
 
 // A prompt is at most a context of text; a file much larger than any context is a mistake
@@ -130,7 +140,7 @@ SamplerParams sampler_params(const Options &o) {
 }
 
 void print_summary(const ModelWeights &m, const Device &dev, const GenerationResult &r, double load_ms, const runtime::MeasuredBandwidth &bandwidth,
-                   bool json, nlohmann::json &out) {
+                   const std::string &spec_drafter, bool json, nlohmann::json &out) {
   CacheStats cs = cache_stats();
   // Rates leave out the first-use kernel compiles (reported apart), so a cold cache does not
   // masquerade as a slow engine.
@@ -141,6 +151,10 @@ void print_summary(const ModelWeights &m, const Device &dev, const GenerationRes
   double gb_per_token = double(m.bytes_per_token()) / 1e9;
   double achieved = gen_tps * gb_per_token;
   double ceiling = bandwidth.gbs;
+  // Speculation: the share of drafts kept, and drafts kept per check (each check also yields
+  // the target's own token after them).
+  double acceptance = r.spec_drafted ? double(r.spec_accepted) / double(r.spec_drafted) : 0.0;
+  double mean_accepted = r.spec_checks ? double(r.spec_accepted) / double(r.spec_checks) : 0.0;
   if (json) {
     out["summary"] = {{"load_ms", load_ms},
                       {"prompt_tokens", r.prompt_ids.size()},
@@ -160,6 +174,15 @@ void print_summary(const ModelWeights &m, const Device &dev, const GenerationRes
                       {"kernel_cache_disk_hits", cs.disk_hits},
                       {"compile_ms", cs.compile_ms},
                       {"stop_reason", r.stop_reason}};
+    if (!spec_drafter.empty()) {
+      out["summary"]["spec_drafter"] = spec_drafter;
+      out["summary"]["spec_drafted"] = r.spec_drafted;
+      out["summary"]["spec_accepted"] = r.spec_accepted;
+      out["summary"]["spec_checks"] = r.spec_checks;
+      out["summary"]["spec_acceptance_rate"] = acceptance;
+      out["summary"]["spec_mean_accepted_length"] = mean_accepted;
+      out["summary"]["spec_accepted_histogram"] = r.spec_accepted_histogram;
+    }
     return;
   }
   fmt::print(stderr, "\n--- kdsl-run on {} ---\n", dev.name());
@@ -173,7 +196,54 @@ void print_summary(const ModelWeights &m, const Device &dev, const GenerationRes
              ceiling > 0 ? 100 * achieved / ceiling : 0.0, bandwidth.what);
   if (ceiling > 0 && achieved > ceiling)
     fmt::print(stderr, "                (above the recorded ceiling, which was measured on a busier machine: run once with --bandwidth)\n");
+  if (!spec_drafter.empty()) {
+    std::string histogram;
+    for (size_t j = 0; j < r.spec_accepted_histogram.size(); ++j)
+      if (r.spec_accepted_histogram[j]) histogram += fmt::format(" {}:{}", j, r.spec_accepted_histogram[j]);
+    fmt::print(stderr, "speculative     {}: {} drafted, {} accepted ({:.1f}%), {} checks, mean accepted length {:.2f}; checks by drafts kept:{}\n",
+               spec_drafter, r.spec_drafted, r.spec_accepted, 100 * acceptance, r.spec_checks, mean_accepted, histogram.empty() ? " none" : histogram);
+  }
   fmt::print(stderr, "kernels         {} compiled in {:.0f} ms, {} memory and {} disk cache hits\n", cs.compiled, cs.compile_ms, cs.memory_hits, cs.disk_hits);
+}
+
+// A draft model must share the target's tokens: the same count, and in a GGUF the same pieces
+// (a different tokenizer of the same size would draft nonsense, slowly, though the output
+// would stay exact).
+void check_draft_tokenizer(const Options &o, const Tokenizer &target) {
+  if (!is_gguf(o.model_draft)) return;  // a llama2.c checkpoint holds no tokenizer; its size is checked on load
+  std::unique_ptr<Tokenizer> draft = load_tokenizer(GgufFile(o.model_draft));
+  const std::vector<std::string> &a = target.vocab().pieces, &b = draft->vocab().pieces;
+  if (a.size() != b.size()) return;  // the drafter's own check names both sizes
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i])
+      throw Error(fmt::format("--model-draft {}: its token {} is '{}' but the target's is '{}': a draft model must share the target's tokenizer",
+                              o.model_draft, i, b[i], a[i]));
+}
+
+// The drafter the options ask for, or none.
+std::unique_ptr<Drafter> make_drafter(const Options &o, const Device &dev, const ModelWeights &model, const Engine &engine, const Tokenizer &tok,
+                                      const SamplerParams &sp, std::unique_ptr<ModelWeights> &draft_weights) {
+  if (o.spec_ngram) return std::make_unique<NgramDrafter>();
+  if (!o.draft_type.empty() || o.draft_layers > 0) {
+    SelfDraftOptions so;
+    so.layers = o.draft_layers;
+    if (!o.draft_type.empty()) {
+      so.type = parse_ggml_type(o.draft_type);
+      if (!so.type || (*so.type != GgmlType::Q8_0 && *so.type != GgmlType::Q4_0))
+        throw Error(fmt::format("--draft-type {}: expected q8_0 or q4_0", o.draft_type));
+    }
+    draft_weights = std::make_unique<ModelWeights>(self_draft_weights(model, so));
+  } else if (!o.model_draft.empty()) {
+    tools::report_sigbus_for("kdsl-run", o.model_draft);
+    draft_weights = std::make_unique<ModelWeights>(load_model_weights(o.model_draft));
+    check_draft_tokenizer(o, tok);
+  } else {
+    return nullptr;
+  }
+  EngineOptions eo;
+  eo.context = engine.context();
+  eo.max_batch = o.batch;
+  return std::make_unique<ModelDrafter>(*draft_weights, engine.vocab(), dev, eo, sp, ModelDrafterOptions{.p_min = o.draft_p_min});
 }
 
 int run(const Options &o) {
@@ -182,6 +252,14 @@ int run(const Options &o) {
   if (o.flash_attn == "off")
     throw Error("--flash-attn off: kdsl's attention kernels are always fused (flash attention); leave the option out or say on/auto");
   if (!o.system_prompt.empty() && !o.chat) throw Error("--system-prompt (-sys) is the first message of a chat: add --chat (-cnv)");
+  const bool self_draft = !o.draft_type.empty() || o.draft_layers > 0;
+  const bool speculative = o.spec_ngram || !o.model_draft.empty() || self_draft;
+  if (int(o.spec_ngram) + int(!o.model_draft.empty()) + int(self_draft) > 1)
+    throw Error("--spec-ngram, --model-draft (-md) and a self-draft (--draft-type, --draft-layers) are different drafters: choose one");
+  if (!speculative && (o.draft_max != 7 || o.draft_min != 0 || o.draft_p_min != 0.75f))
+    throw Error("--draft-max, --draft-min and --draft-p-min set speculative decoding, which is off: add --spec-ngram, --model-draft FILE (-md) "
+                "or --draft-type TYPE");
+  if (o.draft_min > o.draft_max) throw Error(fmt::format("--draft-min {}: expected at most --draft-max ({})", o.draft_min, o.draft_max));
   tools::report_sigbus_for("kdsl-run", o.model);
   auto t0 = std::chrono::steady_clock::now();
   Device dev = pick_device(o);
@@ -191,8 +269,15 @@ int run(const Options &o) {
   EngineOptions eo;
   eo.context = o.ctx;
   eo.max_batch = o.batch;
-  GenerateOptions go{.max_tokens = o.n, .ignore_eos = o.ignore_eos, .stop_strings = o.reverse_prompts};
+  if (speculative) eo.max_logit_rows = o.draft_max + 1;
+  GenerateOptions go;
+  go.max_tokens = o.n, go.ignore_eos = o.ignore_eos, go.stop_strings = o.reverse_prompts;
+  go.spec = SpecOptions{.draft_max = o.draft_max, .draft_min = o.draft_min};
   Engine engine(model, dev, eo);
+  const SamplerParams sampling = sampler_params(o);  // one seed for the target and the draft model
+  std::unique_ptr<ModelWeights> draft_weights;
+  std::unique_ptr<Drafter> drafter = make_drafter(o, dev, model, engine, *tok, sampling, draft_weights);
+  go.drafter = drafter.get();
   double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   bool json = o.output_format == "json";
   if (o.verbose)
@@ -222,7 +307,7 @@ int run(const Options &o) {
   // BOS as the model's tokenizer says (llama: yes; qwen: no), as llama.cpp does.
   std::vector<int> ids = tok->encode(prompt, tok->vocab().add_bos);
   check_prompt_fits(engine, ids);  // before the prompt is echoed
-  Sampler sampler(sampler_params(o));
+  Sampler sampler(sampling);
   if (!json && !o.no_display_prompt) fmt::print("{}", prompt), std::fflush(stdout);
   GenerationResult r = generate(engine, *tok, sampler, ids, go, [&](std::string_view s) {
     if (!json) fmt::print("{}", s), std::fflush(stdout);
@@ -231,7 +316,7 @@ int run(const Options &o) {
   nlohmann::json out;
   if (json) out = {{"prompt", prompt}, {"prompt_ids", r.prompt_ids}, {"generated_ids", r.generated_ids}, {"text", r.text}};
   runtime::MeasuredBandwidth bandwidth = runtime::recorded_device_bandwidth(dev, jit_cache::DiskCache::default_dir(), o.bandwidth);
-  print_summary(model, dev, r, load_ms, bandwidth, json, out);
+  print_summary(model, dev, r, load_ms, bandwidth, drafter ? drafter->name() : std::string(), json, out);
   // Random or byte-level tokens can leave malformed UTF-8; JSON gets U+FFFD in their place.
   if (json) fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   return 0;
@@ -274,6 +359,16 @@ int main(int argc, char **argv) {
   app.add_flag("--no-mmap", o.no_mmap, "read the model into memory instead of mapping it");
   app.add_flag("--log-disable", o.log_disable, "no kdsl log lines on stderr (errors are still printed)");
   app.add_flag("--bandwidth", o.bandwidth, "measure the device's memory bandwidth again for the summary (it is measured once and recorded in the cache directory)");
+  app.add_flag("--spec-ngram", o.spec_ngram, "speculative decoding with n-gram (prompt) lookup: drafts from the prompt and the text so far");
+  app.add_option("--model-draft", o.model_draft, "speculative decoding with this draft model (-md; the target's vocabulary, GGUF or llama2.c)");
+  app.add_option("--draft-type", o.draft_type, "self-speculation: the target's own matrices requantized to q8_0 or q4_0 at load time draft");
+  app.add_option("--draft-layers", o.draft_layers, "self-speculation: the target's first N layers draft (alone, or with --draft-type)")
+      ->check(CLI::Range(1, 1 << 16));
+  app.add_option("--draft-max", o.draft_max, "at most this many drafted tokens per check (adapted below it to the acceptance rate)")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--draft-min", o.draft_min, "a shorter draft is not checked (a plain step runs)")->check(CLI::Range(0, 64));
+  app.add_option("--draft-p-min", o.draft_p_min, "a draft model stops drafting at a token it gives less probability than this")
+      ->check(CLI::Range(0.0f, 1.0f));
   app.add_option("--cache-dir", o.cache_dir, "kernel cache folder (default $KDSL_CACHE_DIR or ~/.cache/kdsl)");
   app.add_flag("-v,--verbose", o.verbose, "print model details");
   app.add_option("--output-format", o.output_format, "text or json")->check(CLI::IsMember({"text", "json"}));

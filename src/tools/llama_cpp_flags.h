@@ -35,7 +35,6 @@ inline constexpr UnsupportedFlag kUnsupportedFlags[] = {
     {"--main-gpu", "kdsl uses GPU 0 (--device cuda)"},
     {"--cache-type-k", "the KV cache is f32"},
     {"--cache-type-v", "the KV cache is f32"},
-    {"--model-draft", "speculative decoding is not implemented yet"},
     {"--hf-repo", "kdsl-run reads local files only: download the GGUF and pass it with -m"},
     {"--interactive", "raw interactive mode is not implemented: --chat (-cnv) talks to the model with its chat template"},
     {"--mirostat", "mirostat sampling is not implemented: use --temp, --top-k, --top-p, --min-p"},

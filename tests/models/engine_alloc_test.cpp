@@ -1,4 +1,4 @@
-// engine_alloc_test.cpp - the per-token decode loop allocates nothing (a counting global operator new)
+// engine_alloc_test.cpp - the per-token decode loop and speculative checks allocate nothing (a counting global operator new)
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -44,7 +44,7 @@ TEST_CASE("engine: decode steps allocate nothing once the kernels are compiled")
   auto model_path = kdsl::test::shared_model("stories260K.bin");
   if (!model_path) return;
   kdsl::models::ModelWeights model = kdsl::models::load_model_weights(*model_path);
-  kdsl::models::Engine engine(model, kdsl::Device::cpu(), kdsl::models::EngineOptions{.context = 128, .page_size = 16});
+  kdsl::models::Engine engine(model, kdsl::Device::cpu(), kdsl::models::EngineOptions{.context = 128, .page_size = 16, .max_logit_rows = 8});
   std::vector<int> prompt = {1, 400, 35, 270, 9};
   engine.forward(prompt, 0);
   int pos = int(prompt.size());
@@ -61,4 +61,20 @@ TEST_CASE("engine: decode steps allocate nothing once the kernels are compiled")
   for (int i = 0; i < 20; ++i) engine.forward(token, pos++);
   counting = false;
   CHECK(allocations.load() == 0);
+
+  // Speculative checks: the last token and up to 7 drafts, logits for every row, then the
+  // rejected rows rewritten by the next check (pos advances by fewer than the rows run).
+  std::vector<int> check = {42, 17, 99, 3, 250, 8, 61, 7};
+  for (int rows = 1; rows <= 8; ++rows) engine.forward_rows(std::span<const int>(check.data(), size_t(rows)), pos);  // compiles
+  allocations = 0;
+  counting = true;
+  for (int i = 0; i < 20; ++i) {
+    int rows = 1 + i % 8;
+    auto logits = engine.forward_rows(std::span<const int>(check.data(), size_t(rows)), pos);
+    if (logits.size() != size_t(rows) * size_t(engine.vocab())) break;
+    pos += 1 + i % 3;
+  }
+  counting = false;
+  CHECK(allocations.load() == 0);
+  CHECK(pos == 29 + 39);  // every check ran
 }

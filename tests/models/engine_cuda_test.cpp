@@ -59,7 +59,7 @@ TEST_CASE("engine on a CUDA device: weights uploaded once, then per token one id
   Device gpu = fake.device();
 
   long long htod_before = fake.count.htod_bytes();
-  Engine engine(model, gpu, EngineOptions{.context = 64, .page_size = 16});
+  Engine engine(model, gpu, EngineOptions{.context = 64, .page_size = 16, .max_logit_rows = 4});
   CHECK(engine.device().kind() == Device::Kind::Cuda);
   // Every matrix, norm and the token table, once (the classifier is untied in the tiny preset).
   int64_t weights = model.bytes_per_token() + model.token_embd.bytes();
@@ -86,6 +86,16 @@ TEST_CASE("engine on a CUDA device: weights uploaded once, then per token one id
   CHECK((fake.count.launches() - launches) % steps == 0);
   CHECK(per_step >= int(model.layers.size()) * 10);  // matrix products, norms, rope, KV append, attention, swiglu per layer
   MESSAGE("per decode step: ", per_step, " launches for ", model.layers.size(), " layers");
+
+  // A speculative check of the last token and 3 drafts: 4 ids in, 4 rows of logits out, no allocation.
+  std::vector<int> check = {42, 7, 8, 9};
+  engine.forward_rows(check, pos);  // the few-rows kernels compile here
+  const long long allocs_check = fake.count.allocs(), htod_check = fake.count.htod_bytes(), dtoh_check = fake.count.dtoh_bytes();
+  std::span<const float> rows = engine.forward_rows(check, pos + 1);
+  CHECK(rows.size() == 4 * size_t(model.hparams.n_vocab));
+  CHECK(fake.count.allocs() == allocs_check);
+  CHECK(fake.count.htod_bytes() - htod_check == 4 * int64_t(sizeof(int32_t)));
+  CHECK(fake.count.dtoh_bytes() - dtoh_check == 4 * int64_t(sizeof(float)) * model.hparams.n_vocab);
   std::filesystem::remove(path);
 }
 

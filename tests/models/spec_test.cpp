@@ -1,0 +1,496 @@
+// spec_test.cpp - speculative decoding: multi-row logits, drafters, greedy identity with plain decoding, the rejection rule's exactness
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <map>
+#include <memory>
+
+#include <kdsl/kdsl.h>
+
+#include "models/engine/engine.h"
+#include "models/engine/generator.h"
+#include "models/gguf/gguf_file.h"
+#include "models/spec/draft_length.h"
+#include "models/spec/model_drafter.h"
+#include "models/spec/ngram_drafter.h"
+#include "models/spec/self_draft.h"
+#include "models/spec/verify.h"
+#include "models/synth/synth_model.h"
+#include "tests/models/shared_models.h"
+#include "tests/test_util.h"
+
+using namespace kdsl;
+using namespace kdsl::models;
+
+namespace {
+
+double relative_error(std::span<const float> got, std::span<const float> want) {
+  double scale = 0, worst = 0;
+  for (float w : want) scale = std::max(scale, double(std::fabs(w)));
+  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(double(got[i]) - double(want[i])));
+  return worst / scale;
+}
+
+std::string synthetic(SynthConfig c, const std::string &name) {
+  std::string path = test::scratch_path(name);
+  write_synthetic_model(c, path);
+  return path;
+}
+
+// Chi-square critical value at p = 0.001 (Wilson-Hilferty); seeds are fixed, so a pass is
+// deterministic, and a wrong rule overshoots it by far (checked below).
+double critical(int df) {
+  double a = 2.0 / (9.0 * df);
+  return df * std::pow(1 - a + 3.09 * std::sqrt(a), 3);
+}
+
+// Pearson's statistic of `counts` against probabilities `p` over n draws; cells expected
+// fewer than 5 times are pooled into one. A draw where p is 0 is infinite.
+double chi_square(const std::vector<int64_t> &counts, const std::vector<double> &p, int64_t n, int *df) {
+  double stat = 0, pooled_e = 0, pooled_c = 0;
+  *df = -1;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] <= 0) {
+      if (counts[i] > 0) return INFINITY;
+      continue;
+    }
+    double e = p[i] * double(n);
+    if (e < 5) {
+      pooled_e += e, pooled_c += double(counts[i]);
+      continue;
+    }
+    ++*df;
+    stat += (double(counts[i]) - e) * (double(counts[i]) - e) / e;
+  }
+  if (pooled_e > 0) ++*df, stat += (pooled_c - pooled_e) * (pooled_c - pooled_e) / pooled_e;
+  return stat;
+}
+
+GenerationResult run(Engine &engine, const Tokenizer &tok, const std::vector<int> &prompt, int n, SamplerParams sp, Drafter *drafter = nullptr,
+                     SpecOptions spec = {}, bool ignore_eos = false) {
+  Sampler sampler(sp);
+  GenerateOptions o;
+  o.max_tokens = n;
+  o.ignore_eos = ignore_eos;
+  o.drafter = drafter;
+  o.spec = spec;
+  return generate(engine, tok, sampler, prompt, o);
+}
+
+// Greedy generation with each drafter and draft-length setting gives the plain ids, token
+// for token and with the same stop; the drafters must also have been checked at all.
+void check_greedy_identity(const std::string &target_path, const Tokenizer &tok, const std::vector<int> &prompt, int n,
+                           const std::vector<std::string> &draft_paths, int page_size = 4, const std::vector<SelfDraftOptions> &self_drafts = {}) {
+  ModelWeights target = load_model_weights(target_path);
+  EngineOptions eo{.context = 160, .page_size = page_size, .max_batch = 5, .max_logit_rows = 8};
+  Engine engine(target, Device::cpu(), eo);
+  for (float penalty : {1.0f, 1.3f}) {
+    SamplerParams sp{.temperature = 0, .repetition_penalty = penalty};
+    GenerationResult plain = run(engine, tok, prompt, n, sp);
+    CAPTURE(penalty);
+    REQUIRE(plain.generated_ids.size() > 8);
+    std::vector<std::unique_ptr<Drafter>> drafters;
+    std::vector<std::unique_ptr<ModelWeights>> draft_models;
+    drafters.push_back(std::make_unique<NgramDrafter>());
+    for (const std::string &path : draft_paths) {
+      draft_models.push_back(std::make_unique<ModelWeights>(load_model_weights(path)));
+      drafters.push_back(std::make_unique<ModelDrafter>(*draft_models.back(), engine.vocab(), Device::cpu(), EngineOptions{.context = 160, .page_size = page_size}, sp));
+    }
+    for (const SelfDraftOptions &so : self_drafts) {
+      draft_models.push_back(std::make_unique<ModelWeights>(self_draft_weights(target, so)));
+      drafters.push_back(std::make_unique<ModelDrafter>(*draft_models.back(), engine.vocab(), Device::cpu(), EngineOptions{.context = 160, .page_size = page_size}, sp));
+    }
+    for (size_t d = 0; d < drafters.size(); ++d) {
+      CAPTURE(d);
+      for (SpecOptions spec : {SpecOptions{.draft_max = 3, .adaptive = false}, SpecOptions{.draft_max = 7, .adaptive = false},
+                               SpecOptions{.draft_max = 7, .draft_min = 2, .adaptive = true}}) {
+        CAPTURE(spec.draft_max);
+        CAPTURE(spec.adaptive);
+        GenerationResult r = run(engine, tok, prompt, n, sp, drafters[d].get(), spec);
+        CHECK(r.generated_ids == plain.generated_ids);
+        CHECK(r.stop_reason == plain.stop_reason);
+        CHECK(r.text == plain.text);
+        if (d > 0 || !spec.adaptive) CHECK(r.spec_checks > 0);
+        int64_t histogram_total = 0, histogram_accepted = 0;
+        for (size_t j = 0; j < r.spec_accepted_histogram.size(); ++j)
+          histogram_total += r.spec_accepted_histogram[j], histogram_accepted += int64_t(j) * r.spec_accepted_histogram[j];
+        CHECK(histogram_total == r.spec_checks);
+        CHECK(histogram_accepted == r.spec_accepted);
+        CHECK(r.spec_accepted <= r.spec_drafted);
+        // The target drafting for itself is kept (bar a float near-tie between its one-row and
+        // several-row products): the accept path, the bonus token and the caches' lockstep.
+        if (d > 0 && d <= draft_paths.size() && draft_paths[d - 1] == target_path) CHECK(r.spec_accepted * 10 >= r.spec_drafted * 9);
+      }
+    }
+  }
+}
+
+// A prompt that repeats itself (n-gram lookup finds drafts in it) and crosses pages of 4.
+std::vector<int> repetitive_prompt(int vocab) {
+  std::vector<int> p = {1};
+  for (int rep = 0; rep < 3; ++rep)
+    for (int i = 0; i < 5; ++i) p.push_back(3 + (i * 37 + 11) % (vocab - 3));
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("spec: forward_rows gives every row's logits as one-at-a-time decoding does, and a rollback is a lower position") {
+  SynthConfig c = synth_preset("tiny");  // grouped-query attention
+  ModelWeights model = load_model_weights(synthetic(c, "spec-rows.gguf"));
+  // Chunks of 3 and pages of 4: the checked rows cross both.
+  Engine rows(model, Device::cpu(), EngineOptions{.context = 64, .page_size = 4, .max_batch = 3, .max_logit_rows = 8});
+  std::vector<int> prompt = {1, 40, 300, 7, 99, 12, 450, 3, 3, 81, 5};
+  std::vector<int> next = {17, 230, 5, 5, 401, 77, 2};
+  auto one_at_a_time = [&](const std::vector<int> &tail) {
+    Engine plain(model, Device::cpu(), EngineOptions{.context = 64, .page_size = 4});
+    plain.forward(prompt, 0);
+    std::vector<std::vector<float>> out;
+    for (size_t i = 0; i < tail.size(); ++i) {
+      int t[1] = {tail[i]};
+      auto l = plain.forward(t, int(prompt.size() + i));
+      out.emplace_back(l.begin(), l.end());
+    }
+    return out;
+  };
+  rows.forward(prompt, 0);
+  auto got = rows.forward_rows(next, int(prompt.size()));
+  REQUIRE(got.size() == next.size() * size_t(rows.vocab()));
+  auto want = one_at_a_time(next);
+  for (size_t i = 0; i < next.size(); ++i) {
+    CAPTURE(i);
+    CHECK(relative_error(got.subspan(i * size_t(rows.vocab()), size_t(rows.vocab())), want[i]) < 1e-4);
+  }
+  // Keep two of the rows and rewrite the rest from there with other tokens.
+  std::vector<int> other = {9, 300, 44, 1};
+  auto again = rows.forward_rows(other, int(prompt.size()) + 2);
+  std::vector<int> tail = {next[0], next[1]};
+  tail.insert(tail.end(), other.begin(), other.end());
+  want = one_at_a_time(tail);
+  for (size_t i = 0; i < other.size(); ++i) {
+    CAPTURE(i);
+    CHECK(relative_error(again.subspan(i * size_t(rows.vocab()), size_t(rows.vocab())), want[i + 2]) < 1e-4);
+  }
+  // forward() is still the last row alone.
+  CHECK(rows.forward(std::span<const int>(other.data(), 1), int(prompt.size()) + 2).size() == size_t(rows.vocab()));
+  std::vector<int> nine(9, 5);
+  CHECK_THROWS_WITH_AS(rows.forward_rows(nine, 0), doctest::Contains("logits for at most 8 rows"), Error);
+  CHECK_THROWS_WITH_AS(Engine(model, Device::cpu(), EngineOptions{.context = 64, .max_logit_rows = 0}),
+                       doctest::Contains("rows of logits per forward pass: expected 1 to 1024, got 0"), Error);
+}
+
+TEST_CASE("spec: n-gram drafter drafts what followed the latest, longest match") {
+  NgramDrafter ngram;
+  Draft d;
+  // "5 6" occurred twice; the latest occurrence (followed by 9) wins over the first (by 7).
+  std::vector<int> text = {1, 5, 6, 7, 2, 5, 6, 9, 4, 5, 6};
+  ngram.draft(text, 3, d);
+  CHECK(d.tokens == std::vector<int>{9, 4, 5});
+  CHECK(d.q.empty());
+  // A longer match beats a later shorter one: "3 5 6" matched at the start, not "5 6" later.
+  text = {3, 5, 6, 8, 5, 6, 2, 3, 5, 6};
+  ngram.draft(text, 2, d);
+  CHECK(d.tokens == std::vector<int>{8, 5});
+  // A periodic text drafts full length: the continuation reads its own drafts.
+  text = {1, 2, 3, 1, 2, 3, 1, 2};
+  ngram.draft(text, 7, d);
+  CHECK(d.tokens == std::vector<int>{3, 1, 2, 3, 1, 2, 3});
+  // Nothing to find: no draft.
+  text = {1, 2, 3, 4};
+  ngram.draft(text, 4, d);
+  CHECK(d.tokens.empty());
+  NgramDrafter bigrams(2, 3);
+  text = {4, 7, 1, 2, 7};  // "7" recurs, but bigrams only: no draft
+  bigrams.draft(text, 4, d);
+  CHECK(d.tokens.empty());
+  CHECK_THROWS_WITH_AS(NgramDrafter(0, 3), doctest::Contains("expected 1 <= min <= max"), Error);
+}
+
+TEST_CASE("spec: the rejection rule samples the target's distribution whatever the draft's, and a wrong rule fails the test") {
+  const std::vector<float> logits = {2.0f, 1.0f, 0.5f, 0.0f, -1.0f, 3.0f};
+  std::vector<double> p(logits.size());
+  double total = 0;
+  for (size_t i = 0; i < p.size(); ++i) total += p[i] = std::exp(double(logits[i]));
+  for (double &x : p) x /= total;
+  // A draft distribution far from p: favours what p does not, and misses id 5 entirely.
+  const std::vector<float> q = {0.05f, 0.1f, 0.4f, 0.3f, 0.15f, 0.0f};
+  const int n = 20000;
+  Rng draft_rng(99);
+  auto draw_q = [&](const std::vector<float> &dist) {
+    double u = draft_rng.uniform(), c = 0;
+    for (size_t i = 0; i < dist.size(); ++i)
+      if (u < (c += dist[i])) return int(i);
+    return int(dist.size()) - 1;
+  };
+  std::vector<float> scratch;
+  auto statistic = [&](auto &&rule) {
+    Sampler s(SamplerParams{.temperature = 1.0f, .seed = 7});
+    std::vector<int64_t> counts(p.size(), 0);
+    for (int i = 0; i < n; ++i) ++counts[size_t(rule(s))];
+    int df = 0;
+    double stat = chi_square(counts, p, n, &df);
+    return stat / critical(df);  // < 1 passes
+  };
+  // Drafted from q; drafted outright (a point mass, as n-gram drafts are), always id 2.
+  double sampled = statistic([&](Sampler &s) {
+    int d = draw_q(q);
+    return verify_draft(s, logits, d, q, scratch).token;
+  });
+  double point = statistic([&](Sampler &s) { return verify_draft(s, logits, 2, {}, scratch).token; });
+  CHECK(sampled < 1.0);
+  CHECK(point < 1.0);
+  // The test has the power to see a wrong rule: resampling from p instead of the residual,
+  // and accepting with min(1, p / q) but ignoring q in the residual for the point mass
+  // (resampling p with the draft still in it), both fail it.
+  double from_p = statistic([&](Sampler &s) {
+    int d = draw_q(q);
+    std::vector<float> probs;
+    s.compute_probabilities(logits, probs);
+    if (s.rng().uniform() * q[size_t(d)] < probs[size_t(d)]) return d;
+    return s.sample_from(probs);
+  });
+  double point_from_p = statistic([&](Sampler &s) {
+    std::vector<float> probs;
+    s.compute_probabilities(logits, probs);
+    if (s.rng().uniform() < probs[2]) return 2;
+    return s.sample_from(probs);
+  });
+  CHECK(from_p > 3.0);
+  CHECK(point_from_p > 3.0);
+  // Greedy: accepted iff the argmax, which is returned either way; no random numbers used.
+  Sampler greedy(SamplerParams{.temperature = 0});
+  DraftVerdict v = verify_draft(greedy, logits, 5, {}, scratch);
+  CHECK(v.accepted);
+  CHECK(v.token == 5);
+  v = verify_draft(greedy, logits, 0, q, scratch);
+  CHECK(!v.accepted);
+  CHECK(v.token == 5);
+}
+
+TEST_CASE("spec: the draft length follows the acceptance rate and turns speculation off where it costs") {
+  CHECK_THROWS_WITH_AS(DraftLength(SpecOptions{.draft_max = 0}), doctest::Contains("--draft-max 0: expected 1 to 1023"), Error);
+  CHECK_THROWS_WITH_AS(DraftLength(SpecOptions{.draft_max = 4, .draft_min = 5}), doctest::Contains("--draft-min 5: expected 0 to --draft-max (4)"),
+                       Error);
+  // Every draft kept, extra rows cheap (10 ms + 1 ms a row): the longest drafts.
+  DraftLength good(SpecOptions{.draft_max = 8});
+  for (int i = 0; i < 30; ++i) {
+    int k = good.next();
+    REQUIRE(k >= 1);
+    good.record(k, k, 10.0 + k, 0.1 * k);
+  }
+  CHECK(good.next() == 8);
+  CHECK(good.acceptance_rate() > 0.9);
+  // No draft kept, and a draft model costing half a target pass per token: plain steps, with
+  // a probe of a single draft after kProbeEvery of them, then 2x, 4x ... as many.
+  DraftLength bad(SpecOptions{.draft_max = 8});
+  int plain = 0, probes = 0;
+  for (int i = 0; i < 200; ++i) {
+    int k = bad.next();
+    if (k == 0) {
+      ++plain;
+      bad.record(0, 0, 10.0, 0);
+    } else {
+      ++probes;
+      bad.record(k, 0, 10.0 + k, 5.0 * k);
+    }
+  }
+  CHECK(bad.acceptance_rate() < 0.2);
+  CHECK(plain > 170);
+  CHECK(probes >= 2);  // after 16, 32 and 64 plain steps: the rate is still looked at
+  CHECK(probes <= 5);  // but not every 16 steps (12 probes)
+  // Every draft kept, but a drafter slower than the target: off, whatever the rate, and
+  // probed only every kProbeEveryMax steps (a draft model catches up on every token since its
+  // last draft, so each probe costs).
+  DraftLength slow(SpecOptions{.draft_max = 8});
+  int checks = 0;
+  for (int i = 0; i < 300; ++i) {
+    int k = slow.next();
+    checks += k > 0;
+    if (k > 0) slow.record(k, k, 10.0 + k, 20.0 * k);
+    else slow.record(0, 0, 10.0, 0);
+  }
+  CHECK(slow.acceptance_rate() > 0.7);
+  CHECK(checks <= 3);
+  CHECK(bad.speedup(1) < 1.0);
+  // Costs in power-of-two blocks of rows, as the few-rows kernels have them: 2 rows cost
+  // nearly two passes, 8 rows two and a half. Drafts that are kept find the long drafts all
+  // the same (a straight line through the short lengths' times would never try them).
+  auto blocked_ms = [](int k) { return k == 0 ? 10.0 : k == 1 ? 18.0 : k <= 3 ? 22.0 : 25.0; };
+  DraftLength blocked(SpecOptions{.draft_max = 7});
+  for (int i = 0; i < 40; ++i) {
+    int k = blocked.next();
+    blocked.record(k, k, blocked_ms(k), 0.01 * k);
+  }
+  CHECK(blocked.next() == 7);
+  // Fixed length when not adaptive.
+  DraftLength fixed(SpecOptions{.draft_max = 5, .adaptive = false});
+  fixed.record(5, 0, 10, 0);
+  CHECK(fixed.next() == 5);
+}
+
+TEST_CASE("spec: greedy speculative decoding gives plain decoding's tokens on synthetic llama, qwen2 and qwen3 models (GQA, f16, Q8_0)") {
+  SynthConfig c = synth_preset("tiny");
+  std::string target = synthetic(c, "spec-tiny.gguf");
+  SynthConfig other = c;
+  other.seed = 2;  // an unrelated draft: mostly rejected
+  std::string unrelated = synthetic(other, "spec-tiny-seed2.gguf");
+  SynthConfig q4 = c;
+  q4.weight_type = q4.embedding_type = GgmlType::Q4_0;  // the target's own weights, quantized: mostly accepted
+  std::string quantized = synthetic(q4, "spec-tiny-q4_0.gguf");
+  auto tok = load_tokenizer(GgufFile(target));
+  std::vector<int> prompt = repetitive_prompt(512);
+  // Self-speculation too: the target's matrices requantized at load time, its first layer alone, both.
+  check_greedy_identity(target, *tok, prompt, 40, {target, quantized, unrelated}, 4,
+                        {SelfDraftOptions{.type = GgmlType::Q4_0}, SelfDraftOptions{.layers = 1}, SelfDraftOptions{.type = GgmlType::Q8_0, .layers = 1}});
+  c.weight_type = GgmlType::F16;
+  check_greedy_identity(synthetic(c, "spec-tiny-f16.gguf"), *tok, prompt, 40, {quantized});
+  c.weight_type = c.embedding_type = GgmlType::Q8_0;
+  check_greedy_identity(synthetic(c, "spec-tiny-q8_0.gguf"), *tok, prompt, 40, {unrelated}, 16);
+  SynthConfig qwen2 = synth_preset("tiny");
+  qwen2.hparams.arch = Arch::Qwen2;  // QKV biases, NeoX RoPE, a byte-level BPE vocabulary
+  qwen2.hparams.rope_freq_base = 1000000.0f;
+  std::string qwen2_path = synthetic(qwen2, "spec-qwen2.gguf");
+  auto qwen2_tok = load_tokenizer(GgufFile(qwen2_path));
+  check_greedy_identity(qwen2_path, *qwen2_tok, repetitive_prompt(int(qwen2.hparams.n_vocab)), 40, {}, 4, {SelfDraftOptions{.layers = 1}});
+  SynthConfig qwen = synth_preset("qwen3-tiny");
+  std::string qwen_path = synthetic(qwen, "spec-qwen3.gguf");
+  qwen.weight_type = GgmlType::Q8_0;
+  auto qwen_tok = load_tokenizer(GgufFile(qwen_path));
+  // qwen3's tied embeddings: a requantized classifier is the token table too.
+  check_greedy_identity(qwen_path, *qwen_tok, repetitive_prompt(int(qwen.hparams.n_vocab)), 40, {synthetic(qwen, "spec-qwen3-q8_0.gguf")}, 4,
+                        {SelfDraftOptions{.type = GgmlType::Q4_0}});
+}
+
+TEST_CASE("spec: greedy speculative decoding gives plain decoding's tokens on aidreams260K and stories260K") {
+  auto aidreams = test::shared_model("aidreams260K.bin");
+  auto stories = test::shared_model("stories260K.bin");
+  auto tok_path = test::shared_model("aidreams-tok512.bin");
+  if (!aidreams || !stories || !tok_path) return;
+  auto tok = load_tokenizer_bin(*tok_path, 512);
+  // Each drafts for the other (same vocabulary size, different models), and for itself.
+  check_greedy_identity(*aidreams, *tok, tok->encode("I dreamed", true), 60, {*aidreams, *stories});
+  check_greedy_identity(*stories, *tok, {1}, 64, {*stories, *aidreams}, 8);
+}
+
+TEST_CASE("spec: at temperature > 0 the first tokens are distributed as plain sampling's, for each drafter") {
+  SynthConfig c = synth_preset("tiny");
+  std::string target_path = synthetic(c, "spec-chi-tiny.gguf");
+  SynthConfig q4 = c;
+  q4.weight_type = q4.embedding_type = GgmlType::Q4_0;  // close to the target: accepted often, not always
+  std::string draft_path = synthetic(q4, "spec-chi-q4_0.gguf");
+  ModelWeights target = load_model_weights(target_path), draft_model = load_model_weights(draft_path);
+  auto tok = load_tokenizer(GgufFile(target_path));
+  Engine engine(target, Device::cpu(), EngineOptions{.context = 64, .page_size = 4, .max_logit_rows = 4});
+  std::vector<int> prompt = repetitive_prompt(512);
+  // Three candidates a step, a temperature that keeps them close: 27 sequences of 3 tokens.
+  SamplerParams sp{.temperature = 1.5f, .top_k = 3};
+  // The exact joint distribution of the first three tokens, from the plain forward pass.
+  std::map<std::vector<int>, double> joint;
+  Sampler probe(sp);
+  std::vector<float> p1, p2, p3;
+  probe.compute_probabilities(engine.forward(prompt, 0), p1);
+  for (int a = 0; a < 512; ++a) {
+    if (p1[size_t(a)] == 0) continue;
+    int ta[1] = {a};
+    probe.compute_probabilities(engine.forward(ta, int(prompt.size())), p2);
+    for (int b = 0; b < 512; ++b) {
+      if (p2[size_t(b)] == 0) continue;
+      int tb[1] = {b};
+      probe.compute_probabilities(engine.forward(tb, int(prompt.size()) + 1), p3);
+      for (int d = 0; d < 512; ++d)
+        if (p3[size_t(d)] > 0) joint[{a, b, d}] = double(p1[size_t(a)]) * p2[size_t(b)] * p3[size_t(d)];
+    }
+  }
+  REQUIRE(joint.size() == 27);
+  std::vector<double> p;
+  for (auto &[seq, prob] : joint) p.push_back(prob);
+  // Drafted outright (point masses, as n-gram drafts are) and likely to be kept: the most
+  // probable second and third tokens after the most probable first one.
+  auto argmax = [](const std::vector<float> &v) { return int(std::max_element(v.begin(), v.end()) - v.begin()); };
+  int likely[2];
+  {
+    int a[1] = {argmax(p1)};
+    probe.compute_probabilities(engine.forward(a, int(prompt.size())), p2);
+    likely[0] = argmax(p2);
+    int b[1] = {likely[0]};
+    probe.compute_probabilities(engine.forward(b, int(prompt.size()) + 1), p3);
+    likely[1] = argmax(p3);
+  }
+  struct Scripted : Drafter {
+    std::vector<int> tokens;
+    void draft(std::span<const int>, int max, Draft &out) override {
+      out.clear();
+      out.tokens.assign(tokens.begin(), tokens.begin() + std::min<long>(max, long(tokens.size())));
+    }
+    std::string name() const override { return "scripted"; }
+  } scripted;
+  scripted.tokens = {likely[0], likely[1]};
+  NgramDrafter ngram;
+  ModelDrafter model_drafter(draft_model, engine.vocab(), Device::cpu(), EngineOptions{.context = 64, .page_size = 4}, sp);
+  const int runs = 3000;
+  for (Drafter *drafter : {static_cast<Drafter *>(&scripted), static_cast<Drafter *>(&model_drafter), static_cast<Drafter *>(&ngram)}) {
+    CAPTURE(drafter->name());
+    std::map<std::vector<int>, int64_t> seen;
+    int64_t drafted = 0, accepted = 0;
+    for (int i = 0; i < runs; ++i) {
+      sp.seed = uint64_t(i);
+      // Four tokens: the first from the prompt's logits, then a check of two drafts, so the
+      // second and third come from one chain (the second draft is checked only after the first is kept).
+      GenerationResult r = run(engine, *tok, prompt, 4, sp, drafter, SpecOptions{.draft_max = 3, .adaptive = false}, true);
+      REQUIRE(r.generated_ids.size() == 4);
+      ++seen[std::vector<int>(r.generated_ids.begin(), r.generated_ids.begin() + 3)];
+      drafted += r.spec_drafted, accepted += r.spec_accepted;
+    }
+    std::vector<int64_t> counts;
+    int64_t outside = 0;
+    for (auto &[seq, count] : seen) outside += joint.count(seq) ? 0 : count;
+    CHECK(outside == 0);
+    for (auto &[seq, prob] : joint) counts.push_back(seen.count(seq) ? seen[seq] : 0);
+    int df = 0;
+    double stat = chi_square(counts, p, runs, &df);
+    INFO("chi-square " << stat << " with " << df << " degrees of freedom; " << accepted << " of " << drafted << " drafts accepted");
+    CHECK(stat < critical(df));
+    // Both outcomes of the rule were exercised (n-gram drafts from this random model's text
+    // are its own business).
+    if (drafter != &ngram) {
+      CHECK(accepted > 0);
+      CHECK(accepted < drafted);
+    }
+  }
+}
+
+TEST_CASE("spec: a draft model of another vocabulary, and more drafts than the engine keeps rows for, are clear errors") {
+  SynthConfig c = synth_preset("tiny");
+  ModelWeights target = load_model_weights(synthetic(c, "spec-err-tiny.gguf"));
+  SynthConfig big = c;
+  big.hparams.n_vocab = 600;
+  ModelWeights draft = load_model_weights(synthetic(big, "spec-err-600.gguf"));
+  std::string text = kdsl_test::error_text([&] { ModelDrafter(draft, 512, Device::cpu(), EngineOptions{.context = 32}, SamplerParams{}); });
+  CHECK(kdsl_test::contains(text, "the draft model's vocabulary has 600 tokens but the target's has 512"));
+  Engine engine(target, Device::cpu(), EngineOptions{.context = 32, .max_logit_rows = 4});
+  auto tok = load_tokenizer(GgufFile(test::scratch_path("spec-err-tiny.gguf")));
+  NgramDrafter ngram;
+  std::vector<int> prompt = {1, 5, 6, 5, 6};
+  text = kdsl_test::error_text([&] { run(engine, *tok, prompt, 8, SamplerParams{.temperature = 0}, &ngram, SpecOptions{.draft_max = 4}); });
+  CHECK(kdsl_test::contains(text, "--draft-max 4 checks 5 rows per pass, but the engine keeps logits for 4"));
+}
+
+TEST_CASE("spec: a self-draft requantizes the target's matrices into memory it owns, or keeps its first layers") {
+  SynthConfig c = synth_preset("tiny");
+  c.weight_type = GgmlType::F16;
+  ModelWeights target = load_model_weights(synthetic(c, "spec-self-f16.gguf"));
+  ModelWeights q4 = self_draft_weights(target, SelfDraftOptions{.type = GgmlType::Q4_0});
+  CHECK(q4.layers[1].w_up.type == kernels::WeightType::Q4_0);
+  CHECK(q4.output.type == kernels::WeightType::Q4_0);
+  CHECK(q4.layers[1].w_up.data != target.layers[1].w_up.data);
+  CHECK(q4.token_embd.data == target.token_embd.data);  // one row of it is read a token: kept
+  CHECK(q4.bytes_per_token() * 3 < target.bytes_per_token());
+  ModelWeights first = self_draft_weights(target, SelfDraftOptions{.layers = 1});
+  CHECK(first.layers.size() == 1);
+  CHECK(first.hparams.n_layer == 1);
+  CHECK(first.layers[0].wq.data == target.layers[0].wq.data);
+  CHECK_THROWS_WITH_AS(self_draft_weights(target, SelfDraftOptions{.layers = 3}), doctest::Contains("--draft-layers 3: expected 1 to the target's 2 layers"),
+                       Error);
+  CHECK_THROWS_WITH_AS(self_draft_weights(target, SelfDraftOptions{.type = GgmlType::Q4_K}), doctest::Contains("expected q8_0 or q4_0"), Error);
+  CHECK_THROWS_WITH_AS(self_draft_weights(target, SelfDraftOptions{.layers = 2}), doctest::Contains("it is the target itself"), Error);
+}
