@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <string>
 
@@ -148,9 +149,18 @@ std::span<const float> Engine::run(std::span<const int> tokens, int pos, int log
     }
   }
   size_t count = size_t(logit_rows) * size_t(vocab_);
-  if (!logits_.on_device()) return {logits_.data(), count};
-  logits_.copy_to_host(std::span<float>(logits_host_.data(), count));  // waits for the launches
-  return {logits_host_.data(), count};
+  float *host = logits_.data();
+  if (logits_.on_device()) {
+    logits_.copy_to_host(std::span<float>(logits_host_.data(), count));  // waits for the launches
+    host = logits_host_.data();
+  }
+  // The lowest float, not -inf: it is finite (the non-finite check passes) and its probability
+  // underflows to 0 after any temperature.
+  if (options_.sampled_vocab > 0 && options_.sampled_vocab < vocab_)
+    for (int r = 0; r < logit_rows; ++r)
+      std::fill(host + size_t(r) * size_t(vocab_) + size_t(options_.sampled_vocab), host + size_t(r + 1) * size_t(vocab_),
+                std::numeric_limits<float>::lowest());
+  return {host, count};
 }
 
 // Expects xb = attn_norm(x) for this layer; leaves xb = the next layer's attn_norm(x) (or the

@@ -17,6 +17,10 @@ struct EngineOptions {
   // Rows forward_rows() can return logits for: a speculative check runs the last token and
   // up to draft_max drafted ones (draft_max + 1). Their buffers are allocated here, once.
   int max_logit_rows = 1;
+  // Token ids a sampler may pick: the tokenizer's size where it is smaller than the embedding
+  // (padding rows, as llama.cpp allows); 0: every row. Logits of the ids past it are returned as
+  // the lowest float, so no sampling rule picks a token the tokenizer cannot print.
+  int sampled_vocab = 0;
 };
 
 // The weights as the kernels read them, in the device's memory: on the CPU the ModelWeights'

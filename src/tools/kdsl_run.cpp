@@ -18,6 +18,7 @@
 
 #include "models/engine/engine.h"
 #include "models/common/mapped_file.h"
+#include "models/common/printable.h"
 #include "models/engine/generator.h"
 #include "models/gguf/gguf_file.h"
 #include "models/spec/model_drafter.h"
@@ -45,8 +46,8 @@ struct Options {
   bool chat = false, verbose = false, seed_given = false, ignore_eos = false, no_display_prompt = false, escape = true;
   bool mlock = false, no_mmap = false, log_disable = false, bandwidth = false;
   // Speculative decoding: --spec-ngram or a draft model (-md). 7 drafts make checks of 8 rows,
-  // the most the several-rows matrix-vector kernel takes, streaming the weights once; a 9th
-  // row moves the check to the prefill's dot tiles.
+  // which the several-rows matrix-vector kernel streams the weights once for; it takes up to 16
+  // rows, but the default was measured (bench/RESULTS.md) when it took 8 and has not been since.
   bool spec_ngram = false;
   std::string model_draft, draft_type;  // draft_type, draft_layers: self-speculation (the target's own weights)
   int draft_max = 7, draft_min = 0, draft_layers = 0;
@@ -209,15 +210,15 @@ void print_summary(const ModelWeights &m, const Device &dev, const GenerationRes
 // A draft model must share the target's tokens: the same count, and in a GGUF the same pieces
 // (a different tokenizer of the same size would draft nonsense, slowly, though the output
 // would stay exact).
-void check_draft_tokenizer(const Options &o, const Tokenizer &target) {
-  if (!is_gguf(o.model_draft)) return;  // a llama2.c checkpoint holds no tokenizer; its size is checked on load
-  std::unique_ptr<Tokenizer> draft = load_tokenizer(GgufFile(o.model_draft));
+void check_draft_tokenizer(const Options &o, const ModelWeights &draft_model, const Tokenizer &target) {
+  if (!draft_model.gguf) return;  // a llama2.c checkpoint holds no tokenizer; its size is checked on load
+  std::unique_ptr<Tokenizer> draft = load_tokenizer(*draft_model.gguf);
   const std::vector<std::string> &a = target.vocab().pieces, &b = draft->vocab().pieces;
   if (a.size() != b.size()) return;  // the drafter's own check names both sizes
   for (size_t i = 0; i < a.size(); ++i)
     if (a[i] != b[i])
       throw Error(fmt::format("--model-draft {}: its token {} is '{}' but the target's is '{}': a draft model must share the target's tokenizer",
-                              o.model_draft, i, b[i], a[i]));
+                              o.model_draft, i, printable(b[i]), printable(a[i])));
 }
 
 // The drafter the options ask for, or none.
@@ -236,13 +237,14 @@ std::unique_ptr<Drafter> make_drafter(const Options &o, const Device &dev, const
   } else if (!o.model_draft.empty()) {
     tools::report_sigbus_for("kdsl-run", o.model_draft);
     draft_weights = std::make_unique<ModelWeights>(load_model_weights(o.model_draft));
-    check_draft_tokenizer(o, tok);
+    check_draft_tokenizer(o, *draft_weights, tok);
   } else {
     return nullptr;
   }
   EngineOptions eo;
   eo.context = engine.context();
   eo.max_batch = o.batch;
+  eo.sampled_vocab = tok.vocab_size();
   return std::make_unique<ModelDrafter>(*draft_weights, engine.vocab(), dev, eo, sp, ModelDrafterOptions{.p_min = o.draft_p_min});
 }
 
@@ -269,6 +271,7 @@ int run(const Options &o) {
   EngineOptions eo;
   eo.context = o.ctx;
   eo.max_batch = o.batch;
+  eo.sampled_vocab = tok->vocab_size();  // a tokenizer smaller than the embedding: its padding rows are never sampled
   if (speculative) eo.max_logit_rows = o.draft_max + 1;
   GenerateOptions go;
   go.max_tokens = o.n, go.ignore_eos = o.ignore_eos, go.stop_strings = o.reverse_prompts;

@@ -180,3 +180,24 @@ TEST_CASE("engine: a model with Q5_K matrices is refused, naming the tensor and 
   CHECK(kdsl_test::contains(text, "Q5_K"));
   CHECK(kdsl_test::contains(text, "F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K"));
 }
+
+TEST_CASE("engine: ids past a smaller tokenizer (padding rows of the embedding) are never sampled") {
+  // Before, a sampled padding id ended generation mid-text with "token id X is out of range".
+  std::string path = test::scratch_path("padded-vocab.gguf");
+  write_synthetic_model(synth_preset("tiny"), path);
+  ModelWeights model = load_model_weights(path);
+  Engine padded(model, Device::cpu(), EngineOptions{.context = 16, .page_size = 4, .max_logit_rows = 2, .sampled_vocab = 100});
+  Engine whole(model, Device::cpu(), EngineOptions{.context = 16, .page_size = 4, .max_logit_rows = 2});
+  std::vector<int> prompt = {5, 77, 300};
+  std::span<const float> a = padded.forward(prompt, 0);
+  std::vector<float> kept(a.begin(), a.end());
+  std::span<const float> b = whole.forward(prompt, 0);
+  REQUIRE(kept.size() == 512);
+  for (size_t i = 0; i < 100; ++i) CHECK(kept[i] == b[i]);
+  for (size_t i = 100; i < 512; ++i) CHECK(kept[i] == std::numeric_limits<float>::lowest());
+  std::vector<int> two = {9, 10};
+  std::span<const float> rows = padded.forward_rows(two, 3);
+  REQUIRE(rows.size() == 1024);
+  CHECK(rows[512 + 100] == std::numeric_limits<float>::lowest());
+  CHECK(rows[512 + 99] != std::numeric_limits<float>::lowest());
+}
