@@ -118,8 +118,11 @@ void check_greedy_identity(const std::string &target_path, const Tokenizer &tok,
         CHECK(histogram_accepted == r.spec_accepted);
         CHECK(r.spec_accepted <= r.spec_drafted);
         // The target drafting for itself is kept (bar a float near-tie between its one-row and
-        // several-row products): the accept path, the bonus token and the caches' lockstep.
-        if (d > 0 && d <= draft_paths.size() && draft_paths[d - 1] == target_path) CHECK(r.spec_accepted * 10 >= r.spec_drafted * 9);
+        // several-row products): the accept path, the bonus token and the caches' lockstep. Not
+        // with the adaptive length, whose choices follow measured times: fewer drafts on a busy
+        // machine make the same near-ties a larger share.
+        if (!spec.adaptive && d > 0 && d <= draft_paths.size() && draft_paths[d - 1] == target_path)
+          CHECK(r.spec_accepted * 10 >= r.spec_drafted * 9);
       }
     }
   }
