@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include <doctest/doctest.h>
+
 #include "models/synth/synth_model.h"
 #include "tests/models/shared_models.h"
 
@@ -81,6 +83,18 @@ inline ToolRun run_tool_process(const std::string &exe, const std::vector<std::s
   r.out = read_whole(out_path), r.err = read_whole(err_path);
   std::remove(out_path.c_str()), std::remove(err_path.c_str());
   return r;
+}
+
+// A user error as every tool reports one: status 1 and one line on stderr, starting
+// "<tool>: error: " and holding `part`.
+inline void expect_user_error(const ToolRun &r, const std::string &tool, const std::string &part) {
+  CAPTURE(r.err);
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.signal == 0);
+  CHECK(r.status == 1);
+  CHECK(r.error_lines() == 1);
+  CHECK(r.err.find(tool + ": error: ") == 0);
+  CHECK(r.err.find(part) != std::string::npos);
 }
 
 // The synthetic "tiny" model (dim 64, 2 layers, vocab 512), written once per test binary: the
