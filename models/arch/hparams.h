@@ -31,8 +31,8 @@ struct ModelHParams {
   float rms_eps = 1e-5f;
   float rope_freq_base = 10000.0f;
   RopeType rope_type = RopeType::Normal;
-  // load_hparams refuses a scaling factor other than 1 until the kernels apply it, so a loaded
-  // model's factor is 1 (the type is kept for when they do).
+  // Linear scaling keeps its factor (ModelWeights::rope_freq_divisors applies it); load_hparams
+  // refuses YaRN with a factor other than 1 until the kernels apply it, and "none" has factor 1.
   RopeScaling rope_scaling = RopeScaling::None;
   float rope_scaling_factor = 1.0f;
   int64_t rope_original_context = 0;
