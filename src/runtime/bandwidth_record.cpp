@@ -37,10 +37,12 @@ std::optional<MeasuredBandwidth> read_record(const fs::path &path, const Device 
   if (n <= 0) return std::nullopt;
   text.resize(size_t(n));
   auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || j.value("device", "") != device.name() || !j.contains("gbs") || !j["gbs"].is_number()) return std::nullopt;
+  // json::value() throws on a field of another type; a damaged record is only a re-measure.
+  auto text_of = [&](const char *field) { return j.is_object() && j.contains(field) && j[field].is_string() ? j[field].get<std::string>() : std::string(); };
+  if (text_of("device") != device.name() || !j.contains("gbs") || !j["gbs"].is_number()) return std::nullopt;
   double gbs = j["gbs"].get<double>();
   if (!(gbs > 0 && gbs < 1e6)) return std::nullopt;
-  return MeasuredBandwidth{gbs, fmt::format("{}, recorded {}", j.value("what", "?"), j.value("date", "?"))};
+  return MeasuredBandwidth{gbs, fmt::format("{}, recorded {}", text_of("what"), text_of("date"))};
 }
 
 void write_record(const fs::path &path, const Device &device, const MeasuredBandwidth &m, const std::string &date) {

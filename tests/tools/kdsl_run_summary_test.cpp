@@ -43,10 +43,11 @@ TEST_CASE("runtime: a bandwidth record that is corrupt or for another device is 
   kdsl::runtime::MeasuredBandwidth a = kdsl::runtime::recorded_device_bandwidth(cpu, dir);
   CHECK(a.gbs > 0);
   CHECK(kdsl::runtime::recorded_device_bandwidth(cpu, dir).gbs == a.gbs);
-  for (const auto &entry : std::filesystem::directory_iterator(dir / "bandwidth")) {
-    std::ofstream(entry.path()) << "{\"device\": \"another\", \"gbs\": 1e9}";
+  for (const char *record : {"{\"device\": \"another\", \"gbs\": 1e9}", "{\"device\": 5, \"gbs\": \"x\"}", "[1, 2]", "not json", ""}) {
+    CAPTURE(record);
+    for (const auto &entry : std::filesystem::directory_iterator(dir / "bandwidth")) std::ofstream(entry.path()) << record;
+    kdsl::runtime::MeasuredBandwidth b = kdsl::runtime::recorded_device_bandwidth(cpu, dir);
+    CHECK(b.what.find("measured now") != std::string::npos);
+    CHECK(b.gbs < 1e6);
   }
-  kdsl::runtime::MeasuredBandwidth b = kdsl::runtime::recorded_device_bandwidth(cpu, dir);
-  CHECK(b.what.find("measured now") != std::string::npos);
-  CHECK(b.gbs < 1e6);
 }
