@@ -113,8 +113,9 @@ std::string check_header(const uint8_t *head, size_t size) {
   return {};
 }
 
-// Checks `file` completely and fills `out`. Returns empty on success, else what was wrong.
-std::string parse(const std::vector<uint8_t> &file, const CacheKey &want, CacheEntry &out) {
+// Checks `file` completely and fills `found` (the key it holds) and `out`. Returns empty on
+// success, else what was wrong.
+std::string parse_any(const std::vector<uint8_t> &file, CacheKey &found, CacheEntry &out) {
   const size_t size = file.size();
   if (std::string error = check_header(file.data(), size); !error.empty()) return error;
 
@@ -136,21 +137,27 @@ std::string parse(const std::vector<uint8_t> &file, const CacheKey &want, CacheE
   // different writer, and is still only a miss.
   auto key_value = nlohmann::json::parse(key_json, nullptr, /*allow_exceptions=*/false);
   if (key_value.is_discarded()) return "key JSON does not parse";
-  CacheKey found;
   try {
     found = CacheKey::from_json(key_value);
   } catch (const std::exception &e) {
     return e.what();
   }
-  if (found != want)
-    return fmt::format("holds kernel '{}' with key digest {}, not the requested '{}' (digest {})",
-                       found.kernel_name, found.digest(), want.kernel_name, want.digest());
   auto metadata = nlohmann::json::parse(metadata_json, nullptr, /*allow_exceptions=*/false);
   if (metadata.is_discarded()) return "metadata JSON does not parse";
 
   out.symbol.assign(symbol);
   out.code.assign(code.begin(), code.end());
   out.metadata = std::move(metadata);
+  return {};
+}
+
+// parse_any, and the key must be `want`.
+std::string parse(const std::vector<uint8_t> &file, const CacheKey &want, CacheEntry &out) {
+  CacheKey found;
+  if (std::string error = parse_any(file, found, out); !error.empty()) return error;
+  if (found != want)
+    return fmt::format("holds kernel '{}' with key digest {}, not the requested '{}' (digest {})",
+                       found.kernel_name, found.digest(), want.kernel_name, want.digest());
   return {};
 }
 
@@ -478,6 +485,10 @@ std::optional<CacheEntry> load_or_throw(const fs::path &root, const CacheKey &ke
   CacheEntry entry;
   if (std::string bad = parse(bytes, key, entry); !bad.empty()) return discard(bad);
   if (file) *file = EntryFile{uint64_t(st.st_dev), uint64_t(st.st_ino)};
+  // The access time says when an entry was last used, for kdsl-cache prune; set explicitly, since
+  // relatime and noatime mounts do not keep it.
+  const struct timespec last_use[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
+  ::futimens(fd.get(), last_use);
   log_debug("kernel cache: loaded '{}' from {} ({} code bytes)", key.kernel_name, at.path.string(), entry.code.size());
   return entry;
 }
@@ -597,6 +608,34 @@ fs::path private_temp_dir(const fs::path &base) {
 }
 
 }  // namespace
+
+EntryReport inspect_entry(const fs::path &file) {
+  EntryReport r;
+  auto fail = [&](std::string problem) {
+    r.problem = std::move(problem);
+    return r;
+  };
+  const int raw = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (raw < 0) return fail(errno == ELOOP ? "a symbolic link" : errno_text(errno));
+  Fd fd(raw);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return fail(errno_text(errno));
+  r.bytes = uint64_t(st.st_size);
+  r.last_used = std::chrono::system_clock::time_point(std::chrono::seconds(st.st_atim.tv_sec));
+  if (!S_ISREG(st.st_mode)) return fail("not a regular file");
+  if (std::string why = untrusted_because(st); !why.empty()) return fail("it " + why);
+  if (r.bytes > kMaxEntryBytes) return fail(fmt::format("{} bytes, larger than any entry kdsl writes", r.bytes));
+  std::vector<uint8_t> bytes;
+  if (std::string error = read_up_to(fd.get(), bytes, size_t(r.bytes)); !error.empty()) return fail(error);
+  CacheKey key;
+  CacheEntry entry;
+  if (std::string error = parse_any(bytes, key, entry); !error.empty()) return fail(error);
+  if (file.filename() != key.digest() + ".kdslbin") return fail(fmt::format("its name is not its key's digest {}", key.digest()));
+  r.key = std::move(key);
+  r.metadata = std::move(entry.metadata);
+  r.code_bytes = entry.code.size();
+  return r;
+}
 
 DiskCache::DiskCache(fs::path dir) : dir_(std::move(dir)) {
   // "link/" would make the kernel follow a link in the last component despite O_NOFOLLOW.

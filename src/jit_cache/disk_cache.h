@@ -3,6 +3,7 @@
 #include "jit_cache/cache_entry.h"
 #include "jit_cache/cache_key.h"
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -47,6 +48,17 @@ struct EntryFile {
   uint64_t device = 0;
   uint64_t inode = 0;
 };
+
+// One entry file read and checked as load() checks it, but against no particular key: what
+// kdsl-cache lists and verifies. `problem` is empty for a good entry, else what is wrong.
+struct EntryReport {
+  std::optional<CacheKey> key;
+  nlohmann::json metadata;
+  uint64_t bytes = 0, code_bytes = 0;
+  std::chrono::system_clock::time_point last_used;  // last load (the file's access time, set by load)
+  std::string problem;
+};
+EntryReport inspect_entry(const std::filesystem::path &file);
 
 class DiskCache {
  public:
