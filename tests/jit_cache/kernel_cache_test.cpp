@@ -6,6 +6,8 @@
 // /proc/self/exe) on the skipped test case "kernel cache: child process", which reports what
 // happened through its exit code.
 #include <doctest/doctest.h>
+
+#include "tests/stderr_capture.h"
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -109,39 +111,6 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
-// Collects what kdsl logs to stderr while alive.
-class StderrCapture {
- public:
-  StderrCapture() {
-    std::fflush(stderr);
-    file_ = std::tmpfile();
-    saved_ = ::dup(2);
-    ::dup2(::fileno(file_), 2);
-  }
-  ~StderrCapture() {
-    restore();
-    std::fclose(file_);
-  }
-  std::string text() {
-    restore();
-    std::string out;
-    std::rewind(file_);
-    char buf[4096];
-    for (size_t n; (n = std::fread(buf, 1, sizeof(buf), file_)) > 0;) out.append(buf, n);
-    return out;
-  }
-
- private:
-  void restore() {
-    if (saved_ < 0) return;
-    std::fflush(stderr);
-    ::dup2(saved_, 2);
-    ::close(saved_);
-    saved_ = -1;
-  }
-  std::FILE *file_;
-  int saved_;
-};
 
 std::vector<fs::path> files_with_suffix(const fs::path &dir, const std::string &suffix) {
   std::vector<fs::path> out;
@@ -378,7 +347,7 @@ TEST_CASE("kernel cache: a corrupted entry is detected, removed and recompiled")
   StatsDelta d;
   std::string log;
   {
-    StderrCapture capture;
+    kdsl_test::StderrCapture capture;
     auto kernel = compile<cache_add<96>>(cpu());
     bool ok = run_and_check(kernel, 96, 1000);
     log = capture.text();
@@ -414,7 +383,7 @@ TEST_CASE("kernel cache: a checksummed entry whose code does not load is removed
     std::string log;
     bool ok = false;
     {
-      StderrCapture capture;
+      kdsl_test::StderrCapture capture;
       try {
         auto kernel = make_kernel();
         ok = run_and_check(kernel, block, 1000);

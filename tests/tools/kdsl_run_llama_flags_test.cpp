@@ -23,12 +23,9 @@ const std::string &tiny_model() { return kdsl::test::tiny_model_file(); }
 
 // A greedy JSON run of the tiny model with `extra` options.
 json run_json(std::vector<std::string> extra) {
-  std::vector<std::string> args = {"-m", tiny_model(), "--temp", "0", "--output-format", "json"};
+  std::vector<std::string> args = {"-m", tiny_model(), "--temp", "0"};
   args.insert(args.end(), extra.begin(), extra.end());
-  ToolRun r = run_tool_process(kRun, args);
-  CAPTURE(r.err);
-  REQUIRE(r.status == 0);
-  return json::parse(r.out);
+  return kdsl::test::kdsl_run_json(args);
 }
 
 void check_refused(const ToolRun &r, const std::string &part) { kdsl::test::expect_user_error(r, "kdsl-run", part); }

@@ -24,11 +24,8 @@ std::string model(const std::string &name, SynthConfig c) {
 }
 
 json run_json(std::vector<std::string> args) {
-  args.insert(args.end(), {"--temp", "0", "--output-format", "json", "-n", "24", "--ignore-eos", "-c", "128"});
-  ToolRun r = run_tool_process(kRun, args);
-  CAPTURE(r.err);
-  REQUIRE(r.status == 0);
-  return json::parse(r.out);
+  args.insert(args.end(), {"--temp", "0", "-n", "24", "--ignore-eos", "-c", "128"});
+  return kdsl::test::kdsl_run_json(args);
 }
 
 void check_refused(const ToolRun &r, const std::string &part) { kdsl::test::expect_user_error(r, "kdsl-run", part); }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include "models/synth/synth_model.h"
 #include "tests/models/shared_models.h"
@@ -110,5 +111,14 @@ inline const std::string &tiny_model_file() {
 
 // kdsl-run in the build tree.
 inline const std::string kdsl_run_path = std::string(KDSL_TOOLS_DIR) + "/kdsl-run";
+
+// Runs kdsl-run with `args` plus --output-format json, requires status 0, and returns the JSON.
+inline nlohmann::json kdsl_run_json(std::vector<std::string> args) {
+  args.insert(args.end(), {"--output-format", "json"});
+  ToolRun r = run_tool_process(kdsl_run_path, args);
+  CAPTURE(r.err);
+  REQUIRE(r.status == 0);
+  return nlohmann::json::parse(r.out);
+}
 
 }  // namespace kdsl::test
