@@ -48,8 +48,8 @@ bool ends_with_any(const std::string &text, const std::vector<std::string> &suff
 // last accepted draft from that row (the rejection rule's replacement, or the target's own
 // next token when all k are kept): a + 1 tokens per pass for a accepted drafts. The rows past
 // the accepted ones stay in the KV cache until the next pass overwrites them.
-void speculate(Engine &engine, Sampler &sampler, const std::vector<int> &prompt_ids, const GenerateOptions &options, GenerationResult &r, int pos,
-               const std::function<bool(int)> &emit) {
+void speculate(Engine &engine, Sampler &sampler, const std::vector<int> &prompt_ids, const GenerateOptions &options, int max_tokens,
+               GenerationResult &r, int pos, const std::function<bool(int)> &emit) {
   const SpecOptions &spec = options.spec;
   DraftLength lengths(spec);
   if (engine.max_logit_rows() < spec.draft_max + 1)
@@ -57,7 +57,6 @@ void speculate(Engine &engine, Sampler &sampler, const std::vector<int> &prompt_
                             "(EngineOptions::max_logit_rows)",
                             spec.draft_max, spec.draft_max + 1, engine.max_logit_rows()));
   const size_t vocab = size_t(engine.vocab());
-  const int max_tokens = options.max_tokens < 0 ? std::numeric_limits<int>::max() : options.max_tokens;
   // The whole text for the drafter, and the pass's tokens: sized once.
   std::vector<int> text = prompt_ids;
   text.reserve(size_t(engine.context()) + size_t(spec.draft_max) + 1);
@@ -165,7 +164,7 @@ GenerationResult generate(Engine &engine, const Tokenizer &tokenizer, Sampler &s
   };
   if (max_tokens > 0 && !emit(sampler.sample(logits))) {
     if (options.drafter) {
-      speculate(engine, sampler, prompt_ids, options, r, pos, emit);
+      speculate(engine, sampler, prompt_ids, options, max_tokens, r, pos, emit);
     } else {
       for (;;) {
         if (pos >= engine.context()) {

@@ -16,16 +16,16 @@
 
 #include <kdsl/kdsl.h>
 
-#include "models/engine/engine.h"
+#include "jit_cache/disk_cache.h"
 #include "models/common/mapped_file.h"
 #include "models/common/printable.h"
+#include "models/engine/engine.h"
 #include "models/engine/generator.h"
 #include "models/gguf/gguf_file.h"
 #include "models/spec/model_drafter.h"
 #include "models/spec/ngram_drafter.h"
 #include "models/spec/self_draft.h"
 #include "models/tokenizer/chat_template.h"
-#include "jit_cache/disk_cache.h"
 #include "runtime/bandwidth_record.h"
 #include "runtime/thread_pool.h"
 #include "src/tools/llama_cpp_flags.h"
@@ -42,7 +42,8 @@ struct Options {
   std::vector<std::string> reverse_prompts;
   int n = 128, top_k = 40, ctx = 0, threads = 0, batch = 512, repeat_last_n = 64;
   float temp = 0.8f, top_p = 0.95f, min_p = 0.05f, repeat_penalty = 1.0f, presence_penalty = 0.0f, frequency_penalty = 0.0f;
-  std::string seed;  // decimal digits, checked by parse_seed
+  std::string seed;     // as typed; parse_seed turns it into seed_value once, after parsing
+  uint64_t seed_value = 0;
   bool chat = false, verbose = false, seed_given = false, ignore_eos = false, no_display_prompt = false, escape = true;
   bool mlock = false, no_mmap = false, log_disable = false, bandwidth = false;
   // Speculative decoding: --spec-ngram or a draft model (-md). 7 drafts make checks of 8 rows,
@@ -136,7 +137,7 @@ SamplerParams sampler_params(const Options &o) {
   p.presence_penalty = o.presence_penalty;
   p.frequency_penalty = o.frequency_penalty;
   p.penalty_last_n = o.repeat_last_n;
-  p.seed = o.seed_given ? parse_seed(o.seed) : uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  p.seed = o.seed_given ? o.seed_value : uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
   return p;
 }
 
@@ -250,7 +251,6 @@ std::unique_ptr<Drafter> make_drafter(const Options &o, const Device &dev, const
 
 int run(const Options &o) {
   if (!o.cache_dir.empty()) setenv("KDSL_CACHE_DIR", o.cache_dir.c_str(), 1);
-  if (o.seed_given) parse_seed(o.seed);  // a bad seed fails before the model loads
   if (o.flash_attn == "off")
     throw Error("--flash-attn off: kdsl's attention kernels are always fused (flash attention); leave the option out or say on/auto");
   if (!o.system_prompt.empty() && !o.chat) throw Error("--system-prompt (-sys) is the first message of a chat: add --chat (-cnv)");
@@ -377,6 +377,7 @@ int main(int argc, char **argv) {
   app.add_option("--output-format", o.output_format, "text or json")->check(CLI::IsMember({"text", "json"}));
   return tools::run_tool("kdsl-run", "", [&] {
     if (int status = tools::parse_command_line(app, "kdsl-run", tools::translate_llama_cpp_flags(argc, argv)); status >= 0) return status;
+    if (o.seed_given) o.seed_value = parse_seed(o.seed);  // a bad seed fails before the model loads
     if (o.log_disable) setenv("KDSL_LOG", "off", 1);  // before anything logs: the level is read once
     if (o.no_mmap) models::set_file_loading(models::FileLoading::Read);
     return tools::run_tool("kdsl-run", o.model, [&] { return run(o); });

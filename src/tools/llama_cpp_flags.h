@@ -11,7 +11,7 @@ namespace kdsl::tools {
 
 // llama.cpp spells some long options with one dash (`-ngl 99`, `-fa on`), which a getopt-style
 // parser reads as clusters of short ones (`-f a`: a prompt file named "a"). They are rewritten
-// to their double-dash names before parsing.
+// to their double-dash names before parsing (`-i` too, so that it is refused by its long name).
 struct SingleDashSpelling {
   std::string_view single_dash, double_dash;
 };
@@ -20,6 +20,7 @@ inline constexpr SingleDashSpelling kSingleDashSpellings[] = {
     {"-ctk", "--cache-type-k"},  {"-ctv", "--cache-type-v"}, {"-ts", "--tensor-split"},  {"-sm", "--split-mode"},
     {"-mg", "--main-gpu"},       {"-md", "--model-draft"},   {"-hf", "--hf-repo"},       {"-ub", "--ubatch-size"},
     {"-dev", "--device"},        {"-lv", "--verbosity"},     {"-no-cnv", "--no-conversation"},
+    {"-i", "--interactive"},
 };
 
 // llama.cpp options kdsl-run knows and does not do, each with what to use instead. A user who
@@ -63,7 +64,6 @@ inline std::vector<std::string> translate_llama_cpp_flags(int argc, char **argv)
     for (const SingleDashSpelling &s : kSingleDashSpellings)
       if (arg == s.single_dash) arg = s.double_dash;
     std::string name = arg.substr(0, arg.find('='));
-    if (name == "-i") name = "--interactive";
     for (const UnsupportedFlag &u : kUnsupportedFlags)
       if (name == u.name) throw Error(fmt::format("{} is a llama.cpp option kdsl-run does not support: {}", argv[i], u.why));
     args.push_back(std::move(arg));

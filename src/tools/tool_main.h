@@ -2,6 +2,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <kdsl/error.h>
 
 #include <algorithm>
@@ -31,8 +32,12 @@ inline void on_sigbus(int) {
 // Model files are memory-mapped and read in place, so a file truncated or on a failing disk
 // while in use raises SIGBUS at whatever instruction touches the lost page. There is no
 // recovering from that, but the user gets one line naming the file instead of a core dump.
+// Each call adds a file (a target and its draft model): the signal does not say which it was.
 inline void report_sigbus_for(std::string_view tool, std::string_view file) {
-  std::string line = fmt::format("{}: error: {} was truncated or became unreadable while it was in use (SIGBUS on its memory map)\n", tool, file);
+  static std::vector<std::string> files;
+  files.emplace_back(file);
+  std::string which = files.size() == 1 ? files[0] : fmt::format("one of {}", fmt::join(files, ", "));
+  std::string line = fmt::format("{}: error: {} was truncated or became unreadable while it was in use (SIGBUS on its memory map)\n", tool, which);
   detail::sigbus_length = std::min(line.size(), sizeof detail::sigbus_message);
   std::memcpy(detail::sigbus_message, line.data(), detail::sigbus_length);
   struct sigaction action = {};

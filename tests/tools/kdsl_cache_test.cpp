@@ -34,6 +34,15 @@ CacheEntry entry_of(size_t code_bytes) {
   return e;
 }
 
+// An empty cache folder of this test's own, private as the cache requires.
+fs::path fresh_cache_dir(const std::string &name) {
+  fs::path dir = kdsl::test::scratch_path(name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::permissions(dir, fs::perms::owner_all);
+  return dir;
+}
+
 ToolRun cache_tool(const fs::path &dir, std::vector<std::string> args) {
   args.insert(args.end(), {"--cache-dir", dir.string()});
   return run_tool_process(kCache, args);
@@ -48,10 +57,7 @@ void set_last_use(const fs::path &p, time_t seconds) {
 }  // namespace
 
 TEST_CASE("kdsl-cache: list, stats and verify report every entry and name the bad ones") {
-  fs::path dir = kdsl::test::scratch_path("kdsl_cache_tool");
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  fs::permissions(dir, fs::perms::owner_all);
+  fs::path dir = fresh_cache_dir("kdsl_cache_tool");
   DiskCache cache(dir);
   for (const char *name : {"alpha", "beta", "gamma"}) cache.store(key_named(name), entry_of(4000));
   // A flipped byte: the checksum no longer matches.
@@ -83,10 +89,7 @@ TEST_CASE("kdsl-cache: list, stats and verify report every entry and name the ba
 }
 
 TEST_CASE("kdsl-cache: prune removes the least recently used entries first; clear removes all") {
-  fs::path dir = kdsl::test::scratch_path("kdsl_cache_prune");
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  fs::permissions(dir, fs::perms::owner_all);
+  fs::path dir = fresh_cache_dir("kdsl_cache_prune");
   DiskCache cache(dir);
   std::vector<std::string> names = {"old", "older", "recent"};
   for (const std::string &n : names) cache.store(key_named(n), entry_of(20000));
