@@ -2,7 +2,7 @@
 # install-deps.sh - installs kdsl's build and test dependencies (Debian packages); idempotent.
 set -euo pipefail
 packages=(
-  cmake ninja-build ccache g++ pkg-config
+  cmake ninja-build ccache g++ clang-19 pkg-config
   llvm-19-dev libfmt-dev doctest-dev
   nlohmann-json3-dev libxxhash-dev libcli11-dev zlib1g-dev libzstd-dev
 )

@@ -57,6 +57,17 @@ class Block {
 
   int32_t id() const { return id_; }
 
+  // `if (x < n)` on blocks: while a kernel is traced a block holds no values, only an IR value,
+  // so a C++ branch cannot test it. This makes the mistake a compile error that says what to write.
+  template <class Never = void>
+  explicit operator bool() const {
+    static_assert(sizeof(Never *) == 0,
+                  "a block has no single truth value while the kernel is traced: choose per element with "
+                  "kdsl::where(cond, a, b), branch at run time with kdsl::if_(cond, then, otherwise), or mask "
+                  "loads and stores with the condition");
+    return false;
+  }
+
   static detail::TypeDesc type() {
     detail::TypeDesc t;
     t.elem = detail::element_traits<E>::dtype;
@@ -257,10 +268,17 @@ struct dims_value {
 };
 
 // Brings x (a block or a literal) to element E and extents Target.
+// A block of another element type is a compile error here (operands never convert
+// implicitly); the placeholder returned then keeps that error the only one.
 template <class E, auto Target, class X>
 block_with<E, Target> lift(const X &x) {
   if constexpr (is_block_v<X>) {
-    return broadcast_block<Target>(x);
+    if constexpr (!std::is_same_v<typename X::element, E>) {
+      check_same_element<E, typename X::element>();
+      return make<block_with<E, Target>>(x.id());
+    } else {
+      return broadcast_block<Target>(x);
+    }
   } else {
     return constant<block_with<E, Target>>(x);
   }
@@ -273,7 +291,6 @@ concept BinaryOperands = (BlockLike<A> && (BlockLike<B> || Literal<B>)) || (Lite
 template <OpKind kind, class ResultElement = void, class A, class B>
 auto binary(const A &a, const B &b) {
   using E = typename operand_element<A, B>::type;
-  if constexpr (is_block_v<A> && is_block_v<B>) check_same_element<typename A::element, typename B::element>();
   constexpr auto shape = broadcast_of<dims_holder<A>, dims_holder<B>>();
   using R = std::conditional_t<std::is_void_v<ResultElement>, E, ResultElement>;
   auto la = lift<E, shape>(a);

@@ -90,15 +90,17 @@ void if_(const Block<boolean> &cond, Then &&then) {
 template <class Then, class Else>
 auto if_(const Block<boolean> &cond, Then &&then, Else &&otherwise) {
   using R = std::remove_cvref_t<decltype(then())>;
-  static_assert(std::is_same_v<R, std::remove_cvref_t<decltype(otherwise())>>,
-                "if_: both branches must return the same block types");
-  detail::begin_if(cond.id());
-  if constexpr (std::is_void_v<R>) {
+  if constexpr (!std::is_same_v<R, std::remove_cvref_t<decltype(otherwise())>>) {
+    static_assert(std::is_same_v<R, std::remove_cvref_t<decltype(otherwise())>>, "if_: both branches must return the same block types");
+    return then();  // never traced: the caller sees then's type, so the error above stays the only one
+  } else if constexpr (std::is_void_v<R>) {
+    detail::begin_if(cond.id());
     then();
     detail::begin_else({});
     otherwise();
     detail::end_if({});
   } else {
+    detail::begin_if(cond.id());
     R a = then();
     detail::begin_else(detail::ids_of(a));
     R b = otherwise();

@@ -23,7 +23,6 @@ Block<T, D...> load(const Block<ptr<T>, D...> &ptrs, const Block<boolean, M...> 
 // Writes value (broadcast to the pointers' shape) to *ptrs where mask holds.
 template <class T, int... D, class V>
 void store(const Block<ptr<T>, D...> &ptrs, const V &value) {
-  if constexpr (is_block_v<V>) detail::check_same_element<T, typename V::element>();
   constexpr std::array<int, sizeof...(D)> shape{D...};
   auto v = detail::lift<T, shape>(value);
   detail::emit_effect(OpKind::Store, {ptrs.id(), v.id()});
@@ -31,7 +30,6 @@ void store(const Block<ptr<T>, D...> &ptrs, const V &value) {
 
 template <class T, int... D, class V, int... M>
 void store(const Block<ptr<T>, D...> &ptrs, const V &value, const Block<boolean, M...> &mask) {
-  if constexpr (is_block_v<V>) detail::check_same_element<T, typename V::element>();
   constexpr std::array<int, sizeof...(D)> shape{D...};
   auto v = detail::lift<T, shape>(value);
   auto m = broadcast_to<D...>(mask);

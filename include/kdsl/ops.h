@@ -157,7 +157,6 @@ auto fma(const Block<E, DA...> &a, const B &b, const C &c) {
 template <int... DC, class A, class B>
 auto where(const Block<boolean, DC...> &cond, const A &a, const B &b) {
   using E = typename detail::operand_element<A, B>::type;
-  if constexpr (is_block_v<A> && is_block_v<B>) detail::check_same_element<typename A::element, typename B::element>();
   constexpr auto ab = detail::broadcast_of<detail::dims_holder<A>, detail::dims_holder<B>>();
   constexpr auto shape = detail::broadcast_of<Block<boolean, DC...>, detail::dims_value<ab>>();
   auto lc = detail::broadcast_block<shape>(cond);

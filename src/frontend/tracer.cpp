@@ -53,6 +53,20 @@ ir::Function Tracer::finish() {
   return std::move(fn_);
 }
 
+ir::Function trace_kernel(const std::string &kernel_name, const std::vector<detail::TypeDesc> &params,
+                          const std::vector<ir::ArgClass> &classes, void (*body)(const std::vector<int32_t> &arg_ids)) {
+  try {
+    Tracer tracer(kernel_name, params, classes);
+    body(tracer.argument_values());
+    return tracer.finish();
+  } catch (const Error &e) {
+    std::string_view what = e.what();
+    std::string prefix = fmt::format("kernel '{}'", kernel_name);
+    if (what.find(prefix) != std::string_view::npos) throw;  // already names it
+    throw Error(fmt::format("{}: {}", prefix, what));
+  }
+}
+
 }  // namespace kdsl::frontend
 
 namespace kdsl::detail {

@@ -41,4 +41,10 @@ class Tracer {
   Tracer *previous_ = nullptr;
 };
 
+// Traces one kernel: runs `body` (its trace function, given the argument values) under a fresh
+// Tracer and returns the verified IR. A kdsl::Error raised while tracing (a bad grid axis, an
+// operation the verifier refuses) comes out with the kernel's name in front.
+ir::Function trace_kernel(const std::string &kernel_name, const std::vector<detail::TypeDesc> &params,
+                          const std::vector<ir::ArgClass> &classes, void (*body)(const std::vector<int32_t> &arg_ids));
+
 }  // namespace kdsl::frontend

@@ -2,6 +2,8 @@
 // nothing trusted that another user could have written
 #include "jit_cache/disk_cache.h"
 
+#include "jit_cache/cache_folder.h"
+
 #include "support/log.h"
 
 #include <dirent.h>
@@ -673,6 +675,14 @@ std::optional<CacheEntry> DiskCache::load(const CacheKey &key, EntryFile *file) 
 void DiskCache::store(const CacheKey &key, const CacheEntry &entry) const {
   try {
     store_or_throw(dir_, key, entry);
+    // KDSL_CACHE_MAX_SIZE: the folder is brought back under the cap after each store (a stat per
+    // entry, no file read), least recently used first, never the entry just written.
+    if (uint64_t limit = cache_size_limit()) {
+      PruneResult r = prune_entries(list_entry_files(dir_), limit, entry_path(key));
+      if (r.removed)
+        log_info("kernel cache: {} entries removed to keep {} under KDSL_CACHE_MAX_SIZE ({} -> {})", r.removed, dir_.string(),
+                 size_text(r.bytes_before), size_text(r.bytes_after));
+    }
   } catch (const std::exception &e) {
     log_warn("kernel cache: cannot store kernel '{}' in {}: {}", key.kernel_name, dir_.string(), e.what());
   }

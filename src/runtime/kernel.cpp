@@ -180,9 +180,7 @@ class KernelImpl {
   }
 
   ir::Function trace(const std::vector<ir::ArgClass> &arg_classes) const {
-    frontend::Tracer tracer(sig_.name, sig_.params, arg_classes);
-    sig_.trace(tracer.argument_values());
-    return tracer.finish();
+    return frontend::trace_kernel(sig_.name, sig_.params, arg_classes, sig_.trace);
   }
 
   std::shared_ptr<LoadedKernel> load_specialization(const ArgValue *args, size_t count) {
@@ -215,7 +213,11 @@ class KernelImpl {
     std::string symbol = "kdsl_" + digest;
     bool from_disk = false;
     jit_cache::EntryFile file;
-    if (auto entry = disk.load(key, &file)) {
+    // KDSL_DUMP writes the stages of what is compiled: a kernel asked to be dumped is compiled
+    // again rather than loaded, so the dump never silently misses it.
+    const codegen::DumpOptions dump = codegen::DumpOptions::from_env();
+    const bool dumping = dump.ir || dump.llvm || dump.asm_text;
+    if (auto entry = dumping ? std::nullopt : disk.load(key, &file)) {
       // The checksum says the file is as it was written, not that its code links or loads here:
       // an entry that does not is removed and recompiled, never fatal on every run.
       try {
@@ -233,7 +235,7 @@ class KernelImpl {
       stats().disk_hits.fetch_add(1);
       log_info("{} [{}]: disk cache hit {} ({:.3f} ms)", sig_.name, key.specialization, disk.entry_path(key).string(), elapsed_ms(start));
     } else {
-      codegen::CompiledObject obj = compile(fn, symbol, codegen::DumpOptions::from_env());
+      codegen::CompiledObject obj = compile(fn, symbol, dump);
       CacheEntry fresh;
       fresh.symbol = symbol;
       fresh.code = obj.object;

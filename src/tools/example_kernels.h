@@ -81,9 +81,7 @@ inline std::vector<ir::ArgClass> parse_specialization(const std::string &spec, c
 
 // Traces the kernel body once into block IR, as a launch would, without a device.
 inline ir::Function trace_kernel(const detail::KernelSignature &sig, const std::vector<ir::ArgClass> &classes) {
-  frontend::Tracer tracer(sig.name, sig.params, classes);
-  sig.trace(tracer.argument_values());
-  return tracer.finish();
+  return frontend::trace_kernel(sig.name, sig.params, classes, sig.trace);
 }
 
 }  // namespace kdsl::tools

@@ -1,23 +1,21 @@
 // kdsl_cache.cpp - kdsl-cache: list, measure, verify, prune and clear the on-disk kernel cache
 #include <CLI/CLI.hpp>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <string>
-#include <system_error>
 #include <vector>
 
 #include <kdsl/error.h>
 
+#include "jit_cache/cache_folder.h"
 #include "jit_cache/disk_cache.h"
 #include "src/tools/tool_main.h"
 
 using namespace kdsl;
+using jit_cache::size_text;
 namespace fs = std::filesystem;
 
 namespace {
@@ -27,58 +25,14 @@ struct Found {
   jit_cache::EntryReport report;
 };
 
-bool is_hex(const std::string &s) { return std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(uint8_t(c)); }); }
-
-// Every file in the cache's two-hex-digit shard folders, checked. Links are neither followed
-// nor counted as folders: the cache itself follows none.
+// Every entry file, each read and checked as a load would check it.
 std::vector<Found> scan(const fs::path &dir) {
-  std::error_code ec;
-  fs::file_status top = fs::symlink_status(dir, ec);
-  if (ec || !fs::exists(top)) throw Error(fmt::format("{}: no kernel cache there", dir.string()));
-  if (fs::is_symlink(top)) throw Error(fmt::format("{}: is a symbolic link; kdsl follows none in its cache", dir.string()));
-  if (!fs::is_directory(top)) throw Error(fmt::format("{}: not a folder", dir.string()));
   std::vector<Found> found;
-  for (const fs::directory_entry &shard : fs::directory_iterator(dir)) {
-    std::string name = shard.path().filename().string();
-    if (name.size() != 2 || !is_hex(name) || !shard.is_directory() || shard.is_symlink()) continue;
-    for (const fs::directory_entry &file : fs::directory_iterator(shard.path())) {
-      if (file.path().extension() != ".kdslbin") continue;  // temporary files are the cache's to sweep
-      found.push_back({file.path(), jit_cache::inspect_entry(file.path())});
-    }
-  }
-  std::sort(found.begin(), found.end(), [](const Found &a, const Found &b) { return a.path < b.path; });
+  for (const jit_cache::EntryFileInfo &file : jit_cache::list_entry_files(dir)) found.push_back({file.path, jit_cache::inspect_entry(file.path)});
   return found;
 }
 
-std::string size_text(uint64_t bytes) {
-  if (bytes >= (uint64_t(1) << 30)) return fmt::format("{:.2f} GiB", double(bytes) / double(uint64_t(1) << 30));
-  if (bytes >= (uint64_t(1) << 20)) return fmt::format("{:.1f} MiB", double(bytes) / double(1 << 20));
-  return fmt::format("{:.1f} KiB", double(bytes) / 1024.0);
-}
-
-// "2G", "500M", "64K", "1000": a size in bytes (powers of 1024).
-uint64_t parse_size(const std::string &text) {
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception &) {
-    used = 0;
-  }
-  std::string unit = text.substr(used);
-  std::map<std::string, double> units = {{"", 1}, {"K", 1024.0}, {"M", 1024.0 * 1024}, {"G", 1024.0 * 1024 * 1024}};
-  if (used == 0 || !units.count(unit) || !(value >= 0) || value * units[unit] > 1e18)
-    throw Error(fmt::format("--max-size '{}': expected a size such as 500M or 2G", text));
-  return uint64_t(value * units[unit]);
-}
-
-// Removes an entry file, but only one this user owns: another user's file in a shared folder
-// is reported, not touched.
-bool remove_entry(const Found &f) {
-  struct stat st;
-  if (::lstat(f.path.c_str(), &st) != 0 || st.st_uid != ::geteuid()) return false;
-  return ::unlink(f.path.c_str()) == 0;
-}
+bool remove_entry(const Found &f) { return jit_cache::remove_entry_file(f.path); }
 
 std::string where(const Found &f) {
   return f.report.key ? fmt::format("{} {}", f.report.key->backend, f.report.key->arch) : std::string("?");
@@ -126,20 +80,10 @@ int verify(const fs::path &dir, bool remove) {
 
 // Least recently used first, bad entries before all of them, until the cache fits.
 int prune(const fs::path &dir, uint64_t max_bytes) {
-  std::vector<Found> found = scan(dir);
-  std::sort(found.begin(), found.end(), [](const Found &a, const Found &b) {
-    if (a.report.problem.empty() != b.report.problem.empty()) return !a.report.problem.empty();
-    return a.report.last_used < b.report.last_used;
-  });
-  uint64_t total = 0;
-  for (const Found &f : found) total += f.report.bytes;
-  uint64_t before = total;
-  int removed = 0;
-  for (const Found &f : found) {
-    if (total <= max_bytes) break;
-    if (remove_entry(f)) total -= f.report.bytes, ++removed;
-  }
-  fmt::print("removed {} entries: {} -> {} (limit {})\n", removed, size_text(before), size_text(total), size_text(max_bytes));
+  std::vector<jit_cache::EntryFileInfo> entries;
+  for (const Found &f : scan(dir)) entries.push_back({f.path, f.report.bytes, f.report.last_used, !f.report.problem.empty()});
+  jit_cache::PruneResult r = jit_cache::prune_entries(std::move(entries), max_bytes);
+  fmt::print("removed {} entries: {} -> {} (limit {})\n", r.removed, size_text(r.bytes_before), size_text(r.bytes_after), size_text(max_bytes));
   return 0;
 }
 
@@ -174,7 +118,7 @@ int main(int argc, char **argv) {
     if (*list_cmd) return list(dir);
     if (*stats_cmd) return stats(dir);
     if (*verify_cmd) return verify(dir, remove_bad);
-    if (*prune_cmd) return prune(dir, parse_size(max_size));
+    if (*prune_cmd) return prune(dir, jit_cache::parse_size(max_size, "--max-size"));
     return clear(dir);
   });
 }

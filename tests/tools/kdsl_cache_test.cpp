@@ -3,11 +3,13 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "jit_cache/cache_folder.h"
 #include "jit_cache/disk_cache.h"
 #include "tests/tools/tool_process.h"
 
@@ -111,4 +113,23 @@ TEST_CASE("kdsl-cache: prune removes the least recently used entries first; clea
   CHECK(clear.out.find("removed 2 of 2 entries") != std::string::npos);
   CHECK_FALSE(cache.load(key_named("recent")).has_value());
   kdsl::test::expect_user_error(cache_tool(dir / "missing", {"list"}), "kdsl-cache", "no kernel cache there");
+}
+
+TEST_CASE("kdsl-cache: KDSL_CACHE_MAX_SIZE keeps the folder under its cap as kernels are stored") {
+  fs::path dir = fresh_cache_dir("kdsl_cache_capped");
+  const std::vector<std::string> args = {"-m", kdsl::test::tiny_model_file(), "-p", "a", "-n", "2", "--temp", "0", "--threads", "1"};
+  ToolRun run = run_tool_process(kdsl::test::kdsl_run_path, args, 120,
+                                 {"KDSL_CACHE_DIR=" + dir.string(), "KDSL_CACHE_MAX_SIZE=60K", "KDSL_LOG=info"});
+  CAPTURE(run.err);
+  REQUIRE(run.status == 0);
+  CHECK(run.err.find("under KDSL_CACHE_MAX_SIZE") != std::string::npos);
+  uint64_t total = 0, largest = 0;
+  for (const auto &f : kdsl::jit_cache::list_entry_files(dir)) total += f.bytes, largest = std::max<uint64_t>(largest, f.bytes);
+  CHECK(total > 0);
+  CHECK(total <= 60 * 1024 + largest);  // the entry just stored is kept even when it alone is over
+
+  ToolRun bad = run_tool_process(kdsl::test::kdsl_run_path, args, 120, {"KDSL_CACHE_DIR=" + dir.string(), "KDSL_CACHE_MAX_SIZE=lots"});
+  CAPTURE(bad.err);
+  CHECK(bad.status == 0);
+  CHECK(bad.err.find("KDSL_CACHE_MAX_SIZE 'lots': expected a size such as 500M or 2G; the cache is not capped") != std::string::npos);
 }
