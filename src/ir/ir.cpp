@@ -5,12 +5,6 @@
 
 #include <kdsl/error.h>
 
-namespace kdsl {
-void internal_error(const std::string &what) {
-  throw std::logic_error("kdsl internal error (a bug in kdsl, please report it): " + what);
-}
-}  // namespace kdsl
-
 namespace kdsl::ir {
 
 Shape::Shape(std::initializer_list<int64_t> d) {
