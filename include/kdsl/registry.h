@@ -27,8 +27,11 @@ RegisteredKernel registered_kernel(const std::string &name);
 // (link with -rdynamic / ENABLE_EXPORTS, as kdsl-compile does) so that the library's kernels
 // register into, and trace through, the program's kdsl. Throws kdsl::Error naming the file and
 // the loader's reason; a library registering a name already registered is closed again, its
-// kernels unregistered, and the error names both. Loading a library twice registers nothing new.
-void load_kernel_library(const std::string &path);
+// kernels unregistered, and the error names both. Returns the names the library registered
+// (loaded twice: the same names, registered once). An empty list usually means a library built
+// without KDSL_REGISTER_KERNEL, or one whose registrations went to its own copy of kdsl because
+// the program does not export kdsl's symbols; kdsl-compile refuses it.
+std::vector<std::string> load_kernel_library(const std::string &path);
 
 namespace detail {
 

@@ -53,6 +53,12 @@ std::string conflicts_text(const std::vector<Conflict> &conflicts) {
   return fmt::format("{}", fmt::join(messages, "; "));
 }
 
+// True when no registrar was created since `first`: a dlopen that ran no static initializers.
+bool no_registrars_since(Registry &r, uint64_t first) {
+  std::lock_guard lock(r.mutex);
+  return r.next_registrar == first;
+}
+
 }  // namespace
 
 namespace detail {
@@ -103,9 +109,13 @@ RegisteredKernel registered_kernel(const std::string &name) {
   throw Error(fmt::format("no kernel registered as '{}'; registered: {}", name, fmt::join(names, ", ")));
 }
 
-void load_kernel_library(const std::string &path) {
+std::vector<std::string> load_kernel_library(const std::string &path) {
   // One load at a time: the registrars a dlopen creates are told apart by their ids.
   static std::mutex loading;
+  static std::map<void *, std::vector<std::string>> loaded;  // handle -> the names it registered
+  // A refused library that dlclose could not unload (some never are) comes back from dlopen
+  // without running its registrations again: refused again by what was said the first time.
+  static std::map<std::pair<void *, std::string>, std::string> refused_before;
   std::lock_guard load_lock(loading);
   std::error_code ec;
   // A file named as a file, not looked up in the dynamic linker's search path ("libk.so" in
@@ -123,17 +133,33 @@ void load_kernel_library(const std::string &path) {
     const char *why = dlerror();
     throw Error(fmt::format("cannot load kernel library '{}': {}", path, why ? why : "the dynamic loader gave no reason"));
   }
+  // A library already open: dlopen ran no static initializers this time.
+  if (auto it = loaded.find(handle); it != loaded.end()) {
+    dlclose(handle);  // the reference this dlopen added
+    return it->second;
+  }
+  if (auto it = refused_before.find({handle, file}); it != refused_before.end() && no_registrars_since(r, first)) {
+    dlclose(handle);
+    throw Error(it->second);
+  }
   std::vector<Conflict> refused;
   {
     std::lock_guard lock(r.mutex);
     for (const Conflict &c : r.conflicts)
       if (c.registrar >= first) refused.push_back(c);
-    if (refused.empty()) return;
+    if (refused.empty()) {
+      std::vector<std::string> names;
+      for (const auto &[name, registration] : r.by_name)
+        if (registration.registrar >= first) names.push_back(name);
+      return loaded[handle] = names;
+    }
     std::erase_if(r.by_name, [&](const auto &entry) { return entry.second.registrar >= first; });
     std::erase_if(r.conflicts, [&](const Conflict &c) { return c.registrar >= first; });
   }
+  std::string message = fmt::format("kernel library '{}' not loaded: {}", path, conflicts_text(refused));
+  refused_before[{handle, file}] = message;
   dlclose(handle);
-  throw Error(fmt::format("kernel library '{}' not loaded: {}", path, conflicts_text(refused)));
+  throw Error(message);
 }
 
 }  // namespace kdsl

@@ -75,7 +75,11 @@ int main(int argc, char **argv) {
   if (int status = tools::parse_command_line(app, "kdsl-compile", argc, argv); status >= 0) return status;
 
   return tools::run_tool("kdsl-compile", "", [&] {
-    for (const std::string &library : libraries) load_kernel_library(library);
+    for (const std::string &library : libraries)
+      if (load_kernel_library(library).empty())
+        throw Error(fmt::format("kernel library '{}' registers no kernels: register them with KDSL_REGISTER_KERNEL (kdsl/registry.h), and "
+                                "do not link kdsl into the library with its symbols hidden",
+                                library));
     std::vector<RegisteredKernel> kernels = registered_kernels();
     if (list) {
       for (const RegisteredKernel &k : kernels) fmt::print("{:18} {:40} {}\n", k.name, k.signature.name, fs::path(k.library).filename().string());

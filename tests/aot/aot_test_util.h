@@ -9,10 +9,18 @@
 
 namespace kdsl::aot_test {
 
+// Where this build put a file, or $<variable> where set (a bundle's binaries run far from where
+// they were built, as the fake-driver suite's do).
+inline std::string built_file(const char *variable, const std::string &built) {
+  const char *v = std::getenv(variable);
+  return v && *v ? v : built;
+}
+
 // Built by tests/CMakeLists.txt from tests/aot/libraries/.
-inline const std::string user_kernels_library = KDSL_TEST_USER_KERNELS;
-inline const std::string duplicate_kernels_library = KDSL_TEST_DUPLICATE_KERNELS;
-inline const std::string kdsl_compile_path = std::string(KDSL_TOOLS_DIR) + "/kdsl-compile";
+inline const std::string user_kernels_library = built_file("KDSL_TEST_USER_KERNELS", KDSL_TEST_USER_KERNELS);
+inline const std::string duplicate_kernels_library = built_file("KDSL_TEST_DUPLICATE_KERNELS", KDSL_TEST_DUPLICATE_KERNELS);
+inline const std::string kdsl_compile_path = built_file("KDSL_TEST_TOOLS_DIR", KDSL_TOOLS_DIR) + "/kdsl-compile";
+inline const std::string fake_libcuda = built_file("KDSL_TEST_FAKE_LIBCUDA", KDSL_FAKE_LIBCUDA);
 
 // $KDSL_CACHE_DIR set to an empty folder of its own for one test case, restored after.
 struct ScratchCache {

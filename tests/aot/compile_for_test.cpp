@@ -96,8 +96,8 @@ TEST_CASE("compile_for: sm_90 without a device, by name with the registered opti
 
 TEST_CASE("compile_for: an sm_90 compile is what a launch on an sm_90 GPU loads (the fake driver's): no compile, a disk hit") {
   ScratchCache cache("aot_compile_for_fake_gpu");
-  cuda::Driver driver = cuda::load_driver(KDSL_FAKE_LIBCUDA);
-  void *fake = dlopen(KDSL_FAKE_LIBCUDA, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  cuda::Driver driver = cuda::load_driver(aot_test::fake_libcuda);
+  void *fake = dlopen(aot_test::fake_libcuda.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
   REQUIRE(fake);
   auto set_compute_capability = reinterpret_cast<void (*)(int, int)>(dlsym(fake, "fake_cuda_set_compute_capability"));
   auto loads = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cuda_loads"));

@@ -76,6 +76,8 @@ TEST_CASE("kdsl-compile: a missing library, an unknown kernel or target, a dupli
                           "cannot load kernel library '/nonexistent/libmykernels.so': /nonexistent/libmykernels.so: cannot open shared object file");
   test::expect_user_error(run_tool_process(kdsl_compile_path, {"--load", user_kernels_library, "--kernel", "user_scale_ad"}), "kdsl-compile",
                           "no kernel registered as 'user_scale_ad'; registered: ");
+  test::expect_user_error(run_tool_process(kdsl_compile_path, {"--load", "libm.so.6", "--list"}), "kdsl-compile",
+                          "kernel library 'libm.so.6' registers no kernels");
   test::expect_user_error(run_tool_process(kdsl_compile_path, {"--target", "sm_70"}), "kdsl-compile", "unknown target 'sm_70'");
   test::expect_user_error(run_tool_process(kdsl_compile_path, {"--load", user_kernels_library, "--load", aot_test::duplicate_kernels_library, "--list"}),
                           "kdsl-compile", "kernel name 'user_scale_add' is registered twice");

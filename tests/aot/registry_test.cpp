@@ -24,8 +24,11 @@ std::optional<RegisteredKernel> find(const std::string &name) {
 }  // namespace
 
 TEST_CASE("registry: a library's KDSL_REGISTER_KERNEL lines register its kernels, with their options and the file they came from") {
-  load_kernel_library(user_kernels_library);
-  load_kernel_library(user_kernels_library);  // a second load registers nothing new, and is no error
+  std::vector<std::string> names = load_kernel_library(user_kernels_library);
+  CHECK(names == std::vector<std::string>{"user_row_sums", "user_scale_add"});
+  CHECK(load_kernel_library(user_kernels_library) == names);  // a second load registers nothing new, and is no error
+  // A shared library without registrations (found by the loader's search: no such file here) loads, and says so by its empty list.
+  CHECK(load_kernel_library("libm.so.6").empty());
   auto scale_add = find("user_scale_add"), row_sums = find("user_row_sums");
   REQUIRE(scale_add);
   REQUIRE(row_sums);
