@@ -1,4 +1,4 @@
-// kdsl-compile: compiles registered kernels (the examples, and a user's libraries' with --load) for a target without a device, writes every stage, fills the cache
+// kdsl_compile.cpp - kdsl-compile: compiles registered kernels (the examples, a user's --load libraries') for a target without a device, writes every stage, fills the cache
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
