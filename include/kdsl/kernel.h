@@ -172,6 +172,13 @@ struct kernel_params<void (*)(P...)> {
   }
 };
 
+// K's name, parameter types and tracer: what launches, compile_for and the registry hold of it.
+template <auto K>
+KernelSignature kernel_signature() {
+  using Params = kernel_params<decltype(K)>;
+  return {kernel_name<K>(), Params::types(), &Params::template trace<K>};
+}
+
 }  // namespace detail
 
 // A kernel compiled for one device: call it with a grid and the arguments. Each new
@@ -183,7 +190,7 @@ class Kernel {
 
  public:
   Kernel(const Device &device, CompileOptions options)
-      : impl_(detail::make_kernel(device, {detail::kernel_name<K>(), Params::types(), &Params::template trace<K>}, options)) {}
+      : impl_(detail::make_kernel(device, detail::kernel_signature<K>(), options)) {}
 
   template <class... A>
   void operator()(const Grid &g, const A &...args) const {

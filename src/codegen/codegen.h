@@ -1,6 +1,7 @@
 // codegen.h - the compiler's interface to the rest of kdsl: block IR in, machine code out (no LLVM types)
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,10 +20,12 @@ struct TargetDesc {
 const TargetDesc &host_target();
 std::string llvm_version();
 
-// Where KDSL_DUMP=ir,llvm,asm writes each stage (empty: nothing written).
+// Which stages KDSL_DUMP=ir,llvm,asm asks for, and where they go: files in `dir` (empty: none
+// written), and with keep_text in CompiledObject::stages too (compile_for hands them back).
 struct DumpOptions {
   std::string dir;
   bool ir = false, llvm = false, asm_text = false;
+  bool keep_text = false;
   static DumpOptions from_env();
 };
 
@@ -47,6 +50,7 @@ struct CompiledObject {
   double passes_ms = 0, lower_ms = 0, llvm_ms = 0;
   std::string ptx;             // cuda only
   ResourceReport resources;    // cuda only
+  std::map<std::string, std::string> stages;  // DumpOptions::keep_text: each stage's text by its file's extension (".kir", ".ptx")
 };
 
 // Runs the pass pipeline and the host lowering, optimizes at O3 for the host CPU and emits an

@@ -10,17 +10,16 @@
 
 #include <kdsl/error.h>
 #include <kdsl/kernel.h>
-#include <kdsl_version.h>
 
 #include "codegen/codegen.h"
-#include "frontend/tracer.h"
-#include "ir/printer.h"
+#include "frontend/trace_kernel.h"
 #include "jit_cache/cache_key.h"
 #include "jit_cache/disk_cache.h"
 #include "jit_cache/memory_cache.h"
 #include "runtime/cache_stats.h"
 #include "runtime/cuda/cuda_launch.h"
 #include "runtime/device_impl.h"
+#include "runtime/kernel_cache_key.h"
 #include "runtime/launch_profile.h"
 #include "support/log.h"
 
@@ -30,7 +29,6 @@ using jit_cache::CacheEntry;
 using jit_cache::CacheKey;
 using jit_cache::DiskCache;
 using jit_cache::MemoryCache;
-using jit_cache::hash_text_hex;
 
 Stats &stats() {
   static Stats s;
@@ -179,26 +177,13 @@ class KernelImpl {
     else k.entry = codegen::load_host_object(entry.code, entry.symbol);
   }
 
-  ir::Function trace(const std::vector<ir::ArgClass> &arg_classes) const {
-    return frontend::trace_kernel(sig_.name, sig_.params, arg_classes, sig_.trace);
-  }
+  ir::Function trace(const std::vector<ir::ArgClass> &arg_classes) const { return frontend::trace_kernel(sig_, arg_classes); }
 
   std::shared_ptr<LoadedKernel> load_specialization(const ArgValue *args, size_t count) {
     auto start = std::chrono::steady_clock::now();
     std::vector<ir::ArgClass> arg_classes = classes(args, count);
     ir::Function fn = trace(arg_classes);
-    const codegen::TargetDesc &target = device_.impl().target();
-    CacheKey key;
-    key.kernel_name = sig_.name;
-    key.ir_hash = hash_text_hex(ir::print(fn));
-    for (size_t i = 0; i < arg_classes.size(); ++i)
-      key.specialization += fmt::format("{}{}", i ? "," : "", arg_classes[i] == ir::ArgClass::EqualToOne ? "1" : arg_classes[i] == ir::ArgClass::Divisible16 ? "16" : "_");
-    key.options = fmt::format("num_warps={},num_stages={}", options_.num_warps, options_.num_stages);
-    key.backend = target.backend;
-    key.arch = target.arch;
-    key.features = target.features;
-    key.kdsl_version = KDSL_VERSION_STRING;
-    key.llvm_version = codegen::llvm_version();
+    CacheKey key = kernel_cache_key(sig_.name, fn, arg_classes, options_, device_.impl().target());
     std::string digest = key.digest();
     // A GPU's modules live in its context: the in-memory table holds one per device.
     std::string memory_key = on_gpu_ ? digest + "@" + cuda_device().context_key() : digest;
@@ -210,7 +195,7 @@ class KernelImpl {
     }
     DiskCache disk(DiskCache::default_dir());
     auto loaded = std::make_shared<LoadedKernel>();
-    std::string symbol = "kdsl_" + digest;
+    std::string symbol = kernel_symbol(key);
     bool from_disk = false;
     jit_cache::EntryFile file;
     // KDSL_DUMP writes the stages of what is compiled: a kernel asked to be dumped is compiled
@@ -236,11 +221,7 @@ class KernelImpl {
       log_info("{} [{}]: disk cache hit {} ({:.3f} ms)", sig_.name, key.specialization, disk.entry_path(key).string(), elapsed_ms(start));
     } else {
       codegen::CompiledObject obj = compile(fn, symbol, dump);
-      CacheEntry fresh;
-      fresh.symbol = symbol;
-      fresh.code = obj.object;
-      fresh.metadata = {{"kernel", sig_.name}, {"compile_ms", elapsed_ms(start)}};
-      if (on_gpu_) add_cuda_metadata(fresh.metadata, obj);
+      CacheEntry fresh = kernel_cache_entry(sig_.name, obj, elapsed_ms(start), on_gpu_);
       disk.store(key, fresh);
       load(*loaded, fresh);
       double ms = elapsed_ms(start);

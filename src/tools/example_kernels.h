@@ -1,15 +1,17 @@
-// example_kernels.h - the kernels kdsl-compile and the NVPTX tests compile by name, traced without a device
+// example_kernels.h - the kernels kdsl-compile registers and the NVPTX tests compile by name, traced without a device
 #pragma once
 #include <string>
 #include <vector>
 
 #include <kdsl/kernel.h>
+#include <kdsl/registry.h>
+#include <kdsl/specialization.h>
 
 #include "examples/layer_norm.h"
 #include "examples/matmul.h"
 #include "examples/softmax.h"
 #include "examples/vector_add.h"
-#include "frontend/tracer.h"
+#include "frontend/trace_kernel.h"
 #include "ir/ir.h"
 #include "kernels/argmax.h"
 #include "kernels/matmul.h"
@@ -18,6 +20,7 @@
 #include "kernels/rope.h"
 #include "kernels/softmax.h"
 #include "kernels/swiglu.h"
+#include "runtime/specialization_ir.h"
 
 namespace kdsl::tools {
 
@@ -29,8 +32,7 @@ struct NamedKernel {
 
 template <auto K>
 NamedKernel named_kernel(std::string name, int num_warps = 4) {
-  using Params = detail::kernel_params<decltype(K)>;
-  return {std::move(name), {detail::kernel_name<K>(), Params::types(), &Params::template trace<K>}, num_warps};
+  return {std::move(name), detail::kernel_signature<K>(), num_warps};
 }
 
 // The examples at the block sizes their programs launch with, then library kernels.
@@ -51,37 +53,23 @@ inline std::vector<NamedKernel> example_kernels() {
   };
 }
 
-// The specialization a launch with these classes would get: "aligned" (every pointer 16-byte
-// aligned and every integer a multiple of 16), "none", or one class per argument: "16", "1", "_".
+// The classes a launch would give: "aligned", "none" or one of 16/1/_ per argument ("16,16,_"),
+// read by kdsl::Specialization (the one parser of that text).
 inline std::vector<ir::ArgClass> parse_specialization(const std::string &spec, const detail::KernelSignature &sig) {
-  std::vector<ir::ArgClass> classes(sig.params.size(), ir::ArgClass::None);
-  if (spec == "none") return classes;
-  if (spec == "aligned") {
-    for (size_t i = 0; i < classes.size(); ++i)
-      if (sig.params[i].is_ptr || !is_float(sig.params[i].elem)) classes[i] = ir::ArgClass::Divisible16;
-    return classes;
-  }
-  size_t i = 0, start = 0;
-  while (start <= spec.size()) {
-    size_t end = spec.find(',', start);
-    std::string item = spec.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    if (i >= classes.size())
-      throw Error("specialization '" + spec + "' has more entries than kernel '" + sig.name + "' has arguments (" + std::to_string(classes.size()) + ")");
-    if (item == "16") classes[i] = ir::ArgClass::Divisible16;
-    else if (item == "1") classes[i] = ir::ArgClass::EqualToOne;
-    else if (item != "_") throw Error("specialization entry '" + item + "' must be 16, 1 or _");
-    ++i;
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  if (i != classes.size())
-    throw Error("specialization '" + spec + "' has " + std::to_string(i) + " entries; kernel '" + sig.name + "' has " + std::to_string(classes.size()) + " arguments");
-  return classes;
+  return detail::to_arg_classes(Specialization::parse(spec).classes_for(sig.params, sig.name));
 }
 
 // Traces the kernel body once into block IR, as a launch would, without a device.
 inline ir::Function trace_kernel(const detail::KernelSignature &sig, const std::vector<ir::ArgClass> &classes) {
-  return frontend::trace_kernel(sig.name, sig.params, classes, sig.trace);
+  return frontend::trace_kernel(sig, classes);
+}
+
+// The examples as registry entries: kdsl-compile registers them (example_kernels.cpp) beside a
+// user's --load libraries.
+inline std::vector<RegisteredKernel> example_registry_entries() {
+  std::vector<RegisteredKernel> out;
+  for (NamedKernel &k : example_kernels()) out.push_back({k.name, k.signature, CompileOptions{.num_warps = k.num_warps}, {}});
+  return out;
 }
 
 }  // namespace kdsl::tools

@@ -1,79 +1,111 @@
-// kdsl_compile.cpp - kdsl-compile: compiles named kernels for a target without a device and writes every stage
+// kdsl_compile.cpp - kdsl-compile: compiles registered kernels (the examples, a user's --load libraries') for a target without a device, writes every stage, fills the cache
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <filesystem>
 #include <fstream>
 
+#include <kdsl/compile_for.h>
 #include <kdsl/error.h>
+#include <kdsl/registry.h>
 
-#include "codegen/codegen.h"
-#include "codegen/target_info.h"
-#include "ir/printer.h"
-#include "src/tools/example_kernels.h"
 #include "src/tools/tool_main.h"
 
 using namespace kdsl;
+namespace fs = std::filesystem;
+
+namespace {
+
+void write_file(const fs::path &path, const void *data, size_t size) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(static_cast<const char *>(data), std::streamsize(size));
+  if (!out) throw Error(fmt::format("cannot write {}", path.string()));
+}
+void write_file(const fs::path &path, const std::string &text) { write_file(path, text.data(), text.size()); }
+
+// The stages kdsl-compile has always written: <name>.traced.kir .kir .ll .opt.ll, then .ptx .cubin
+// .resources.txt for a GPU or .s .o for the host.
+void write_stages(const fs::path &dir, const std::string &name, const CompileResult &r) {
+  fs::create_directories(dir);
+  auto file = [&](const char *extension) { return dir / (name + extension); };
+  write_file(file(".traced.kir"), r.traced_ir);
+  write_file(file(".kir"), r.optimized_ir);
+  write_file(file(".ll"), r.llvm_ir);
+  write_file(file(".opt.ll"), r.optimized_llvm_ir);
+  if (r.target == "host") {
+    write_file(file(".s"), r.assembly);
+    write_file(file(".o"), r.object.data(), r.object.size());
+    return;
+  }
+  write_file(file(".ptx"), r.ptx);
+  if (r.resources.assembled) write_file(file(".cubin"), r.object.data(), r.object.size());
+  write_file(file(".resources.txt"), r.resources.report);
+}
+
+void print_result(const std::string &name, const CompileResult &r) {
+  const KernelResources &res = r.resources;
+  if (r.target == "host")
+    fmt::print("{:18} host   object {} bytes  ({:.1f} ms)\n", name, r.object.size(), r.compile_ms);
+  else if (res.assembled)
+    fmt::print("{:18} {}  {} threads  {:3} registers  spills {}/{} bytes  smem {} + {} dynamic  cubin {} bytes  ({:.1f} ms)\n", name, r.target,
+               res.threads, res.registers, res.spill_store_bytes, res.spill_load_bytes, res.static_shared_bytes, res.dynamic_shared_bytes,
+               r.object.size(), r.compile_ms);
+  else
+    fmt::print("{:18} {}  {} threads  PTX {} bytes (no ptxas: left to the driver's JIT)  smem {} dynamic\n", name, r.target, res.threads,
+               r.ptx.size(), res.dynamic_shared_bytes);
+}
+
+}  // namespace
 
 int main(int argc, char **argv) {
-  CLI::App app{"kdsl-compile: compile kernels for a target (sm_80, sm_90, host) without a device, writing every stage to a folder"};
+  CLI::App app{"kdsl-compile: compile registered kernels (the examples, and those of libraries given with --load) for a target "
+               "(host, sm_80, sm_90) without a device, writing every stage to a folder and the code to the kernel cache"};
   std::string target = "sm_80", out_dir = "kdsl-compile-out", spec = "aligned";
-  std::vector<std::string> names;
-  int num_warps = 0;
+  std::vector<std::string> names, libraries;
+  int num_warps = 0, num_stages = 0;
   bool list = false;
-  app.add_option("--target", target, "sm_80, sm_90 or host")->capture_default_str();
-  app.add_option("--kernel", names, "kernel names (default: all; see --list)");
+  app.add_option("--target", target, "host, sm_80 or sm_90")->capture_default_str();
+  app.add_option("--kernel", names, "registered kernel names (default: all; see --list)");
+  app.add_option("--load", libraries, "a shared library whose KDSL_REGISTER_KERNEL lines register kernels (repeatable)");
   app.add_option("--spec", spec, "argument specialization: aligned, none, or one of 16/1/_ per argument (\"16,16,_\")")->capture_default_str();
-  app.add_option("--num-warps", num_warps, "warps per program (default: the kernel's default configuration)");
-  app.add_option("--out", out_dir, "folder for the stages: .traced.kir .kir .ll .opt.ll .ptx .cubin .resources.txt (host: .s)")->capture_default_str();
-  app.add_flag("--list", list, "list the kernels and targets");
+  app.add_option("--num-warps", num_warps, "warps per program (default: the kernel's registered options)");
+  app.add_option("--num-stages", num_stages, "pipeline stages for loads feeding dot (default: the kernel's registered options)");
+  app.add_option("--out", out_dir, "folder for the stages: .traced.kir .kir .ll .opt.ll .ptx .cubin .resources.txt (host: .s .o)")->capture_default_str();
+  app.add_flag("--list", list, "list the registered kernels and the targets");
   if (int status = tools::parse_command_line(app, "kdsl-compile", argc, argv); status >= 0) return status;
 
-  std::vector<tools::NamedKernel> kernels = tools::example_kernels();
-  if (list) {
-    for (const auto &k : kernels) fmt::print("{:18} {}\n", k.name, k.signature.name);
-    fmt::print("targets: host {}\n", fmt::join(codegen::target_names(), " "));
-    return 0;
-  }
   return tools::run_tool("kdsl-compile", "", [&] {
-    if (target != "host") codegen::target_info(target);  // a clear error for unknown names
+    for (const std::string &library : libraries)
+      if (load_kernel_library(library).empty())
+        throw Error(fmt::format("kernel library '{}' registers no kernels: register them with KDSL_REGISTER_KERNEL (kdsl/registry.h), and "
+                                "do not link kdsl into the library with its symbols hidden",
+                                library));
+    std::vector<RegisteredKernel> kernels = registered_kernels();
+    if (list) {
+      for (const RegisteredKernel &k : kernels) fmt::print("{:18} {:40} {}\n", k.name, k.signature.name, fs::path(k.library).filename().string());
+      fmt::print("targets: {}\n", fmt::join(Target::names(), " "));
+      return 0;
+    }
+    Target to(target);
+    Specialization specialization = Specialization::parse(spec);
+    for (const std::string &name : names) registered_kernel(name);  // a clear error for an unknown name, before any compile
+    fs::path dir = fs::path(out_dir) / target;
     int failures = 0;
-    bool matched_any = names.empty();
-    for (const auto &k : kernels) {
+    for (const RegisteredKernel &k : kernels) {
       if (!names.empty() && std::find(names.begin(), names.end(), k.name) == names.end()) continue;
-      matched_any = true;
-      codegen::DumpOptions dump;
-      dump.dir = (std::filesystem::path(out_dir) / target).string();
-      dump.ir = dump.llvm = dump.asm_text = true;
-      ir::Function fn = tools::trace_kernel(k.signature, tools::parse_specialization(spec, k.signature));
-      std::string symbol = "kdsl_" + k.name;
+      CompileOptions options = k.options;
+      if (num_warps) options.num_warps = num_warps;
+      if (num_stages) options.num_stages = num_stages;
       try {
-        if (target == "host") {
-          codegen::CompiledObject obj = codegen::compile_for_host(fn, symbol, dump);
-          std::ofstream(std::filesystem::path(dump.dir) / (symbol + ".o"), std::ios::binary).write(reinterpret_cast<const char *>(obj.object.data()),
-                                                                                                     std::streamsize(obj.object.size()));
-          fmt::print("{:18} host   object {} bytes  ({:.1f} ms)\n", k.name, obj.object.size(), obj.passes_ms + obj.lower_ms + obj.llvm_ms);
-          continue;
-        }
-        codegen::CudaCompileOptions options;
-        options.arch = target;
-        options.num_warps = num_warps ? num_warps : k.num_warps;
-        codegen::CompiledObject obj = codegen::compile_for_cuda(fn, symbol, options, dump);
-        const codegen::ResourceReport &r = obj.resources;
-        if (r.assembled)
-          fmt::print("{:18} {}  {} threads  {:3} registers  spills {}/{} bytes  smem {} + {} dynamic  cubin {} bytes  ({:.1f} ms)\n", k.name, target,
-                     r.threads, r.registers, r.spill_store_bytes, r.spill_load_bytes, r.static_shared_bytes, r.dynamic_shared_bytes, obj.object.size(),
-                     obj.passes_ms + obj.lower_ms + obj.llvm_ms);
-        else
-          fmt::print("{:18} {}  {} threads  PTX {} bytes (no ptxas: left to the driver's JIT)  smem {} dynamic\n", k.name, target, r.threads,
-                     obj.ptx.size(), r.dynamic_shared_bytes);
+        CompileResult r = detail::compile_for(k.signature, to, specialization, options);
+        write_stages(dir, k.name, r);
+        print_result(k.name, r);
       } catch (const Error &e) {
         ++failures;
         fmt::print(stderr, "{}: {}\n", k.name, e.what());
       }
     }
-    if (!matched_any) throw Error(fmt::format("no kernel named {} (see --list)", fmt::join(names, ", ")));
-    fmt::print("stages written to {}\n", (std::filesystem::path(out_dir) / target).string());
+    fmt::print("stages written to {}\n", dir.string());
     return failures ? 1 : 0;
   });
 }

@@ -27,9 +27,11 @@
 namespace kdsl::codegen {
 namespace {
 
-void write_dump(const DumpOptions &dump, const std::string &symbol, const char *ext, const std::string &text) {
+void write_dump(const DumpOptions &dump, CompiledObject &out, const char *ext, const std::string &text) {
+  if (dump.keep_text) out.stages[ext] = text;
+  if (dump.dir.empty()) return;
   std::filesystem::create_directories(dump.dir);
-  std::ofstream(std::filesystem::path(dump.dir) / (symbol + ext)) << text;
+  std::ofstream(std::filesystem::path(dump.dir) / (out.symbol + ext)) << text;
 }
 
 void optimize(llvm::Module &m, llvm::TargetMachine &tm) {
@@ -56,9 +58,9 @@ CompiledObject compile_for_host(const ir::Function &traced, const std::string &s
   out.symbol = symbol;
   auto start = std::chrono::steady_clock::now();
   ir::Function fn = traced;
-  if (dump.ir) write_dump(dump, symbol, ".traced.kir", ir::print(fn));
+  if (dump.ir) write_dump(dump, out, ".traced.kir", ir::print(fn));
   run_pipeline(fn);
-  if (dump.ir) write_dump(dump, symbol, ".kir", ir::print(fn));
+  if (dump.ir) write_dump(dump, out, ".kir", ir::print(fn));
   out.passes_ms = elapsed_ms(start);
 
   start = std::chrono::steady_clock::now();
@@ -80,7 +82,7 @@ CompiledObject compile_for_host(const ir::Function &traced, const std::string &s
     std::string text;
     llvm::raw_string_ostream s(text);
     module->print(s, nullptr);
-    write_dump(dump, symbol, ".ll", text);
+    write_dump(dump, out, ".ll", text);
   }
   out.lower_ms = elapsed_ms(start);
 
@@ -90,12 +92,12 @@ CompiledObject compile_for_host(const ir::Function &traced, const std::string &s
     std::string text;
     llvm::raw_string_ostream s(text);
     module->print(s, nullptr);
-    write_dump(dump, symbol, ".opt.ll", text);
+    write_dump(dump, out, ".opt.ll", text);
   }
   out.object = emit_machine_code(*module, *tm, llvm::CodeGenFileType::ObjectFile);
   if (dump.asm_text) {
     std::vector<uint8_t> text = emit_machine_code(*module, *tm, llvm::CodeGenFileType::AssemblyFile);
-    write_dump(dump, symbol, ".s", std::string(text.begin(), text.end()));
+    write_dump(dump, out, ".s", std::string(text.begin(), text.end()));
   }
   out.llvm_ms = elapsed_ms(start);
   return out;

@@ -23,9 +23,11 @@
 namespace kdsl::codegen {
 namespace {
 
-void write_dump(const DumpOptions &dump, const std::string &symbol, const char *ext, const std::string &text) {
+void write_dump(const DumpOptions &dump, CompiledObject &out, const char *ext, const std::string &text) {
+  if (dump.keep_text) out.stages[ext] = text;
+  if (dump.dir.empty()) return;
   std::filesystem::create_directories(dump.dir);
-  std::ofstream(std::filesystem::path(dump.dir) / (symbol + ext), std::ios::binary) << text;
+  std::ofstream(std::filesystem::path(dump.dir) / (out.symbol + ext), std::ios::binary) << text;
 }
 
 std::string module_text(const llvm::Module &m) {
@@ -52,11 +54,11 @@ CompiledObject compile_for_cuda(const ir::Function &traced, const std::string &s
   out.symbol = symbol;
   auto start = std::chrono::steady_clock::now();
   ir::Function fn = traced;
-  if (dump.ir) write_dump(dump, symbol, ".traced.kir", ir::print(fn));
+  if (dump.ir) write_dump(dump, out, ".traced.kir", ir::print(fn));
   run_pipeline(fn);                                                                        // 1. block-IR passes
   nvptx::LayoutPlan plan = nvptx::assign_layouts(fn, target, options.num_warps);           // 2. layouts, vector widths, mma dots
   nvptx::plan_pipelining(fn, target, options.num_stages, plan);                           //    cp.async for loads feeding them
-  if (dump.ir) write_dump(dump, symbol, ".kir", ir::print(fn));
+  if (dump.ir) write_dump(dump, out, ".kir", ir::print(fn));
   out.passes_ms = elapsed_ms(start);
 
   start = std::chrono::steady_clock::now();
@@ -70,7 +72,7 @@ CompiledObject compile_for_cuda(const ir::Function &traced, const std::string &s
   llvm::raw_string_ostream problem_stream(problems);
   if (llvm::verifyModule(*module, &problem_stream))
     internal_error(fmt::format("nvptx lowering of '{}' produced invalid LLVM IR: {}\n{}", fn.name, problems, module_text(*module)));
-  if (dump.llvm) write_dump(dump, symbol, ".ll", module_text(*module));
+  if (dump.llvm) write_dump(dump, out, ".ll", module_text(*module));
   if (lowered.shared_bytes > target.shared_bytes_optin)
     throw Error(fmt::format("kernel '{}' needs {} bytes of shared memory per program; {} has {} (use smaller blocks)", fn.name, lowered.shared_bytes,
                             target.name, target.shared_bytes_optin));
@@ -78,7 +80,7 @@ CompiledObject compile_for_cuda(const ir::Function &traced, const std::string &s
 
   start = std::chrono::steady_clock::now();
   nvptx::link_and_optimize(*module, *tm, symbol);                                         // 4. libdevice, O3
-  if (dump.llvm) write_dump(dump, symbol, ".opt.ll", module_text(*module));
+  if (dump.llvm) write_dump(dump, out, ".opt.ll", module_text(*module));
   out.ptx = nvptx::emit_ptx(*module, *tm);                                                // 5. PTX
   out.resources.threads = lowered.threads;
   out.resources.dynamic_shared_bytes = lowered.shared_bytes;
@@ -92,9 +94,9 @@ CompiledObject compile_for_cuda(const ir::Function &traced, const std::string &s
   }
   out.llvm_ms = elapsed_ms(start);
   if (dump.asm_text) {
-    write_dump(dump, symbol, ".ptx", out.ptx);
-    if (out.resources.assembled) write_dump(dump, symbol, ".cubin", std::string(out.object.begin(), out.object.end()));
-    write_dump(dump, symbol, ".resources.txt", resources_text(out, options));
+    write_dump(dump, out, ".ptx", out.ptx);
+    if (out.resources.assembled) write_dump(dump, out, ".cubin", std::string(out.object.begin(), out.object.end()));
+    write_dump(dump, out, ".resources.txt", resources_text(out, options));
   }
   return out;
 }

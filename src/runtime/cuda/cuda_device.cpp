@@ -5,7 +5,7 @@
 
 #include <kdsl/error.h>
 
-#include "runtime/cuda/cuda_toolchain.h"
+#include "runtime/cuda/cuda_launch.h"
 
 namespace kdsl::detail {
 
@@ -36,11 +36,8 @@ CudaDevice::CudaDevice(int ordinal, const cuda::Driver &driver) : drv_(driver), 
   info_.shared_bytes_static = attribute(cuda::kAttrMaxSharedPerBlock, "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK)");
   info_.shared_bytes_optin = attribute(cuda::kAttrMaxSharedPerBlockOptin, "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)");
   name_ = fmt::format("cuda:{} ({}, sm_{}{}, {} SMs)", ordinal, name, major, minor, info_.sm_count);
-  target_.backend = "cuda";
   // The cache key's arch: a GPU that gets PTX must not load another's cubin of the same code.
-  target_.arch = embeds_ptx_ ? fmt::format("sm_{}{} ({} PTX)", major, minor, info_.name) : info_.name;
-  target_.triple = info_.triple;
-  target_.features = cuda::toolchain_features();
+  target_ = cuda_target(info_, embeds_ptx_ ? fmt::format("sm_{}{} ({} PTX)", major, minor, info_.name) : info_.name);
   drv_.check(drv_.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
   make_current();
   drv_.check(drv_.cuStreamCreate(&stream_, 0), "cuStreamCreate");

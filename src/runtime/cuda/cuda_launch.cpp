@@ -5,16 +5,32 @@
 
 #include <kdsl/error.h>
 
+#include "runtime/cuda/cuda_toolchain.h"
+
 namespace kdsl::detail {
+
+codegen::TargetDesc cuda_target(const codegen::TargetInfo &info, const std::string &arch) {
+  codegen::TargetDesc target;
+  target.backend = "cuda";
+  target.arch = arch;
+  target.triple = info.triple;
+  target.features = cuda::toolchain_features();
+  return target;
+}
+
+codegen::CudaCompileOptions cuda_compile_options(const std::string &arch, bool assemble, const CompileOptions &options) {
+  codegen::CudaCompileOptions cuda_options;
+  cuda_options.arch = arch;
+  cuda_options.num_warps = options.num_warps;
+  cuda_options.num_stages = options.num_stages;
+  cuda_options.assemble = assemble;
+  return cuda_options;
+}
 
 codegen::CompiledObject compile_cuda(const CudaDevice &device, const ir::Function &fn, const std::string &symbol, const CompileOptions &options,
                                      const codegen::DumpOptions &dump) {
-  codegen::CudaCompileOptions cuda_options;
-  cuda_options.arch = device.info().name;
-  cuda_options.num_warps = options.num_warps;
-  cuda_options.num_stages = options.num_stages;
-  cuda_options.assemble = !device.embeds_ptx();  // an sm_90 cubin would not load on sm_100 or sm_120
-  return codegen::compile_for_cuda(fn, symbol, cuda_options, dump);
+  // An sm_90 cubin would not load on sm_100 or sm_120: those get PTX.
+  return codegen::compile_for_cuda(fn, symbol, cuda_compile_options(device.info().name, !device.embeds_ptx(), options), dump);
 }
 
 void add_cuda_metadata(nlohmann::json &metadata, const codegen::CompiledObject &compiled) {

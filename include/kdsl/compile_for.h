@@ -1,0 +1,80 @@
+// compile_for.h - ahead-of-time compile: a kernel traced for one specialization and compiled for any target, no device needed
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <kdsl/kernel.h>
+#include <kdsl/specialization.h>
+
+namespace kdsl {
+
+// What code is compiled for: "host" (this machine's CPU, as Device::cpu() runs it) or a CUDA
+// architecture kdsl knows ("sm_80": A100 and every sm_8x GPU; "sm_90": H100/H200).
+class Target {
+ public:
+  // Throws kdsl::Error naming the known targets when `name` is none of them.
+  explicit Target(std::string name);
+  static Target host() { return Target("host"); }
+  // "host", then every CUDA architecture: what Target accepts.
+  static std::vector<std::string> names();
+
+  const std::string &name() const { return name_; }
+  bool is_host() const { return name_ == "host"; }
+  bool operator==(const Target &) const = default;
+
+ private:
+  std::string name_;
+};
+
+// What the compiled code needs per program, CUDA's from ptxas -v; -1 where not known (the host,
+// or no ptxas found).
+struct KernelResources {
+  int threads = 0;  // per block: num_warps * 32 (0 on the host)
+  int registers = -1, spill_store_bytes = -1, spill_load_bytes = -1, stack_frame_bytes = -1;
+  int static_shared_bytes = -1;
+  int dynamic_shared_bytes = 0;  // allocated by kdsl's lowering, passed at launch
+  bool assembled = false;        // CUDA: ptxas made a cubin; false: `object` is PTX for the driver's JIT
+  std::string report;            // CUDA: the above as text, with ptxas's own log (kdsl-compile's .resources.txt)
+};
+
+// Every stage of one ahead-of-time compile.
+struct CompileResult {
+  std::string kernel;          // the name launches and the log use: "examples::add<1024>"
+  std::string target;          // "sm_90", "host"
+  std::string specialization;  // one class per argument: "16,16,16,_"
+  std::string symbol;          // the entry point inside `object`
+  std::string traced_ir;       // block IR as traced
+  std::string optimized_ir;    // block IR after the passes (CUDA: with layouts and pipelining)
+  std::string llvm_ir;         // LLVM IR as lowered
+  std::string optimized_llvm_ir;
+  std::string ptx;             // CUDA only
+  std::string assembly;        // host only: the object's machine code as assembly text
+  std::vector<uint8_t> object;  // host: a relocatable object; CUDA: a cubin, or NUL-terminated PTX without ptxas
+  KernelResources resources;
+  std::string cache_digest;    // the kernel cache key a launch on this target computes (32 hex digits)
+  std::string cache_file;      // where the entry was stored; empty when the disk cache refused it (logged)
+  double compile_ms = 0;       // tracing and compiling
+};
+
+namespace detail {
+CompileResult compile_for(const KernelSignature &signature, const Target &target, const Specialization &spec, const CompileOptions &options);
+}  // namespace detail
+
+// Traces kernel K for `spec` and compiles it for `target` without a device, returning every
+// stage, and stores the code in the kernel cache ($KDSL_CACHE_DIR, ...) under the key a launch
+// of K with the same options on that target computes: a later launch there loads it instead of
+// compiling. Throws kdsl::Error for a bad specialization, a kernel that does not trace or does
+// not fit the target (shared memory, num_warps).
+template <auto K>
+CompileResult compile_for(const Target &target, const Specialization &spec = {}, const CompileOptions &options = {}) {
+  return detail::compile_for(detail::kernel_signature<K>(), target, spec, options);
+}
+
+// The same for a kernel registered by name (kdsl/registry.h), with its registered options unless
+// `options` are given. Throws kdsl::Error naming the registered kernels for an unknown name.
+CompileResult compile_for(const std::string &name, const Target &target, const Specialization &spec = {},
+                          const std::optional<CompileOptions> &options = std::nullopt);
+
+}  // namespace kdsl

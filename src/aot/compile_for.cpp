@@ -1,0 +1,114 @@
+// compile_for.cpp - ahead-of-time compile: trace for a specialization, compile for a named target, store under a launch's key
+#include <kdsl/compile_for.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+
+#include <kdsl/error.h>
+#include <kdsl/registry.h>
+
+#include "codegen/codegen.h"
+#include "codegen/target_info.h"
+#include "frontend/trace_kernel.h"
+#include "jit_cache/disk_cache.h"
+#include "runtime/cache_stats.h"
+#include "runtime/cuda/cuda_launch.h"
+#include "runtime/kernel_cache_key.h"
+#include "runtime/specialization_ir.h"
+#include "support/log.h"
+
+namespace kdsl {
+namespace {
+
+std::string stage(const codegen::CompiledObject &obj, const char *extension) {
+  auto it = obj.stages.find(extension);
+  return it == obj.stages.end() ? std::string() : it->second;
+}
+
+KernelResources resources_of(const codegen::CompiledObject &obj) {
+  const codegen::ResourceReport &r = obj.resources;
+  KernelResources out;
+  out.threads = r.threads;
+  out.registers = r.registers;
+  out.spill_store_bytes = r.spill_store_bytes;
+  out.spill_load_bytes = r.spill_load_bytes;
+  out.stack_frame_bytes = r.stack_frame_bytes;
+  out.static_shared_bytes = r.static_shared_bytes;
+  out.dynamic_shared_bytes = r.dynamic_shared_bytes;
+  out.assembled = r.assembled;
+  out.report = stage(obj, ".resources.txt");
+  return out;
+}
+
+}  // namespace
+
+Target::Target(std::string name) : name_(std::move(name)) {
+  std::vector<std::string> known = names();
+  if (std::find(known.begin(), known.end(), name_) == known.end())
+    throw Error(fmt::format("unknown target '{}': kdsl compiles for {}", name_, fmt::join(known, ", ")));
+}
+
+std::vector<std::string> Target::names() {
+  std::vector<std::string> names = {"host"};
+  for (const std::string &gpu : codegen::target_names()) names.push_back(gpu);
+  return names;
+}
+
+namespace detail {
+
+CompileResult compile_for(const KernelSignature &signature, const Target &target, const Specialization &spec, const CompileOptions &options) {
+  auto start = std::chrono::steady_clock::now();
+  std::vector<ir::ArgClass> classes = to_arg_classes(spec.classes_for(signature.params, signature.name));
+  ir::Function traced = frontend::trace_kernel(signature, classes);
+  bool cuda = !target.is_host();
+  // The target a device of this kind reports, so the key is the one its launches look up.
+  codegen::TargetDesc desc = cuda ? cuda_target(codegen::target_info(target.name()), target.name()) : codegen::host_target();
+  jit_cache::CacheKey key = kernel_cache_key(signature.name, traced, classes, options, desc);
+
+  codegen::DumpOptions dump;
+  dump.ir = dump.llvm = dump.asm_text = dump.keep_text = true;
+  std::string symbol = kernel_symbol(key);
+  codegen::CompiledObject obj = cuda ? codegen::compile_for_cuda(traced, symbol, cuda_compile_options(target.name(), true, options), dump)
+                                     : codegen::compile_for_host(traced, symbol, dump);
+  double ms = elapsed_ms(start);
+  stats().compiled.fetch_add(1);
+  stats().compile_us.fetch_add(int64_t(ms * 1000));
+
+  jit_cache::DiskCache disk(jit_cache::DiskCache::default_dir());
+  disk.store(key, kernel_cache_entry(signature.name, obj, ms, cuda));
+  std::error_code ec;
+  std::filesystem::path file = disk.entry_path(key);
+
+  CompileResult out;
+  out.kernel = signature.name;
+  out.target = target.name();
+  out.specialization = key.specialization;
+  out.symbol = symbol;
+  out.traced_ir = stage(obj, ".traced.kir");
+  out.optimized_ir = stage(obj, ".kir");
+  out.llvm_ir = stage(obj, ".ll");
+  out.optimized_llvm_ir = stage(obj, ".opt.ll");
+  out.ptx = obj.ptx;
+  out.assembly = stage(obj, ".s");
+  out.object = std::move(obj.object);
+  out.resources = resources_of(obj);
+  out.cache_digest = key.digest();
+  out.cache_file = std::filesystem::is_regular_file(file, ec) ? file.string() : std::string();
+  out.compile_ms = ms;
+  log_info("{} [{}]: compiled for {} ahead of time in {:.2f} ms; cache entry {}", signature.name, key.specialization, target.name(), ms,
+           out.cache_file.empty() ? "not stored" : out.cache_file);
+  return out;
+}
+
+}  // namespace detail
+
+CompileResult compile_for(const std::string &name, const Target &target, const Specialization &spec, const std::optional<CompileOptions> &options) {
+  RegisteredKernel kernel = registered_kernel(name);
+  return detail::compile_for(kernel.signature, target, spec, options.value_or(kernel.options));
+}
+
+}  // namespace kdsl

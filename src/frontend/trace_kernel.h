@@ -1,0 +1,14 @@
+// trace_kernel.h - runs a kernel's C++ body once under a Tracer: what a launch and compile_for both trace with
+#pragma once
+#include <vector>
+
+#include <kdsl/kernel.h>
+
+#include "ir/ir.h"
+
+namespace kdsl::frontend {
+
+// The kernel's block IR for one specialization (one class per argument), checked by the verifier.
+ir::Function trace_kernel(const detail::KernelSignature &signature, const std::vector<ir::ArgClass> &classes);
+
+}  // namespace kdsl::frontend

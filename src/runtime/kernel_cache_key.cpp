@@ -1,0 +1,40 @@
+// kernel_cache_key.cpp - the cache key and entry of one compiled specialization
+#include "runtime/kernel_cache_key.h"
+
+#include <fmt/format.h>
+
+#include <kdsl_version.h>
+
+#include "ir/printer.h"
+#include "runtime/cuda/cuda_launch.h"
+#include "runtime/specialization_ir.h"
+
+namespace kdsl::detail {
+
+jit_cache::CacheKey kernel_cache_key(const std::string &kernel_name, const ir::Function &traced, const std::vector<ir::ArgClass> &classes,
+                                     const CompileOptions &options, const codegen::TargetDesc &target) {
+  jit_cache::CacheKey key;
+  key.kernel_name = kernel_name;
+  key.ir_hash = jit_cache::hash_text_hex(ir::print(traced));
+  key.specialization = specialization_text(classes);
+  key.options = fmt::format("num_warps={},num_stages={}", options.num_warps, options.num_stages);
+  key.backend = target.backend;
+  key.arch = target.arch;
+  key.features = target.features;
+  key.kdsl_version = KDSL_VERSION_STRING;
+  key.llvm_version = codegen::llvm_version();
+  return key;
+}
+
+std::string kernel_symbol(const jit_cache::CacheKey &key) { return "kdsl_" + key.digest(); }
+
+jit_cache::CacheEntry kernel_cache_entry(const std::string &kernel_name, const codegen::CompiledObject &compiled, double compile_ms, bool cuda) {
+  jit_cache::CacheEntry entry;
+  entry.symbol = compiled.symbol;
+  entry.code = compiled.object;
+  entry.metadata = {{"kernel", kernel_name}, {"compile_ms", compile_ms}};
+  if (cuda) add_cuda_metadata(entry.metadata, compiled);
+  return entry;
+}
+
+}  // namespace kdsl::detail
