@@ -266,7 +266,7 @@ class Kernel {
   void operator()(const Grid &g, A &&...args) const {
     static_assert(sizeof...(A) == Params::count, "wrong number of kernel arguments: pass one per kernel parameter");
     if constexpr (sizeof...(A) == Params::count) Params::template check_writable<A...>(std::index_sequence_for<A...>{});
-    const ArgValue values[] = {make_arg(std::as_const(args))..., ArgValue{}};
+    const ArgValue values[] = {make_arg(args)..., ArgValue{}};
     detail::launch(*impl_, g, values, sizeof...(A));
   }
 
@@ -275,7 +275,7 @@ class Kernel {
 
   // Compile for these arguments' specialization now, without running.
   template <class... A>
-  void warm(const A &...args) const {
+  void warm(A &&...args) const {
     const ArgValue values[] = {make_arg(args)..., ArgValue{}};
     detail::warm(*impl_, values, sizeof...(A));
   }
@@ -283,7 +283,7 @@ class Kernel {
   // Milliseconds to trace, compile and link these arguments' specialization from scratch,
   // bypassing the caches (for compiler benchmarks; the result is not kept).
   template <class... A>
-  double compile_cold(const A &...args) const {
+  double compile_cold(A &&...args) const {
     const ArgValue values[] = {make_arg(args)..., ArgValue{}};
     return detail::compile_cold(*impl_, values, sizeof...(A));
   }
