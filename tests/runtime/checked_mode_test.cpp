@@ -59,6 +59,21 @@ void extent_of_program(Ptr<f32> out) {
   store(out + program_id(0), 1.0f);
 }
 
+// Softmax of one row of B elements: x and e are kept as stack arrays of B floats each.
+template <int B>
+void whole_softmax(Ptr<const f32> x, Ptr<f32> out) {
+  auto c = arange<B>();
+  auto v = load(x + c);
+  auto e = exp(v - max(v));
+  store(out + c, e / sum(e));
+}
+
+// out = x + 1 over one block of 2^20 elements, the most a block holds (fused: no stack array).
+void add_one_largest(Ptr<const f32> x, Ptr<f32> out) {
+  auto c = arange<int(kMaxBlockElements)>();
+  store(out + c, load(x + c) + 1);
+}
+
 // Stores each argument: out[0] = first, out[i] = rest[i - 1].
 template <class... S>
 void store_all(Scalar<i32> first, Ptr<i32> out, S... rest) {
@@ -244,4 +259,23 @@ TEST_CASE("launch: kernels of 33 and 70 parameters get every argument, whatever 
   };
   run(compile<store_33>(cpu()), 33);
   run(compile<store_70>(cpu()), 70);
+}
+
+TEST_CASE("launch: a block of 2^20 elements runs; blocks needing more stack than a thread has are refused when compiled") {
+  const size_t n = size_t(kMaxBlockElements);
+  std::vector<float> x(n), out(n);
+  for (size_t i = 0; i < n; ++i) x[i] = float(i % 1000) / 1000;
+  compile<add_one_largest>(cpu())(grid(1), x.data(), out.data());
+  std::vector<float> ref(n);
+  for (size_t i = 0; i < n; ++i) ref[i] = x[i] + 1;
+  CHECK(out == ref);
+
+  // 2^19: two arrays of 2 MiB fit; 2^20: two of 4 MiB do not.
+  std::vector<float> half_out(n / 2);
+  compile<whole_softmax<(1 << 19)>>(cpu())(grid(1), x.data(), half_out.data());
+  double total = 0;
+  for (float v : half_out) total += v;
+  CHECK(total == doctest::Approx(1.0).epsilon(1e-3));
+  std::string error = error_text([&] { compile<whole_softmax<(1 << 20)>>(cpu())(grid(1), x.data(), out.data()); });
+  CHECK(contains(error, "kernel 'checked_test::whole_softmax<1048576>': its blocks need 8.0 MiB of stack on the host, more than the 6 MiB"));
 }

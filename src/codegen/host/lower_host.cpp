@@ -750,7 +750,23 @@ class HostLowering {
     emit_region(fn_.body);
     b_.CreateRetVoid();
     allocas_->eraseFromParent();
+    check_stack_size(*f);
     return f;
+  }
+
+  // Materialized blocks live on the stack of the thread running the program (8 MiB for the
+  // pool's threads and a process's main thread, as Linux sets them by default): a kernel whose
+  // blocks need more is refused here with its name, rather than crashing in the JIT code.
+  void check_stack_size(llvm::Function &f) {
+    constexpr uint64_t kLimit = uint64_t(6) << 20;  // leaves room for the caller's own frames
+    uint64_t bytes = 0;
+    for (llvm::Instruction &i : f.getEntryBlock())
+      if (auto *a = llvm::dyn_cast<llvm::AllocaInst>(&i))
+        if (auto size = a->getAllocationSize(m_.getDataLayout())) bytes += size->getFixedValue();
+    if (bytes > kLimit)
+      throw Error(fmt::format("kernel '{}': its blocks need {:.1f} MiB of stack on the host, more than the {} MiB a program may use; use smaller "
+                              "blocks (a thread's stack is 8 MiB)",
+                              fn_.name, double(bytes) / double(1 << 20), kLimit >> 20));
   }
 
   void bind_argument(const ir::Argument &a, llvm::Value *slots, size_t i) {
