@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <random>
 
+#include "examples/layer_norm.h"
+#include "examples/matmul.h"
 #include "tests/stderr_capture.h"
 #include "tests/test_util.h"
 
@@ -278,4 +280,37 @@ TEST_CASE("launch: a block of 2^20 elements runs; blocks needing more stack than
   CHECK(total == doctest::Approx(1.0).epsilon(1e-3));
   std::string error = error_text([&] { compile<whole_softmax<(1 << 20)>>(cpu())(grid(1), x.data(), out.data()); });
   CHECK(contains(error, "kernel 'checked_test::whole_softmax<1048576>': its blocks need 8.0 MiB of stack on the host, more than the 6 MiB"));
+}
+
+TEST_CASE("checked mode: the examples' masked 2-D kernels (layer norm, matmul with for_range and dot) pass at ragged sizes") {
+  std::mt19937 rng(fresh_seed());
+  for (auto [rows, cols] : {std::pair{1, 1}, std::pair{3, 100}, std::pair{5, 128}}) {
+    INFO(rows, " x ", cols);
+    const size_t count = size_t(rows) * size_t(cols);
+    std::vector<float> x = random_values(count, rng), w = random_values(size_t(cols), rng), b = random_values(size_t(cols), rng);
+    std::vector<float> plain(count), checked(count);
+    compile<examples::layer_norm<128>>(cpu())(grid(rows), x.data(), w.data(), b.data(), plain.data(), cols, 1e-5f);
+    compile<examples::layer_norm<128>>(cpu(), {.checked = true})(grid(rows), std::span<const float>(x), std::span<const float>(w),
+                                                                  std::span<const float>(b), std::span<float>(checked), cols, 1e-5f);
+    // The checked loops are not vectorized, so the row sums add in another order: equal to rounding.
+    for (size_t i = 0; i < count; ++i) REQUIRE(checked[i] == doctest::Approx(plain[i]).epsilon(1e-5));
+  }
+  for (auto [M, N, K] : {std::array{1, 1, 1}, std::array{17, 33, 40}, std::array{32, 32, 64}}) {
+    INFO(M, " x ", N, " x ", K);
+    std::vector<half> a(size_t(M) * size_t(K)), bt(size_t(K) * size_t(N));
+    for (half &v : a) v = half(random_values(1, rng)[0]);
+    for (half &v : bt) v = half(random_values(1, rng)[0]);
+    std::vector<float> plain(size_t(M) * size_t(N)), checked(plain.size());
+    Grid g = grid(cdiv(M, 16), cdiv(N, 16));
+    compile<examples::matmul<16, 16, 16>>(cpu())(g, a.data(), bt.data(), plain.data(), M, N, K);
+    compile<examples::matmul<16, 16, 16>>(cpu(), {.checked = true})(g, std::span<const half>(a), std::span<const half>(bt), std::span<float>(checked), M, N, K);
+    CHECK(plain == checked);
+    // One row of B short: the last k row's loads run past it.
+    std::string error = error_text([&] {
+      compile<examples::matmul<16, 16, 16>>(cpu(), {.checked = true})(g, std::span<const half>(a), sized(bt.data(), bt.size() - size_t(N)),
+                                                                      std::span<float>(checked), M, N, K);
+    });
+    CHECK(contains(error, fmt::format("load from argument 1 (Ptr<const f16>) at element {}", size_t(K - 1) * size_t(N))));
+    CHECK(contains(error, fmt::format("the buffer holds {} elements", size_t(K - 1) * size_t(N))));
+  }
 }
