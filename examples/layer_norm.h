@@ -6,7 +6,7 @@ namespace examples {
 using namespace kdsl;
 
 template <int BLOCK>
-void layer_norm(Ptr<f32> x, Ptr<f32> weight, Ptr<f32> bias, Ptr<f32> out, Scalar<i32> cols, Scalar<f32> eps) {
+void layer_norm(Ptr<const f32> x, Ptr<const f32> weight, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> cols, Scalar<f32> eps) {
   auto c = arange<BLOCK>();
   auto mask = c < cols;
   auto row = program_id(0) * cols;

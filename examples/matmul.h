@@ -6,7 +6,7 @@ namespace examples {
 using namespace kdsl;
 
 template <int BM, int BN, int BK>
-void matmul(Ptr<f16> a, Ptr<f16> b, Ptr<f32> c, Scalar<i32> M, Scalar<i32> N, Scalar<i32> K) {
+void matmul(Ptr<const f16> a, Ptr<const f16> b, Ptr<f32> c, Scalar<i32> M, Scalar<i32> N, Scalar<i32> K) {
   auto rm = program_id(0) * BM + arange<BM>();
   auto rn = program_id(1) * BN + arange<BN>();
   auto rk = arange<BK>();

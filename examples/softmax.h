@@ -6,7 +6,7 @@ namespace examples {
 using namespace kdsl;
 
 template <int BLOCK>
-void softmax(Ptr<f32> in, Ptr<f32> out, Scalar<i32> cols, Scalar<i32> stride) {
+void softmax(Ptr<const f32> in, Ptr<f32> out, Scalar<i32> cols, Scalar<i32> stride) {
   auto c = arange<BLOCK>();
   auto mask = c < cols;
   auto row = program_id(0) * stride;

@@ -10,7 +10,7 @@ namespace kdsl::kernels {
 // first index where it was seen (strictly greater replaces, so earlier indices win ties);
 // the lanes then agree on the maximum and take the smallest index holding it.
 template <int BLOCK>
-void argmax(Ptr<f32> x, Ptr<i32> out, Scalar<i32> n) {
+void argmax(Ptr<const f32> x, Ptr<i32> out, Scalar<i32> n) {
   auto lane = arange<BLOCK>();
   auto [best, index] = for_range(0, n, BLOCK, full<f32, BLOCK>(-inf<f32>()), zeros<i32, BLOCK>(), [&](auto k, auto best, auto index) {
     auto offs = k + lane;

@@ -12,7 +12,7 @@ namespace kdsl::kernels {
 // [n_heads][head_dim] is the final output. Every split must hold at least one position, and
 // split_len is a multiple of BT (so with TILE_IN_PAGE each step lies in one page).
 template <int G, int D, int BT, bool TILE_IN_PAGE, bool FULL_D>
-void attention_decode(Ptr<f32> q, Ptr<f32> k_pages, Ptr<f32> v_pages, Ptr<i32> block_table, Ptr<f32> part_out, Ptr<f32> part_ml,
+void attention_decode(Ptr<const f32> q, Ptr<const f32> k_pages, Ptr<const f32> v_pages, Ptr<const i32> block_table, Ptr<f32> part_out, Ptr<f32> part_ml,
                       Scalar<f32> ctx_f, Scalar<i32> group, Scalar<i32> n_kv_heads, Scalar<i32> head_dim, Scalar<i32> page_size,
                       Scalar<i32> split_len, Scalar<f32> scale) {
   auto ctx = position(ctx_f);  // positions 0 .. ctx - 1 are visible
@@ -51,7 +51,7 @@ void attention_decode(Ptr<f32> q, Ptr<f32> k_pages, Ptr<f32> v_pages, Ptr<i32> b
 // Program h merges head h's num_splits (<= S) partial outputs: each split's normalized output
 // weighs exp(m_split - m_max) * l_split.
 template <int S, int D>
-void attention_combine(Ptr<f32> part_out, Ptr<f32> part_ml, Ptr<f32> out, Scalar<i32> num_splits, Scalar<i32> head_dim) {
+void attention_combine(Ptr<const f32> part_out, Ptr<const f32> part_ml, Ptr<f32> out, Scalar<i32> num_splits, Scalar<i32> head_dim) {
   auto h = program_id(0);
   auto s = arange<S>();
   auto d = arange<D>();

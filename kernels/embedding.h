@@ -6,7 +6,7 @@ namespace kdsl::kernels {
 
 // Program (r, j) copies columns j*BLOCK .. j*BLOCK+BLOCK-1 of table row ids[r] to out row r.
 template <class T, int BLOCK>
-void embedding(Ptr<i32> ids, Ptr<T> table, Ptr<f32> out, Scalar<i32> dim) {
+void embedding(Ptr<const i32> ids, Ptr<const T> table, Ptr<f32> out, Scalar<i32> dim) {
   auto r = program_id(0);
   auto c = program_id(1) * BLOCK + arange<BLOCK>();
   auto mask = c < dim;

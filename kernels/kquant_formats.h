@@ -54,7 +54,7 @@ struct Q6_KFormat {
   };
 
   template <int R>
-  static Loaded<R> load_block(Ptr<u8> wq, Ptr<f16> wd, const Block<i64, R, 1> &block) {
+  static Loaded<R> load_block(Ptr<const u8> wq, Ptr<const f16> wd, const Block<i64, R, 1> &block) {
     auto base = expand_dims<2>(block * kBlockBytes);                       // [R, 1, 1]
     auto lanes = wide(reshape<1, 2, 16>(arange<32>()));                    // [1, 2, 16]
     auto pair = wide(reshape<1, 2, 1>(arange<2>()));                       // [1, 2, 1]
@@ -104,7 +104,7 @@ struct Q4_KFormat {
   };
 
   template <int R>
-  static Loaded<R> load_block(Ptr<u8> wq, Ptr<f16> wd, const Block<i64, R, 1> &block) {
+  static Loaded<R> load_block(Ptr<const u8> wq, Ptr<const f16> wd, const Block<i64, R, 1> &block) {
     auto base = block * kBlockBytes;  // [R, 1]
     auto lanes = row(wide(arange<32>()));
     auto half = block * (kBlockBytes / 2);

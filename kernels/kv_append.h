@@ -9,7 +9,7 @@ namespace kdsl::kernels {
 // j*BLOCK .. of token r (position pos0 + r) into slot pos % page_size of page
 // block_table[pos / page_size]. pos0 is an f32 (see position()).
 template <int BLOCK>
-void kv_append(Ptr<f32> k, Ptr<f32> v, Ptr<f32> k_pages, Ptr<f32> v_pages, Ptr<i32> block_table, Scalar<f32> pos0_f, Scalar<i32> row,
+void kv_append(Ptr<const f32> k, Ptr<const f32> v, Ptr<f32> k_pages, Ptr<f32> v_pages, Ptr<const i32> block_table, Scalar<f32> pos0_f, Scalar<i32> row,
                Scalar<i32> page_size) {
   auto r = program_id(0);
   auto c = program_id(1) * BLOCK + arange<BLOCK>();

@@ -12,7 +12,7 @@ namespace kdsl::kernels {
 // past N are clamped for loading (stores are masked); the K loop runs unmasked up to the
 // last whole BK block and the ragged rest is one masked step after it.
 template <class T, int BM, int BN, int BK, bool HAS_BIAS>
-void matmul(Ptr<f32> x, Ptr<T> w, Ptr<f32> bias, Ptr<f32> out, Scalar<i32> M, Scalar<i32> N, Scalar<i32> K) {
+void matmul(Ptr<const f32> x, Ptr<const T> w, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> M, Scalar<i32> N, Scalar<i32> K) {
   auto rm = program_id(0) * BM + arange<BM>();
   auto rn = program_id(1) * BN + arange<BN>();
   auto rk = arange<BK>();

@@ -14,7 +14,7 @@ namespace kdsl::kernels {
 // block of its own, as in matmul.h. Rows and columns past M and N are clamped for loading;
 // blocks past the last whole BB group are one masked step (masked blocks read as zeros).
 template <class F, int BM, int BN, int BB, bool HAS_BIAS>
-void matmul_quantized(Ptr<f32> x, Ptr<typename F::Quant> wq, Ptr<f16> wd, Ptr<f32> bias, Ptr<f32> out, Scalar<i32> M, Scalar<i32> N,
+void matmul_quantized(Ptr<const f32> x, Ptr<const typename F::Quant> wq, Ptr<const f16> wd, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> M, Scalar<i32> N,
                       Scalar<i32> K) {
   constexpr int PB = F::kPartBytes;
   auto blocks = K / F::kBlockElements;

@@ -21,7 +21,7 @@ namespace kdsl::kernels {
 // with the alternatives, f16 [32000 x 768] products read 21 GB/s with no prefetch, 24 one step
 // ahead and 21-23 two to eight steps ahead (f32: 24, 25, 23-24).
 template <class T, int BN, int BK, bool HAS_BIAS, int PREFETCH = 0>
-void matvec(Ptr<f32> x, Ptr<T> w, Ptr<f32> bias, Ptr<f32> out, Scalar<i32> N, Scalar<i32> K) {
+void matvec(Ptr<const f32> x, Ptr<const T> w, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> N, Scalar<i32> K) {
   auto rn = spread_rows<BN>(N);
   auto rows = w + col(wide(minimum(rn, N - 1)) * wide(K));  // [BN, 1] row starts
   auto rk = arange<BK>();

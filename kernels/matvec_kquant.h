@@ -16,7 +16,7 @@ namespace kdsl::kernels {
 // lines of them: a step reads 3.3 (Q6_K) or 2.3 (Q4_K) lines of each row, so one line per
 // step would fall behind. Rows past N are clamped (loads stay in bounds, stores are masked).
 template <class F, int BN, bool HAS_BIAS, int PREFETCH = 0, int PREFETCH_LINES = 4>
-void matvec_kquant(Ptr<f32> x, Ptr<u8> wq, Ptr<f16> wd, Ptr<f32> bias, Ptr<f32> out, Scalar<i32> N, Scalar<i32> K) {
+void matvec_kquant(Ptr<const f32> x, Ptr<const u8> wq, Ptr<const f16> wd, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> N, Scalar<i32> K) {
   constexpr int PE = F::kPartElements;
   auto blocks = K / F::kBlockElements;  // per row
   auto rn = spread_rows<BN>(N);
@@ -44,7 +44,7 @@ void matvec_kquant(Ptr<f32> x, Ptr<u8> wq, Ptr<f16> wd, Ptr<f32> bias, Ptr<f32> 
 // `where` (true for every column) makes the transposed tile a block of its own, as in
 // matmul.h. Rows and columns past M and N are clamped for loading, stores are masked.
 template <class F, int BM, int BN, bool HAS_BIAS>
-void matmul_kquant(Ptr<f32> x, Ptr<u8> wq, Ptr<f16> wd, Ptr<f32> bias, Ptr<f32> out, Scalar<i32> M, Scalar<i32> N, Scalar<i32> K) {
+void matmul_kquant(Ptr<const f32> x, Ptr<const u8> wq, Ptr<const f16> wd, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> M, Scalar<i32> N, Scalar<i32> K) {
   constexpr int PE = F::kPartElements;
   auto blocks = K / F::kBlockElements;
   auto rm = program_id(0) * BM + arange<BM>();
@@ -69,7 +69,7 @@ void matmul_kquant(Ptr<f32> x, Ptr<u8> wq, Ptr<f16> wd, Ptr<f32> bias, Ptr<f32> 
 // Program (r, j) dequantizes blocks j*BB .. j*BB + BB - 1 of table row ids[r] into out row
 // r; blocks past the row are clamped for loading and not stored.
 template <class F, int BB>
-void embedding_kquant(Ptr<i32> ids, Ptr<u8> tq, Ptr<f16> td, Ptr<f32> out, Scalar<i32> dim) {
+void embedding_kquant(Ptr<const i32> ids, Ptr<const u8> tq, Ptr<const f16> td, Ptr<f32> out, Scalar<i32> dim) {
   constexpr int PE = F::kPartElements;
   auto blocks = dim / F::kBlockElements;
   auto r = program_id(0);

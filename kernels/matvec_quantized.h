@@ -19,7 +19,7 @@ namespace kdsl::kernels {
 // to 16-23 GB/s with the rows spread (Q4_0 from 5-7 to 8-9 GB/s: it is bound by unpacking).
 // Rows past N are clamped (loads stay in bounds, stores are masked).
 template <class F, int BN, bool HAS_BIAS, int PREFETCH = 0>
-void matvec_quantized(Ptr<f32> x, Ptr<typename F::Quant> wq, Ptr<f16> wd, Ptr<f32> bias, Ptr<f32> out, Scalar<i32> N, Scalar<i32> K) {
+void matvec_quantized(Ptr<const f32> x, Ptr<const typename F::Quant> wq, Ptr<const f16> wd, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> N, Scalar<i32> K) {
   constexpr int PB = F::kPartBytes;
   auto blocks = K / F::kBlockElements;  // per row
   auto rn = spread_rows<BN>(N);
@@ -45,7 +45,7 @@ void matvec_quantized(Ptr<f32> x, Ptr<typename F::Quant> wq, Ptr<f16> wd, Ptr<f3
 // once and used for every row, as in matvec_rows.h, into a [BR, BN, BB, kPartBytes]
 // accumulator (kept small by a small BB) reduced after the loop.
 template <class F, int BR, int BN, int BB, bool HAS_BIAS>
-void matvec_rows_quantized(Ptr<f32> x, Ptr<typename F::Quant> wq, Ptr<f16> wd, Ptr<f32> bias, Ptr<f32> out, Scalar<i32> rows, Scalar<i32> N,
+void matvec_rows_quantized(Ptr<const f32> x, Ptr<const typename F::Quant> wq, Ptr<const f16> wd, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> rows, Scalar<i32> N,
                            Scalar<i32> K) {
   constexpr int PB = F::kPartBytes;
   auto blocks = K / F::kBlockElements;

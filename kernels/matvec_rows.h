@@ -11,7 +11,7 @@ namespace kdsl::kernels {
 // `rows` and rows of W past N are clamped for loading; stores are masked. The BN rows of W
 // are spread as in matvec.h, and PREFETCH is as there.
 template <class T, int BR, int BN, int BK, bool HAS_BIAS, int PREFETCH = 0>
-void matvec_rows(Ptr<f32> x, Ptr<T> w, Ptr<f32> bias, Ptr<f32> out, Scalar<i32> rows, Scalar<i32> N, Scalar<i32> K) {
+void matvec_rows(Ptr<const f32> x, Ptr<const T> w, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> rows, Scalar<i32> N, Scalar<i32> K) {
   auto r = arange<BR>();
   auto rn = spread_rows<BN>(N);
   auto rk = arange<BK>();

@@ -14,7 +14,7 @@ namespace kdsl::kernels {
 // TILE_IN_PAGE: start is a multiple of BT and page_size of BT, so the tile lies in one page
 // and the table is read once; otherwise once per position.
 template <int BT, int D, bool TILE_IN_PAGE, bool FULL_D>
-Block<i64, BT, D> paged_offsets(const Ptr<i32> &block_table, const Scalar<i32> &start, const Scalar<i32> &end, const Scalar<i32> &page_size,
+Block<i64, BT, D> paged_offsets(const Ptr<const i32> &block_table, const Scalar<i32> &start, const Scalar<i32> &end, const Scalar<i32> &page_size,
                                 const Scalar<i32> &n_kv_heads, const Scalar<i32> &head_dim, const Scalar<i32> &kv_head) {
   auto pos = minimum(start + arange<BT>(), end - 1);
   Block<i64, BT> token = [&] {

@@ -59,7 +59,7 @@ struct BlockGroup {
 // Loads the blocks block[n, i] (W's block index, [BN, BB]) of format F. `in_row` ([1, BB]) says
 // which of the BB lie inside their row; with `masked` the others read as zeros.
 template <class F, class Blocks, class InRow>
-auto load_block_group(Ptr<typename F::Quant> wq, Ptr<f16> wd, const Blocks &block, const InRow &in_row, bool masked) {
+auto load_block_group(Ptr<const typename F::Quant> wq, Ptr<const f16> wd, const Blocks &block, const InRow &in_row, bool masked) {
   auto rj = reshape<1, 1, F::kPartBytes>(arange<F::kPartBytes>());
   auto in_row3 = expand_dims<2>(in_row);
   auto q_ptr = wq + (expand_dims<2>(block * F::kBlockBytes + F::kQuantOffset) + wide(rj));

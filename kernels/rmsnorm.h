@@ -7,9 +7,9 @@ namespace kdsl::kernels {
 // One program per row of `dim` (<= BLOCK) values:
 //   ADD_RESIDUAL: x[r,:] += residual[r,:] (written back), then
 //   y[r,:] = x[r,:] * rsqrt(mean(x[r,:]^2) + eps) * w[:].
-// The row is loaded once into a block, so y may alias x.
+// The row is loaded once into a block, so y may alias x. Without ADD_RESIDUAL x is only read.
 template <int BLOCK, bool ADD_RESIDUAL>
-void rmsnorm(Ptr<f32> x, Ptr<f32> residual, Ptr<f32> w, Ptr<f32> y, Scalar<i32> dim, Scalar<f32> eps) {
+void rmsnorm(std::conditional_t<ADD_RESIDUAL, Ptr<f32>, Ptr<const f32>> x, Ptr<const f32> residual, Ptr<const f32> w, Ptr<f32> y, Scalar<i32> dim, Scalar<f32> eps) {
   auto c = arange<BLOCK>();
   auto mask = c < dim;
   auto offs = program_id(0) * dim + c;

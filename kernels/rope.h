@@ -11,7 +11,7 @@ namespace kdsl::kernels {
 // inv_freq[i] = theta^(-2i/head_dim) comes from the host, computed in double; pos0 is an f32
 // (see position()).
 template <int HALF, bool NEOX>
-void rope(Ptr<f32> q, Ptr<f32> k, Ptr<f32> inv_freq, Scalar<i32> n_heads, Scalar<i32> n_kv_heads, Scalar<i32> head_dim,
+void rope(Ptr<f32> q, Ptr<f32> k, Ptr<const f32> inv_freq, Scalar<i32> n_heads, Scalar<i32> n_kv_heads, Scalar<i32> head_dim,
           Scalar<f32> pos0_f) {
   auto pos0 = position(pos0_f);
   auto r = program_id(0);

@@ -6,7 +6,7 @@ namespace kdsl::kernels {
 
 // One program per BLOCK elements; out may alias gate (or up): both inputs are read first.
 template <int BLOCK>
-void swiglu(Ptr<f32> gate, Ptr<f32> up, Ptr<f32> out, Scalar<i32> n) {
+void swiglu(Ptr<const f32> gate, Ptr<const f32> up, Ptr<f32> out, Scalar<i32> n) {
   auto offs = program_id(0) * BLOCK + arange<BLOCK>();
   auto mask = offs < n;
   auto g = load(gate + offs, mask, 0);

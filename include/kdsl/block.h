@@ -12,11 +12,17 @@
 
 namespace kdsl {
 
-// The element type of a block of pointers: Ptr<f16> is Block<ptr<f16>>.
+// The element type of a block of pointers: Ptr<f16> is Block<ptr<f16>>. Ptr<const f16> points
+// to data the kernel only reads: store and atomics through it do not compile, and a launch may
+// pass it const data (a `const half *`, a `const Buffer<half> &`).
 template <ElementType T>
 struct ptr {
   using pointee = T;
 };
+
+// The most elements a block holds, 2^20: a block the host backend materializes lives on the
+// stack of the thread running the program, and a few blocks past this size overflow it.
+inline constexpr int64_t kMaxBlockElements = int64_t(1) << 20;
 
 namespace detail {
 
@@ -30,7 +36,8 @@ template <class T>
 struct element_traits<ptr<T>> {
   static constexpr DType dtype = T::dtype;
   static constexpr bool is_ptr = true;
-  static constexpr std::string_view name = "pointer";
+  static constexpr bool read_only = std::is_const_v<T>;
+  static constexpr std::string_view name = std::is_const_v<T> ? "read-only pointer" : "pointer";
 };
 
 template <class E>
@@ -39,6 +46,21 @@ template <class E>
 constexpr bool is_int_element = !element_traits<E>::is_ptr && !is_float(element_traits<E>::dtype);
 
 struct Traced {};  // tag: a Block built from an existing IR value
+
+template <int... D>
+constexpr bool check_block_size() {
+  constexpr int64_t numel = (int64_t(1) * ... * int64_t(D));
+  if constexpr (numel > kMaxBlockElements) {
+    KDSL_STATIC_FAIL(TextBuffer{}
+                         .add("block shape ")
+                         .add_shape(std::array<int, sizeof...(D)>{D...})
+                         .add(" holds ")
+                         .add((long long)numel)
+                         .add(" elements, more than the limit of 2^20 (1048576): split the work into smaller blocks"),
+                     "a block holds at most 2^20 elements (the shape is named in the compile_error note)");
+  }
+  return true;
+}
 
 }  // namespace detail
 
@@ -52,8 +74,14 @@ class Block {
   static constexpr int rank = int(sizeof...(D));
   static constexpr std::array<int, sizeof...(D)> dims{D...};
   static constexpr int64_t numel = (int64_t(1) * ... * int64_t(D));
+  static_assert(detail::check_block_size<D...>());
 
   Block(detail::Traced, int32_t id) : id_(id) {}
+  // Pointers to writable data convert to pointers to read-only data (Ptr<f32> to
+  // Ptr<const f32>), so a helper taking Ptr<const T> accepts both.
+  template <class T>
+    requires(detail::element_traits<E>::is_ptr && std::is_same_v<E, ptr<const T>> && !std::is_const_v<T>)
+  Block(const Block<ptr<T>, D...> &writable) : id_(writable.id()) {}
 
   int32_t id() const { return id_; }
 
@@ -72,6 +100,7 @@ class Block {
     detail::TypeDesc t;
     t.elem = detail::element_traits<E>::dtype;
     t.is_ptr = detail::element_traits<E>::is_ptr;
+    if constexpr (detail::element_traits<E>::is_ptr) t.read_only = detail::element_traits<E>::read_only;
     t.rank = rank;
     int i = 0;
     ((t.dims[i++] = D), ...);

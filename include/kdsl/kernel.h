@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -17,6 +18,11 @@ namespace kdsl {
 struct CompileOptions {
   int num_warps = 4;
   int num_stages = 2;
+  // Checked mode (host backend; KDSL_CHECK=1 turns it on for every kernel): each load, store
+  // and atomic is checked against the extent of the argument its pointer came from, and the
+  // first access outside fails the launch with a kdsl::Error naming the kernel, the argument,
+  // the program and the element. Checked code is a specialization of its own.
+  bool checked = false;
 };
 
 struct Grid {
@@ -31,6 +37,8 @@ struct ArgValue {
   bool is_ptr = false;
   bool untyped_ptr = false;  // void*: accepted for any pointer parameter
   bool on_device = false;    // a pointer into a GPU's memory (a Buffer allocated on it), not host memory
+  bool read_only = false;    // a pointer to const data: only a Ptr<const T> parameter takes it
+  int64_t extent = -1;       // elements the pointer may reach (a Buffer's size, kdsl::sized); -1: not known
   uint64_t bits = 0;         // pointer address, or the value (integers sign-extended, floats as double bits)
 };
 
@@ -58,6 +66,7 @@ template <class T>
 ArgValue make_arg(T *p) {
   ArgValue a;
   a.is_ptr = true;
+  a.read_only = std::is_const_v<T>;
   a.bits = reinterpret_cast<uintptr_t>(p);
   if constexpr (std::is_void_v<std::remove_cv_t<T>>) a.untyped_ptr = true;
   else a.dtype = detail::dtype_of_storage<T>();
@@ -87,7 +96,30 @@ template <class T>
 ArgValue make_arg(const Buffer<T> &b) {
   ArgValue a = make_arg(b.data());
   a.on_device = b.on_device();
+  a.extent = int64_t(b.size());
   return a;
+}
+
+// A raw pointer with the number of elements it may reach: what checked mode checks its
+// accesses against, and expect_extent compares with (a raw pointer alone is not checked).
+template <class T>
+struct Sized {
+  T *address = nullptr;
+  size_t count = 0;
+};
+template <class T>
+Sized<T> sized(T *address, size_t count) {
+  return {address, count};
+}
+template <class T>
+ArgValue make_arg(Sized<T> p) {
+  ArgValue a = make_arg(p.address);
+  a.extent = int64_t(p.count);
+  return a;
+}
+template <class T, size_t N>
+ArgValue make_arg(std::span<T, N> s) {
+  return make_arg(Sized<T>{s.data(), s.size()});
 }
 
 // GPU memory kdsl did not allocate (another library's cuMemAlloc), passed to a kernel on that
@@ -152,11 +184,56 @@ std::string kernel_name() {
   return name;
 }
 
+// Whether a launch argument of type A holds const data (a `const T *`, a `const Buffer<T> &`,
+// a span, sized, placed or device pointer to const T): only a Ptr<const T> parameter takes it.
+template <class A>
+struct passes_read_only : std::false_type {};
+template <class T>
+struct passes_read_only<T *> : std::is_const<T> {};
+template <class T>
+struct passes_read_only<const Buffer<T>> : std::true_type {};
+template <class T, size_t N>
+struct passes_read_only<std::span<T, N>> : std::is_const<T> {};
+template <class T>
+struct passes_read_only<Sized<T>> : std::is_const<T> {};
+template <class T>
+struct passes_read_only<DevicePointer<T>> : std::is_const<T> {};
+template <class T>
+struct passes_read_only<PlacedPointer<T>> : std::is_const<T> {};
+template <class A>
+constexpr bool passes_read_only_v = passes_read_only<std::remove_reference_t<A>>::value ||
+                                    passes_read_only<std::decay_t<A>>::value;
+
+// Passing read-only data to a parameter the kernel may write through does not compile.
+template <std::size_t I, class P, class A>
+constexpr void check_writable_argument() {
+  using E = typename std::remove_cvref_t<P>::element;
+  if constexpr (element_traits<E>::is_ptr) {
+    if constexpr (!element_traits<E>::read_only && passes_read_only_v<A>) {
+      KDSL_STATIC_FAIL(TextBuffer{}
+                           .add("argument ")
+                           .add((long long)I)
+                           .add(" passes const data to the writable parameter Ptr<")
+                           .add(E::pointee::text)
+                           .add(">: declare the parameter Ptr<const ")
+                           .add(E::pointee::text)
+                           .add("> if the kernel only reads it"),
+                       "const data passed to a writable Ptr<T> parameter: declare it Ptr<const T> if the kernel only reads it");
+    }
+  }
+}
+
 template <class F>
 struct kernel_params;
 template <class... P>
 struct kernel_params<void (*)(P...)> {
   static constexpr std::size_t count = sizeof...(P);
+
+  template <class... A, std::size_t... I>
+  static constexpr bool check_writable(std::index_sequence<I...>) {
+    (check_writable_argument<I, P, A>(), ...);
+    return true;
+  }
   static_assert((is_block_v<P> && ...), "kernel parameters must be Ptr<T> or Scalar<T>");
   static_assert(((std::remove_cvref_t<P>::rank == 0) && ...), "kernel parameters must be Ptr<T> or Scalar<T> (rank-0 blocks)");
 
@@ -193,8 +270,9 @@ class Kernel {
       : impl_(detail::make_kernel(device, detail::kernel_signature<K>(), options)) {}
 
   template <class... A>
-  void operator()(const Grid &g, const A &...args) const {
+  void operator()(const Grid &g, A &&...args) const {
     static_assert(sizeof...(A) == Params::count, "wrong number of kernel arguments: pass one per kernel parameter");
+    if constexpr (sizeof...(A) == Params::count) Params::template check_writable<A...>(std::index_sequence_for<A...>{});
     const ArgValue values[] = {make_arg(args)..., ArgValue{}};
     detail::launch(*impl_, g, values, sizeof...(A));
   }
@@ -204,7 +282,7 @@ class Kernel {
 
   // Compile for these arguments' specialization now, without running.
   template <class... A>
-  void warm(const A &...args) const {
+  void warm(A &&...args) const {
     const ArgValue values[] = {make_arg(args)..., ArgValue{}};
     detail::warm(*impl_, values, sizeof...(A));
   }
@@ -212,7 +290,7 @@ class Kernel {
   // Milliseconds to trace, compile and link these arguments' specialization from scratch,
   // bypassing the caches (for compiler benchmarks; the result is not kept).
   template <class... A>
-  double compile_cold(const A &...args) const {
+  double compile_cold(A &&...args) const {
     const ArgValue values[] = {make_arg(args)..., ArgValue{}};
     return detail::compile_cold(*impl_, values, sizeof...(A));
   }

@@ -60,7 +60,10 @@ std::vector<std::string> Target::names() {
 
 namespace detail {
 
-CompileResult compile_for(const KernelSignature &signature, const Target &target, const Specialization &spec, const CompileOptions &options) {
+CompileResult compile_for(const KernelSignature &signature, const Target &target, const Specialization &spec, const CompileOptions &requested) {
+  // Checked code exists on the host only; a GPU launch runs unchecked and looks up that key.
+  CompileOptions options = requested;
+  if (!target.is_host()) options.checked = false;
   auto start = std::chrono::steady_clock::now();
   std::vector<ir::ArgClass> classes = to_arg_classes(spec.classes_for(signature.params, signature.name));
   ir::Function traced = frontend::trace_kernel(signature, classes);
@@ -73,7 +76,7 @@ CompileResult compile_for(const KernelSignature &signature, const Target &target
   dump.ir = dump.llvm = dump.asm_text = dump.keep_text = true;
   std::string symbol = kernel_symbol(key);
   codegen::CompiledObject obj = cuda ? codegen::compile_for_cuda(traced, symbol, cuda_compile_options(target.name(), true, options), dump)
-                                     : codegen::compile_for_host(traced, symbol, dump);
+                                     : codegen::compile_for_host(traced, symbol, dump, {.bounds_checks = options.checked});
   double ms = elapsed_ms(start);
   stats().compiled.fetch_add(1);
   stats().compile_us.fetch_add(int64_t(ms * 1000));

@@ -53,9 +53,28 @@ struct CompiledObject {
   std::map<std::string, std::string> stages;  // DumpOptions::keep_text: each stage's text by its file's extension (".kir", ".ptx")
 };
 
+// Checked mode on the host. A kernel compiled with bounds checks reads, past its n argument
+// slots, n check bases (slot n + i: argument i's address, or 0 when its extent is not known),
+// n extents in bytes (slot 2n + i: UINT64_MAX when not known) and, in slot 3n, the address of
+// a BoundsViolation. An access to argument i's memory is allowed when its byte offset from the
+// base, and its last byte, lie inside the extent; any other is skipped (a load gives 0) and the
+// first one is recorded.
+struct BoundsViolation {
+  int64_t failed = 0;       // set to 1 by the first violation (an atomic exchange); the rest is its record
+  int64_t arg = 0;          // the argument the pointer came from
+  int64_t op = 0;           // OpKind of the access
+  int64_t byte_offset = 0;  // from the argument's address
+  int64_t program[3] = {0, 0, 0};
+};
+inline size_t checked_slot_count(size_t args) { return 3 * args + 1; }
+
+struct HostCompileOptions {
+  bool bounds_checks = false;  // checked mode: see BoundsViolation
+};
+
 // Runs the pass pipeline and the host lowering, optimizes at O3 for the host CPU and emits an
 // object file exporting `symbol` as a HostEntry.
-CompiledObject compile_for_host(const ir::Function &fn, const std::string &symbol, const DumpOptions &dump);
+CompiledObject compile_for_host(const ir::Function &fn, const std::string &symbol, const DumpOptions &dump, const HostCompileOptions &options = {});
 
 // Starts the process's JIT (target set-up, symbol search of the process); the CPU device
 // calls it when created so that the first kernel load does not pay for it.

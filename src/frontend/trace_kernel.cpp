@@ -5,8 +5,9 @@
 
 namespace kdsl::frontend {
 
-ir::Function trace_kernel(const detail::KernelSignature &signature, const std::vector<ir::ArgClass> &classes) {
-  return trace_kernel(signature.name, signature.params, classes, signature.trace);  // errors name the kernel
+ir::Function trace_kernel(const detail::KernelSignature &signature, const std::vector<ir::ArgClass> &classes,
+                          std::vector<std::pair<int32_t, int32_t>> *extent_requirements) {
+  return trace_kernel(signature.name, signature.params, classes, signature.trace, extent_requirements);  // errors name the kernel
 }
 
 }  // namespace kdsl::frontend

@@ -54,11 +54,14 @@ ir::Function Tracer::finish() {
 }
 
 ir::Function trace_kernel(const std::string &kernel_name, const std::vector<detail::TypeDesc> &params,
-                          const std::vector<ir::ArgClass> &classes, void (*body)(const std::vector<int32_t> &arg_ids)) {
+                          const std::vector<ir::ArgClass> &classes, void (*body)(const std::vector<int32_t> &arg_ids),
+                          std::vector<std::pair<int32_t, int32_t>> *extent_requirements) {
   try {
     Tracer tracer(kernel_name, params, classes);
     body(tracer.argument_values());
-    return tracer.finish();
+    ir::Function fn = tracer.finish();
+    if (extent_requirements) *extent_requirements = tracer.extent_requirements();
+    return fn;
   } catch (const Error &e) {
     std::string_view what = e.what();
     std::string prefix = fmt::format("kernel '{}'", kernel_name);
@@ -74,12 +77,17 @@ using frontend::Tracer;
 
 int32_t emit(OpKind kind, const std::vector<int32_t> &operands, const TypeDesc &result, const std::vector<int64_t> &ints, double fval) {
   Tracer &t = Tracer::current();
+  ir::Type type = frontend::to_ir_type(result);
+  // Shapes are compile-time and Block's static_assert bounds them; this catches any built otherwise.
+  if (type.shape.numel() > kMaxBlockElements)
+    throw Error(fmt::format("kernel '{}': {} makes a block of shape {} ({} elements), more than the limit of 2^20 (1048576)",
+                            t.function().name, ir::op_name(kind), type.shape.str(), type.shape.numel()));
   ir::Op op;
   op.kind = kind;
   op.operands = operands;
   op.ints = ints;
   op.fval = fval;
-  ir::ValueId r = t.function().new_value(frontend::to_ir_type(result));
+  ir::ValueId r = t.function().new_value(type);
   op.results.push_back(r);
   t.region().ops.push_back(std::move(op));
   return r;
@@ -95,6 +103,8 @@ void emit_effect(OpKind kind, std::initializer_list<int32_t> operands) {
   op.operands = operands;
   Tracer::current().region().ops.push_back(std::move(op));
 }
+
+void require_extent(int32_t pointer, int32_t count) { Tracer::current().add_extent_requirement(pointer, count); }
 
 std::vector<int32_t> begin_for(int32_t lo, int32_t hi, int32_t step, const std::vector<int32_t> &inits) {
   Tracer &t = Tracer::current();

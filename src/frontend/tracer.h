@@ -1,6 +1,7 @@
 // tracer.h - turns one run of a kernel's C++ body into a block-IR function
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <kdsl/detail/trace.h>
@@ -32,19 +33,25 @@ class Tracer {
   void pop() { regions_.pop_back(); }
   ir::Op *open_op(size_t depth) { return open_ops_.at(depth); }
   std::vector<ir::Op *> &open_ops() { return open_ops_; }
+  // expect_extent(pointer, count) calls, as (pointer value, count value) pairs, in order.
+  const std::vector<std::pair<int32_t, int32_t>> &extent_requirements() const { return extent_requirements_; }
+  void add_extent_requirement(int32_t pointer, int32_t count) { extent_requirements_.push_back({pointer, count}); }
 
  private:
   ir::Function fn_;
   std::vector<ir::Region *> regions_;
   std::vector<ir::Op *> open_ops_;  // the for / if ops whose regions are being filled
   std::vector<int32_t> arg_values_;
+  std::vector<std::pair<int32_t, int32_t>> extent_requirements_;
   Tracer *previous_ = nullptr;
 };
 
 // Traces one kernel: runs `body` (its trace function, given the argument values) under a fresh
 // Tracer and returns the verified IR. A kdsl::Error raised while tracing (a bad grid axis, an
-// operation the verifier refuses) comes out with the kernel's name in front.
+// operation the verifier refuses) comes out with the kernel's name in front. `extent_requirements`,
+// when given, receives the expect_extent declarations (pointer, count) the body made.
 ir::Function trace_kernel(const std::string &kernel_name, const std::vector<detail::TypeDesc> &params,
-                          const std::vector<ir::ArgClass> &classes, void (*body)(const std::vector<int32_t> &arg_ids));
+                          const std::vector<ir::ArgClass> &classes, void (*body)(const std::vector<int32_t> &arg_ids),
+                          std::vector<std::pair<int32_t, int32_t>> *extent_requirements = nullptr);
 
 }  // namespace kdsl::frontend

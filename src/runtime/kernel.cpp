@@ -5,6 +5,8 @@
 #include <bit>
 #include <chrono>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
 
@@ -17,10 +19,13 @@
 #include "jit_cache/disk_cache.h"
 #include "jit_cache/memory_cache.h"
 #include "runtime/cache_stats.h"
+#include "runtime/checked_mode.h"
 #include "runtime/cuda/cuda_launch.h"
 #include "runtime/device_impl.h"
 #include "runtime/kernel_cache_key.h"
+#include "runtime/extent_requirements.h"
 #include "runtime/launch_profile.h"
+#include "support/env.h"
 #include "support/log.h"
 
 namespace kdsl {
@@ -48,9 +53,14 @@ MemoryCache<LoadedKernel> &memory_cache() {
   return cache;
 }
 
-std::string type_text(const TypeDesc &t) {
-  return t.is_ptr ? fmt::format("Ptr<{}>", dtype_name(t.elem)) : fmt::format("Scalar<{}>", dtype_name(t.elem));
-}
+std::string type_text(const TypeDesc &t) { return param_type_text(t); }
+
+// A specialization as the launch finds it: its code, and the expect_extent declarations of the
+// trace it came from (checked at every launch).
+struct Specialization {
+  std::shared_ptr<LoadedKernel> code;
+  std::vector<ExtentRequirement> extents;
+};
 
 std::string arg_text(const ArgValue &a) {
   if (a.is_ptr) return a.untyped_ptr ? "an untyped pointer (void*)" : fmt::format("a pointer to {}", dtype_name(a.dtype));
@@ -79,14 +89,20 @@ bool fits(DType t, const ArgValue &a) {
 class KernelImpl {
  public:
   KernelImpl(const Device &device, KernelSignature signature, CompileOptions options)
-      : device_(device), sig_(std::move(signature)), options_(options), on_gpu_(device.kind() == Device::Kind::Cuda) {}
+      : device_(device),
+        sig_(std::move(signature)),
+        options_(options),
+        on_gpu_(device.kind() == Device::Kind::Cuda),
+        checked_(checked_mode(device, sig_, options)) {}
 
-  // Checks arguments against the signature and packs them into 8-byte slots; returns the
-  // specialization bits (2 per argument).
-  uint64_t pack(const ArgValue *args, size_t count, uint64_t *slots) const {
+  // Slots a launch fills: one per argument, and checked code's extents and violation record.
+  size_t slot_count() const { return checked_ ? codegen::checked_slot_count(sig_.params.size()) : sig_.params.size(); }
+
+  // Checks arguments against the signature and packs them into 8-byte slots (checked code's
+  // extents too), writing each argument's specialization class into `classes`.
+  void pack(const ArgValue *args, size_t count, uint64_t *slots, ir::ArgClass *classes) const {
     if (count != sig_.params.size())
       throw Error(fmt::format("kernel '{}' takes {} arguments, {} were given", sig_.name, sig_.params.size(), count));
-    uint64_t spec = 0;
     for (size_t i = 0; i < count; ++i) {
       const TypeDesc &p = sig_.params[i];
       const ArgValue &a = args[i];
@@ -97,6 +113,11 @@ class KernelImpl {
       if (p.is_ptr) {
         if (!a.is_ptr) fail(fmt::format("a pointer to {}", dtype_name(p.elem)).c_str());
         if (!a.untyped_ptr && a.dtype != p.elem) fail(fmt::format("a pointer to {}", dtype_name(p.elem)).c_str());
+        if (a.bits == 0) throw Error(fmt::format("kernel '{}': argument {} ({}) is a null pointer", sig_.name, i, type_text(p)));
+        if (a.read_only && !p.read_only)
+          throw Error(fmt::format("kernel '{}': argument {} ({}) is given a pointer to const data, but the kernel may write through it: declare "
+                                  "the parameter Ptr<const {}> if the kernel only reads it",
+                                  sig_.name, i, type_text(p), dtype_name(p.elem)));
         if (a.on_device != on_gpu_) pointer_memory_error(sig_.name, i, on_gpu_);
         slots[i] = a.bits;
         if (a.bits % 16 == 0) c = ir::ArgClass::Divisible16;
@@ -113,40 +134,78 @@ class KernelImpl {
         if (v == 1) c = ir::ArgClass::EqualToOne;
         else if (v % 16 == 0) c = ir::ArgClass::Divisible16;
       }
-      spec |= uint64_t(c) << (2 * (i % 32));
-      if (i >= 32) spec ^= uint64_t(c) * 0x9e3779b97f4a7c15ull * i;  // rare: fold the rest in
+      classes[i] = c;
     }
-    return spec;
+    if (checked_) {
+      fill_check_slots(sig_.params, args, slots);
+      warn_unsized(args);
+    }
   }
 
-  std::shared_ptr<LoadedKernel> find(uint64_t spec, const ArgValue *args, size_t count) {
+  // The specialization for these classes: found in this kernel's table, else traced, compiled
+  // or loaded from the caches. Up to 32 arguments the classes key the table as 2 bits each;
+  // past that as one byte each (a packed key would let argument 32's class land on argument 0).
+  const Specialization &find(const ir::ArgClass *classes, const ArgValue *args, size_t count) {
+    if (count <= 32) {
+      uint64_t key = 0;
+      for (size_t i = 0; i < count; ++i) key |= uint64_t(classes[i]) << (2 * i);
+      {
+        std::shared_lock lock(mutex_);
+        if (auto it = by_spec_.find(key); it != by_spec_.end()) return it->second;
+      }
+      Specialization made = load_specialization({classes, classes + count});
+      std::unique_lock lock(mutex_);
+      return by_spec_.emplace(key, std::move(made)).first->second;
+    }
+    std::vector<ir::ArgClass> key(classes, classes + count);
     {
       std::shared_lock lock(mutex_);
-      if (auto it = by_spec_.find(spec); it != by_spec_.end()) return it->second;
+      if (auto it = by_wide_spec_.find(key); it != by_wide_spec_.end()) return it->second;
     }
-    auto loaded = load_specialization(args, count);
+    Specialization made = load_specialization(key);
     std::unique_lock lock(mutex_);
-    return by_spec_.emplace(spec, loaded).first->second;
+    return by_wide_spec_.emplace(key, std::move(made)).first->second;
   }
 
-  void run(const LoadedKernel &k, const Grid &g, const uint64_t *slots, size_t count) {
+  // expect_extent declarations against the extents the caller passed (raw pointers: none).
+  void check_extents(const Specialization &s, const ArgValue *args, const uint64_t *slots) const {
+    for (const ExtentRequirement &r : s.extents) {
+      const ArgValue &a = args[r.arg];
+      if (a.extent < 0) continue;
+      int64_t expected = evaluate(r, slots, sig_.name);
+      if (a.extent < expected)
+        throw Error(fmt::format("kernel '{}': argument {} ({}) holds {} elements, but the kernel expects at least {} (expect_extent: {} = {})",
+                                sig_.name, r.arg, type_text(sig_.params[size_t(r.arg)]), a.extent, expected, r.text, expected));
+    }
+  }
+
+  void run(const LoadedKernel &k, const Grid &g, uint64_t *slots, size_t count, const ArgValue *args) {
     for (int64_t extent : {g.x, g.y, g.z})
       if (extent < 0 || extent > std::numeric_limits<int32_t>::max())
         throw Error(fmt::format("kernel '{}': grid ({}, {}, {}) has an extent outside [0, 2^31)", sig_.name, g.x, g.y, g.z));
+    if (g.x == 0 || g.y == 0 || g.z == 0)
+      throw Error(fmt::format("kernel '{}': grid ({}, {}, {}) has no programs; every extent must be at least 1 (skip the launch when there is "
+                              "no work)",
+                              sig_.name, g.x, g.y, g.z));
     int32_t grid[3] = {int32_t(g.x), int32_t(g.y), int32_t(g.z)};
     stats().launches.fetch_add(1, std::memory_order_relaxed);
     if (on_gpu_) return launch_cuda(cuda_device(), k.cuda, sig_.name, g, slots, count);
-    if (!launch_profile_enabled()) return static_cast<CpuDevice &>(device_.impl()).run(k.entry, slots, grid);
-    auto start = std::chrono::steady_clock::now();
-    static_cast<CpuDevice &>(device_.impl()).run(k.entry, slots, grid);
-    record_launch(sig_.name, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+    codegen::BoundsViolation violation;
+    if (checked_) slots[3 * count] = reinterpret_cast<uintptr_t>(&violation);
+    if (!launch_profile_enabled()) {
+      static_cast<CpuDevice &>(device_.impl()).run(k.entry, slots, grid);
+    } else {
+      auto start = std::chrono::steady_clock::now();
+      static_cast<CpuDevice &>(device_.impl()).run(k.entry, slots, grid);
+      record_launch(sig_.name, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+    }
+    if (violation.failed) throw Error(violation_message(sig_.name, sig_.params, args, violation));
   }
 
   std::vector<ir::ArgClass> classes(const ArgValue *args, size_t count) const {
-    std::vector<uint64_t> slots(count);
-    std::vector<ir::ArgClass> out;
-    uint64_t spec = pack(args, count, slots.data());
-    for (size_t i = 0; i < count; ++i) out.push_back(i < 32 ? ir::ArgClass((spec >> (2 * i)) & 3) : ir::ArgClass::None);
+    std::vector<uint64_t> slots(std::max(count, slot_count()));
+    std::vector<ir::ArgClass> out(count);
+    pack(args, count, slots.data(), out.data());
     return out;
   }
 
@@ -166,9 +225,33 @@ class KernelImpl {
   // on_gpu_: a CUDA device, the only GPU backend so far.
   CudaDevice &cuda_device() const { return static_cast<CudaDevice &>(device_.impl()); }
 
+  // Checked mode asks for on the host; GPU code runs unchecked, as one warning says.
+  static bool checked_mode(const Device &device, const KernelSignature &sig, const CompileOptions &options) {
+    bool asked = options.checked || env_checked_mode();
+    if (asked && device.kind() != Device::Kind::Cpu) {
+      log_warn("kernel '{}': checked mode covers the host backend only; on {} it runs unchecked", sig.name, device.name());
+      return false;
+    }
+    return asked;
+  }
+
+  // Checked mode cannot check a raw pointer passed without a size: said once per argument.
+  void warn_unsized(const ArgValue *args) const {
+    for (size_t i = 0; i < sig_.params.size(); ++i) {
+      if (!sig_.params[i].is_ptr || args[i].extent >= 0) continue;
+      std::lock_guard lock(warned_mutex_);
+      if (warned_unsized_.size() < sig_.params.size()) warned_unsized_.resize(sig_.params.size());
+      if (warned_unsized_[i]) continue;
+      warned_unsized_[i] = true;
+      log_warn("kernel '{}': argument {} ({}) is a raw pointer without a size, so checked mode does not check its accesses (pass a Buffer, a "
+               "std::span or kdsl::sized(pointer, count))",
+               sig_.name, i, type_text(sig_.params[i]));
+    }
+  }
+
   codegen::CompiledObject compile(const ir::Function &fn, const std::string &symbol, const codegen::DumpOptions &dump) const {
     if (on_gpu_) return compile_cuda(cuda_device(), fn, symbol, options_, dump);
-    return codegen::compile_for_host(fn, symbol, dump);
+    return codegen::compile_for_host(fn, symbol, dump, {.bounds_checks = checked_});
   }
 
   void load(LoadedKernel &k, const CacheEntry &entry) const {
@@ -177,13 +260,25 @@ class KernelImpl {
     else k.entry = codegen::load_host_object(entry.code, entry.symbol);
   }
 
-  ir::Function trace(const std::vector<ir::ArgClass> &arg_classes) const { return frontend::trace_kernel(sig_, arg_classes); }
+  ir::Function trace(const std::vector<ir::ArgClass> &arg_classes, std::vector<ExtentRequirement> *extents = nullptr) const {
+    std::vector<std::pair<int32_t, int32_t>> declared;
+    ir::Function fn = frontend::trace_kernel(sig_, arg_classes, &declared);
+    if (extents) *extents = build_extent_requirements(fn, declared);
+    return fn;
+  }
 
-  std::shared_ptr<LoadedKernel> load_specialization(const ArgValue *args, size_t count) {
+  Specialization load_specialization(const std::vector<ir::ArgClass> &arg_classes) {
+    Specialization s;
+    s.code = load_code(arg_classes, s.extents);
+    return s;
+  }
+
+  std::shared_ptr<LoadedKernel> load_code(const std::vector<ir::ArgClass> &arg_classes, std::vector<ExtentRequirement> &extents) {
     auto start = std::chrono::steady_clock::now();
-    std::vector<ir::ArgClass> arg_classes = classes(args, count);
-    ir::Function fn = trace(arg_classes);
-    CacheKey key = kernel_cache_key(sig_.name, fn, arg_classes, options_, device_.impl().target());
+    ir::Function fn = trace(arg_classes, &extents);
+    CompileOptions keyed = options_;
+    keyed.checked = checked_;  // checked code is a specialization of its own
+    CacheKey key = kernel_cache_key(sig_.name, fn, arg_classes, keyed, device_.impl().target());
     std::string digest = key.digest();
     // A GPU's modules live in its context: the in-memory table holds one per device.
     std::string memory_key = on_gpu_ ? digest + "@" + cuda_device().context_key() : digest;
@@ -237,8 +332,12 @@ class KernelImpl {
   KernelSignature sig_;
   CompileOptions options_;
   bool on_gpu_;
+  bool checked_;
   std::shared_mutex mutex_;
-  std::unordered_map<uint64_t, std::shared_ptr<LoadedKernel>> by_spec_;
+  std::unordered_map<uint64_t, Specialization> by_spec_;           // up to 32 arguments
+  std::map<std::vector<ir::ArgClass>, Specialization> by_wide_spec_;  // more
+  mutable std::mutex warned_mutex_;
+  mutable std::vector<bool> warned_unsized_;
 };
 
 std::shared_ptr<KernelImpl> make_kernel(const Device &device, KernelSignature signature, CompileOptions options) {
@@ -246,21 +345,33 @@ std::shared_ptr<KernelImpl> make_kernel(const Device &device, KernelSignature si
 }
 
 void launch(KernelImpl &kernel, const Grid &grid, const ArgValue *args, size_t count) {
-  uint64_t stack_slots[16];
+  constexpr size_t kOnStack = 32;
+  uint64_t stack_slots[kOnStack];
+  ir::ArgClass stack_classes[kOnStack];
   std::vector<uint64_t> heap_slots;
+  std::vector<ir::ArgClass> heap_classes;
   uint64_t *slots = stack_slots;
-  if (count > 16) {
-    heap_slots.resize(count);
+  ir::ArgClass *classes = stack_classes;
+  const size_t slot_count = std::max(count, kernel.slot_count());
+  if (slot_count > kOnStack) {
+    heap_slots.resize(slot_count);
     slots = heap_slots.data();
   }
-  uint64_t spec = kernel.pack(args, count, slots);
-  auto loaded = kernel.find(spec, args, count);
-  kernel.run(*loaded, grid, slots, count);
+  if (count > kOnStack) {
+    heap_classes.resize(count);
+    classes = heap_classes.data();
+  }
+  kernel.pack(args, count, slots, classes);
+  const Specialization &s = kernel.find(classes, args, count);
+  kernel.check_extents(s, args, slots);
+  kernel.run(*s.code, grid, slots, count, args);
 }
 
 void warm(KernelImpl &kernel, const ArgValue *args, size_t count) {
-  std::vector<uint64_t> slots(count);
-  kernel.find(kernel.pack(args, count, slots.data()), args, count);
+  std::vector<uint64_t> slots(std::max(count, kernel.slot_count()));
+  std::vector<ir::ArgClass> classes(count);
+  kernel.pack(args, count, slots.data(), classes.data());
+  kernel.find(classes.data(), args, count);
 }
 
 double compile_cold(KernelImpl &kernel, const ArgValue *args, size_t count) { return kernel.compile_cold(args, count); }

@@ -17,7 +17,7 @@ jit_cache::CacheKey kernel_cache_key(const std::string &kernel_name, const ir::F
   key.kernel_name = kernel_name;
   key.ir_hash = jit_cache::hash_text_hex(ir::print(traced));
   key.specialization = specialization_text(classes);
-  key.options = fmt::format("num_warps={},num_stages={}", options.num_warps, options.num_stages);
+  key.options = fmt::format("num_warps={},num_stages={}{}", options.num_warps, options.num_stages, options.checked ? ",checked" : "");
   key.backend = target.backend;
   key.arch = target.arch;
   key.features = target.features;

@@ -44,12 +44,12 @@ double cold_compile_ms(const Device &dev, int runs, const A &...args) {
 
 // The child side of the disk-hit measurement: the kernel was compiled by the parent into the
 // same cache directory; time the first launch here (trace, disk load, JIT link, run of an
-// empty grid) and report it on stdout.
+// program with every lane masked off) and report it on stdout.
 int disk_hit_probe() {
   float dummy[16];
   auto k = compile<examples::add<2048>>(Device::cpu(1));
   auto t = Clock::now();
-  k(grid(0), dummy, dummy, dummy, 16);
+  k(grid(1), dummy, dummy, dummy, 0);
   double ms = ms_since(t);
   CacheStats s = cache_stats();
   fmt::print("{} {} {}\n", ms, s.disk_hits, s.compiled);
@@ -61,7 +61,7 @@ double disk_hit_ms(const std::string &self) {
   std::filesystem::create_directories(dir);
   setenv("KDSL_CACHE_DIR", dir.c_str(), 1);
   float dummy[16];
-  compile<examples::add<2048>>(Device::cpu(1))(grid(0), dummy, dummy, dummy, 16);  // fills the disk cache
+  compile<examples::add<2048>>(Device::cpu(1))(grid(1), dummy, dummy, dummy, 0);  // fills the disk cache
   std::vector<double> times;
   for (int i = 0; i < 5; ++i) {
     FILE *p = popen(fmt::format("'{}' --disk-hit-probe", self).c_str(), "r");
@@ -100,14 +100,15 @@ int main(int argc, char **argv) {
   compile_row("layer norm (reduction)", cold_compile_ms<examples::layer_norm<1024>>(dev, runs, f.data(), f.data(), f.data(), f.data(), 1000, 1e-5f));
   compile_row("matmul 32x32x32 (dot, for_range)", cold_compile_ms<examples::matmul<32, 32, 32>>(dev, runs, h.data(), h.data(), f.data(), 64, 64, 64));
 
-  // In-memory hit plus launch overhead: an empty grid runs no program, so this is argument
-  // checks, specialization, the cache lookup and the dispatch.
+  // In-memory hit plus launch overhead: one program with every lane masked off (n = 0; an
+  // empty grid is refused), so this is argument checks, specialization, the cache lookup, the
+  // dispatch and a loop of 1024 false compares.
   {
     auto k = compile<examples::add<1024>>(dev);
-    k(grid(0), f.data(), f.data(), f.data(), 4096);
+    k(grid(1), f.data(), f.data(), f.data(), 0);
     const int n = quick ? 20000 : 200000;
     auto t = Clock::now();
-    for (int i = 0; i < n; ++i) k(grid(0), f.data(), f.data(), f.data(), 4096);
+    for (int i = 0; i < n; ++i) k(grid(1), f.data(), f.data(), f.data(), 0);
     double us = ms_since(t) * 1000 / n;
     row("memory cache hit + launch overhead", fmt::format("{:.3f} us", us), "2 us", fmt::format("{:.2f}x", us / 2));
   }
@@ -120,33 +121,43 @@ int main(int argc, char **argv) {
   // Throughput against a threaded memcpy on the same threads, at sizes far past the caches.
   double copy_gbs = runtime::measure_copy_bandwidth(dev.threads(), size_t(quick ? 128 : 512) << 20);
   row("host memcpy bandwidth (read + write)", fmt::format("{:.2f} GB/s", copy_gbs), "(the ceiling)", "-");
+  // Each kernel unchecked and in checked mode (CompileOptions::checked), the checked launch
+  // given sized pointers so every access is tested. Best of `runs` after a warm-up launch.
+  auto best_ms = [&](auto &&launch) {
+    launch();
+    std::vector<double> times;
+    for (int r = 0; r < runs; ++r) {
+      auto t = Clock::now();
+      launch();
+      times.push_back(ms_since(t));
+    }
+    return *std::min_element(times.begin(), times.end());
+  };
+  auto bandwidth_row = [&](const std::string &what, double bytes, double ms) {
+    double gbs = bytes / (ms / 1e3) / 1e9;
+    row(what, fmt::format("{:.2f} GB/s", gbs), fmt::format("{:.2f} GB/s", copy_gbs), fmt::format("{:.0f}%", 100 * gbs / copy_gbs));
+  };
   {
     const int64_t n = (quick ? 16 : 64) << 20;
     std::vector<float> x(size_t(n), 1.0f), y(size_t(n), 2.0f), out(x.size());
     auto k = compile<examples::add<1024>>(dev);
-    k(grid(cdiv(n, 1024)), x.data(), y.data(), out.data(), int(n));
-    std::vector<double> times;
-    for (int r = 0; r < runs; ++r) {
-      auto t = Clock::now();
-      k(grid(cdiv(n, 1024)), x.data(), y.data(), out.data(), int(n));
-      times.push_back(ms_since(t));
-    }
-    double gbs = 3.0 * double(n) * 4 / (*std::min_element(times.begin(), times.end()) / 1e3) / 1e9;
-    row(fmt::format("vector add f32, n = {}M", n >> 20), fmt::format("{:.2f} GB/s", gbs), fmt::format("{:.2f} GB/s", copy_gbs), fmt::format("{:.0f}%", 100 * gbs / copy_gbs));
+    auto checked = compile<examples::add<1024>>(dev, {.checked = true});
+    const size_t count = x.size();
+    double plain_ms = best_ms([&] { k(grid(cdiv(n, 1024)), x.data(), y.data(), out.data(), int(n)); });
+    double checked_ms = best_ms([&] { checked(grid(cdiv(n, 1024)), sized(x.data(), count), sized(y.data(), count), sized(out.data(), count), int(n)); });
+    bandwidth_row(fmt::format("vector add f32, n = {}M", n >> 20), 3.0 * double(n) * 4, plain_ms);
+    bandwidth_row(fmt::format("vector add f32, n = {}M, checked", n >> 20), 3.0 * double(n) * 4, checked_ms);
   }
   {
     const int rows = quick ? 8192 : 32768, cols = 4096;
     std::vector<float> x(size_t(rows) * cols, 0.5f), y(x.size());
     auto k = compile<examples::softmax<4096>>(dev);
-    k(grid(rows), x.data(), y.data(), cols, cols);
-    std::vector<double> times;
-    for (int r = 0; r < runs; ++r) {
-      auto t = Clock::now();
-      k(grid(rows), x.data(), y.data(), cols, cols);
-      times.push_back(ms_since(t));
-    }
-    double gbs = 2.0 * double(x.size()) * 4 / (*std::min_element(times.begin(), times.end()) / 1e3) / 1e9;
-    row(fmt::format("softmax f32, {} x {}", rows, cols), fmt::format("{:.2f} GB/s", gbs), fmt::format("{:.2f} GB/s", copy_gbs), fmt::format("{:.0f}%", 100 * gbs / copy_gbs));
+    auto checked = compile<examples::softmax<4096>>(dev, {.checked = true});
+    const size_t count = x.size();
+    double plain_ms = best_ms([&] { k(grid(rows), x.data(), y.data(), cols, cols); });
+    double checked_ms = best_ms([&] { checked(grid(rows), sized(x.data(), count), sized(y.data(), count), cols, cols); });
+    bandwidth_row(fmt::format("softmax f32, {} x {}", rows, cols), 2.0 * double(x.size()) * 4, plain_ms);
+    bandwidth_row(fmt::format("softmax f32, {} x {}, checked", rows, cols), 2.0 * double(x.size()) * 4, checked_ms);
   }
   return 0;
 }

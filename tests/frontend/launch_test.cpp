@@ -50,9 +50,10 @@ TEST_CASE("frontend: program_id and num_programs on 1-, 2- and 3-D grids") {
     expect_equal("coordinates", out, ref);
   }
   std::vector<int32_t> untouched(6, -1);
-  kernel(grid(0, 3), untouched.data());  // no programs at all
+  std::string error = error_text([&] { kernel(grid(0, 3), untouched.data()); });  // no programs at all: refused, not skipped
+  CHECK(contains(error, "grid (0, 3, 1) has no programs"));
   CHECK(untouched == std::vector<int32_t>(6, -1));
-  std::string error = error_text([&] { kernel(grid(-1), untouched.data()); });
+  error = error_text([&] { kernel(grid(-1), untouched.data()); });
   CHECK(contains(error, "coordinates"));
   CHECK(contains(error, "grid (-1, 1, 1) has an extent outside [0, 2^31)"));
 }

@@ -187,8 +187,8 @@ TEST_CASE("fake driver: kdsl::compile on a CUDA device loads a cubin, caches it 
   k(grid(1), x, y, out, 2.5f, n);
   CHECK(fake().loads() == loads + 1);
   CHECK(cache_stats().compiled == before.compiled + 1);
-  // An empty grid launches nothing; CUDA's grid limits are user errors.
-  k(grid(0), x, y, out, 2.5f, n);
+  // An empty grid is refused (as on the host); CUDA's grid limits are user errors.
+  CHECK_THROWS_WITH_AS(k(grid(0), x, y, out, 2.5f, n), doctest::Contains("grid (0, 1, 1) has no programs"), Error);
   CHECK(fake().launches() == launches + 2);
   CHECK_THROWS_WITH_AS(k(grid(1, 65536), x, y, out, 2.5f, n), doctest::Contains("at most 65535 programs along y and z"), Error);
   std::vector<float> host(n);

@@ -15,6 +15,7 @@ namespace kdsl::detail {
 struct TypeDesc {
   DType elem = DType::F32;
   bool is_ptr = false;
+  bool read_only = false;  // a pointer to const data: Ptr<const T>
   int rank = 0;
   std::array<int64_t, 4> dims{};
 };
@@ -27,6 +28,10 @@ int32_t emit(OpKind kind, const std::vector<int32_t> &operands, const TypeDesc &
              const std::vector<int64_t> &ints, double fval = 0);
 // An op with no result (store, yield).
 void emit_effect(OpKind kind, std::initializer_list<int32_t> operands);
+
+// Records that kernel argument value `pointer` must hold at least `count` elements, count an
+// integer scalar computed from arguments and constants (kdsl::expect_extent); the launch checks it.
+void require_extent(int32_t pointer, int32_t count);
 
 // Run-time loops: begin_for opens the body and returns its arguments (iv, carried...);
 // end_for closes it with the values to carry and returns the loop's results.

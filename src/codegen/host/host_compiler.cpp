@@ -53,7 +53,7 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm) {
 
 }  // namespace
 
-CompiledObject compile_for_host(const ir::Function &traced, const std::string &symbol, const DumpOptions &dump) {
+CompiledObject compile_for_host(const ir::Function &traced, const std::string &symbol, const DumpOptions &dump, const HostCompileOptions &options) {
   CompiledObject out;
   out.symbol = symbol;
   auto start = std::chrono::steady_clock::now();
@@ -69,7 +69,7 @@ CompiledObject compile_for_host(const ir::Function &traced, const std::string &s
   std::unique_ptr<llvm::TargetMachine> tm = make_host_target_machine();
   module->setDataLayout(tm->createDataLayout());
   module->setTargetTriple(tm->getTargetTriple().str());
-  lower_to_llvm(fn, *module, symbol);
+  lower_to_llvm(fn, *module, symbol, options.bounds_checks);
   std::string problems;
   llvm::raw_string_ostream problem_stream(problems);
   if (llvm::verifyModule(*module, &problem_stream)) {

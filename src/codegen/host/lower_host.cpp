@@ -2,6 +2,7 @@
 #include "codegen/host/lower_host.h"
 
 #include <algorithm>
+#include <memory>
 
 #include <fmt/format.h>
 #include <llvm/IR/IRBuilder.h>
@@ -12,6 +13,7 @@
 
 #include "codegen/codegen.h"
 #include "codegen/element_semantics.h"
+#include "codegen/host/bounds_checks.h"
 #include "codegen/host/element_math.h"
 #include "codegen/host/storage_plan.h"
 
@@ -105,8 +107,8 @@ struct ValueState {
 
 class HostLowering {
  public:
-  HostLowering(const ir::Function &fn, llvm::Module &m)
-      : fn_(fn), m_(m), ctx_(m.getContext()), b_(ctx_), el_(b_, m), plan_(plan_storage(fn)) {}
+  HostLowering(const ir::Function &fn, llvm::Module &m, bool bounds_checks)
+      : fn_(fn), m_(m), ctx_(m.getContext()), b_(ctx_), el_(b_, m), plan_(plan_storage(fn)), bounds_checks_(bounds_checks) {}
 
   void run(const std::string &symbol) {
     llvm::Function *body = emit_body(symbol + ".body");
@@ -273,23 +275,36 @@ class HostLowering {
   llvm::Value *load(const ir::Op &op, const Index &idx) {
     const ir::Type &out = fn_.type(op.results[0]);
     llvm::Type *mem = storage_type(out.elem);
-    auto plain = [&] { return from_storage(b_.CreateLoad(mem, element(op.operands[0], idx)), out.elem); };
+    auto plain = [&] {
+      llvm::Value *p = element(op.operands[0], idx);
+      auto read = [&] { return from_storage(b_.CreateLoad(mem, p), out.elem); };
+      if (!checks_) return read();
+      // Checked mode: an address outside its argument reads 0 (after the violation is recorded).
+      return only_where(checks_->in_bounds(op, op.operands[0], p, dtype_bytes(out.elem)), read, constant(out, 0, 0.0));
+    };
     if (op.operands.size() == 1) return plain();
     // Masked: the address is only formed and read where the mask holds.
     llvm::Value *mask = element(op.operands[1], idx);
     llvm::Value *other = element(op.operands[2], idx);
+    return only_where(mask, plain, other);
+  }
+
+  // cond ? value() : otherwise, where value() is emitted in a block entered only when cond
+  // holds (so the memory it reads is touched only then).
+  template <class F>
+  llvm::Value *only_where(llvm::Value *cond, F &&value, llvm::Value *otherwise) {
     llvm::BasicBlock *from = b_.GetInsertBlock();
     llvm::BasicBlock *yes = llvm::BasicBlock::Create(ctx_, "load", current_function());
     llvm::BasicBlock *done = llvm::BasicBlock::Create(ctx_, "load.end", current_function());
-    b_.CreateCondBr(mask, yes, done);
+    b_.CreateCondBr(cond, yes, done);
     b_.SetInsertPoint(yes);
-    llvm::Value *loaded = plain();
+    llvm::Value *loaded = value();
     llvm::BasicBlock *loaded_in = b_.GetInsertBlock();
     b_.CreateBr(done);
     b_.SetInsertPoint(done);
     llvm::PHINode *phi = b_.CreatePHI(loaded->getType(), 2);
     phi->addIncoming(loaded, loaded_in);
-    phi->addIncoming(other, from);
+    phi->addIncoming(otherwise, from);
     return phi;
   }
 
@@ -483,14 +498,19 @@ class HostLowering {
     loop_nest(pt.shape, [&](const Index &idx) {
       auto body = [&] {
         llvm::Value *p = element(op.operands[0], idx);
-        llvm::Value *v = element(op.operands[1], idx);
-        if (!atomic) {
-          b_.CreateStore(to_storage(v, pt.elem), p);
-          return;
-        }
-        auto rmw = is_float(pt.elem) ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add;
-        llvm::Value *prior = b_.CreateAtomicRMW(rmw, p, v, llvm::MaybeAlign(), llvm::AtomicOrdering::Monotonic);
-        b_.CreateStore(prior, old ? array_element_ptr(old, fn_.type(op.results[0]), idx) : old_scalar);
+        auto access = [&] {
+          llvm::Value *v = element(op.operands[1], idx);
+          if (!atomic) {
+            b_.CreateStore(to_storage(v, pt.elem), p);
+            return;
+          }
+          auto rmw = is_float(pt.elem) ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add;
+          llvm::Value *prior = b_.CreateAtomicRMW(rmw, p, v, llvm::MaybeAlign(), llvm::AtomicOrdering::Monotonic);
+          b_.CreateStore(prior, old ? array_element_ptr(old, fn_.type(op.results[0]), idx) : old_scalar);
+        };
+        // Checked mode: an address outside its argument is skipped (after the violation is recorded).
+        if (checks_) when(checks_->in_bounds(op, op.operands[0], p, dtype_bytes(pt.elem)), access);
+        else access();
       };
       if (op.operands.size() == 3) when(element(op.operands[2], idx), body);
       else body();
@@ -726,10 +746,27 @@ class HostLowering {
     }
     state_.assign(fn_.values.size(), {});
     for (size_t i = 0; i < fn_.args.size(); ++i) bind_argument(fn_.args[i], f->getArg(0), i);
+    if (bounds_checks_) checks_ = std::make_unique<BoundsChecks>(fn_, b_, m_, f->getArg(0), pid_);
     emit_region(fn_.body);
     b_.CreateRetVoid();
     allocas_->eraseFromParent();
+    check_stack_size(*f);
     return f;
+  }
+
+  // Materialized blocks live on the stack of the thread running the program (8 MiB for the
+  // pool's threads and a process's main thread, as Linux sets them by default): a kernel whose
+  // blocks need more is refused here with its name, rather than crashing in the JIT code.
+  void check_stack_size(llvm::Function &f) {
+    constexpr uint64_t kLimit = uint64_t(6) << 20;  // leaves room for the caller's own frames
+    uint64_t bytes = 0;
+    for (llvm::Instruction &i : f.getEntryBlock())
+      if (auto *a = llvm::dyn_cast<llvm::AllocaInst>(&i))
+        if (auto size = a->getAllocationSize(m_.getDataLayout())) bytes += size->getFixedValue();
+    if (bytes > kLimit)
+      throw Error(fmt::format("kernel '{}': its blocks need {:.1f} MiB of stack on the host, more than the {} MiB a program may use; use smaller "
+                              "blocks (a thread's stack is 8 MiB)",
+                              fn_.name, double(bytes) / double(1 << 20), kLimit >> 20));
   }
 
   void bind_argument(const ir::Argument &a, llvm::Value *slots, size_t i) {
@@ -795,10 +832,14 @@ class HostLowering {
   llvm::Instruction *allocas_ = nullptr;
   int64_t loops_emitted_ = 0;  // loop() calls so far: a loop whose body added none is innermost
   std::array<llvm::Value *, 3> pid_{}, grid_{};
+  bool bounds_checks_ = false;
+  std::unique_ptr<BoundsChecks> checks_;  // checked mode only
 };
 
 }  // namespace
 
-void lower_to_llvm(const ir::Function &fn, llvm::Module &module, const std::string &symbol) { HostLowering(fn, module).run(symbol); }
+void lower_to_llvm(const ir::Function &fn, llvm::Module &module, const std::string &symbol, bool bounds_checks) {
+  HostLowering(fn, module, bounds_checks).run(symbol);
+}
 
 }  // namespace kdsl::codegen

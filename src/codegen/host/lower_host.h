@@ -17,6 +17,9 @@ namespace kdsl::codegen {
 // addresses; other elementwise values and loads are fused into their single elementwise
 // consumer in the same region; everything else (reductions, dot operands and results, loop
 // carried values, multiply used values) is materialized.
-void lower_to_llvm(const ir::Function &fn, llvm::Module &module, const std::string &symbol);
+//
+// With bounds_checks, every load, store and atomic is checked against the extent of the
+// arguments its pointer derives from (bounds_checks.h; the slot layout is in codegen.h).
+void lower_to_llvm(const ir::Function &fn, llvm::Module &module, const std::string &symbol, bool bounds_checks = false);
 
 }  // namespace kdsl::codegen
