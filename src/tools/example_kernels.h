@@ -52,13 +52,13 @@ inline std::vector<NamedKernel> example_kernels() {
 }
 
 // The specialization a launch with these classes would get: "aligned" (every pointer 16-byte
-// aligned and every integer a multiple of 16), "none", or one class per argument: "16", "1", "_".
+// aligned and every integer but a Dynamic<T> a multiple of 16), "none", or one class per argument: "16", "1", "_".
 inline std::vector<ir::ArgClass> parse_specialization(const std::string &spec, const detail::KernelSignature &sig) {
   std::vector<ir::ArgClass> classes(sig.params.size(), ir::ArgClass::None);
   if (spec == "none") return classes;
   if (spec == "aligned") {
     for (size_t i = 0; i < classes.size(); ++i)
-      if (sig.params[i].is_ptr || !is_float(sig.params[i].elem)) classes[i] = ir::ArgClass::Divisible16;
+      if (sig.params[i].is_ptr || (!is_float(sig.params[i].elem) && !sig.params[i].no_specialize)) classes[i] = ir::ArgClass::Divisible16;
     return classes;
   }
   size_t i = 0, start = 0;
@@ -67,6 +67,8 @@ inline std::vector<ir::ArgClass> parse_specialization(const std::string &spec, c
     std::string item = spec.substr(start, end == std::string::npos ? std::string::npos : end - start);
     if (i >= classes.size())
       throw Error("specialization '" + spec + "' has more entries than kernel '" + sig.name + "' has arguments (" + std::to_string(classes.size()) + ")");
+    if (item != "_" && sig.params[i].no_specialize)
+      throw Error("specialization entry '" + item + "': argument " + std::to_string(i) + " of kernel '" + sig.name + "' is a Dynamic scalar, never specialized: write _");
     if (item == "16") classes[i] = ir::ArgClass::Divisible16;
     else if (item == "1") classes[i] = ir::ArgClass::EqualToOne;
     else if (item != "_") throw Error("specialization entry '" + item + "' must be 16, 1 or _");

@@ -17,6 +17,7 @@ struct TypeDesc {
   bool is_ptr = false;
   int rank = 0;
   std::array<int64_t, 4> dims{};
+  bool no_specialize = false;  // a Dynamic<T> kernel parameter: never classed as 1 or divisible by 16
 };
 
 // Records one op in the innermost open region of the current trace and returns its result
