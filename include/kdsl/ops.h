@@ -206,6 +206,12 @@ Block<ptr<U>, D...> reinterpret(const Block<ptr<T>, D...> &p) {
   if constexpr (std::is_same_v<T, U>) return p;
   else return detail::emit_as<Block<ptr<U>, D...>>(OpKind::PtrCast, {p.id()});
 }
+template <ElementType U, class E, int... D>
+  requires(!detail::element_traits<E>::is_ptr)
+Block<ptr<U>, D...> reinterpret(const Block<E, D...> &) {
+  static_assert(detail::element_traits<E>::is_ptr, "reinterpret<U> needs a block of pointers (Ptr<T>): to reinterpret values' bits use bitcast<U>");
+  return detail::make<Block<ptr<U>, D...>>(-1);  // not reached: the assertion fails first
+}
 
 // --- program coordinates and constants -------------------------------------------------
 
