@@ -10,12 +10,12 @@ namespace kdsl::kernels {
 // part_out[(head * num_splits + split) * head_dim ..] and its running max and sum to
 // part_ml[(head * num_splits + split) * 2 + {0, 1}]. With one split, part_out laid out
 // [n_heads][head_dim] is the final output. Every split must hold at least one position, and
-// split_len is a multiple of BT (so with TILE_IN_PAGE each step lies in one page).
+// split_len is a multiple of BT (so with TILE_IN_PAGE each step lies in one page). Positions
+// 0 .. ctx - 1 are visible; ctx changes every step, so it is Dynamic (one compiled kernel).
 template <int G, int D, int BT, bool TILE_IN_PAGE, bool FULL_D>
 void attention_decode(Ptr<const f32> q, Ptr<const f32> k_pages, Ptr<const f32> v_pages, Ptr<const i32> block_table, Ptr<f32> part_out, Ptr<f32> part_ml,
-                      Scalar<f32> ctx_f, Scalar<i32> group, Scalar<i32> n_kv_heads, Scalar<i32> head_dim, Scalar<i32> page_size,
+                      Dynamic<i32> ctx, Scalar<i32> group, Scalar<i32> n_kv_heads, Scalar<i32> head_dim, Scalar<i32> page_size,
                       Scalar<i32> split_len, Scalar<f32> scale) {
-  auto ctx = position(ctx_f);  // positions 0 .. ctx - 1 are visible
   auto kv_head = program_id(0);
   auto split = program_id(1);
   auto num_splits = num_programs(1);

@@ -10,9 +10,8 @@ namespace kdsl::kernels {
 // are [rows][n_heads][head_dim].
 template <int BM, int BN, int D, bool TILE_IN_PAGE, bool FULL_D>
 void attention_prefill(Ptr<const f32> q, Ptr<const f32> k_pages, Ptr<const f32> v_pages, Ptr<const i32> block_table, Ptr<f32> out, Scalar<i32> rows,
-                       Scalar<f32> pos0_f, Scalar<i32> n_heads, Scalar<i32> group, Scalar<i32> n_kv_heads, Scalar<i32> head_dim,
+                       Dynamic<i32> pos0, Scalar<i32> n_heads, Scalar<i32> group, Scalar<i32> n_kv_heads, Scalar<i32> head_dim,
                        Scalar<i32> page_size, Scalar<f32> scale) {
-  auto pos0 = position(pos0_f);
   auto h = program_id(1);
   auto kv_head = h / group;
   auto r = program_id(0) * BM + arange<BM>();

@@ -33,9 +33,4 @@ Block<i32, BN> spread_rows(const Scalar<i32> &N) {
   return program_id(0) + arange<BN>() * ((N + (BN - 1)) / BN);
 }
 
-// A position that changes every decoding step travels as an f32 (exact below 2^24): integer
-// arguments are specialized by class (equal to 1, divisible by 16, other), so an i32 position
-// would recompile the kernel as it crosses those classes; floats are not specialized.
-inline Scalar<i32> position(const Scalar<f32> &p) { return cast<i32>(p); }
-
 }  // namespace kdsl::kernels

@@ -8,8 +8,9 @@ namespace kdsl::kernels {
 // (r, j) dequantizes blocks j*BB .. j*BB + BB - 1 of table row ids[r] (columns
 // j*BB*32 ..) into out row r: d * value for each element, the blocks past the row masked.
 template <class F, int BB>
-void embedding_quantized(Ptr<const i32> ids, Ptr<const typename F::Quant> tq, Ptr<const f16> td, Ptr<f32> out, Scalar<i32> dim) {
+void embedding_quantized(Ptr<const i32> ids, Ptr<const typename F::Quant> tq, Ptr<f32> out, Scalar<i32> dim) {
   constexpr int PB = F::kPartBytes;
+  auto td = reinterpret<f16>(tq);  // the scales, at half index block * kScaleStride
   auto blocks = dim / F::kBlockElements;
   auto r = program_id(0);
   auto blk = program_id(1) * BB + arange<BB>();  // [BB] block within the row

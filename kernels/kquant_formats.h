@@ -9,11 +9,11 @@
 namespace kdsl::kernels {
 
 // A k-quant super-block holds 256 elements with per-sub-block scales (quant_blocks.h). As
-// for Q8_0 / Q4_0 (quant_formats.h) the weights arrive twice, at the same address: as
-// Ptr<u8> for the bytes and as Ptr<f16> for the f16 factors, since the DSL has no pointer
-// casts. Block b (counted over the whole matrix, row-major) starts at byte b * kBlockBytes.
+// for Q8_0 / Q4_0 (quant_formats.h) the weights arrive once, as Ptr<u8>; the f16 factors are
+// read through reinterpret<f16> of the same address. Block b (counted over the whole matrix,
+// row-major) starts at byte b * kBlockBytes.
 //
-// load_block<R>(wq, wd, block) reads block block[r] ([R, 1] i64) of R rows at once: every byte
+// load_block<R>(wq, block) reads block block[r] ([R, 1] i64) of R rows at once: every byte
 // the block's 256 values need, as [R, ...] tiles with the scales already multiplied out to
 // f32. part(loaded, p) then gives elements p * 32 .. p * 32 + 31 of each block as an f32
 // tile of shape Part<R> ([R, 32], or [R, 2, 16] where 16-lane sub-blocks have their own
@@ -54,7 +54,8 @@ struct Q6_KFormat {
   };
 
   template <int R>
-  static Loaded<R> load_block(Ptr<const u8> wq, Ptr<const f16> wd, const Block<i64, R, 1> &block) {
+  static Loaded<R> load_block(Ptr<const u8> wq, const Block<i64, R, 1> &block) {
+    auto wd = reinterpret<f16>(wq);
     auto base = expand_dims<2>(block * kBlockBytes);                       // [R, 1, 1]
     auto lanes = wide(reshape<1, 2, 16>(arange<32>()));                    // [1, 2, 16]
     auto pair = wide(reshape<1, 2, 1>(arange<2>()));                       // [1, 2, 1]
@@ -104,7 +105,8 @@ struct Q4_KFormat {
   };
 
   template <int R>
-  static Loaded<R> load_block(Ptr<const u8> wq, Ptr<const f16> wd, const Block<i64, R, 1> &block) {
+  static Loaded<R> load_block(Ptr<const u8> wq, const Block<i64, R, 1> &block) {
+    auto wd = reinterpret<f16>(wq);
     auto base = block * kBlockBytes;  // [R, 1]
     auto lanes = row(wide(arange<32>()));
     auto half = block * (kBlockBytes / 2);

@@ -7,14 +7,14 @@ namespace kdsl::kernels {
 // Pages are [num_pages][page_size][row] with row = n_kv_heads * head_dim floats, so one
 // token's keys (or values) are `row` contiguous floats. Program (r, j) copies columns
 // j*BLOCK .. of token r (position pos0 + r) into slot pos % page_size of page
-// block_table[pos / page_size]. pos0 is an f32 (see position()).
+// block_table[pos / page_size]. pos0 is Dynamic (one compiled kernel for every position).
 template <int BLOCK>
-void kv_append(Ptr<const f32> k, Ptr<const f32> v, Ptr<f32> k_pages, Ptr<f32> v_pages, Ptr<const i32> block_table, Scalar<f32> pos0_f, Scalar<i32> row,
+void kv_append(Ptr<const f32> k, Ptr<const f32> v, Ptr<f32> k_pages, Ptr<f32> v_pages, Ptr<const i32> block_table, Dynamic<i32> pos0, Scalar<i32> row,
                Scalar<i32> page_size) {
   auto r = program_id(0);
   auto c = program_id(1) * BLOCK + arange<BLOCK>();
   auto mask = c < row;
-  auto pos = position(pos0_f) + r;
+  auto pos = pos0 + r;
   auto page = load(block_table + pos / page_size);
   auto dst = (wide(page) * wide(page_size) + wide(pos % page_size)) * wide(row);
   auto src = wide(r) * wide(row);

@@ -71,7 +71,7 @@ void Library::kv_append(const float *k, const float *v, float *k_pages, float *v
   if (rows == 0) return;
   int row = n_kv_heads * head_dim;
   with_block<16, 1024>("kv_append", "n_kv_heads * head_dim", std::min(row, 1024), [&]<int B>() {
-    impl_->kernel<kernels::kv_append<B>>()(grid(rows, cdiv(row, B)), k, v, k_pages, v_pages, block_table, float(pos0), row, page_size);
+    impl_->kernel<kernels::kv_append<B>>()(grid(rows, cdiv(row, B)), k, v, k_pages, v_pages, block_table, pos0, row, page_size);
   });
 }
 
@@ -99,9 +99,9 @@ void Library::rope(float *q, float *k, int rows, int n_heads, int n_kv_heads, in
   const float *inv_freq = im.rope_inv_freq.data();
   with_block<8, 128>("rope", "head_dim / 2", head_dim / 2, [&]<int H>() {
     if (neox)
-      im.kernel<kernels::rope<H, true>>()(grid(rows), q, k, inv_freq, n_heads, n_kv_heads, head_dim, float(pos0));
+      im.kernel<kernels::rope<H, true>>()(grid(rows), q, k, inv_freq, n_heads, n_kv_heads, head_dim, pos0);
     else
-      im.kernel<kernels::rope<H, false>>()(grid(rows), q, k, inv_freq, n_heads, n_kv_heads, head_dim, float(pos0));
+      im.kernel<kernels::rope<H, false>>()(grid(rows), q, k, inv_freq, n_heads, n_kv_heads, head_dim, pos0);
   });
 }
 

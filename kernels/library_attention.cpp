@@ -49,7 +49,7 @@ void Library::attention(const float *q, const float *k_pages, const float *v_pag
       with_kv_step(page_size, [&]<int STEP, bool TILE_IN_PAGE>() {
         auto run = [&]<bool FULL_D>() {
           im.kernel<attention_prefill<kPrefillRows, STEP, D, TILE_IN_PAGE, FULL_D>>()(grid(cdiv(rows, kPrefillRows), n_heads), q, k_pages,
-                                                                                      v_pages, block_table, out, rows, float(pos0), n_heads,
+                                                                                      v_pages, block_table, out, rows, pos0, n_heads,
                                                                                       group, n_kv_heads, head_dim, page_size, scale);
         };
         if (head_dim == D)
@@ -76,7 +76,7 @@ void Library::attention(const float *q, const float *k_pages, const float *v_pag
       with_block<1, 16>("attention (decode)", "n_heads / n_kv_heads", group, [&]<int G>() {
         auto run = [&]<bool FULL_D>() {
           im.kernel<attention_decode<G, D, STEP, TILE_IN_PAGE, FULL_D>>()(grid(n_kv_heads, used_splits), q, k_pages, v_pages, block_table,
-                                                                          part_out, part_ml, float(ctx), group, n_kv_heads, head_dim,
+                                                                          part_out, part_ml, ctx, group, n_kv_heads, head_dim,
                                                                           page_size, split_len, scale);
         };
         if (head_dim == D)

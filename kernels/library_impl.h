@@ -65,7 +65,7 @@ struct Library::Impl {
 
 namespace detail {
 
-// Positions reach kernels as f32 (see kernels::position), exact up to 2^24.
+// RoPE turns a position into an f32 angle factor, exact up to 2^24: later positions are refused.
 constexpr int64_t kMaxPosition = int64_t(1) << 24;
 
 // Calls f.template operator()<B>() with B the smallest power of two in [Lo, Hi] that is >= n;

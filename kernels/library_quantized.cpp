@@ -30,62 +30,61 @@ constexpr int kKQuantPrefetchBytes = 1024;
 constexpr int kKQuantTileM = 32, kKQuantTileN = 32;  // 64 columns need 171 KiB of shared memory on NVPTX (Q6_K), past sm_80's 163
 constexpr int kKQuantEmbeddingBlocks = 2;
 
-// The weights' address as the two views the kernels take (quant_formats.h).
+// The weights' address as the kernels take it: their quant bytes (the scales are read through a
+// reinterpret of the same address, quant_formats.h).
 template <class F>
-struct QuantizedView {
-  explicit QuantizedView(const void *w) : quants(static_cast<const typename F::Quant::storage *>(w)), scales(static_cast<const half *>(w)) {}
-  const typename F::Quant::storage *quants;
-  const half *scales;
-};
+const typename F::Quant::storage *quants(const void *w) {
+  return static_cast<const typename F::Quant::storage *>(w);
+}
 
 template <class F>
 void run_matmul(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K) {
-  QuantizedView<F> v(w);
+  auto wq = quants<F>(w);
   // Without a bias the kernels get `out` for it, unread.
   const float *b = bias ? bias : out;
   if (rows == 1) {
     auto g = grid(cdiv(N, kMatvecRows));
-    if (bias) im.kernel<matvec_quantized<F, kMatvecRows, true, kPrefetchBytes>>()(g, x, v.quants, v.scales, b, out, N, K);
-    else im.kernel<matvec_quantized<F, kMatvecRows, false, kPrefetchBytes>>()(g, x, v.quants, v.scales, b, out, N, K);
+    if (bias) im.kernel<matvec_quantized<F, kMatvecRows, true, kPrefetchBytes>>()(g, x, wq, b, out, N, K);
+    else im.kernel<matvec_quantized<F, kMatvecRows, false, kPrefetchBytes>>()(g, x, wq, b, out, N, K);
     return;
   }
   if (rows <= kMaxFewRows) {
     detail::with_block<2, kMaxFewRows>("matmul", "rows", rows, [&]<int BR>() {
       auto g = grid(cdiv(N, kMatvecRows));
-      if (bias) im.kernel<matvec_rows_quantized<F, BR, kMatvecRows, kFewRowsBlocks, true>>()(g, x, v.quants, v.scales, b, out, rows, N, K);
-      else im.kernel<matvec_rows_quantized<F, BR, kMatvecRows, kFewRowsBlocks, false>>()(g, x, v.quants, v.scales, b, out, rows, N, K);
+      if (bias) im.kernel<matvec_rows_quantized<F, BR, kMatvecRows, kFewRowsBlocks, true>>()(g, x, wq, b, out, rows, N, K);
+      else im.kernel<matvec_rows_quantized<F, BR, kMatvecRows, kFewRowsBlocks, false>>()(g, x, wq, b, out, rows, N, K);
     });
     return;
   }
   // Short prompts take shorter tiles, as in library_matmul.cpp.
   detail::with_block<kShortTileM, kTileM>("matmul", "rows", std::min(rows, kTileM), [&]<int BM>() {
     auto g = grid(cdiv(rows, BM), cdiv(N, kTileN));
-    if (bias) im.kernel<matmul_quantized<F, BM, kTileN, kTileBlocks, true>>()(g, x, v.quants, v.scales, b, out, rows, N, K);
-    else im.kernel<matmul_quantized<F, BM, kTileN, kTileBlocks, false>>()(g, x, v.quants, v.scales, b, out, rows, N, K);
+    if (bias) im.kernel<matmul_quantized<F, BM, kTileN, kTileBlocks, true>>()(g, x, wq, b, out, rows, N, K);
+    else im.kernel<matmul_quantized<F, BM, kTileN, kTileBlocks, false>>()(g, x, wq, b, out, rows, N, K);
   });
 }
 
 template <class F>
 void run_embedding(Library::Impl &im, const int32_t *ids, const void *table, float *out, int rows, int dim) {
-  QuantizedView<F> v(table);
+  auto wq = quants<F>(table);
   auto g = grid(rows, cdiv(dim / F::kBlockElements, kEmbeddingBlocks));
-  im.kernel<embedding_quantized<F, kEmbeddingBlocks>>()(g, ids, v.quants, v.scales, out, dim);
+  im.kernel<embedding_quantized<F, kEmbeddingBlocks>>()(g, ids, wq, out, dim);
 }
 
 template <class F>
 void run_matmul_kquant(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K) {
-  QuantizedView<F> v(w);
+  auto wq = quants<F>(w);
   const float *b = bias ? bias : out;  // unread without a bias
   if (rows == 1) {
     auto g = grid(cdiv(N, kMatvecRows));
-    if (bias) im.kernel<matvec_kquant<F, kMatvecRows, true, kKQuantPrefetchBytes>>()(g, x, v.quants, v.scales, b, out, N, K);
-    else im.kernel<matvec_kquant<F, kMatvecRows, false, kKQuantPrefetchBytes>>()(g, x, v.quants, v.scales, b, out, N, K);
+    if (bias) im.kernel<matvec_kquant<F, kMatvecRows, true, kKQuantPrefetchBytes>>()(g, x, wq, b, out, N, K);
+    else im.kernel<matvec_kquant<F, kMatvecRows, false, kKQuantPrefetchBytes>>()(g, x, wq, b, out, N, K);
     return;
   }
   auto run = [&]<int BM>() {
     auto g = grid(cdiv(rows, BM), cdiv(N, kKQuantTileN));
-    if (bias) im.kernel<matmul_kquant<F, BM, kKQuantTileN, true>>()(g, x, v.quants, v.scales, b, out, rows, N, K);
-    else im.kernel<matmul_kquant<F, BM, kKQuantTileN, false>>()(g, x, v.quants, v.scales, b, out, rows, N, K);
+    if (bias) im.kernel<matmul_kquant<F, BM, kKQuantTileN, true>>()(g, x, wq, b, out, rows, N, K);
+    else im.kernel<matmul_kquant<F, BM, kKQuantTileN, false>>()(g, x, wq, b, out, rows, N, K);
   };
   if (rows <= kMaxFewRows) run.template operator()<kMaxFewRows>();
   else run.template operator()<kKQuantTileM>();
@@ -93,9 +92,9 @@ void run_matmul_kquant(Library::Impl &im, const float *x, const void *w, const f
 
 template <class F>
 void run_embedding_kquant(Library::Impl &im, const int32_t *ids, const void *table, float *out, int rows, int dim) {
-  QuantizedView<F> v(table);
+  auto wq = quants<F>(table);
   auto g = grid(rows, cdiv(dim / F::kBlockElements, kKQuantEmbeddingBlocks));
-  im.kernel<embedding_kquant<F, kKQuantEmbeddingBlocks>>()(g, ids, v.quants, v.scales, out, dim);
+  im.kernel<embedding_kquant<F, kKQuantEmbeddingBlocks>>()(g, ids, wq, out, dim);
 }
 
 // Quantized rows hold whole blocks (32 elements, 256 for the k-quants).

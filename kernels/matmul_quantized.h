@@ -14,7 +14,7 @@ namespace kdsl::kernels {
 // block of its own, as in matmul.h. Rows and columns past M and N are clamped for loading;
 // blocks past the last whole BB group are one masked step (masked blocks read as zeros).
 template <class F, int BM, int BN, int BB, bool HAS_BIAS>
-void matmul_quantized(Ptr<const f32> x, Ptr<const typename F::Quant> wq, Ptr<const f16> wd, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> M, Scalar<i32> N,
+void matmul_quantized(Ptr<const f32> x, Ptr<const typename F::Quant> wq, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> M, Scalar<i32> N,
                       Scalar<i32> K) {
   constexpr int PB = F::kPartBytes;
   auto blocks = K / F::kBlockElements;
@@ -31,7 +31,7 @@ void matmul_quantized(Ptr<const f32> x, Ptr<const typename F::Quant> wq, Ptr<con
     auto ok3 = expand_dims<2>(ok);            // [1, BB, 1]
     auto ok_k = reshape<BB * PB, 1>(broadcast_to<BB, PB>(trans(ok)));  // [BB * PB, 1] per column of the W tile
     auto x_ptr = x + (x_rows + wide(expand_dims<2>(row(blk * F::kBlockElements)) + rj));  // [BM, BB, PB]
-    auto g = load_block_group<F>(wq, wd, block, ok, masked);                              // [BN, BB, PB], [BN, BB, 1]
+    auto g = load_block_group<F>(wq, block, ok, masked);                              // [BN, BB, PB], [BN, BB, 1]
     for (int p = 0; p < F::kParts; ++p) {
       auto a = reshape<BM, BB * PB>(masked ? load(x_ptr + p * PB, ok3, 0) : load(x_ptr + p * PB));
       auto w = reshape<BN, BB * PB>(F::part(g.quants, p) * g.scales);

@@ -16,7 +16,7 @@ namespace kdsl::kernels {
 // lines of them: a step reads 3.3 (Q6_K) or 2.3 (Q4_K) lines of each row, so one line per
 // step would fall behind. Rows past N are clamped (loads stay in bounds, stores are masked).
 template <class F, int BN, bool HAS_BIAS, int PREFETCH = 0, int PREFETCH_LINES = 4>
-void matvec_kquant(Ptr<const f32> x, Ptr<const u8> wq, Ptr<const f16> wd, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> N, Scalar<i32> K) {
+void matvec_kquant(Ptr<const f32> x, Ptr<const u8> wq, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> N, Scalar<i32> K) {
   constexpr int PE = F::kPartElements;
   auto blocks = K / F::kBlockElements;  // per row
   auto rn = spread_rows<BN>(N);
@@ -25,7 +25,7 @@ void matvec_kquant(Ptr<const f32> x, Ptr<const u8> wq, Ptr<const f16> wd, Ptr<co
   auto acc = for_range(0, blocks, 1, F::template part_zeros<BN>(), [&](auto b, auto acc) {
     auto block = row_block + wide(b);  // [BN, 1]
     if constexpr (PREFETCH > 0) prefetch(wq + (block * F::kBlockBytes + PREFETCH + row(wide(arange<PREFETCH_LINES>() * 64))));
-    auto l = F::template load_block<BN>(wq, wd, block);
+    auto l = F::template load_block<BN>(wq, block);
     for (int p = 0; p < F::kParts; ++p) {
       auto xs = load(x + (b * F::kBlockElements + p * PE + lanes));  // [1, PE] or [1, 2, 16]
       acc = acc + F::part(l, p) * xs;
@@ -44,7 +44,7 @@ void matvec_kquant(Ptr<const f32> x, Ptr<const u8> wq, Ptr<const f16> wd, Ptr<co
 // `where` (true for every column) makes the transposed tile a block of its own, as in
 // matmul.h. Rows and columns past M and N are clamped for loading, stores are masked.
 template <class F, int BM, int BN, bool HAS_BIAS>
-void matmul_kquant(Ptr<const f32> x, Ptr<const u8> wq, Ptr<const f16> wd, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> M, Scalar<i32> N, Scalar<i32> K) {
+void matmul_kquant(Ptr<const f32> x, Ptr<const u8> wq, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> M, Scalar<i32> N, Scalar<i32> K) {
   constexpr int PE = F::kPartElements;
   auto blocks = K / F::kBlockElements;
   auto rm = program_id(0) * BM + arange<BM>();
@@ -53,7 +53,7 @@ void matmul_kquant(Ptr<const f32> x, Ptr<const u8> wq, Ptr<const f16> wd, Ptr<co
   auto row_block = col(wide(minimum(rn, N - 1)) * wide(blocks));  // [BN, 1]
   auto rj = arange<PE>();
   auto acc = for_range(0, blocks, 1, zeros<f32, BM, BN>(), [&](auto b, auto acc) {
-    auto l = F::template load_block<BN>(wq, wd, row_block + wide(b));
+    auto l = F::template load_block<BN>(wq, row_block + wide(b));
     auto ok = col(b * F::kBlockElements + rj < K);  // [PE, 1], always true
     for (int p = 0; p < F::kParts; ++p) {
       auto a = load(x + (x_rows + row(wide(b * F::kBlockElements + p * PE + rj))));  // [BM, PE]
@@ -69,14 +69,14 @@ void matmul_kquant(Ptr<const f32> x, Ptr<const u8> wq, Ptr<const f16> wd, Ptr<co
 // Program (r, j) dequantizes blocks j*BB .. j*BB + BB - 1 of table row ids[r] into out row
 // r; blocks past the row are clamped for loading and not stored.
 template <class F, int BB>
-void embedding_kquant(Ptr<const i32> ids, Ptr<const u8> tq, Ptr<const f16> td, Ptr<f32> out, Scalar<i32> dim) {
+void embedding_kquant(Ptr<const i32> ids, Ptr<const u8> tq, Ptr<f32> out, Scalar<i32> dim) {
   constexpr int PE = F::kPartElements;
   auto blocks = dim / F::kBlockElements;
   auto r = program_id(0);
   auto blk = program_id(1) * BB + arange<BB>();  // [BB] block within the row
   auto ok = col(blk < blocks);                   // [BB, 1]
   auto block = col(wide(load(ids + r)) * wide(blocks) + wide(minimum(blk, blocks - 1)));  // [BB, 1] block within the table
-  auto l = F::template load_block<BB>(tq, td, block);
+  auto l = F::template load_block<BB>(tq, block);
   auto dst = out + (wide(r) * wide(dim) + wide(col(blk * F::kBlockElements) + row(arange<PE>())));  // [BB, PE]
   for (int p = 0; p < F::kParts; ++p) store(dst + p * PE, reshape<BB, PE>(F::part(l, p)), ok);
 }

@@ -19,8 +19,9 @@ namespace kdsl::kernels {
 // to 16-23 GB/s with the rows spread (Q4_0 from 5-7 to 8-9 GB/s: it is bound by unpacking).
 // Rows past N are clamped (loads stay in bounds, stores are masked).
 template <class F, int BN, bool HAS_BIAS, int PREFETCH = 0>
-void matvec_quantized(Ptr<const f32> x, Ptr<const typename F::Quant> wq, Ptr<const f16> wd, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> N, Scalar<i32> K) {
+void matvec_quantized(Ptr<const f32> x, Ptr<const typename F::Quant> wq, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> N, Scalar<i32> K) {
   constexpr int PB = F::kPartBytes;
+  auto wd = reinterpret<f16>(wq);  // the scales, at half index block * kScaleStride
   auto blocks = K / F::kBlockElements;  // per row
   auto rn = spread_rows<BN>(N);
   auto row_block = col(wide(minimum(rn, N - 1)) * wide(blocks));  // [BN, 1] first block of each row
@@ -45,7 +46,7 @@ void matvec_quantized(Ptr<const f32> x, Ptr<const typename F::Quant> wq, Ptr<con
 // once and used for every row, as in matvec_rows.h, into a [BR, BN, BB, kPartBytes]
 // accumulator (kept small by a small BB) reduced after the loop.
 template <class F, int BR, int BN, int BB, bool HAS_BIAS>
-void matvec_rows_quantized(Ptr<const f32> x, Ptr<const typename F::Quant> wq, Ptr<const f16> wd, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> rows, Scalar<i32> N,
+void matvec_rows_quantized(Ptr<const f32> x, Ptr<const typename F::Quant> wq, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> rows, Scalar<i32> N,
                            Scalar<i32> K) {
   constexpr int PB = F::kPartBytes;
   auto blocks = K / F::kBlockElements;
@@ -62,7 +63,7 @@ void matvec_rows_quantized(Ptr<const f32> x, Ptr<const typename F::Quant> wq, Pt
     auto ok3 = expand_dims<2>(ok);            // [1, BB, 1]
     // [BR, 1, BB, PB]: element j of part p of block blk, for every row of x
     auto x_ptr = x + (x_rows + expand_dims<0>(wide(expand_dims<2>(row(blk * F::kBlockElements)) + rj)));
-    auto g = load_block_group<F>(wq, wd, block, ok, masked);  // [BN, BB, PB], [BN, BB, 1]
+    auto g = load_block_group<F>(wq, block, ok, masked);  // [BN, BB, PB], [BN, BB, 1]
     for (int p = 0; p < F::kParts; ++p) {
       auto xs = masked ? load(x_ptr + p * PB, expand_dims<0>(ok3), 0) : load(x_ptr + p * PB);
       acc = acc + xs * expand_dims<0>(F::part(g.quants, p)) * expand_dims<0>(g.scales);

@@ -7,8 +7,8 @@
 
 namespace kdsl::kernels {
 
-// A quantized weight arrives at a kernel twice, at the same address: as Ptr<Quant> for the
-// quant bytes and as Ptr<f16> for the scales, since the DSL has no pointer casts. Block b
+// A quantized weight arrives at a kernel once, as Ptr<Quant> for the quant bytes; the kernels
+// read the scales through reinterpret<f16> of the same address. Block b
 // (counted over the whole matrix, row-major) has its f16 scale d at half index
 // b * kScaleStride and its quant bytes at byte b * kBlockBytes + kQuantOffset. Each block
 // yields its 32 values as kParts runs of kPartBytes: run p, decoded from the same
@@ -59,11 +59,11 @@ struct BlockGroup {
 // Loads the blocks block[n, i] (W's block index, [BN, BB]) of format F. `in_row` ([1, BB]) says
 // which of the BB lie inside their row; with `masked` the others read as zeros.
 template <class F, class Blocks, class InRow>
-auto load_block_group(Ptr<const typename F::Quant> wq, Ptr<const f16> wd, const Blocks &block, const InRow &in_row, bool masked) {
+auto load_block_group(Ptr<const typename F::Quant> wq, const Blocks &block, const InRow &in_row, bool masked) {
   auto rj = reshape<1, 1, F::kPartBytes>(arange<F::kPartBytes>());
   auto in_row3 = expand_dims<2>(in_row);
   auto q_ptr = wq + (expand_dims<2>(block * F::kBlockBytes + F::kQuantOffset) + wide(rj));
-  auto d_ptr = wd + block * F::kScaleStride;
+  auto d_ptr = reinterpret<f16>(wq) + block * F::kScaleStride;
   auto q = masked ? load(q_ptr, in_row3, 0) : load(q_ptr);
   auto d = expand_dims<2>(cast<f32>(masked ? load(d_ptr, in_row, 0) : load(d_ptr)));
   return BlockGroup<decltype(q), decltype(d)>{q, d};

@@ -8,12 +8,11 @@ namespace kdsl::kernels {
 // <= HALF) are computed once, then a run-time loop rotates each query head and each key head:
 //   (x[a], x[b]) <- (x[a] cos - x[b] sin, x[a] sin + x[b] cos)
 // with (a, b) = (2i, 2i + 1) (llama2.c, GGUF llama) or (i, i + head_dim/2) (NEOX: GPT-NeoX, Qwen).
-// inv_freq[i] = theta^(-2i/head_dim) comes from the host, computed in double; pos0 is an f32
-// (see position()).
+// inv_freq[i] = theta^(-2i/head_dim) comes from the host, computed in double; pos0 is Dynamic
+// (it changes every step: one compiled kernel for every position).
 template <int HALF, bool NEOX>
 void rope(Ptr<f32> q, Ptr<f32> k, Ptr<const f32> inv_freq, Scalar<i32> n_heads, Scalar<i32> n_kv_heads, Scalar<i32> head_dim,
-          Scalar<f32> pos0_f) {
-  auto pos0 = position(pos0_f);
+          Dynamic<i32> pos0) {
   auto r = program_id(0);
   auto i = arange<HALF>();
   auto half = head_dim / 2;

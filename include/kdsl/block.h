@@ -117,10 +117,31 @@ using Scalar = Block<T>;
 template <ElementType T>
 using Ptr = Block<ptr<T>>;
 
-template <class X>
-struct is_block : std::false_type {};
+// A run-time scalar kernel argument that is never specialized: where a Scalar<i32> equal to 1
+// or a multiple of 16 gets its own compiled kernel (constant-folded, vector accesses), a
+// Dynamic<i32> is one compiled kernel for every value. For arguments that change at every
+// launch (a token position, a sequence length) and would otherwise compile up to three
+// variants. Inside the kernel it is a Scalar<T>.
+template <ElementType T>
+class Dynamic : public Block<T> {
+ public:
+  using Block<T>::Block;
+
+  static detail::TypeDesc type() {
+    detail::TypeDesc t = Block<T>::type();
+    t.no_specialize = true;
+    return t;
+  }
+};
+
+// Dynamic<T> derives from Block<T>: anything publicly derived from a Block is one.
+namespace detail {
 template <class E, int... D>
-struct is_block<Block<E, D...>> : std::true_type {};
+std::true_type derives_from_block(const Block<E, D...> *);
+std::false_type derives_from_block(const void *);
+}  // namespace detail
+template <class X>
+struct is_block : decltype(detail::derives_from_block(static_cast<X *>(nullptr))) {};
 template <class X>
 constexpr bool is_block_v = is_block<std::remove_cvref_t<X>>::value;
 

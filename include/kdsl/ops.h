@@ -133,7 +133,21 @@ KDSL_FLOAT_FUNCTION(sin, Sin)
 KDSL_FLOAT_FUNCTION(cos, Cos)
 KDSL_FLOAT_FUNCTION(tanh, Tanh)
 KDSL_FLOAT_FUNCTION(sigmoid, Sigmoid)
+KDSL_FLOAT_FUNCTION(erf, Erf)
+KDSL_FLOAT_FUNCTION(floor, Floor)  // toward -inf; the result keeps the float type
+KDSL_FLOAT_FUNCTION(ceil, Ceil)    // toward +inf
 #undef KDSL_FLOAT_FUNCTION
+
+// a^b elementwise, as C's powf (a negative base with an integral exponent has a sign; with
+// any other exponent the result is NaN), computed in f32 and rounded to the block's type.
+// Blocks of one float type with broadcasting, or a block and a literal (`pow(x, 0.5)`).
+template <class A, class B>
+  requires detail::BinaryOperands<A, B>
+auto pow(const A &a, const B &b) {
+  static_assert(detail::is_float_element<typename detail::operand_element<A, B>::type>,
+                "pow needs floating-point blocks (f32, f16 or bf16)");
+  return detail::binary<OpKind::Pow>(a, b);
+}
 
 template <class E, int... D>
 Block<E, D...> abs(const Block<E, D...> &x) {
@@ -180,6 +194,22 @@ Block<T, D...> bitcast(const Block<E, D...> &x) {
   static_assert(dtype_bytes(T::dtype) == dtype_bytes(detail::element_traits<E>::dtype) && !detail::element_traits<E>::is_ptr,
                 "bitcast needs element types of the same width");
   return detail::emit_as<Block<T, D...>>(OpKind::Bitcast, {x.id()});
+}
+
+// The same addresses as pointers to U. The result points at the byte `p` points at; offsets
+// added to it afterwards count U elements (sizeof(U) bytes each), so
+// `reinterpret<f16>(bytes + 34 * b) + 0` reads the f16 at byte 34 * b. Loads and stores
+// through it need each address aligned to U's size, as in C.
+template <ElementType U, class T, int... D>
+Block<ptr<U>, D...> reinterpret(const Block<ptr<T>, D...> &p) {
+  if constexpr (std::is_same_v<T, U>) return p;
+  else return detail::emit_as<Block<ptr<U>, D...>>(OpKind::PtrCast, {p.id()});
+}
+template <ElementType U, class E, int... D>
+  requires(!detail::element_traits<E>::is_ptr)
+Block<ptr<U>, D...> reinterpret(const Block<E, D...> &) {
+  static_assert(detail::element_traits<E>::is_ptr, "reinterpret<U> needs a block of pointers (Ptr<T>): to reinterpret values' bits use bitcast<U>");
+  return detail::make<Block<ptr<U>, D...>>(-1);  // not reached: the assertion fails first
 }
 
 // --- program coordinates and constants -------------------------------------------------

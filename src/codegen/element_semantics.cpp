@@ -169,8 +169,14 @@ llvm::Value *ElementSemantics::elementwise(OpKind kind, const ir::Type &out, std
     case OpKind::Neg: return fp ? b_.CreateFNeg(a(0)) : b_.CreateNeg(a(0));
     case OpKind::Not: return b_.CreateNot(a(0));
     case OpKind::Exp: case OpKind::Exp2: case OpKind::Log: case OpKind::Log2: case OpKind::Sqrt: case OpKind::Rsqrt:
-    case OpKind::Sin: case OpKind::Cos: case OpKind::Tanh: case OpKind::Sigmoid:
+    case OpKind::Sin: case OpKind::Cos: case OpKind::Tanh: case OpKind::Sigmoid: case OpKind::Erf:
       return fin(math(kind, a(0), nullptr));
+    case OpKind::Pow: return fin(math(kind, a(0), a(1)));
+    // Exact in every float type, and one instruction on each target (roundss, cvt.rmi / cvt.rpi).
+    case OpKind::Floor: return intrinsic(llvm::Intrinsic::floor, {a(0)});
+    case OpKind::Ceil: return intrinsic(llvm::Intrinsic::ceil, {a(0)});
+    // Pointers are untyped in LLVM: the pointee only changes how later offsets scale.
+    case OpKind::PtrCast: return a(0);
     case OpKind::Abs:
       if (fp) return intrinsic(llvm::Intrinsic::fabs, {a(0)});
       return sign ? b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, a(0), b_.getFalse()) : a(0);  // unsigned: identity

@@ -38,7 +38,7 @@ class ElementSemantics {
  protected:
   // f16 bits (as half) to f32.
   virtual llvm::Value *widen_f16(llvm::Value *half_value) { return b_.CreateFPExt(half_value, b_.getFloatTy()); }
-  // exp, exp2, log, log2, sqrt, rsqrt, sin, cos, tanh, sigmoid of an f32; and fmod for rem.
+  // exp, exp2, log, log2, sqrt, rsqrt, sin, cos, tanh, sigmoid, erf of an f32; fmod for rem, powf for pow.
   virtual llvm::Value *math(OpKind kind, llvm::Value *x, llvm::Value *y) = 0;
 
   llvm::IRBuilder<> &b_;

@@ -128,6 +128,16 @@ class Verifier {
         if (*in[0] != out || *in[1] != out) problem(op, fmt::format("operands {} and {} must both be {}", in[0]->str(), in[1]->str(), out.str()));
         if (out.is_ptr) problem(op, "arithmetic on pointers (use ptr_add)");
         break;
+      case OpKind::Pow:
+        if (*in[0] != out || *in[1] != out || out.is_ptr || !is_float(out.elem))
+          problem(op, fmt::format("operands {} and {} must both be {}, a float type", in[0]->str(), in[1]->str(), out.str()));
+        break;
+      case OpKind::Erf: case OpKind::Floor: case OpKind::Ceil:
+        if (*in[0] != out || out.is_ptr || !is_float(out.elem)) problem(op, fmt::format("needs a float operand of the result type, has {} -> {}", in[0]->str(), out.str()));
+        break;
+      case OpKind::PtrCast:
+        if (!in[0]->is_ptr || !out.is_ptr) problem(op, fmt::format("casts pointers to pointers, has {} -> {}", in[0]->str(), out.str()));
+        break;
       case OpKind::CmpLt: case OpKind::CmpLe: case OpKind::CmpGt: case OpKind::CmpGe: case OpKind::CmpEq: case OpKind::CmpNe:
         if (*in[0] != *in[1]) problem(op, fmt::format("compares {} with {}", in[0]->str(), in[1]->str()));
         if (out.elem != DType::Bool || out.is_ptr) problem(op, "result must be i1");

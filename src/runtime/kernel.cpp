@@ -131,7 +131,8 @@ class KernelImpl {
         if (!fits(p.elem, a)) fail(fmt::format("an integer in the range of {}", dtype_name(p.elem)).c_str());
         slots[i] = a.bits;
         int64_t v = int64_t(a.bits);
-        if (v == 1) c = ir::ArgClass::EqualToOne;
+        if (p.no_specialize) c = ir::ArgClass::None;  // Dynamic<T>
+        else if (v == 1) c = ir::ArgClass::EqualToOne;
         else if (v % 16 == 0) c = ir::ArgClass::Divisible16;
       }
       classes[i] = c;

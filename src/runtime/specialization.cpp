@@ -77,7 +77,7 @@ std::vector<ArgSpec> Specialization::classes_for(const std::vector<detail::TypeD
   if (rule_ == Rule::NoneKnown) return out;
   if (rule_ == Rule::Aligned) {
     for (size_t i = 0; i < params.size(); ++i)
-      if (params[i].is_ptr || !is_float(params[i].elem)) out[i] = ArgSpec::Divisible16;
+      if (params[i].is_ptr || (!is_float(params[i].elem) && !params[i].no_specialize)) out[i] = ArgSpec::Divisible16;
     return out;
   }
   auto signature = [&] {
@@ -93,6 +93,9 @@ std::vector<ArgSpec> Specialization::classes_for(const std::vector<detail::TypeD
     // A launch never gives these classes, so code compiled for them would never be found.
     if (p.is_ptr && classes_[i] == ArgSpec::EqualToOne)
       throw Error(fmt::format("specialization '{}': argument {} of kernel '{}' is a pointer ({}), which is never specialized as 1; use 16 or _",
+                              str(), i, kernel_name, type_text(p)));
+    if (p.no_specialize && classes_[i] != ArgSpec::None)
+      throw Error(fmt::format("specialization '{}': argument {} of kernel '{}' is a Dynamic scalar ({}), which is never specialized; use _",
                               str(), i, kernel_name, type_text(p)));
     if (!p.is_ptr && is_float(p.elem) && classes_[i] != ArgSpec::None)
       throw Error(fmt::format("specialization '{}': argument {} of kernel '{}' is a float ({}), which is never specialized; use _", str(), i,

@@ -1,4 +1,4 @@
-// math_test.cpp - exp, exp2, log, log2, sqrt, rsqrt, sin, cos, tanh, sigmoid within a few ulp of a double reference
+// math_test.cpp - exp, exp2, log, log2, sqrt, rsqrt, sin, cos, tanh, sigmoid, erf within a few ulp of a double reference
 #include <kdsl/kdsl.h>
 
 #include "tests/test_util.h"
@@ -9,7 +9,7 @@ using namespace kdsl_test;
 namespace math_test {
 
 constexpr int kBlock = 128;
-constexpr int kFunctions = 10;
+constexpr int kFunctions = 11;
 
 // Function k reads its inputs from in[k * n ...] and writes out[k * n ...].
 template <class T>
@@ -32,6 +32,7 @@ void math(Ptr<T> in, Ptr<T> out, Scalar<i32> n) {
   apply([](auto x) { return cos(x); });
   apply([](auto x) { return tanh(x); });
   apply([](auto x) { return sigmoid(x); });
+  apply([](auto x) { return erf(x); });
 }
 
 struct Function {
@@ -53,6 +54,7 @@ const Function functions[kFunctions] = {
     {"cos", [](double x) { return std::cos(x); }, -10, 10, 1, false},
     {"tanh", [](double x) { return std::tanh(x); }, -5, 5, 1e-6, false},
     {"sigmoid", [](double x) { return 1 / (1 + std::exp(-x)); }, -9, 9, 0, false},
+    {"erf", [](double x) { return std::erf(x); }, -4.5, 4.5, 0, false},
 };
 
 template <class T>

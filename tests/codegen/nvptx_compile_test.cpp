@@ -113,6 +113,15 @@ TEST_CASE("nvptx: libdevice math is linked in, not left as calls") {
   CHECK_FALSE(contains(ptx, ".extern .func"));
 }
 
+TEST_CASE("nvptx: floor and ceil are cvt.rmi / cvt.rpi; erf and pow come from libdevice, linked in") {
+  if (!have_libdevice()) return;
+  std::string ptx = compile(find("math_ops"), "sm_80").ptx;
+  CHECK(contains(ptx, "cvt.rmi.f32.f32"));
+  CHECK(contains(ptx, "cvt.rpi.f32.f32"));
+  CHECK_FALSE(contains(ptx, "__nv_"));
+  CHECK_FALSE(contains(ptx, ".extern .func"));
+}
+
 TEST_CASE("nvptx: atomics use global atomic instructions") {
   std::string ptx = compile(find("loops_and_atomics"), "sm_80").ptx;
   CHECK((contains(ptx, "atom.global.add.f32") || contains(ptx, "red.global.add.f32")));

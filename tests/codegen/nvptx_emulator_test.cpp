@@ -172,6 +172,30 @@ TEST_CASE("nvptx emulated: elementwise kernels with aligned, ragged and duplicat
   CHECK(compare(find("bf16_math"), grid(4), {array(x), array(std::vector<bfloat16>(200)), value(200)}) <= 1e-2);
 }
 
+TEST_CASE("nvptx emulated: erf, floor, ceil and pow (libdevice, cvt.rmi / cvt.rpi) at aligned and ragged sizes") {
+  std::mt19937 rng(8);
+  for (int n : {1024, 1000, 45}) {
+    CAPTURE(n);
+    // Host: erf is kdsl's polynomial, pow is powf; the emulator runs libdevice's names as libm's.
+    CHECK(compare(find("math_ops"), grid(cdiv(n, 256)), {array(random_f32(size_t(n), rng, -4, 4)), array(random_f32(size_t(n), rng, -3, 3)),
+                                                          array(std::vector<float>(size_t(3 * n))), value(n)}) <= 1e-5);
+  }
+}
+
+TEST_CASE("nvptx emulated: reinterpret<U> of pointers reads at the same byte address, offsets counting U elements") {
+  std::mt19937 rng(9);
+  for (int n : {128, 77}) {
+    CAPTURE(n);
+    std::vector<uint8_t> records(size_t(n) * 34);
+    for (int r = 0; r < n; ++r) {
+      uint16_t scale = f32_to_f16_bits(std::uniform_real_distribution<float>(-2, 2)(rng));
+      std::memcpy(&records[size_t(r) * 34], &scale, 2);
+      for (int j = 0; j < 32; ++j) records[size_t(r) * 34 + 2 + size_t(j)] = uint8_t(rng());
+    }
+    CHECK(compare(find("reinterpret_records"), grid(cdiv(n, 128)), {array(records), array(std::vector<float>(size_t(n))), value(n)}) == 0);
+  }
+}
+
 TEST_CASE("nvptx emulated: row reductions (softmax, layer norm, rmsnorm) across lanes and warps") {
   std::mt19937 rng(4);
   for (int cols : {1024, 1000, 33}) {

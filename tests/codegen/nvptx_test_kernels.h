@@ -113,6 +113,30 @@ void bf16_math(Ptr<bf16> x, Ptr<bf16> y, Scalar<i32> n) {
   store(y + offs, tanh(v) + log(v) * sigmoid(v) + exp2(v), m);
 }
 
+// erf, floor, ceil and pow (block-block and block-literal): libdevice and cvt.rmi / cvt.rpi.
+template <int BLOCK>
+void math_ops(Ptr<f32> x, Ptr<f32> y, Ptr<f32> out, Scalar<i32> n) {
+  auto offs = program_id(0) * BLOCK + arange<BLOCK>();
+  auto m = offs < n;
+  auto a = load(x + offs, m, 1.0);
+  auto b = load(y + offs, m, 1.0);
+  store(out + offs, erf(a), m);
+  store(out + n + offs, floor(a * 3.0f) + ceil(b * 3.0f), m);
+  store(out + 2 * n + offs, pow(abs(a), b) + pow(abs(b), 1.5f), m);
+}
+
+// One byte buffer of 34-byte records (an f16 scale, then 32 int8): the scale read through
+// reinterpret<f16>, at a byte offset and as half index, as the quantized kernels read theirs.
+template <int BLOCK>
+void reinterpret_records(Ptr<u8> records, Ptr<f32> out, Scalar<i32> n) {
+  auto r = program_id(0) * BLOCK + arange<BLOCK>();
+  auto m = r < n;
+  auto scale = cast<f32>(load(reinterpret<f16>(records) + r * 17, m, 0));             // half index 17 r = byte 34 r
+  auto again = cast<f32>(load(reinterpret<f16>(records + r * 34), m, 0));             // a block of pointers, reinterpreted
+  auto q = cast<f32>(load(reinterpret<i8>(records + r * 34 + 2 + 31), m, 0));          // the record's last int8
+  store(out + r, scale * q + again, m);
+}
+
 inline std::vector<tools::NamedKernel> all_kernels() {
   std::vector<tools::NamedKernel> k = tools::example_kernels();
   k.push_back(tools::named_kernel<row_and_column_sums<32, 64>>("row_and_column_sums"));
@@ -121,6 +145,8 @@ inline std::vector<tools::NamedKernel> all_kernels() {
   k.push_back(tools::named_kernel<loops_and_atomics<256>>("loops_and_atomics", 8));
   k.push_back(tools::named_kernel<int8_dot<32, 32, 64>>("int8_dot"));
   k.push_back(tools::named_kernel<bf16_math<64>>("bf16_math", 4));  // smaller than the CTA: duplicated elements
+  k.push_back(tools::named_kernel<math_ops<256>>("math_ops", 4));
+  k.push_back(tools::named_kernel<reinterpret_records<128>>("reinterpret_records", 4));
   // Tensor cores (sm_80+): f16 at the examples' 32 x 32 x 32 and at 128 x 128 x 32, bf16, i8.
   k.push_back(tools::named_kernel<tiled_matmul<f16, f32, 128, 128, 32>>("matmul_f16_128x128", 4));
   k.push_back(tools::named_kernel<tiled_matmul<f16, f32, 128, 128, 32>>("matmul_f16_128x128_w8", 8));

@@ -18,6 +18,7 @@ struct TypeDesc {
   bool read_only = false;  // a pointer to const data: Ptr<const T>
   int rank = 0;
   std::array<int64_t, 4> dims{};
+  bool no_specialize = false;  // a Dynamic<T> kernel parameter: never classed as 1 or divisible by 16
 };
 
 // Records one op in the innermost open region of the current trace and returns its result

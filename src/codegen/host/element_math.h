@@ -1,13 +1,8 @@
-// element_math.h - scalar float math emitted inline so the loop vectorizer can widen it (exp, exp2)
+// element_math.h - f16 widening and bf16 rounding emitted inline so the loop vectorizer can widen them
 #pragma once
 #include <llvm/IR/IRBuilder.h>
 
 namespace kdsl::codegen {
-
-// e^x and 2^x for f32 within 2 ulp, from Cody-Waite range reduction and the Cephes
-// polynomials: no libm call, so loops calling them vectorize.
-llvm::Value *emit_exp(llvm::IRBuilder<> &b, llvm::Value *x);
-llvm::Value *emit_exp2(llvm::IRBuilder<> &b, llvm::Value *x);
 
 // Widens f16 bits (an i16) to f32 exactly, subnormals, infinities and NaN included, with
 // integer operations (and one exact multiply for subnormals): LLVM 19 vectorizes `fpext half` loops only 4 wide on

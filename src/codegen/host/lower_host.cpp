@@ -16,6 +16,7 @@
 #include "codegen/host/bounds_checks.h"
 #include "codegen/host/element_math.h"
 #include "codegen/host/storage_plan.h"
+#include "codegen/host/vector_math.h"
 
 namespace kdsl::codegen {
 namespace {
@@ -54,8 +55,9 @@ VectorRegisters host_vector_registers() {
   return {16, 4};  // SSE, NEON
 }
 
-// The host's element math: exp and exp2 as inline polynomials (so loops vectorize), f16 widened
-// as F16Widening says, the rest from LLVM intrinsics or libm.
+// The host's element math: exp, exp2, log, log2, tanh, erf and sigmoid as inline polynomials
+// (vector_math.h, so loops vectorize), f16 widened as F16Widening says, the rest (sin, cos,
+// pow, fmod) from LLVM intrinsics or libm.
 class HostElements final : public ElementSemantics {
  public:
   HostElements(llvm::IRBuilder<> &b, llvm::Module &m) : ElementSemantics(b, m, 0), f16_(host_f16_widening()) {}
@@ -77,17 +79,17 @@ class HostElements final : public ElementSemantics {
     switch (kind) {
       case OpKind::Exp: return emit_exp(b_, x);
       case OpKind::Exp2: return emit_exp2(b_, x);
-      case OpKind::Log: return unary(llvm::Intrinsic::log);
-      case OpKind::Log2: return unary(llvm::Intrinsic::log2);
+      case OpKind::Log: return emit_log(b_, x);
+      case OpKind::Log2: return emit_log2(b_, x);
       case OpKind::Sqrt: return unary(llvm::Intrinsic::sqrt);
       case OpKind::Rsqrt: return b_.CreateFDiv(one, unary(llvm::Intrinsic::sqrt));
       case OpKind::Sin: return unary(llvm::Intrinsic::sin);
       case OpKind::Cos: return unary(llvm::Intrinsic::cos);
-      case OpKind::Tanh: {
-        llvm::FunctionCallee tanhf = m_.getOrInsertFunction("tanhf", llvm::FunctionType::get(b_.getFloatTy(), {b_.getFloatTy()}, false));
-        return b_.CreateCall(tanhf, {x});
-      }
-      case OpKind::Sigmoid: return b_.CreateFDiv(one, b_.CreateFAdd(one, emit_exp(b_, b_.CreateFNeg(x))));
+      case OpKind::Tanh: return emit_tanh(b_, x);
+      case OpKind::Erf: return emit_erf(b_, x);
+      case OpKind::Sigmoid: return emit_sigmoid(b_, x);
+      // powf, one call per element: a polynomial pow needs log2 in more than f32's precision.
+      case OpKind::Pow: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, y);
       case OpKind::Rem: return b_.CreateFRem(x, y);
       default: internal_error(fmt::format("host lowering: {} is not a math function", ir::op_name(kind)));
     }

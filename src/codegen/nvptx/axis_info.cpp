@@ -136,6 +136,13 @@ class Analysis {
         if (op.kind == OpKind::Cast && !is_float(out.elem)) return arg(0);
         return r;
       }
+      case OpKind::PtrCast: {
+        // Same addresses: runs of consecutive elements stay runs only when the sizes match.
+        AxisInfo a = arg(0);
+        if (dtype_bytes(fn_.type(op.operands[0]).elem) == dtype_bytes(out.elem)) return a;
+        int64_t aligned = a.contiguity > 1 ? 1 : a.divisibility;  // what every element's address is known to be
+        return {1, a.constancy, std::max<int64_t>(aligned, dtype_bytes(out.elem))};
+      }
       default:
         break;
     }

@@ -95,6 +95,8 @@ llvm::Value *emit_math(llvm::IRBuilder<> &b, llvm::Module &m, OpKind kind, llvm:
     case OpKind::Sin: return libdevice(b, m, "__nv_sinf", {x});
     case OpKind::Cos: return libdevice(b, m, "__nv_cosf", {x});
     case OpKind::Tanh: return libdevice(b, m, "__nv_tanhf", {x});
+    case OpKind::Erf: return libdevice(b, m, "__nv_erff", {x});
+    case OpKind::Pow: return libdevice(b, m, "__nv_powf", {x, y});
     case OpKind::Rem: return libdevice(b, m, "__nv_fmodf", {x, y});
     default: internal_error(std::string("nvptx: no math lowering for ") + ir::op_name(kind));
   }

@@ -35,7 +35,7 @@ std::vector<llvm::Value *> mma_sync(llvm::IRBuilder<> &b, const MatrixInstructio
                                     const std::vector<llvm::Value *> &bv, const std::vector<llvm::Value *> &c);
 
 // f32 math for one elementwise op (Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Sin, Cos, Tanh,
-// Sigmoid, Rem): fast PTX instructions where their precision is enough (ex2.approx for exp
+// Sigmoid, Erf, Rem, Pow): fast PTX instructions where their precision is enough (ex2.approx for exp
 // and exp2), libdevice's __nv_* functions otherwise (linked in by the PTX compiler).
 llvm::Value *emit_math(llvm::IRBuilder<> &b, llvm::Module &m, OpKind kind, llvm::Value *x, llvm::Value *y = nullptr);
 

@@ -91,7 +91,7 @@ class Folder {
 
   std::optional<ConstValue> fold(const ir::Op &op) const {
     if (is_view(op.kind)) return constant_of(op.operands[0]);
-    if (!is_elementwise(op.kind) || op.kind == OpKind::PtrAdd || op.kind == OpKind::Bitcast) return std::nullopt;
+    if (!is_elementwise(op.kind) || op.kind == OpKind::PtrAdd || op.kind == OpKind::PtrCast || op.kind == OpKind::Bitcast) return std::nullopt;
     std::vector<ConstValue> in;
     for (ir::ValueId v : op.operands) {
       auto c = constant_of(v);
@@ -129,6 +129,8 @@ class Folder {
       case OpKind::Neg: return f(-a);
       case OpKind::Abs: return f(std::fabs(a));
       case OpKind::Sqrt: return f(std::sqrt(a));
+      case OpKind::Floor: return f(std::floor(a));
+      case OpKind::Ceil: return f(std::ceil(a));
       case OpKind::CmpLt: return cmp(a < b);
       case OpKind::CmpLe: return cmp(a <= b);
       case OpKind::CmpGt: return cmp(a > b);
