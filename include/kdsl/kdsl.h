@@ -3,6 +3,7 @@
 #include <kdsl/block.h>
 #include <kdsl/control.h>
 #include <kdsl/cuda_source.h>
+#include <kdsl/debug.h>
 #include <kdsl/device.h>
 #include <kdsl/error.h>
 #include <kdsl/kernel.h>

@@ -21,6 +21,9 @@ class Tracer {
   Tracer &operator=(const Tracer &) = delete;
 
   const std::vector<int32_t> &argument_values() const { return arg_values_; }
+  // Whether device_assert records its check; from KDSL_ASSERT at construction (on unless "0").
+  bool asserts_enabled() const { return asserts_; }
+  void set_asserts_enabled(bool on) { asserts_ = on; }
   // Ends the trace and hands over the function (checked by the verifier).
   ir::Function finish();
 
@@ -39,6 +42,11 @@ class Tracer {
   std::vector<ir::Op *> open_ops_;  // the for / if ops whose regions are being filled
   std::vector<int32_t> arg_values_;
   Tracer *previous_ = nullptr;
+  bool asserts_ = true;
 };
+
+// KDSL_ASSERT=0 compiles device_assert out of kernels traced from then on; anything else
+// (or unset) keeps them. Read at each trace, so a test or tool may change it in between.
+bool device_asserts_from_env();
 
 }  // namespace kdsl::frontend

@@ -13,6 +13,7 @@
 #include <kdsl_version.h>
 
 #include "codegen/codegen.h"
+#include "codegen/host/device_debug.h"
 #include "frontend/tracer.h"
 #include "ir/printer.h"
 #include "jit_cache/cache_key.h"
@@ -138,10 +139,15 @@ class KernelImpl {
     int32_t grid[3] = {int32_t(g.x), int32_t(g.y), int32_t(g.z)};
     stats().launches.fetch_add(1, std::memory_order_relaxed);
     if (on_gpu_) return launch_cuda(cuda_device(), k.cuda, sig_.name, g, slots, count);
-    if (!launch_profile_enabled()) return static_cast<CpuDevice &>(device_.impl()).run(k.entry, slots, grid);
-    auto start = std::chrono::steady_clock::now();
-    static_cast<CpuDevice &>(device_.impl()).run(k.entry, slots, grid);
-    record_launch(sig_.name, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+    if (!launch_profile_enabled()) {
+      static_cast<CpuDevice &>(device_.impl()).run(k.entry, slots, grid);
+    } else {
+      auto start = std::chrono::steady_clock::now();
+      static_cast<CpuDevice &>(device_.impl()).run(k.entry, slots, grid);
+      record_launch(sig_.name, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+    }
+    // A device_assert that failed in a program is reported once every program has run.
+    if (auto failure = codegen::take_device_assert_failure(slots, sig_.name)) throw Error(*failure);
   }
 
   std::vector<ir::ArgClass> classes(const ArgValue *args, size_t count) const {
