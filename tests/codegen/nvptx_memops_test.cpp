@@ -98,17 +98,19 @@ std::vector<T> small_integers(size_t n, std::mt19937 &rng) {
 
 template <class T, int BLOCK, bool REVERSE>
 double compare_scan_1d(int warps, int n, std::mt19937 &rng) {
+  using S = typename T::storage;
   auto k = tools::named_kernel<scan_1d<T, BLOCK, REVERSE>>("scan_1d", warps);
-  return compare(k, grid(cdiv(n, BLOCK)), {array(small_integers<T>(size_t(n), rng)), array(std::vector<T>(size_t(n))), array(std::vector<T>(size_t(n))),
-                                           array(std::vector<T>(size_t(n))), value(n)});
+  return compare(k, grid(cdiv(n, BLOCK)), {array(small_integers<S>(size_t(n), rng)), array(std::vector<S>(size_t(n))), array(std::vector<S>(size_t(n))),
+                                           array(std::vector<S>(size_t(n))), value(n)});
 }
 
 template <class T, int R, int C, int AXIS, bool REVERSE>
 double compare_scan_2d(int warps, int rows, int cols, std::mt19937 &rng) {
+  using S = typename T::storage;
   auto k = tools::named_kernel<scan_2d<T, R, C, AXIS, REVERSE>>("scan_2d", warps);
   size_t n = size_t(rows) * size_t(cols);
   return compare(k, grid(cdiv(rows, R)),
-                 {array(small_integers<T>(n, rng)), array(std::vector<T>(n)), array(std::vector<T>(n)), array(std::vector<T>(n)), value(rows), value(cols)});
+                 {array(small_integers<S>(n, rng)), array(std::vector<S>(n)), array(std::vector<S>(n)), array(std::vector<S>(n)), value(rows), value(cols)});
 }
 
 codegen::CompiledObject compile_ptx(const tools::NamedKernel &k, const std::string &arch) {
@@ -128,12 +130,12 @@ TEST_CASE("nvptx emulated: 1-D cumsum, cummax and cummin over lanes, warps and t
   std::mt19937 rng(21);
   for (int warps : {1, 4, 8}) {
     CAPTURE(warps);
-    CHECK(compare_scan_1d<float, 1024, false>(warps, 3000, rng) == 0);
-    CHECK(compare_scan_1d<float, 1024, true>(warps, 3000, rng) == 0);
-    CHECK(compare_scan_1d<int32_t, 64, false>(warps, 200, rng) == 0);
-    CHECK(compare_scan_1d<int32_t, 64, true>(warps, 200, rng) == 0);
-    CHECK(compare_scan_1d<float, 100, true>(warps, 250, rng) == 0);
-    CHECK(compare_scan_1d<float, 100, false>(warps, 250, rng) == 0);
+    CHECK(compare_scan_1d<f32, 1024, false>(warps, 3000, rng) == 0);
+    CHECK(compare_scan_1d<f32, 1024, true>(warps, 3000, rng) == 0);
+    CHECK(compare_scan_1d<i32, 64, false>(warps, 200, rng) == 0);
+    CHECK(compare_scan_1d<i32, 64, true>(warps, 200, rng) == 0);
+    CHECK(compare_scan_1d<f32, 100, true>(warps, 250, rng) == 0);
+    CHECK(compare_scan_1d<f32, 100, false>(warps, 250, rng) == 0);
   }
 }
 
@@ -141,14 +143,14 @@ TEST_CASE("nvptx emulated: scans along each axis of 2-D blocks of several shapes
   std::mt19937 rng(22);
   for (int warps : {2, 4}) {
     CAPTURE(warps);
-    CHECK(compare_scan_2d<float, 16, 64, 0, false>(warps, 40, 50, rng) == 0);
-    CHECK(compare_scan_2d<float, 16, 64, 1, false>(warps, 40, 50, rng) == 0);
-    CHECK(compare_scan_2d<float, 16, 64, 0, true>(warps, 40, 64, rng) == 0);
-    CHECK(compare_scan_2d<float, 16, 64, 1, true>(warps, 40, 64, rng) == 0);
-    CHECK(compare_scan_2d<int32_t, 64, 8, 0, false>(warps, 100, 8, rng) == 0);
-    CHECK(compare_scan_2d<int32_t, 64, 8, 1, true>(warps, 100, 7, rng) == 0);
-    CHECK(compare_scan_2d<int32_t, 4, 128, 1, false>(warps, 9, 128, rng) == 0);
-    CHECK(compare_scan_2d<int32_t, 4, 128, 0, true>(warps, 9, 100, rng) == 0);
+    CHECK(compare_scan_2d<f32, 16, 64, 0, false>(warps, 40, 50, rng) == 0);
+    CHECK(compare_scan_2d<f32, 16, 64, 1, false>(warps, 40, 50, rng) == 0);
+    CHECK(compare_scan_2d<f32, 16, 64, 0, true>(warps, 40, 64, rng) == 0);
+    CHECK(compare_scan_2d<f32, 16, 64, 1, true>(warps, 40, 64, rng) == 0);
+    CHECK(compare_scan_2d<i32, 64, 8, 0, false>(warps, 100, 8, rng) == 0);
+    CHECK(compare_scan_2d<i32, 64, 8, 1, true>(warps, 100, 7, rng) == 0);
+    CHECK(compare_scan_2d<i32, 4, 128, 1, false>(warps, 9, 128, rng) == 0);
+    CHECK(compare_scan_2d<i32, 4, 128, 0, true>(warps, 9, 100, rng) == 0);
   }
   CHECK(compare(tools::named_kernel<scan_after_reduce<32, 16>>("scan_after_reduce", 4), grid(1),
                 {array(small_integers<float>(32 * 16, rng)), array(std::vector<float>(32 * 16))}) == 0);
@@ -163,7 +165,7 @@ TEST_CASE("nvptx emulated: gather along each axis (shared-memory round trip), ou
   for (auto &i : flat) i = std::uniform_int_distribution<int>(-3, 66)(rng);
   for (int warps : {1, 4}) {
     CAPTURE(warps);
-    CHECK(compare(tools::named_kernel<gather_2d<float, R, C, K>>("gather_2d", warps), grid(1),
+    CHECK(compare(tools::named_kernel<gather_2d<f32, R, C, K>>("gather_2d", warps), grid(1),
                   {array(random_f32(size_t(R) * C, rng)), array(rows_index), array(cols_index), array(std::vector<float>(size_t(K) * C)),
                    array(std::vector<float>(size_t(R) * K))}) == 0);
     CHECK(compare(tools::named_kernel<gather_arange<128>>("gather_arange", warps), grid(1), {array(flat), array(std::vector<int32_t>(128))}) == 0);
@@ -174,24 +176,24 @@ TEST_CASE("nvptx: atomics beyond add are global atomic instructions (f32 max/min
   bool have_ptxas = !codegen::nvptx::find_ptxas().empty();
   for (const char *arch : {"sm_80", "sm_90"}) {
     CAPTURE(arch);
-    std::string i32 = compile_ptx(tools::named_kernel<atomics<i32>>("atomics_i32"), arch).ptx;
-    CHECK(contains(i32, "atom.global.max.s32"));
-    CHECK(contains(i32, "atom.global.min.s32"));
-    CHECK(contains(i32, "atom.global.exch.b32"));
-    CHECK(contains(i32, "atom.global.cas.b32"));
-    std::string u32 = compile_ptx(tools::named_kernel<atomics<u32>>("atomics_u32"), arch).ptx;
-    CHECK(contains(u32, "atom.global.max.u32"));
-    CHECK(contains(u32, "atom.global.min.u32"));
-    std::string i64 = compile_ptx(tools::named_kernel<atomics<i64>>("atomics_i64"), arch).ptx;
-    CHECK(contains(i64, "atom.global.max.s64"));
-    CHECK(contains(i64, "atom.global.cas.b64"));
-    codegen::CompiledObject f32 = compile_ptx(tools::named_kernel<atomics<f32>>("atomics_f32"), arch);
+    std::string s32 = compile_ptx(tools::named_kernel<atomics<i32>>("atomics_i32"), arch).ptx;
+    CHECK(contains(s32, "atom.global.max.s32"));
+    CHECK(contains(s32, "atom.global.min.s32"));
+    CHECK(contains(s32, "atom.global.exch.b32"));
+    CHECK(contains(s32, "atom.global.cas.b32"));
+    std::string w32 = compile_ptx(tools::named_kernel<atomics<u32>>("atomics_u32"), arch).ptx;
+    CHECK(contains(w32, "atom.global.max.u32"));
+    CHECK(contains(w32, "atom.global.min.u32"));
+    std::string s64 = compile_ptx(tools::named_kernel<atomics<i64>>("atomics_i64"), arch).ptx;
+    CHECK(contains(s64, "atom.global.max.s64"));
+    CHECK(contains(s64, "atom.global.cas.b64"));
+    codegen::CompiledObject fp = compile_ptx(tools::named_kernel<atomics<f32>>("atomics_f32"), arch);
     // max: signed max of the bits for values with the sign clear, unsigned min otherwise
-    CHECK(contains(f32.ptx, "atom.global.max.s32"));
-    CHECK(contains(f32.ptx, "atom.global.min.u32"));
-    CHECK(contains(f32.ptx, "atom.global.min.s32"));
-    CHECK(contains(f32.ptx, "atom.global.max.u32"));
-    if (have_ptxas) CHECK(f32.resources.assembled);
+    CHECK(contains(fp.ptx, "atom.global.max.s32"));
+    CHECK(contains(fp.ptx, "atom.global.min.u32"));
+    CHECK(contains(fp.ptx, "atom.global.min.s32"));
+    CHECK(contains(fp.ptx, "atom.global.max.u32"));
+    if (have_ptxas) CHECK(fp.resources.assembled);
   }
 }
 
@@ -205,7 +207,7 @@ TEST_CASE("nvptx: device_print calls vprintf, device_assert __assertfail with th
     // the strings, as bytes: "x%%" (a '%' doubled for printf) and the assert message
     auto bytes = [](const std::string &s) {
       std::string out;
-      for (char ch : s) out += fmt::format("{}, ", int(static_cast<unsigned char>(ch)));
+      for (char ch : s) out += std::to_string(int(static_cast<unsigned char>(ch))) + ", ";
       return out;
     };
     CHECK(contains(obj.ptx, bytes("pid (%d, %d, %d) idx (%d) x%% (operand 0): %.8g").c_str()));
@@ -218,11 +220,11 @@ TEST_CASE("nvptx: scans shuffle across lanes and meet across warps in shared mem
   bool have_ptxas = !codegen::nvptx::find_ptxas().empty();
   for (const char *arch : {"sm_80", "sm_90"}) {
     CAPTURE(arch);
-    codegen::CompiledObject obj = compile_ptx(tools::named_kernel<scan_1d<float, 1024, false>>("scan_1d_1024", 4), arch);
+    codegen::CompiledObject obj = compile_ptx(tools::named_kernel<scan_1d<f32, 1024, false>>("scan_1d_1024", 4), arch);
     CHECK(contains(obj.ptx, "shfl.sync.bfly.b32"));
     CHECK(contains(obj.ptx, "bar.sync"));
     CHECK(contains(obj.ptx, "st.shared"));
-    codegen::CompiledObject gathered = compile_ptx(tools::named_kernel<gather_2d<float, 16, 32, 24>>("gather_2d", 4), arch);
+    codegen::CompiledObject gathered = compile_ptx(tools::named_kernel<gather_2d<f32, 16, 32, 24>>("gather_2d", 4), arch);
     CHECK(contains(gathered.ptx, "ld.shared"));
     if (!have_ptxas) continue;
     CHECK(obj.resources.assembled);

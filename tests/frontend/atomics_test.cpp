@@ -75,7 +75,7 @@ TEST_CASE_TEMPLATE("frontend: atomic_max and atomic_min from many programs leave
     CAPTURE(n);
     // u32 values reach past 2^31, so a signed compare would get them wrong.
     auto x = std::is_same_v<T, u32> ? random_values<T>(rng, size_t(n), 0, 4e9) : random_values<T>(rng, size_t(n), -1e6, 1e6);
-    HostArray<S> maxes(kSlots), mins(kSlots), old_max(size_t(n)), old_min(size_t(n));
+    HostArray<S> maxes(kSlots), mins(kSlots), old_max{size_t(n)}, old_min{size_t(n)};
     for (int s = 0; s < kSlots; ++s) {
       maxes[size_t(s)] = std::is_same_v<T, u32> ? S(0) : S(-5e5);  // some values stay below it
       mins[size_t(s)] = S(5e5);
@@ -106,7 +106,7 @@ TEST_CASE_TEMPLATE("frontend: atomic_xchg from many programs passes each value o
   using S = storage_t<T>;
   for (int n : {2048, 999}) {
     CAPTURE(n);
-    HostArray<S> slot(1, S(0)), old(size_t(n));
+    HostArray<S> slot(1, S(0)), old{size_t(n)};
     compile<exchange<T>>(contended())(grid(cdiv(n, kBlock)), slot.data(), old.data(), n);
     std::map<int64_t, int> count;
     for (int i = 0; i < n; ++i) ++count[int64_t(old[size_t(i)])];

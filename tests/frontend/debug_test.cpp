@@ -1,4 +1,5 @@
 // debug_test.cpp - device_print's lines (whole, one per program and call) and device_assert's launch error, on the CPU
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <kdsl/kdsl.h>

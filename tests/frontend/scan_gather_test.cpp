@@ -67,7 +67,7 @@ void check_scan_1d(std::mt19937 &rng, int n) {
   CAPTURE(BLOCK);
   CAPTURE(REVERSE);
   auto x = random_values<T>(rng, size_t(n), -20, 20);
-  HostArray<S> sums(size_t(n)), maxes(size_t(n)), mins(size_t(n));
+  HostArray<S> sums{size_t(n)}, maxes{size_t(n)}, mins{size_t(n)};
   compile<scan_1d<T, BLOCK, REVERSE>>(cpu())(grid(cdiv(n, BLOCK)), x.data(), sums.data(), maxes.data(), mins.data(), n);
   for (int p = 0; p * BLOCK < n; ++p) {
     std::vector<double> block(BLOCK);
@@ -97,7 +97,7 @@ void check_scan_2d(std::mt19937 &rng, int rows, int cols) {
   HostArray<S> sums(n), maxes(n), mins(n);
   compile<scan_2d<T, R, C, AXIS, REVERSE>>(cpu())(grid(cdiv(rows, R)), x.data(), sums.data(), maxes.data(), mins.data(), rows, cols);
   for (int p = 0; p * R < rows; ++p) {
-    std::vector<double> block(size_t(R) * C);
+    std::vector<double> block(size_t(R * C));
     for (int i = 0; i < R; ++i)
       for (int j = 0; j < C; ++j) block[size_t(i * C + j)] = p * R + i < rows && j < cols ? as_double(x[size_t(p * R + i) * size_t(cols) + size_t(j)]) : 0;
     const HostArray<S> *outs[] = {&sums, &maxes, &mins};
@@ -204,7 +204,7 @@ TEST_CASE("frontend: gather as a table lookup with u8 codes (code 16 and up read
   for (auto &t : table) t = std::uniform_real_distribution<float>(-1, 1)(rng);
   for (int n : {512, 333}) {
     CAPTURE(n);
-    std::vector<uint8_t> codes(size_t(n));
+    std::vector<uint8_t> codes(n);
     for (auto &c : codes) c = uint8_t(std::uniform_int_distribution<int>(0, 20)(rng));
     HostArray<float> out(size_t(n), -99.0f);
     compile<lookup<128>>(cpu())(grid(cdiv(n, 128)), table.data(), codes.data(), out.data(), n);

@@ -71,7 +71,9 @@ TEST_CASE("IR text: bad strings and ill-typed scans, gathers and atomics are rep
   };
   CHECK(error("kernel @k() {\n  device_print \"open\n}\n").find("unterminated string") != std::string::npos);
   CHECK(error("kernel @k() {\n  device_print \"\\q\"\n}\n").find("unknown escape '\\q'") != std::string::npos);
-  CHECK(error("kernel @k(%x: f32[4, 8]) {\n  %y = scan_sum[2, 0] %x : f32[4, 8]\n}\n").find("does not scan f32[4, 8]") != std::string::npos);
+  std::string scan_error = error("kernel @k(%x: f32[4, 8]) {\n  %y = scan_sum[2, 0] %x : f32[4, 8]\n}\n");
+  INFO(scan_error);
+  CHECK(scan_error.find("does not scan f32[4,8]") != std::string::npos);
   CHECK(error("kernel @k(%x: f32[4, 8], %i: i32[4, 4]) {\n  %y = gather[0] %x, %i : f32[4, 4]\n}\n").find("does not gather") != std::string::npos);
   CHECK(error("kernel @k(%x: f32[4, 8], %i: i32[2, 8]) {\n  %y = gather[0] %x, %i : f32[2, 8]\n}\n") == "(parsed)");
   CHECK(error("kernel @k(%p: ptr<i32>[4], %v: i32[4]) {\n  %o = atomic_cas %p, %v : i32[4]\n}\n").find("needs (ptrs, compare, values[, mask])") != std::string::npos);
