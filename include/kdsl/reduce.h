@@ -90,8 +90,11 @@ inline int64_t normalized_axis(const char *op, int axis, const TypeDesc &t) {
 
 // The inclusive scan of x along `axis`: result[..i..] = x[..0..] (+) ... (+) x[..i..], or with
 // `reverse`, x[..i..] (+) ... (+) x[..n-1..]. The result has x's shape and type. Floating-point
-// sums accumulate in f32 (f16 and bf16 too, each output rounded once); integer sums wrap; max and
-// min of floats follow reductions' NaN rule (a NaN is passed over where a number is present).
+// sums accumulate in f32 (f16 and bf16 too, each output rounded once): in order on the CPU; a GPU
+// combines within threads, then lanes, then warps, so its float sums may differ in the last
+// bits. Integer sums wrap. Max and min of floats pass a NaN over where a number is present
+// (maxnum), so a run of NaNs at the start stays NaN until the first number. The axis is a run-
+// time int checked when the kernel is traced (negative counts from the end).
 template <class E, int... D>
 Block<E, D...> scan(const Block<E, D...> &x, ScanCombine combine, int axis = 0, bool reverse = false) {
   static_assert(sizeof...(D) > 0, "scan needs a block, not a scalar");
