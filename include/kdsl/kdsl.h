@@ -4,6 +4,7 @@
 #include <kdsl/compile_for.h>
 #include <kdsl/control.h>
 #include <kdsl/cuda_source.h>
+#include <kdsl/debug.h>
 #include <kdsl/device.h>
 #include <kdsl/error.h>
 #include <kdsl/kernel.h>

@@ -1,6 +1,9 @@
-// reduce.h - reductions over an axis (sum, max, min, argmax, argmin) and the matrix product dot
+// reduce.h - reductions over an axis (sum, max, min, argmax, argmin), scans, gather and the matrix product dot
 #pragma once
+#include <string>
+
 #include <kdsl/block.h>
+#include <kdsl/error.h>
 #include <kdsl/ops.h>
 
 namespace kdsl {
@@ -60,6 +63,74 @@ template <int Axis = 0, class E, int... D>
 auto argmax(const Block<E, D...> &x) { return detail::reduce<OpKind::ArgMax, Axis, i32>(x); }
 template <int Axis = 0, class E, int... D>
 auto argmin(const Block<E, D...> &x) { return detail::reduce<OpKind::ArgMin, Axis, i32>(x); }
+
+// --- scans and gather ----------------------------------------------------------------------
+
+// What an inclusive scan combines with: running sums, maxima or minima.
+enum class ScanCombine { Sum, Max, Min };
+
+namespace detail {
+
+// "[16, 8]": a block's extents, for trace-time messages.
+inline std::string shape_text(const TypeDesc &t) {
+  std::string s = "[";
+  for (int d = 0; d < t.rank; ++d) s += (d ? ", " : "") + std::to_string(t.dims[size_t(d)]);
+  return s + "]";
+}
+
+// An axis written as Python does (-1: the last): checked against the rank at trace time.
+inline int64_t normalized_axis(const char *op, int axis, const TypeDesc &t) {
+  if (axis < -t.rank || axis >= t.rank)
+    throw Error(std::string(op) + ": axis " + std::to_string(axis) + " is out of range for a block of shape " + shape_text(t) +
+                " (axes 0.." + std::to_string(t.rank - 1) + ", or negative from the end)");
+  return axis < 0 ? axis + t.rank : axis;
+}
+
+}  // namespace detail
+
+// The inclusive scan of x along `axis`: result[..i..] = x[..0..] (+) ... (+) x[..i..], or with
+// `reverse`, x[..i..] (+) ... (+) x[..n-1..]. The result has x's shape and type. Floating-point
+// sums accumulate in f32 (f16 and bf16 too, each output rounded once): in order on the CPU; a GPU
+// combines within threads, then lanes, then warps, so its float sums may differ in the last
+// bits. Integer sums wrap. Max and min of floats pass a NaN over where a number is present
+// (maxnum), so a run of NaNs at the start stays NaN until the first number. The axis is a run-
+// time int checked when the kernel is traced (negative counts from the end).
+template <class E, int... D>
+Block<E, D...> scan(const Block<E, D...> &x, ScanCombine combine, int axis = 0, bool reverse = false) {
+  static_assert(sizeof...(D) > 0, "scan needs a block, not a scalar");
+  static_assert(!detail::element_traits<E>::is_ptr && !std::is_same_v<E, boolean>,
+                "scan needs a numeric block (cast a mask to i32 to count it)");
+  using B = Block<E, D...>;
+  int64_t a = detail::normalized_axis("scan", axis, B::type());
+  OpKind kind = combine == ScanCombine::Sum ? OpKind::ScanSum : combine == ScanCombine::Max ? OpKind::ScanMax : OpKind::ScanMin;
+  return detail::emit_as<B>(kind, {x.id()}, {a, reverse ? 1 : 0});
+}
+
+// Running sum, maximum and minimum along `axis` (Triton's cumsum, cummax, cummin).
+template <class E, int... D>
+Block<E, D...> cumsum(const Block<E, D...> &x, int axis = 0, bool reverse = false) { return scan(x, ScanCombine::Sum, axis, reverse); }
+template <class E, int... D>
+Block<E, D...> cummax(const Block<E, D...> &x, int axis = 0, bool reverse = false) { return scan(x, ScanCombine::Max, axis, reverse); }
+template <class E, int... D>
+Block<E, D...> cummin(const Block<E, D...> &x, int axis = 0, bool reverse = false) { return scan(x, ScanCombine::Min, axis, reverse); }
+
+// Elements of src picked along `axis` by index (Triton's gather): for axis 0 of a 2-D block,
+// result[i][j] = src[index[i][j]][j]. index is an integer block of src's rank whose other
+// extents equal src's; the result is shaped like index. An index outside [0, extent of src
+// along axis) reads 0 (the element type's zero), never memory outside the block.
+template <class E, int... D, class I, int... DI>
+Block<E, DI...> gather(const Block<E, D...> &src, const Block<I, DI...> &index, int axis) {
+  static_assert(sizeof...(D) > 0 && sizeof...(D) == sizeof...(DI), "gather: src and index must be blocks of the same rank");
+  static_assert(!detail::element_traits<E>::is_ptr, "gather picks numbers or masks, not pointers");
+  static_assert(detail::is_int_element<I> && !std::is_same_v<I, boolean>, "gather: index must be an integer block");
+  int64_t a = detail::normalized_axis("gather", axis, Block<E, D...>::type());
+  constexpr std::array<int, sizeof...(D)> src_dims{D...}, index_dims{DI...};
+  for (size_t d = 0; d < src_dims.size(); ++d)
+    if (int64_t(d) != a && src_dims[d] != index_dims[d])
+      throw Error("gather along axis " + std::to_string(a) + ": index " + detail::shape_text(Block<I, DI...>::type()) + " and src " +
+                  detail::shape_text(Block<E, D...>::type()) + " must have the same extent on every other axis (axis " + std::to_string(d) + " differs)");
+  return detail::emit_as<Block<E, DI...>>(OpKind::Gather, {src.id(), index.id()}, {a});
+}
 
 // acc + a @ b for a [M, K] and b [K, N]: f16, bf16 and f32 inputs accumulate in f32, i8 in i32.
 template <class E, int M, int K, int K2, int N, class A>

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 #include <kdsl/block.h>
 #include <kdsl/error.h>
 
@@ -22,7 +24,13 @@ ir::Type to_ir_type(const detail::TypeDesc &t) {
   return out;
 }
 
-Tracer::Tracer(std::string kernel_name, const std::vector<detail::TypeDesc> &params, const std::vector<ir::ArgClass> &classes) {
+bool device_asserts_from_env() {
+  const char *v = std::getenv("KDSL_ASSERT");
+  return !(v && std::string(v) == "0");
+}
+
+Tracer::Tracer(std::string kernel_name, const std::vector<detail::TypeDesc> &params, const std::vector<ir::ArgClass> &classes)
+    : asserts_(device_asserts_from_env()) {
   if (current_tracer) throw Error(fmt::format("kernel '{}' was traced while tracing kernel '{}': kernels cannot launch kernels", kernel_name, current_tracer->fn_.name));
   fn_.name = std::move(kernel_name);
   for (size_t i = 0; i < params.size(); ++i) {
@@ -105,6 +113,17 @@ void emit_effect(OpKind kind, std::initializer_list<int32_t> operands) {
 }
 
 void require_extent(int32_t pointer, int32_t count) { Tracer::current().add_extent_requirement(pointer, count); }
+
+void emit_effect(OpKind kind, const std::vector<int32_t> &operands, const std::vector<int64_t> &ints, std::string text) {
+  Tracer &t = Tracer::current();
+  if (kind == OpKind::DeviceAssert && !t.asserts_enabled()) return;
+  ir::Op op;
+  op.kind = kind;
+  op.operands = operands;
+  op.ints = ints;
+  op.text = std::move(text);
+  t.region().ops.push_back(std::move(op));
+}
 
 std::vector<int32_t> begin_for(int32_t lo, int32_t hi, int32_t step, const std::vector<int32_t> &inits) {
   Tracer &t = Tracer::current();

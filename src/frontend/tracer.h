@@ -22,6 +22,9 @@ class Tracer {
   Tracer &operator=(const Tracer &) = delete;
 
   const std::vector<int32_t> &argument_values() const { return arg_values_; }
+  // Whether device_assert records its check; from KDSL_ASSERT at construction (on unless "0").
+  bool asserts_enabled() const { return asserts_; }
+  void set_asserts_enabled(bool on) { asserts_ = on; }
   // Ends the trace and hands over the function (checked by the verifier).
   ir::Function finish();
 
@@ -44,6 +47,7 @@ class Tracer {
   std::vector<int32_t> arg_values_;
   std::vector<std::pair<int32_t, int32_t>> extent_requirements_;
   Tracer *previous_ = nullptr;
+  bool asserts_ = true;
 };
 
 // Traces one kernel: runs `body` (its trace function, given the argument values) under a fresh
@@ -53,5 +57,9 @@ class Tracer {
 ir::Function trace_kernel(const std::string &kernel_name, const std::vector<detail::TypeDesc> &params,
                           const std::vector<ir::ArgClass> &classes, void (*body)(const std::vector<int32_t> &arg_ids),
                           std::vector<std::pair<int32_t, int32_t>> *extent_requirements = nullptr);
+
+// KDSL_ASSERT=0 compiles device_assert out of kernels traced from then on; anything else
+// (or unset) keeps them. Read at each trace, so a test or tool may change it in between.
+bool device_asserts_from_env();
 
 }  // namespace kdsl::frontend

@@ -70,12 +70,18 @@ uint8_t op_traits(OpKind k) {
   return 0;
 }
 
+bool writes_memory(OpKind k) { return k == OpKind::Store || is_atomic(k); }
+
 bool reads_operand_elementwise(const Op &op, size_t operand) {
   if (is_elementwise(op.kind)) return true;
   switch (op.kind) {
     case OpKind::Load:
     case OpKind::Store:
     case OpKind::AtomicAdd:
+    case OpKind::AtomicMax:
+    case OpKind::AtomicMin:
+    case OpKind::AtomicXchg:
+    case OpKind::AtomicCas:
     case OpKind::Prefetch:
       return true;  // every operand is indexed like the access
     case OpKind::ReduceSum:
@@ -83,6 +89,9 @@ bool reads_operand_elementwise(const Op &op, size_t operand) {
     case OpKind::ReduceMin:
     case OpKind::ArgMax:
     case OpKind::ArgMin:
+    case OpKind::ScanSum:
+    case OpKind::ScanMax:
+    case OpKind::ScanMin:
       return true;  // each input element is read once
     default:
       return false;

@@ -71,6 +71,7 @@ struct Op {
   std::vector<ValueId> results;
   std::vector<int64_t> ints;  // axis, permutation, arange bounds, integer constant
   double fval = 0;            // floating constant
+  std::string text;           // device_print's label, device_assert's message
   std::vector<Region> regions;
 };
 
@@ -115,6 +116,13 @@ void walk(const Region &r, F &&f) {
     for (const Region &inner : op.regions) walk(inner, f);
   }
 }
+
+// Does the op write memory (store and the atomics)?
+bool writes_memory(OpKind k);
+inline bool is_atomic(OpKind k) {
+  return k == OpKind::AtomicAdd || k == OpKind::AtomicMax || k == OpKind::AtomicMin || k == OpKind::AtomicXchg || k == OpKind::AtomicCas;
+}
+inline bool is_scan(OpKind k) { return k == OpKind::ScanSum || k == OpKind::ScanMax || k == OpKind::ScanMin; }
 
 // Is the i-th operand of `op` a block whose elements it reads once each, at the same index
 // as the result element (so a producer can be fused into the consumer's loop)?

@@ -4,7 +4,7 @@
 //
 //   function := 'kernel' '@' NAME '(' [argument {',' argument}] ')' '{' NL {op} '}'
 //   argument := VALUE ':' type ['{' ('div16' | 'one') '}']
-//   op       := [VALUE {',' VALUE} '='] OPNAME ['[' number {',' number} ']']
+//   op       := [VALUE {',' VALUE} '='] OPNAME ['[' number {',' number} ']'] [STRING]
 //               [VALUE {',' VALUE}] [':' type {',' type}] (NL | regions)
 //   regions  := '{' NL region {'}' 'else' '{' NL region} '}' NL
 //   region   := ['^' '(' [VALUE ':' type {',' VALUE ':' type}] ')' ':' NL] {op}
@@ -12,6 +12,7 @@
 //   shape    := '[' INT {',' INT} ']'
 //   number   := integer | decimal | 'inf' | '-inf' | 'nan'           (decimals only in constant[])
 //   VALUE    := '%' followed by letters, digits, '_' or '.'
+//   STRING   := '"' characters, with \" \\ \n and \xHH escapes '"'      (device_print's label)
 //   NAME     := everything between '@' and the last '(' of the line (kernel names hold '<', ',')
 //
 // A value is visible after its definition, in its region and the regions nested in it; the
@@ -34,7 +35,7 @@
 namespace kdsl::ir {
 namespace {
 
-enum class Tok { Value, Word, Number, Punct, Newline, End };
+enum class Tok { Value, Word, Number, Punct, String, Newline, End };
 
 struct Token {
   Tok kind = Tok::End;
@@ -148,6 +149,13 @@ class Lexer {
       ++pos_;
       return take(Tok::Punct);
     }
+    if (c == '"') {
+      for (++pos_; pos_ < src_.size() && src_[pos_] != '"' && src_[pos_] != '\n'; ++pos_)
+        if (src_[pos_] == '\\') ++pos_;
+      if (pos_ >= src_.size() || src_[pos_] != '"') fail_at(t, "unterminated string: a message ends with '\"' on its line");
+      ++pos_;
+      return take(Tok::String);
+    }
     if (std::isprint(static_cast<unsigned char>(c))) fail_at(t, fmt::format("unexpected character '{}'", c));
     fail_at(t, fmt::format("unexpected byte 0x{:02x}", static_cast<unsigned char>(c)));
   }
@@ -158,6 +166,28 @@ class Lexer {
   int line_ = 1;
   std::optional<Token> ahead_;
 };
+
+// The text of a STRING token, escapes decoded (printer.cpp's quoted() in reverse).
+std::string unquoted(const Token &t) {
+  std::string out;
+  std::string_view s = t.text.substr(1, t.text.size() - 2);
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\\') {
+      out += s[i];
+      continue;
+    }
+    char e = ++i < s.size() ? s[i] : '\0';
+    if (e == 'n') out += '\n';
+    else if (e == '"' || e == '\\') out += e;
+    else if (e == 'x' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) && std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+      out += char(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16));
+      i += 2;
+    } else {
+      fail_at(t, fmt::format("unknown escape '\\{}' in a string (known: \\\" \\\\ \\n \\xHH)", e));
+    }
+  }
+  return out;
+}
 
 std::optional<OpKind> op_kind_named(std::string_view name) {
   static const std::unordered_map<std::string_view, OpKind> kinds = {
@@ -396,6 +426,7 @@ class Parser {
       } while (accept(','));
       expect(']', "',' or ']' after an attribute");
     }
+    if (lex_.peek().kind == Tok::String) op.text = unquoted(lex_.next());
     if (lex_.peek().kind == Tok::Value) {
       do op.operands.push_back(use(value_token("an operand such as %3")));
       while (accept(','));

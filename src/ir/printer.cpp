@@ -29,6 +29,18 @@ std::string number_text(double v) {
   return fmt::format("{}", float(v));
 }
 
+// A message as a C-style string literal: quotes, backslashes and control bytes escaped.
+std::string quoted(const std::string &text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') out += fmt::format("\\{}", char(c));
+    else if (c == '\n') out += "\\n";
+    else if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
+    else out += char(c);
+  }
+  return out + "\"";
+}
+
 class Printer {
  public:
   explicit Printer(const Function &fn) : fn_(fn) {}
@@ -74,6 +86,7 @@ class Printer {
     } else if (!op.ints.empty()) {
       out_ += fmt::format("[{}]", fmt::join(op.ints, ", "));
     }
+    if (!op.text.empty()) out_ += " " + quoted(op.text);
     for (size_t i = 0; i < op.operands.size(); ++i) out_ += (i ? ", " : " ") + use(op.operands[i]);
     if (!op.results.empty()) {
       out_ += " :";

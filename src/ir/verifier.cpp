@@ -95,6 +95,13 @@ class Verifier {
         if (!in[0]->is_ptr) problem(op, fmt::format("expects pointers, got {}", in[0]->str()));
         want_results(op, 0);
         return;
+      case OpKind::DevicePrint:
+        want_results(op, 0);
+        return;
+      case OpKind::DeviceAssert:
+        if (in[0]->is_ptr || in[0]->elem != DType::Bool) problem(op, fmt::format("condition must be i1, got {}", in[0]->str()));
+        want_results(op, 0);
+        return;
       case OpKind::Yield:
       case OpKind::For:
       case OpKind::If:
@@ -158,9 +165,27 @@ class Verifier {
         if (in.size() == 3 && (in[1]->elem != DType::Bool || !(in[1]->shape == out.shape) || *in[2] != out))
           problem(op, "mask must be i1 and other of the result type, both shaped like the pointers");
         break;
-      case OpKind::AtomicAdd:
-        if (in.size() < 2 || !in[0]->is_ptr || *in[1] != out || out.elem != in[0]->elem) problem(op, "needs (ptrs, values[, mask]) of the pointee type");
+      case OpKind::AtomicAdd: case OpKind::AtomicMax: case OpKind::AtomicMin: case OpKind::AtomicXchg: case OpKind::AtomicCas: {
+        size_t values = op.kind == OpKind::AtomicCas ? 2 : 1;  // cas: compare, value
+        bool ok = (in.size() == values + 1 || in.size() == values + 2) && in[0]->is_ptr && out.elem == in[0]->elem && out.shape == in[0]->shape;
+        for (size_t i = 1; ok && i <= values; ++i) ok = *in[i] == out;
+        if (ok && in.size() == values + 2) ok = in.back()->elem == DType::Bool && !in.back()->is_ptr && in.back()->shape == out.shape;
+        if (!ok) problem(op, op.kind == OpKind::AtomicCas ? "needs (ptrs, compare, values[, mask]) of the pointee type" : "needs (ptrs, values[, mask]) of the pointee type");
         break;
+      }
+      case OpKind::ScanSum: case OpKind::ScanMax: case OpKind::ScanMin:
+        if (op.ints.size() != 2 || op.ints[0] < 0 || op.ints[0] >= in[0]->shape.rank || (op.ints[1] != 0 && op.ints[1] != 1) || *in[0] != out ||
+            out.is_ptr || out.elem == DType::Bool)
+          problem(op, fmt::format("[axis, reverse] = [{}] does not scan {} to {}", fmt::join(op.ints, ","), in[0]->str(), out.str()));
+        break;
+      case OpKind::Gather: {
+        const Shape &src = in[0]->shape, &index = in[1]->shape;
+        bool ok = op.ints.size() == 1 && op.ints[0] >= 0 && op.ints[0] < src.rank && index.rank == src.rank && !in[0]->is_ptr && !in[1]->is_ptr &&
+                  !is_float(in[1]->elem) && in[1]->elem != DType::Bool && out == Type{in[0]->elem, false, index};
+        for (int d = 0; ok && d < src.rank; ++d) ok = d == op.ints[0] || src[d] == index[d];
+        if (!ok) problem(op, fmt::format("axis [{}] does not gather {} at {} into {}", fmt::join(op.ints, ","), in[0]->str(), in[1]->str(), out.str()));
+        break;
+      }
       case OpKind::Broadcast: {
         const Shape &s = in[0]->shape;
         bool ok = s.rank == out.shape.rank;

@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <unordered_map>
 
@@ -14,6 +15,7 @@
 #include <kdsl/kernel.h>
 
 #include "codegen/codegen.h"
+#include "codegen/host/device_debug.h"
 #include "frontend/trace_kernel.h"
 #include "jit_cache/cache_key.h"
 #include "jit_cache/disk_cache.h"
@@ -200,7 +202,11 @@ class KernelImpl {
       static_cast<CpuDevice &>(device_.impl()).run(k.entry, slots, grid);
       record_launch(sig_.name, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
     }
+    // A device_assert that failed in a program is reported once every program has run; its
+    // record is taken first, so a bounds violation reported instead never leaves it behind.
+    std::optional<std::string> assert_failure = codegen::take_device_assert_failure(slots, sig_.name);
     if (violation.failed) throw Error(violation_message(sig_.name, sig_.params, args, violation));
+    if (assert_failure) throw Error(*assert_failure);
   }
 
   std::vector<ir::ArgClass> classes(const ArgValue *args, size_t count) const {

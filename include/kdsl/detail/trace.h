@@ -29,6 +29,9 @@ int32_t emit(OpKind kind, const std::vector<int32_t> &operands, const TypeDesc &
              const std::vector<int64_t> &ints, double fval = 0);
 // An op with no result (store, yield).
 void emit_effect(OpKind kind, std::initializer_list<int32_t> operands);
+// An op with no result that carries a message (device_print's label, device_assert's
+// message). A device_assert is dropped here when asserts are compiled out (KDSL_ASSERT=0).
+void emit_effect(OpKind kind, const std::vector<int32_t> &operands, const std::vector<int64_t> &ints, std::string text);
 
 // Records that kernel argument value `pointer` must hold at least `count` elements, count an
 // integer scalar computed from arguments and constants (kdsl::expect_extent); the launch checks it.

@@ -11,6 +11,7 @@
 #include <kdsl/half.h>
 
 #include "codegen/codegen.h"
+#include "codegen/host/device_debug.h"
 #include "codegen/host/target_machine.h"
 
 // Compiler-runtime conversions LLVM may call for f16 on CPUs without F16C; libgcc does not
@@ -42,6 +43,8 @@ class HostJit {
     };
     add("__extendhfsf2", reinterpret_cast<void *>(&kdsl_extendhfsf2));
     add("__truncsfhf2", reinterpret_cast<void *>(&kdsl_truncsfhf2));
+    add(kDevicePrintSymbol, reinterpret_cast<void *>(&device_print_line));
+    add(kDeviceAssertSymbol, reinterpret_cast<void *>(&device_assert_failed));
     if (auto err = main.define(llvm::orc::absoluteSymbols(std::move(runtime)))) throw Error("cannot define JIT runtime symbols: " + describe(std::move(err)));
   }
 

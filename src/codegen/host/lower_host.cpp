@@ -11,9 +11,11 @@
 
 #include <kdsl/error.h>
 
+#include "codegen/atomic_semantics.h"
 #include "codegen/codegen.h"
 #include "codegen/element_semantics.h"
 #include "codegen/host/bounds_checks.h"
+#include "codegen/host/device_debug.h"
 #include "codegen/host/element_math.h"
 #include "codegen/host/storage_plan.h"
 #include "codegen/host/vector_math.h"
@@ -265,6 +267,7 @@ class HostLowering {
         return b_.CreateGEP(storage_type(out.elem), arg(0), offset);
       }
       case OpKind::Load: return load(op, idx);
+      case OpKind::Gather: return gather(op, idx);
       case OpKind::ReduceSum: case OpKind::ReduceMax: case OpKind::ReduceMin: case OpKind::ArgMax: case OpKind::ArgMin:
         return reduce(op, idx);
       default: {
@@ -308,6 +311,18 @@ class HostLowering {
     phi->addIncoming(loaded, loaded_in);
     phi->addIncoming(otherwise, from);
     return phi;
+  }
+
+  // src at idx with the gather axis replaced by index[idx]; 0 for an index outside src.
+  llvm::Value *gather(const ir::Op &op, const Index &idx) {
+    const ir::Type &src = fn_.type(op.operands[0]), &index = fn_.type(op.operands[1]);
+    const size_t axis = size_t(op.ints[0]);
+    llvm::Value *i = element(op.operands[1], idx);
+    i = is_unsigned(index.elem) ? b_.CreateZExt(i, b_.getInt64Ty()) : b_.CreateSExt(i, b_.getInt64Ty());
+    llvm::Value *inside = b_.CreateICmpULT(i, b_.getInt64(src.shape[int(axis)]));  // negative ones wrap to huge
+    Index mapped = idx;
+    mapped[axis] = b_.CreateSelect(inside, i, b_.getInt64(0));
+    return b_.CreateSelect(inside, element(op.operands[0], mapped), constant(fn_.type(op.results[0]), 0, 0.0));
   }
 
   // A reduction in progress: its accumulator (and, for argmax/argmin, the best index).
@@ -428,8 +443,14 @@ class HostLowering {
   void emit_op(const ir::Op &op) {
     switch (op.kind) {
       case OpKind::Store:
-      case OpKind::AtomicAdd:
+      case OpKind::AtomicAdd: case OpKind::AtomicMax: case OpKind::AtomicMin: case OpKind::AtomicXchg: case OpKind::AtomicCas:
         return emit_store(op);
+      case OpKind::ScanSum: case OpKind::ScanMax: case OpKind::ScanMin:
+        return emit_scan(op);
+      case OpKind::DevicePrint:
+        return emit_print(op);
+      case OpKind::DeviceAssert:
+        return emit_assert(op);
       case OpKind::Prefetch:
         return emit_prefetch(op);
       case OpKind::Dot:
@@ -491,34 +512,133 @@ class HostLowering {
     });
   }
 
+  // Stores and atomics: operands (ptrs, values..., [mask]), one value (compare and value for cas).
   void emit_store(const ir::Op &op) {
     const ir::Type &pt = fn_.type(op.operands[0]);
-    bool atomic = op.kind == OpKind::AtomicAdd;
+    bool atomic = ir::is_atomic(op.kind);
+    const size_t values = op.kind == OpKind::AtomicCas ? 2 : 1;
+    const bool masked = op.operands.size() == values + 2;
     llvm::AllocaInst *old = nullptr;
     if (atomic && pt.shape.rank > 0) old = alloca_array(fn_.type(op.results[0]), "atomic.old");
     llvm::AllocaInst *old_scalar = atomic && !old ? alloca_slot(compute_type(pt.elem), "atomic.old") : nullptr;
     loop_nest(pt.shape, [&](const Index &idx) {
+      llvm::Value *old_slot = !atomic ? nullptr : old ? array_element_ptr(old, fn_.type(op.results[0]), idx) : old_scalar;
       auto body = [&] {
         llvm::Value *p = element(op.operands[0], idx);
         auto access = [&] {
-          llvm::Value *v = element(op.operands[1], idx);
+          llvm::Value *v = element(op.operands[values], idx);
           if (!atomic) {
             b_.CreateStore(to_storage(v, pt.elem), p);
             return;
           }
-          auto rmw = is_float(pt.elem) ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add;
-          llvm::Value *prior = b_.CreateAtomicRMW(rmw, p, v, llvm::MaybeAlign(), llvm::AtomicOrdering::Monotonic);
-          b_.CreateStore(prior, old ? array_element_ptr(old, fn_.type(op.results[0]), idx) : old_scalar);
+          llvm::Value *compare = values == 2 ? element(op.operands[1], idx) : nullptr;
+          b_.CreateStore(emit_atomic_update(b_, op.kind, pt.elem, p, v, compare), old_slot);
         };
         // Checked mode: an address outside its argument is skipped (after the violation is recorded).
         if (checks_) when(checks_->in_bounds(op, op.operands[0], p, dtype_bytes(pt.elem)), access);
         else access();
       };
-      if (op.operands.size() == 3) when(element(op.operands[2], idx), body);
-      else body();
+      if (!masked) return body();
+      if (atomic) b_.CreateStore(llvm::Constant::getNullValue(compute_type(pt.elem)), old_slot);  // masked off: 0
+      when(element(op.operands[values + 1], idx), body);
     });
     if (old) state_[size_t(op.results[0])].array = old;
     if (old_scalar) state_[size_t(op.results[0])].scalar = b_.CreateLoad(compute_type(pt.elem), old_scalar);
+  }
+
+  // An inclusive scan: along the axis, for each position of the other axes, a running
+  // combine in the compute type (f32 for f16 and bf16), each output rounded to the element type.
+  // The first element starts the run, so max and min need no identity and pass NaNs over
+  // exactly as maxnum / minnum do.
+  void emit_scan(const ir::Op &op) {
+    ir::ValueId v = op.results[0];
+    const ir::Type &t = fn_.type(v);
+    const int axis = int(op.ints[0]);
+    const bool reverse = op.ints[1] != 0, fp = is_float(t.elem), sign = !is_unsigned(t.elem);
+    const int64_t n = t.shape[axis];
+    llvm::AllocaInst *out = target_array(v, "scan");
+    llvm::AllocaInst *acc = alloca_slot(compute_type(t.elem), "scan.acc");
+    ir::Shape outer = t.shape;
+    outer[axis] = 1;
+    loop_nest(outer, [&](const Index &o) {
+      loop(n, [&](llvm::Value *i) {
+        Index at = o;
+        at[size_t(axis)] = reverse ? b_.CreateSub(b_.getInt64(n - 1), i) : i;
+        llvm::Value *x = element(op.operands[0], at), *prior = b_.CreateLoad(compute_type(t.elem), acc), *next = nullptr;
+        switch (op.kind) {
+          case OpKind::ScanSum: next = fp ? b_.CreateFAdd(prior, x) : b_.CreateAdd(prior, x); break;
+          case OpKind::ScanMax:
+            next = b_.CreateBinaryIntrinsic(fp ? llvm::Intrinsic::maxnum : sign ? llvm::Intrinsic::smax : llvm::Intrinsic::umax, prior, x);
+            break;
+          default:
+            next = b_.CreateBinaryIntrinsic(fp ? llvm::Intrinsic::minnum : sign ? llvm::Intrinsic::smin : llvm::Intrinsic::umin, prior, x);
+        }
+        next = b_.CreateSelect(b_.CreateICmpEQ(i, b_.getInt64(0)), x, next);
+        b_.CreateStore(next, acc);
+        b_.CreateStore(fp ? round_to(next, t.elem) : next, array_element_ptr(out, t, at));
+      });
+    });
+    state_[size_t(v)].array = out;
+  }
+
+  // This program's coordinates as an i32[3] on the stack, for the run-time helpers.
+  llvm::Value *program_id_array() {
+    llvm::AllocaInst *pid = alloca_slot(llvm::ArrayType::get(b_.getInt32Ty(), 3), "pid");
+    for (int i = 0; i < 3; ++i) b_.CreateStore(pid_[size_t(i)], b_.CreateConstInBoundsGEP2_32(pid->getAllocatedType(), pid, 0, unsigned(i)));
+    return pid;
+  }
+
+  // device_print: each operand's elements as 8-byte words in a stack array, described by
+  // kPrintOperandWords words each (device_debug.h), then one call that writes the line.
+  void emit_print(const ir::Op &op) {
+    auto *i64 = b_.getInt64Ty();
+    const unsigned count = unsigned(op.operands.size());
+    llvm::AllocaInst *desc = alloca_slot(llvm::ArrayType::get(i64, std::max(1u, count) * kPrintOperandWords), "print.operands");
+    auto word = [&](unsigned operand, unsigned w) { return b_.CreateConstInBoundsGEP2_32(desc->getAllocatedType(), desc, 0, operand * kPrintOperandWords + w); };
+    for (unsigned k = 0; k < count; ++k) {
+      const ir::Type &t = fn_.type(op.operands[k]);
+      llvm::AllocaInst *data = alloca_slot(llvm::ArrayType::get(i64, uint64_t(t.shape.numel())), "print.values");
+      loop_nest(t.shape, [&](const Index &idx) {
+        llvm::Value *x = element(op.operands[k], idx);
+        llvm::Value *w = is_float(t.elem) ? b_.CreateBitCast(b_.CreateFPExt(x, b_.getDoubleTy()), i64)
+                                          : is_unsigned(t.elem) ? b_.CreateZExt(x, i64) : b_.CreateSExt(x, i64);
+        b_.CreateStore(w, b_.CreateInBoundsGEP(i64, data, t.shape.rank ? linear(idx, t.shape) : b_.getInt64(0)));
+      });
+      b_.CreateStore(b_.getInt64(uint64_t(t.elem)), word(k, 0));
+      b_.CreateStore(b_.getInt64(uint64_t(t.shape.rank)), word(k, 1));
+      for (int d = 0; d < 4; ++d) b_.CreateStore(b_.getInt64(uint64_t(d < t.shape.rank ? t.shape[d] : 1)), word(k, unsigned(2 + d)));
+      b_.CreateStore(b_.CreatePtrToInt(data, i64), word(k, 6));
+    }
+    auto *ptr = b_.getPtrTy();
+    llvm::FunctionCallee print = m_.getOrInsertFunction(kDevicePrintSymbol, llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, b_.getInt32Ty(), ptr}, false));
+    b_.CreateCall(print, {b_.CreateGlobalString(op.text, "print.label"), program_id_array(), b_.getInt32(count), desc});
+  }
+
+  // device_assert: the first false element (row-major) is reported with its index and the
+  // program returns; the launch throws once every program has run (kernel.cpp).
+  void emit_assert(const ir::Op &op) {
+    const ir::Type &t = fn_.type(op.operands[0]);
+    auto *i64 = b_.getInt64Ty();
+    llvm::AllocaInst *failed = alloca_slot(b_.getInt1Ty(), "assert.failed");
+    llvm::AllocaInst *where = alloca_slot(llvm::ArrayType::get(i64, uint64_t(std::max(1, t.shape.rank))), "assert.index");
+    b_.CreateStore(b_.getFalse(), failed);
+    loop_nest(t.shape, [&](const Index &idx) {
+      llvm::Value *first_failure = b_.CreateAnd(b_.CreateNot(element(op.operands[0], idx)), b_.CreateNot(b_.CreateLoad(b_.getInt1Ty(), failed)));
+      when(first_failure, [&] {
+        for (size_t d = 0; d < idx.size(); ++d) b_.CreateStore(idx[d], b_.CreateConstInBoundsGEP2_32(where->getAllocatedType(), where, 0, unsigned(d)));
+        b_.CreateStore(b_.getTrue(), failed);
+      });
+    });
+    llvm::BasicBlock *fail = llvm::BasicBlock::Create(ctx_, "assert.fail", current_function());
+    llvm::BasicBlock *pass = llvm::BasicBlock::Create(ctx_, "assert.pass", current_function());
+    b_.CreateCondBr(b_.CreateLoad(b_.getInt1Ty(), failed), fail, pass);
+    b_.SetInsertPoint(fail);
+    auto *ptr = b_.getPtrTy();
+    llvm::FunctionCallee report =
+        m_.getOrInsertFunction(kDeviceAssertSymbol, llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, ptr, ptr, b_.getInt32Ty()}, false));
+    b_.CreateCall(report, {launch_args_, b_.CreateGlobalString(op.text, "assert.message"), program_id_array(), where, b_.getInt32(uint32_t(t.shape.rank))});
+    b_.CreateRetVoid();
+    b_.SetInsertPoint(pass);
   }
 
   // c = acc + a @ b, accumulating each row of c with the inner loop over n contiguous.
@@ -747,6 +867,7 @@ class HostLowering {
       grid_[size_t(i)] = f->getArg(unsigned(4 + i));
     }
     state_.assign(fn_.values.size(), {});
+    launch_args_ = f->getArg(0);
     for (size_t i = 0; i < fn_.args.size(); ++i) bind_argument(fn_.args[i], f->getArg(0), i);
     if (bounds_checks_) checks_ = std::make_unique<BoundsChecks>(fn_, b_, m_, f->getArg(0), pid_);
     emit_region(fn_.body);
@@ -836,6 +957,7 @@ class HostLowering {
   std::array<llvm::Value *, 3> pid_{}, grid_{};
   bool bounds_checks_ = false;
   std::unique_ptr<BoundsChecks> checks_;  // checked mode only
+  llvm::Value *launch_args_ = nullptr;  // the launch's argument slots: names the launch to device_assert's record
 };
 
 }  // namespace

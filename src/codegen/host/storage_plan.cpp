@@ -69,7 +69,7 @@ class Planner {
     std::vector<int> effects(r.ops.size() + 1, 0);
     for (size_t i = 0; i < r.ops.size(); ++i) {
       const ir::Op &op = r.ops[i];
-      bool effect = op.kind == OpKind::Store || op.kind == OpKind::AtomicAdd || has_regions(op.kind);
+      bool effect = writes_memory(op.kind) || has_regions(op.kind);
       effects[i + 1] = effects[i] + (effect ? 1 : 0);
     }
     // Users come after definitions, so walking backwards decides users first.

@@ -196,7 +196,7 @@ LayoutPlan assign_layouts(const ir::Function &fn, const TargetInfo &target, int 
     bytes = std::min(bytes, dtype_bytes(t.elem));
   };
   walk(fn.body, [&](const ir::Op &op) {
-    if (op.kind == OpKind::Load || op.kind == OpKind::Store || op.kind == OpKind::AtomicAdd) note(op.operands[0]);
+    if (op.kind == OpKind::Load || ir::writes_memory(op.kind)) note(op.operands[0]);
   });
 
   std::map<std::vector<int64_t>, Layout> by_shape;

@@ -115,6 +115,14 @@ class GpuLowering {
   // --- lower_reduce.cpp / lower_dot.cpp / lower_mma.cpp ---------------------------------------
   void emit_reduce(const ir::Op &op);
   llvm::Value *read_partials(ir::ValueId v, const Index &idx);
+  // --- lower_scan.cpp: inclusive scans (shuffles, then shared memory across warps), gather ----
+  void emit_scan(const ir::Op &op);
+  void emit_gather(const ir::Op &op);
+  // --- lower_debug.cpp: device_print through vprintf, device_assert through __assertfail ------
+  void emit_print(const ir::Op &op);
+  void emit_assert(const ir::Op &op);
+  llvm::Value *program_id(int axis) { return pid_[size_t(axis)]; }
+  llvm::Value *thread_index() { return tid_; }
   void emit_dot(const ir::Op &op);
   void emit_mma_dot(const ir::Op &op, const MatrixInstruction &instruction);
 

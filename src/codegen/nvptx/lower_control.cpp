@@ -27,7 +27,12 @@ void GpuLowering::set_scalar(ir::ValueId v, llvm::Value *s) {
 void GpuLowering::emit_op(const ir::Op &op) {
   switch (op.kind) {
     case OpKind::Load: return emit_load(op);
-    case OpKind::Store: case OpKind::AtomicAdd: return emit_store(op);
+    case OpKind::Store: case OpKind::AtomicAdd: case OpKind::AtomicMax: case OpKind::AtomicMin: case OpKind::AtomicXchg: case OpKind::AtomicCas:
+      return emit_store(op);
+    case OpKind::ScanSum: case OpKind::ScanMax: case OpKind::ScanMin: return emit_scan(op);
+    case OpKind::Gather: return emit_gather(op);
+    case OpKind::DevicePrint: return emit_print(op);
+    case OpKind::DeviceAssert: return emit_assert(op);
     case OpKind::Prefetch: return;  // a hint; other warps hide the latency it would (memory.h)
     case OpKind::Dot: return emit_dot(op);
     case OpKind::For: return emit_for(op);

@@ -3,6 +3,7 @@
 
 #include <kdsl/error.h>
 
+#include "codegen/atomic_semantics.h"
 #include "codegen/nvptx/gpu_lowering.h"
 #include "codegen/nvptx/nvptx_intrinsics.h"
 
@@ -76,7 +77,7 @@ void GpuLowering::emit_load(const ir::Op &op) {
 }
 
 void GpuLowering::emit_store(const ir::Op &op) {
-  if (op.kind == OpKind::AtomicAdd) return emit_atomic(op);
+  if (ir::is_atomic(op.kind)) return emit_atomic(op);
   ir::ValueId ptrs = op.operands[0];
   const ir::Type &pt = fn_.type(ptrs);
   bool masked = op.operands.size() == 3;
@@ -110,25 +111,26 @@ void GpuLowering::emit_store(const ir::Op &op) {
   }
 }
 
-// atomicrmw on global memory, one element at a time; duplicated elements are skipped so
-// each element is added once. A scalar atomic runs in thread 0 and its old value is
-// broadcast through shared memory.
+// atom.global (atomicrmw / cmpxchg on global memory), one element at a time; duplicated
+// elements are skipped so each element is updated once. A scalar atomic runs in thread 0 and
+// its old value is broadcast through shared memory. Operands: (ptrs, values..., [mask]), one
+// value (compare and value for cas); the old value is 0 where masked off.
 void GpuLowering::emit_atomic(const ir::Op &op) {
   ir::ValueId ptrs = op.operands[0];
   const ir::Type &pt = fn_.type(ptrs);
   DType elem = pt.elem;
-  bool masked = op.operands.size() == 3;
-  auto rmw = [&](llvm::Value *p, llvm::Value *value) -> llvm::Value * {
-    llvm::Value *stored = to_storage(value, elem);
-    auto kind = is_float(elem) ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add;
-    return from_storage(b_.CreateAtomicRMW(kind, p, stored, llvm::MaybeAlign(), llvm::AtomicOrdering::Monotonic), elem);
+  const size_t values = op.kind == OpKind::AtomicCas ? 2 : 1;
+  bool masked = op.operands.size() == values + 2;
+  auto rmw = [&](llvm::Value *p, const Index &idx) -> llvm::Value * {
+    llvm::Value *compare = values == 2 ? element(op.operands[1], idx) : nullptr;  // atomic types are stored as computed
+    return emit_atomic_update(b_, op.kind, elem, p, element(op.operands[values], idx), compare);
   };
-  auto guarded = [&](llvm::Value *cond, llvm::Value *p, llvm::Value *value) -> llvm::Value * {
+  auto guarded = [&](llvm::Value *cond, llvm::Value *p, const Index &idx) -> llvm::Value * {
     llvm::BasicBlock *from = b_.GetInsertBlock();
     llvm::Value *old = nullptr;
     llvm::BasicBlock *old_in = nullptr;
     when(cond, [&] {
-      old = rmw(p, value);
+      old = rmw(p, idx);
       old_in = b_.GetInsertBlock();
     });
     llvm::PHINode *phi = b_.CreatePHI(old->getType(), 2);
@@ -138,8 +140,8 @@ void GpuLowering::emit_atomic(const ir::Op &op) {
   };
   if (pt.shape.rank == 0) {
     llvm::Value *cond = b_.CreateICmpEQ(tid_, b_.getInt32(0));
-    if (masked) cond = b_.CreateAnd(cond, element(op.operands[2], {}));
-    llvm::Value *old = guarded(cond, element(ptrs, {}), element(op.operands[1], {}));
+    if (masked) cond = b_.CreateAnd(cond, element(op.operands[values + 1], {}));
+    llvm::Value *old = guarded(cond, element(ptrs, {}), Index{});
     ir::Type slot_type = fn_.type(op.results[0]).with_shape(ir::Shape{1});
     llvm::Value *slot = allocate_shared(8);
     barrier_before_write();
@@ -151,9 +153,9 @@ void GpuLowering::emit_atomic(const ir::Op &op) {
   std::vector<llvm::Value *> olds;
   for (int r = 0; r < registers(ptrs).count; ++r) {
     Index idx = own_index(ptrs, r);
-    llvm::Value *cond = both(b_, masked ? element(op.operands[2], idx) : nullptr, idx.valid);
-    llvm::Value *p = element(ptrs, idx), *value = element(op.operands[1], idx);
-    olds.push_back(cond ? guarded(cond, p, value) : rmw(p, value));
+    llvm::Value *cond = both(b_, masked ? element(op.operands[values + 1], idx) : nullptr, idx.valid);
+    llvm::Value *p = element(ptrs, idx);
+    olds.push_back(cond ? guarded(cond, p, idx) : rmw(p, idx));
   }
   set_regs(op.results[0], std::move(olds));
 }

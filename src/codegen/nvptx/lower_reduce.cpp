@@ -65,18 +65,6 @@ class Combiner {
   llvm::Type *ty_;
 };
 
-// shfl.sync moves 32 bits: narrower integers widen, 64-bit ones move in halves.
-llvm::Value *shuffle_any(llvm::IRBuilder<> &b, llvm::Value *v, int mask) {
-  llvm::Type *ty = v->getType();
-  if (ty->isFloatTy() || ty->isIntegerTy(32)) return shuffle_xor(b, v, mask);
-  if (ty->isIntegerTy(64)) {
-    llvm::Value *lo = shuffle_xor(b, b.CreateTrunc(v, b.getInt32Ty()), mask);
-    llvm::Value *hi = shuffle_xor(b, b.CreateTrunc(b.CreateLShr(v, 32), b.getInt32Ty()), mask);
-    return b.CreateOr(b.CreateZExt(lo, ty), b.CreateShl(b.CreateZExt(hi, ty), 32));
-  }
-  return b.CreateTrunc(shuffle_xor(b, b.CreateZExt(v, b.getInt32Ty()), mask), ty);
-}
-
 }  // namespace
 
 void GpuLowering::emit_reduce(const ir::Op &op) {
@@ -119,7 +107,7 @@ void GpuLowering::emit_reduce(const ir::Op &op) {
   }
   for (int k = l.threads_per_warp[size_t(axis)] / 2; k >= 1; k /= 2)
     for (Partial &p : partials) {
-      Partial other{shuffle_any(b_, p.value, k * lane_stride), p.index ? shuffle_any(b_, p.index, k * lane_stride) : nullptr};
+      Partial other{shuffle_xor_any(b_, p.value, k * lane_stride), p.index ? shuffle_xor_any(b_, p.index, k * lane_stride) : nullptr};
       p = combiner.combine(p, other);
     }
 

@@ -1,0 +1,152 @@
+// emulator_compare.h - runs a kernel on the CPU backend and in the SIMT emulator (the NVPTX lowering on CPU threads) and compares every array
+#pragma once
+#include <doctest/doctest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include <kdsl/kdsl.h>
+
+#include "codegen/nvptx/simt_emulator.h"
+#include "src/tools/example_kernels.h"
+
+using namespace kdsl;
+
+namespace emulator_test {
+
+struct Arg {
+  std::vector<uint8_t> bytes;  // an array (empty: a scalar)
+  DType dtype = DType::F32;
+  ArgValue scalar;
+};
+
+template <class T>
+Arg array(const std::vector<T> &v) {
+  Arg a;
+  a.bytes.resize(v.size() * sizeof(T));
+  std::memcpy(a.bytes.data(), v.data(), a.bytes.size());
+  a.dtype = detail::dtype_of_storage<T>();
+  return a;
+}
+template <class T>
+Arg value(T v) {
+  Arg a;
+  a.scalar = make_arg(v);
+  return a;
+}
+
+inline double element(const Arg &a, size_t i) {
+  switch (a.dtype) {
+    case DType::F32: return reinterpret_cast<const float *>(a.bytes.data())[i];
+    case DType::F16: return float(reinterpret_cast<const half *>(a.bytes.data())[i]);
+    case DType::BF16: return float(reinterpret_cast<const bfloat16 *>(a.bytes.data())[i]);
+    case DType::I32: return reinterpret_cast<const int32_t *>(a.bytes.data())[i];
+    case DType::I8: return reinterpret_cast<const int8_t *>(a.bytes.data())[i];
+    case DType::U32: return reinterpret_cast<const uint32_t *>(a.bytes.data())[i];
+    case DType::I64: return double(reinterpret_cast<const int64_t *>(a.bytes.data())[i]);
+    default: return 0;
+  }
+}
+
+// Bytes of a known pattern after each array, checked after both runs: a kernel (or a test
+// that passes too short an array) writing past the end fails here, rather than corrupting
+// the heap for a later test to crash on.
+constexpr size_t kGuardBytes = 4096;
+constexpr uint8_t kGuardByte = 0xA5;
+
+inline void add_guard(std::vector<Arg> &args) {
+  for (Arg &a : args)
+    if (!a.bytes.empty()) a.bytes.resize(a.bytes.size() + kGuardBytes, kGuardByte);
+}
+
+// Checks and removes the guard of each array; false if a run wrote into one.
+inline bool remove_guard(std::vector<Arg> &args, const char *run) {
+  bool intact = true;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::vector<uint8_t> &b = args[i].bytes;
+    if (b.empty()) continue;
+    for (size_t j = b.size() - kGuardBytes; j < b.size(); ++j) {
+      if (b[j] != kGuardByte) {
+        FAIL_CHECK(std::string(run) << " wrote past the end of argument " << i << " (" << (j - (b.size() - kGuardBytes)) << " bytes after it)");
+        intact = false;
+        break;
+      }
+    }
+    b.resize(b.size() - kGuardBytes);
+  }
+  return intact;
+}
+
+// Runs `k` on the CPU backend and in the emulator on copies of the same arrays; returns the
+// largest relative difference over every array (inputs included: in-place kernels), or
+// infinity if either run wrote past an array. With `tensor_cores`, dots the sm_80 plan puts
+// on mma.sync run as emulated ldmatrix and mma.sync.
+inline double compare(const tools::NamedKernel &k, const Grid &g, const std::vector<Arg> &args, bool tensor_cores = false, int num_stages = 2) {
+  std::vector<Arg> host = args, emu = args;
+  add_guard(host);
+  add_guard(emu);
+  std::vector<ArgValue> values;
+  for (Arg &a : host) values.push_back(a.bytes.empty() ? a.scalar : make_arg(static_cast<void *>(a.bytes.data())));
+  auto cpu = detail::make_kernel(Device::cpu(1), k.signature, {k.num_warps, 2});
+  detail::launch(*cpu, g, values.data(), values.size());
+
+  std::vector<ir::ArgClass> classes;
+  std::vector<uint64_t> slots;
+  for (size_t i = 0; i < emu.size(); ++i) {
+    const detail::TypeDesc &p = k.signature.params[i];
+    if (!emu[i].bytes.empty()) {
+      uint64_t address = reinterpret_cast<uint64_t>(emu[i].bytes.data());
+      slots.push_back(address);
+      classes.push_back(address % 16 == 0 ? ir::ArgClass::Divisible16 : ir::ArgClass::None);
+    } else if (is_float(p.elem)) {
+      slots.push_back(std::bit_cast<uint32_t>(float(std::bit_cast<double>(emu[i].scalar.bits))));
+      classes.push_back(ir::ArgClass::None);
+    } else {
+      int64_t v = int64_t(emu[i].scalar.bits);
+      slots.push_back(uint64_t(v));
+      classes.push_back(v == 1 ? ir::ArgClass::EqualToOne : v % 16 == 0 ? ir::ArgClass::Divisible16 : ir::ArgClass::None);
+    }
+  }
+  static int serial = 0;
+  codegen::nvptx::EmulatedKernel kernel =
+      codegen::nvptx::compile_for_emulation(tools::trace_kernel(k.signature, classes), "kdsl_emulated_" + std::to_string(serial++), k.num_warps, tensor_cores, num_stages);
+  int32_t grid[3] = {int32_t(g.x), int32_t(g.y), int32_t(g.z)};
+  codegen::nvptx::emulate_launch(kernel, grid, slots.data());
+  bool host_ok = remove_guard(host, "the CPU backend"), emu_ok = remove_guard(emu, "the emulator");
+  if (!host_ok || !emu_ok) return INFINITY;
+
+  double worst = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    size_t n = host[i].bytes.size() / std::max(1, dtype_bytes(host[i].dtype));
+    for (size_t j = 0; j < n; ++j) {
+      double want = element(host[i], j), got = element(emu[i], j);
+      if (std::isnan(want) || std::isnan(got)) {
+        if (std::isnan(want) != std::isnan(got)) return INFINITY;
+        continue;
+      }
+      worst = std::max(worst, std::fabs(want - got) / (1e-3 + std::fabs(want)));
+    }
+  }
+  return worst;
+}
+
+inline std::vector<float> random_f32(size_t n, std::mt19937 &rng, float lo = -3, float hi = 3) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float &x : v) x = d(rng);
+  return v;
+}
+
+template <class T>
+std::vector<T> random_of(size_t n, std::mt19937 &rng) {
+  std::vector<T> v(n);
+  for (T &x : v) {
+    if constexpr (std::is_same_v<T, int8_t>) x = int8_t(std::uniform_int_distribution<int>(-128, 127)(rng));
+    else x = T(std::uniform_real_distribution<float>(-1, 1)(rng));
+  }
+  return v;
+}
+
+}  // namespace emulator_test
