@@ -1,4 +1,4 @@
-// expect: atomic_add through a Ptr<const T>: the parameter is read-only
+// expect: an atomic through a Ptr<const T>: the parameter is read-only
 // bad_atomic_const.cpp - atomic_add through a parameter declared Ptr<const i32> must not compile
 #include <kdsl/kdsl.h>
 
