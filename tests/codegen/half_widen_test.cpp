@@ -11,6 +11,7 @@
 #include "codegen/codegen.h"
 #include "frontend/tracer.h"
 
+#include "tests/codegen/host_assembly.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -49,19 +50,6 @@ TEST_CASE("codegen: f16 loads widen to f32 exactly (normals, subnormals, zeros, 
 namespace {
 using namespace kdsl;
 
-// The host's machine code for `fn`, through the KDSL_DUMP path compile_for_host offers.
-std::string host_assembly(const ir::Function &fn, const std::string &symbol) {
-  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("kdsl-" + symbol + "-" + std::to_string(getpid()));
-  codegen::DumpOptions dump;
-  dump.dir = dir.string();
-  dump.asm_text = true;
-  codegen::compile_for_host(fn, symbol, dump);
-  std::ostringstream s;
-  for (const auto &e : std::filesystem::directory_iterator(dir))
-    if (e.path().extension() == ".s") s << std::ifstream(e.path()).rdbuf();
-  std::filesystem::remove_all(dir);
-  return s.str();
-}
 
 TEST_CASE("codegen: where the CPU has F16C, f16 widens with vcvtph2ps at the full vector width") {
   const std::string features = "," + codegen::host_target().features + ",";
@@ -72,7 +60,7 @@ TEST_CASE("codegen: where the CPU has F16C, f16 widens with vcvtph2ps at the ful
   using Params = detail::kernel_params<decltype(&widen_f16<1024>)>;
   frontend::Tracer tracer(detail::kernel_name<widen_f16<1024>>(), Params::types(), {});
   Params::template trace<widen_f16<1024>>(tracer.argument_values());
-  std::string s = host_assembly(tracer.finish(), "widen_probe");
+  std::string s = kdsl_test::host_assembly(tracer.finish(), "widen_probe");
   const bool avx512 = features.find(",+avx512f,") != std::string::npos;
   INFO(s.substr(0, 4000));
   // LLVM's own choice would be 4 wide (xmm); the loop hint asks for 16 (zmm) or 8 (ymm).

@@ -6,6 +6,7 @@
 #include "codegen/codegen.h"
 #include "codegen/nvptx/ptxas.h"
 #include "tests/codegen/emulator_compare.h"
+#include "tests/scan_gather_kernels.h"
 
 using namespace kdsl;
 using namespace emulator_test;
@@ -22,17 +23,7 @@ void scan_1d(Ptr<T> x, Ptr<T> sums, Ptr<T> maxes, Ptr<T> mins, Scalar<i32> n) {
   store(mins + offs, cummin(v, 0, REVERSE), m);
 }
 
-template <class T, int R, int C, int AXIS, bool REVERSE>
-void scan_2d(Ptr<T> x, Ptr<T> sums, Ptr<T> maxes, Ptr<T> mins, Scalar<i32> rows, Scalar<i32> cols) {
-  auto r = program_id(0) * R + expand_dims<1>(arange<R>());
-  auto c = expand_dims<0>(arange<C>());
-  auto m = r < rows && c < cols;
-  auto at = r * cols + c;
-  auto v = load(x + at, m, 0);
-  store(sums + at, cumsum(v, AXIS, REVERSE), m);
-  store(maxes + at, cummax(v, AXIS, REVERSE), m);
-  store(mins + at, cummin(v, AXIS, REVERSE), m);
-}
+using scan_gather_kernels::scan_2d;
 
 // A scan of a loop-carried value and of a reduction's broadcast result (values that reach the
 // scan through shared memory or another layout).
@@ -45,16 +36,7 @@ void scan_after_reduce(Ptr<f32> x, Ptr<f32> out) {
   store(out + r * C + c, cumsum(trans(cumsum(trans(centered), 1)), 1));
 }
 
-template <class T, int R, int C, int K>
-void gather_2d(Ptr<T> src, Ptr<i32> rows_index, Ptr<i32> cols_index, Ptr<T> by_rows, Ptr<T> by_cols) {
-  auto r = expand_dims<1>(arange<R>());
-  auto c = expand_dims<0>(arange<C>());
-  auto s = load(src + r * C + c);
-  auto kr = expand_dims<1>(arange<K>());
-  auto kc = expand_dims<0>(arange<K>());
-  store(by_rows + kr * C + c, gather(s, load(rows_index + kr * C + c), 0));
-  store(by_cols + r * K + kc, gather(s, load(cols_index + r * K + kc), 1));
-}
+using scan_gather_kernels::gather_2d;
 
 template <int BLOCK>
 void gather_arange(Ptr<i32> index, Ptr<i32> out) {

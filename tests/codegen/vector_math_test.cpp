@@ -11,6 +11,7 @@
 #include "codegen/codegen.h"
 #include "frontend/tracer.h"
 
+#include "tests/codegen/host_assembly.h"
 #include "tests/test_util.h"
 
 using namespace kdsl;
@@ -145,23 +146,6 @@ TEST_CASE("codegen: polynomial edges: log of zeros, negatives, subnormals and in
   CHECK(at(5, 14) == 1.0f);
   CHECK(at(5, 15) == -1.0f);
 }
-
-namespace {
-
-std::string host_assembly(const ir::Function &fn, const std::string &symbol) {
-  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("kdsl-" + symbol + "-" + std::to_string(getpid()));
-  codegen::DumpOptions dump;
-  dump.dir = dir.string();
-  dump.asm_text = true;
-  codegen::compile_for_host(fn, symbol, dump);
-  std::ostringstream s;
-  for (const auto &e : std::filesystem::directory_iterator(dir))
-    if (e.path().extension() == ".s") s << std::ifstream(e.path()).rdbuf();
-  std::filesystem::remove_all(dir);
-  return s.str();
-}
-
-}  // namespace
 
 TEST_CASE("codegen: the host's exp, log, tanh and erf call no libm function and run on packed vector instructions") {
   using Params = detail::kernel_params<decltype(&apply_all)>;

@@ -8,46 +8,13 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "tests/stream_capture.h"
 #include "tests/test_util.h"
 
 using namespace kdsl;
 using namespace kdsl_test;
 
 namespace debug_test {
-
-// What kernels print to stdout while alive (by file descriptor, as the JIT code writes).
-class StdoutCapture {
- public:
-  StdoutCapture() {
-    std::fflush(stdout);
-    file_ = std::tmpfile();
-    saved_ = ::dup(1);
-    ::dup2(::fileno(file_), 1);
-  }
-  ~StdoutCapture() {
-    restore();
-    std::fclose(file_);
-  }
-  std::string text() {
-    restore();
-    std::string out;
-    std::rewind(file_);
-    char buf[4096];
-    for (size_t n; (n = std::fread(buf, 1, sizeof(buf), file_)) > 0;) out.append(buf, n);
-    return out;
-  }
-
- private:
-  void restore() {
-    if (saved_ < 0) return;
-    std::fflush(stdout);
-    ::dup2(saved_, 1);
-    ::close(saved_);
-    saved_ = -1;
-  }
-  std::FILE *file_;
-  int saved_;
-};
 
 std::vector<std::string> lines_of(const std::string &text) {
   std::vector<std::string> out;

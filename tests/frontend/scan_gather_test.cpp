@@ -1,6 +1,7 @@
 // scan_gather_test.cpp - cumsum / cummax / cummin (forward and reverse, 1-D and each axis of 2-D) and gather, against scalar references
 #include <kdsl/kdsl.h>
 
+#include "tests/scan_gather_kernels.h"
 #include "tests/test_util.h"
 
 using namespace kdsl;
@@ -19,18 +20,7 @@ void scan_1d(Ptr<T> x, Ptr<T> sums, Ptr<T> maxes, Ptr<T> mins, Scalar<i32> n) {
   store(mins + offs, scan(v, ScanCombine::Min, 0, REVERSE), m);
 }
 
-// One program per R rows of a [rows, cols] matrix (cols <= C); padding holds 0.
-template <class T, int R, int C, int AXIS, bool REVERSE>
-void scan_2d(Ptr<T> x, Ptr<T> sums, Ptr<T> maxes, Ptr<T> mins, Scalar<i32> rows, Scalar<i32> cols) {
-  auto r = program_id(0) * R + expand_dims<1>(arange<R>());
-  auto c = expand_dims<0>(arange<C>());
-  auto m = r < rows && c < cols;
-  auto at = r * cols + c;
-  auto v = load(x + at, m, 0);
-  store(sums + at, cumsum(v, AXIS, REVERSE), m);
-  store(maxes + at, cummax(v, AXIS, REVERSE), m);
-  store(mins + at, cummin(v, AXIS, REVERSE), m);
-}
+using scan_gather_kernels::scan_2d;
 
 // a + b as T adds: f32 (also for f16, which accumulates in f32), integers wrapping.
 template <class T>
@@ -115,18 +105,8 @@ void check_scan_2d(std::mt19937 &rng, int rows, int cols) {
   }
 }
 
-// gather along axis 0 of a [R, C] tile with a [K, C] index, and along axis 1 with [R, K];
-// indices run from -2 to extent + 1, so some are out of range and read 0.
-template <class T, int R, int C, int K>
-void gather_2d(Ptr<T> src, Ptr<i32> rows_index, Ptr<i32> cols_index, Ptr<T> by_rows, Ptr<T> by_cols) {
-  auto r = expand_dims<1>(arange<R>());
-  auto c = expand_dims<0>(arange<C>());
-  auto s = load(src + r * C + c);
-  auto kr = expand_dims<1>(arange<K>());
-  auto kc = expand_dims<0>(arange<K>());
-  store(by_rows + kr * C + c, gather(s, load(rows_index + kr * C + c), 0));
-  store(by_cols + r * K + kc, gather(s, load(cols_index + r * K + kc), 1));
-}
+// gather_2d: indices run from -2 to extent + 1, so some are out of range and read 0.
+using scan_gather_kernels::gather_2d;
 
 // A lookup table in registers: out[i] = table[codes[i]], u8 codes, masked ragged tail.
 template <int BLOCK>

@@ -3,7 +3,7 @@
 #include "jit_cache/disk_cache.h"
 
 #include "support/log.h"
-#include "tests/stderr_capture.h"
+#include "tests/stream_capture.h"
 
 #include <doctest/doctest.h>
 #include <fcntl.h>

@@ -7,7 +7,7 @@
 // happened through its exit code.
 #include <doctest/doctest.h>
 
-#include "tests/stderr_capture.h"
+#include "tests/stream_capture.h"
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>

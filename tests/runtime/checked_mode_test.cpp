@@ -8,7 +8,7 @@
 
 #include "examples/layer_norm.h"
 #include "examples/matmul.h"
-#include "tests/stderr_capture.h"
+#include "tests/stream_capture.h"
 #include "tests/test_util.h"
 
 using namespace kdsl;

@@ -24,6 +24,7 @@
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/cuda_toolchain.h"
 #include "runtime/cuda/nvrtc.h"
+#include "tests/scratch_cache.h"
 
 using namespace kdsl;
 
@@ -96,22 +97,7 @@ Device fake_gpu() { return Device(std::make_shared<detail::CudaDevice>(0, fake()
 
 void declare_params(std::vector<size_t> sizes) { fake().set_params(int(sizes.size()), sizes.data()); }
 
-// KDSL_CACHE_DIR set to a fresh directory for one test case.
-struct ScratchCache {
-  std::filesystem::path dir;
-  std::optional<std::string> saved;
-  ScratchCache() {
-    dir = std::filesystem::temp_directory_path() / ("kdsl-fake-cuda-" + std::to_string(::getpid()));
-    std::filesystem::remove_all(dir);
-    if (const char *v = std::getenv("KDSL_CACHE_DIR")) saved = v;
-    ::setenv("KDSL_CACHE_DIR", dir.c_str(), 1);
-  }
-  ~ScratchCache() {
-    if (saved) ::setenv("KDSL_CACHE_DIR", saved->c_str(), 1);
-    else ::unsetenv("KDSL_CACHE_DIR");
-    std::filesystem::remove_all(dir);
-  }
-};
+using kdsl::test::ScratchCache;  // KDSL_CACHE_DIR set to a fresh directory for one test case
 
 template <int BLOCK>
 void axpy(Ptr<f32> x, Ptr<f32> y, Ptr<f32> out, Scalar<f32> a, Scalar<i32> n) {
@@ -155,7 +141,7 @@ TEST_CASE("fake driver: a CUDA device's queries, and Buffers in its memory") {
 }
 
 TEST_CASE("fake driver: kdsl::compile on a CUDA device loads a cubin, caches it on disk per architecture, launches num_warps * 32 threads") {
-  ScratchCache cache;
+  ScratchCache cache("fake_cuda_cache");
   Device gpu = fake_gpu();
   const int n = 5000;
   Buffer<float> x(gpu, std::vector<float>(n, 1.0f)), y(gpu, n), out(gpu, n);
@@ -221,7 +207,7 @@ TEST_CASE("fake driver: kdsl::compile on a CUDA device loads a cubin, caches it 
 }
 
 TEST_CASE("fake driver: a reduction passes its dynamic shared memory at launch") {
-  ScratchCache cache;
+  ScratchCache cache("fake_cuda_cache");
   Device gpu = fake_gpu();
   Buffer<float> x(gpu, 64 * 1024), out(gpu, 64);
   declare_params({8, 8, 8});
@@ -241,7 +227,7 @@ TEST_CASE("fake driver: cuda_source compiles with NVRTC, launches with its block
     MESSAGE("skipped: NVRTC is not installed here: ", std::string(e.what()));
     return;
   }
-  ScratchCache cache;
+  ScratchCache cache("fake_cuda_cache");
   Device gpu = fake_gpu();
   Buffer<float> x(gpu, 100), y(gpu, 100);
   declare_params({8, 8, 4, 4});
@@ -380,7 +366,7 @@ TEST_CASE("fake driver: static shared memory counts toward the 48 KB that needs 
 }
 
 TEST_CASE("fake driver: a refused launch names kernel, grid, block and shared memory; a later device fault names the last launch") {
-  ScratchCache cache;
+  ScratchCache cache("fake_cuda_cache");
   Device gpu = fake_gpu();
   const int n = 5000;
   Buffer<float> x(gpu, n), y(gpu, n), out(gpu, n);
@@ -403,7 +389,7 @@ TEST_CASE("fake driver: a refused launch names kernel, grid, block and shared me
 }
 
 TEST_CASE("fake driver: a GPU newer than sm_90 (compute capability 10.0) gets PTX, cached apart from sm_90's cubins") {
-  ScratchCache cache;
+  ScratchCache cache("fake_cuda_cache");
   fake().set_compute_capability(10, 0);
   Device gpu = fake_gpu();
   fake().set_compute_capability(9, 0);
@@ -448,7 +434,7 @@ TEST_CASE("fake driver: the ptxas and libdevice versions are in the cache key; a
   }
   CHECK(features.starts_with("ptxas " + cuda::ptxas_version(ptxas) + "; libdevice "));
   CHECK(cuda::ptxas_version(ptxas).find('.') != std::string::npos);
-  ScratchCache cache;
+  ScratchCache cache("fake_cuda_cache");
   const int n = 5000;
   declare_params({8, 8, 8, 8, 8});
   CacheStats before = cache_stats();
@@ -483,7 +469,7 @@ TEST_CASE("fake driver: kdsl-bench-cuda keeps every row when one row's launch fa
     FAIL_CHECK(tool, " is not built (cmake --build build builds it with the tests)");
     return;
   }
-  ScratchCache cache;
+  ScratchCache cache("fake_cuda_cache");
   // The first launch is vector add's warm-up (the copy row launches nothing).
   std::string command = fmt::format("KDSL_LIBCUDA='{}' KDSL_FAKE_CUDA_FAIL_LAUNCH=1 '{}' --quick 2>&1", fake_libcuda(), tool);
   FILE *pipe = ::popen(command.c_str(), "r");

@@ -1,0 +1,27 @@
+// host_assembly.h - the host CPU's assembly for a traced kernel, through the KDSL_DUMP path compile_for_host offers
+#pragma once
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "codegen/codegen.h"
+
+namespace kdsl_test {
+
+inline std::string host_assembly(const kdsl::ir::Function &fn, const std::string &symbol) {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("kdsl-" + symbol + "-" + std::to_string(getpid()));
+  kdsl::codegen::DumpOptions dump;
+  dump.dir = dir.string();
+  dump.asm_text = true;
+  kdsl::codegen::compile_for_host(fn, symbol, dump);
+  std::ostringstream s;
+  for (const auto &e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".s") s << std::ifstream(e.path()).rdbuf();
+  std::filesystem::remove_all(dir);
+  return s.str();
+}
+
+}  // namespace kdsl_test
