@@ -76,11 +76,12 @@ void Library::kv_append(const float *k, const float *v, float *k_pages, float *v
 }
 
 void Library::rope(float *q, float *k, int rows, int n_heads, int n_kv_heads, int head_dim, int pos0, float theta, bool neox,
-                   const float *freq_divisors) {
+                   const float *freq_divisors, float magnitude) {
   require(head_dim > 0 && head_dim % 2 == 0, "rope",
           [&] { return "head_dim must be positive and even (got " + std::to_string(head_dim) + ")"; });
   require(rows >= 0 && n_heads >= 0 && n_kv_heads >= 0 && pos0 >= 0, "rope", [&] { return "rows, heads and pos0 must not be negative"; });
   require(int64_t(pos0) + rows <= detail::kMaxPosition, "rope", [&] { return "positions past 2^24 are not supported"; });
+  require(magnitude > 0 && std::isfinite(magnitude), "rope", [&] { return "magnitude must be positive and finite (got " + std::to_string(magnitude) + ")"; });
   if (rows == 0) return;
   Impl &im = *impl_;
   std::vector<float> divisors;
@@ -99,9 +100,9 @@ void Library::rope(float *q, float *k, int rows, int n_heads, int n_kv_heads, in
   const float *inv_freq = im.rope_inv_freq.data();
   with_block<8, 128>("rope", "head_dim / 2", head_dim / 2, [&]<int H>() {
     if (neox)
-      im.kernel<kernels::rope<H, true>>()(grid(rows), q, k, inv_freq, n_heads, n_kv_heads, head_dim, pos0);
+      im.kernel<kernels::rope<H, true>>()(grid(rows), q, k, inv_freq, n_heads, n_kv_heads, head_dim, pos0, magnitude);
     else
-      im.kernel<kernels::rope<H, false>>()(grid(rows), q, k, inv_freq, n_heads, n_kv_heads, head_dim, pos0);
+      im.kernel<kernels::rope<H, false>>()(grid(rows), q, k, inv_freq, n_heads, n_kv_heads, head_dim, pos0, magnitude);
   });
 }
 

@@ -42,10 +42,11 @@ class Library {
   // token r is at position pos0 + r; freq_i = theta^(-2i/head_dim) (computed in double, the
   // angle pos * freq_i in f32); neox = false rotates pairs (2i, 2i+1) (llama2.c, GGUF llama),
   // neox = true pairs (i, i + head_dim/2) (Qwen). head_dim even, <= 256. freq_divisors: null, or
-  // head_dim/2 host values each freq_i is divided by (linear RoPE scaling's factor, Llama 3.1's
-  // rope_freqs.weight, or their product).
+  // head_dim/2 host values each freq_i is divided by (linear or YaRN RoPE scaling, Llama 3.1's
+  // rope_freqs.weight, or their product: models/arch/rope_scaling.h); the rotated pairs are
+  // multiplied by magnitude (YaRN's attention scaling; positive, finite).
   void rope(float *q, float *k, int rows, int n_heads, int n_kv_heads, int head_dim, int pos0, float theta, bool neox,
-            const float *freq_divisors = nullptr);
+            const float *freq_divisors = nullptr, float magnitude = 1.0f);
   // out[i] = silu(gate[i]) * up[i] for i < n (out may equal gate or up); n < 2^31.
   void swiglu(const float *gate, const float *up, float *out, int64_t n);
   // out[r,:] = table[ids[r], :] converted to f32; table [vocab][dim] of dtype ttype (F32, F16,

@@ -113,15 +113,30 @@ ModelHParams load_hparams(const GgufFile &f) {
   double factor = f.find_float(key(HParam::RopeScalingFactor)).value_or(1.0);
   h.rope_original_context = f.find_int(key(HParam::RopeScalingOriginalContext)).value_or(h.context_length);
   // llama.cpp applies the factor unless the type says none, also when the type is absent (it
-  // defaults to linear). Linear scaling divides the frequencies (ModelWeights::rope_freq_divisors);
-  // YaRN also blends them by wavelength and scales attention, which the kernels do not do yet,
-  // and a model run unscaled gives wrong text without a word, so it is refused.
+  // defaults to linear). rope_scaling.h turns the factor into what the kernels apply.
   if (factor != 1.0 && !type) h.rope_scaling = RopeScaling::Linear;
-  if (factor != 1.0 && h.rope_scaling == RopeScaling::Yarn)
-    throw Error(fmt::format("{}: metadata '{}' = {} (yarn RoPE scaling): YaRN scaling is not supported yet; linear scaling, a "
-                            "factor of 1 or scaling type none can be loaded",
-                            f.path(), key(HParam::RopeScalingFactor), factor));
-  h.rope_scaling_factor = h.rope_scaling == RopeScaling::Linear ? float(positive_float(f, key(HParam::RopeScalingFactor), factor)) : 1.0f;
+  h.rope_scaling_factor = h.rope_scaling == RopeScaling::None ? 1.0f : positive_float(f, key(HParam::RopeScalingFactor), factor);
+  if (h.rope_scaling == RopeScaling::Yarn) {
+    // DeepSeek's log multiplier rescales attention scores as well, which the engine's archs do
+    // not: a file that sets it would run with silently wrong attention, so it is refused.
+    if (double log_mul = f.find_float(key(HParam::RopeScalingYarnLogMultiplier)).value_or(0.0); log_mul != 0.0)
+      throw Error(fmt::format("{}: metadata '{}' = {}: YaRN with an attention log multiplier (DeepSeek's) is not supported; "
+                              "expected 0 or absent",
+                              f.path(), key(HParam::RopeScalingYarnLogMultiplier), log_mul));
+    auto read = [&](HParam p, float fallback, bool zero_ok) {
+      std::optional<double> v = f.find_float(key(p));
+      if (!v) return fallback;
+      if (zero_ok && *v == 0.0) return 0.0f;
+      return positive_float(f, key(p), *v);
+    };
+    h.yarn_ext_factor = read(HParam::RopeScalingYarnExtFactor, 1.0f, true);
+    h.yarn_attn_factor = read(HParam::RopeScalingYarnAttnFactor, 1.0f, false);
+    h.yarn_beta_fast = read(HParam::RopeScalingYarnBetaFast, 32.0f, false);
+    h.yarn_beta_slow = read(HParam::RopeScalingYarnBetaSlow, 1.0f, false);
+    if (h.rope_original_context <= 0 || h.rope_original_context > kMaxDimension)
+      throw Error(fmt::format("{}: metadata '{}': expected a context length from 1 to {} for YaRN scaling, found {}", f.path(),
+                              key(HParam::RopeScalingOriginalContext), kMaxDimension, h.rope_original_context));
+  }
   return h;
 }
 
@@ -147,6 +162,12 @@ void write_hparams(GgufWriter &w, const ModelHParams &h) {
     w.set(key(HParam::RopeScalingType), h.rope_scaling == RopeScaling::Linear ? "linear" : "yarn");
     w.set(key(HParam::RopeScalingFactor), h.rope_scaling_factor);
     w.set(key(HParam::RopeScalingOriginalContext), u32(h.rope_original_context));
+  }
+  if (h.rope_scaling == RopeScaling::Yarn) {
+    w.set(key(HParam::RopeScalingYarnExtFactor), h.yarn_ext_factor);
+    w.set(key(HParam::RopeScalingYarnAttnFactor), h.yarn_attn_factor);
+    w.set(key(HParam::RopeScalingYarnBetaFast), h.yarn_beta_fast);
+    w.set(key(HParam::RopeScalingYarnBetaSlow), h.yarn_beta_slow);
   }
 }
 

@@ -31,11 +31,18 @@ struct ModelHParams {
   float rms_eps = 1e-5f;
   float rope_freq_base = 10000.0f;
   RopeType rope_type = RopeType::Normal;
-  // Linear scaling keeps its factor (ModelWeights::rope_freq_divisors applies it); load_hparams
-  // refuses YaRN with a factor other than 1 until the kernels apply it, and "none" has factor 1.
+  // Linear and YaRN scaling keep their factor ("none" has factor 1); rope_scaling.h turns them
+  // into per-frequency divisors and a magnitude. The YaRN fields are llama.cpp's defaults
+  // unless the file sets them: the ramp between beta_fast and beta_slow rotations over the
+  // original context, ext_factor the weight of the extrapolated frequencies in that ramp,
+  // attn_factor a factor on the magnitude.
   RopeScaling rope_scaling = RopeScaling::None;
   float rope_scaling_factor = 1.0f;
   int64_t rope_original_context = 0;
+  float yarn_ext_factor = 1.0f;
+  float yarn_attn_factor = 1.0f;
+  float yarn_beta_fast = 32.0f;
+  float yarn_beta_slow = 1.0f;
 
   int64_t n_gqa() const { return n_head / n_head_kv; }
 };

@@ -38,6 +38,11 @@ std::string hparam_key(Arch arch, HParam param) {
     case HParam::RopeScalingType: suffix = "rope.scaling.type"; break;
     case HParam::RopeScalingFactor: suffix = "rope.scaling.factor"; break;
     case HParam::RopeScalingOriginalContext: suffix = "rope.scaling.original_context_length"; break;
+    case HParam::RopeScalingYarnExtFactor: suffix = "rope.scaling.yarn_ext_factor"; break;
+    case HParam::RopeScalingYarnAttnFactor: suffix = "rope.scaling.yarn_attn_factor"; break;
+    case HParam::RopeScalingYarnBetaFast: suffix = "rope.scaling.yarn_beta_fast"; break;
+    case HParam::RopeScalingYarnBetaSlow: suffix = "rope.scaling.yarn_beta_slow"; break;
+    case HParam::RopeScalingYarnLogMultiplier: suffix = "rope.scaling.yarn_log_multiplier"; break;
     case HParam::VocabSize: suffix = "vocab_size"; break;
   }
   return fmt::format("{}.{}", arch_name(arch), suffix);

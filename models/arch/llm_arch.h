@@ -24,6 +24,11 @@ enum class HParam {
   RopeScalingType,           // rope.scaling.type
   RopeScalingFactor,         // rope.scaling.factor
   RopeScalingOriginalContext,  // rope.scaling.original_context_length
+  RopeScalingYarnExtFactor,  // rope.scaling.yarn_ext_factor
+  RopeScalingYarnAttnFactor,  // rope.scaling.yarn_attn_factor
+  RopeScalingYarnBetaFast,   // rope.scaling.yarn_beta_fast
+  RopeScalingYarnBetaSlow,   // rope.scaling.yarn_beta_slow
+  RopeScalingYarnLogMultiplier,  // rope.scaling.yarn_log_multiplier (DeepSeek's attention scaling; refused)
   VocabSize,                 // vocab_size
 };
 

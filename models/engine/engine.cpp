@@ -177,7 +177,7 @@ void Engine::layer(int l, int n, int pos) {
   if (w.q_norm) kernels_.rmsnorm(q_.data(), w.q_norm.f32(), q_.data(), n * heads, hd, h.rms_eps);
   if (w.k_norm) kernels_.rmsnorm(k_.data(), w.k_norm.f32(), k_.data(), n * kv_heads, hd, h.rms_eps);
   kernels_.rope(q_.data(), k_.data(), n, heads, kv_heads, hd, pos, h.rope_freq_base, h.rope_type == RopeType::Neox,
-                model_.rope_freq_divisors.empty() ? nullptr : model_.rope_freq_divisors.data());
+                model_.rope_freq_divisors.empty() ? nullptr : model_.rope_freq_divisors.data(), model_.rope_magnitude);
   kernels_.kv_append(k_.data(), v_.data(), k_pages_[size_t(l)].data(), v_pages_[size_t(l)].data(), block_table_.data(), pos, n, kv_heads, hd,
                      options_.page_size);
   kernels_.attention(q_.data(), k_pages_[size_t(l)].data(), v_pages_[size_t(l)].data(), block_table_.data(), att_.data(), n, pos, heads, kv_heads, hd,

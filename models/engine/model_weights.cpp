@@ -11,6 +11,7 @@
 #include <kdsl/error.h>
 
 #include "models/arch/model_tensors.h"
+#include "models/arch/rope_scaling.h"
 #include "models/gguf/dequantize.h"
 #include "models/gguf/gguf_file.h"
 #include "models/llama2c/checkpoint.h"
@@ -28,27 +29,19 @@ Weight matrix_of(const Llama2cCheckpoint &ckpt, const std::string &name) {
   return w;
 }
 
-// Linear RoPE scaling divides every frequency by its factor (positions 4x closer together at
-// factor 4); Llama 3.1's rope_freqs.weight divides each frequency by its own factor. llama.cpp
-// applies both, as their product.
-std::vector<float> rope_freq_divisors(const GgufFile &gguf, const GgufTensorInfo *factors, const ModelHParams &h) {
-  double linear = h.rope_scaling == RopeScaling::Linear ? double(h.rope_scaling_factor) : 1.0;
-  if (!factors && linear == 1.0) return {};
-  std::vector<float> d(size_t(h.head_dim / 2), float(linear));
-  if (factors) {
-    if (factors->elements() != int64_t(d.size()))
-      throw Error(fmt::format("{}: tensor '{}' has {} values, expected one per RoPE frequency ({})", gguf.path(), factors->name,
-                              factors->elements(), d.size()));
-    std::vector<float> f(d.size());
-    dequantize_row(factors->type, factors->data, f.data(), int64_t(f.size()));
-    for (size_t i = 0; i < d.size(); ++i) {
-      if (!(f[i] > 0 && std::isfinite(f[i])))
-        throw Error(fmt::format("{}: tensor '{}' value {} is {}; RoPE frequency factors must be positive and finite", gguf.path(),
-                                factors->name, i, f[i]));
-      d[i] *= f[i];
-    }
-  }
-  return d;
+// Llama 3.1's rope_freqs.weight, checked: one positive, finite factor per RoPE frequency.
+std::vector<float> rope_freq_factors(const GgufFile &gguf, const GgufTensorInfo *factors, const ModelHParams &h) {
+  if (!factors) return {};
+  std::vector<float> f(size_t(h.n_rot / 2));
+  if (factors->elements() != int64_t(f.size()))
+    throw Error(fmt::format("{}: tensor '{}' has {} values, expected one per RoPE frequency ({})", gguf.path(), factors->name,
+                            factors->elements(), f.size()));
+  dequantize_row(factors->type, factors->data, f.data(), int64_t(f.size()));
+  for (size_t i = 0; i < f.size(); ++i)
+    if (!(f[i] > 0 && std::isfinite(f[i])))
+      throw Error(fmt::format("{}: tensor '{}' value {} is {}; RoPE frequency factors must be positive and finite", gguf.path(),
+                              factors->name, i, f[i]));
+  return f;
 }
 
 Weight weight_of(const GgufFile &gguf, const GgufTensorInfo *t, ModelWeights &out, bool to_f32) {
@@ -160,7 +153,9 @@ ModelWeights load_gguf_weights(const std::string &path) {
     lw.w_down = weight_of(*gguf, l.ffn_down, m, false);
     m.layers.push_back(lw);
   }
-  m.rope_freq_divisors = rope_freq_divisors(*gguf, t.rope_freqs, m.hparams);
+  RopeFrequencies rope = rope_frequencies(m.hparams, rope_freq_factors(*gguf, t.rope_freqs, m.hparams));
+  m.rope_freq_divisors = std::move(rope.divisors);
+  m.rope_magnitude = rope.magnitude;
   m.keep_alive = gguf;
   m.gguf = gguf;
   return m;

@@ -43,9 +43,11 @@ struct ModelWeights {
   // this parse rather than a second and third one of the same file.
   std::shared_ptr<const GgufFile> gguf;
   std::vector<std::vector<float>> converted;           // norms and biases converted to f32
-  // What RoPE divides each of its head_dim/2 frequencies by: linear scaling's factor times
-  // Llama 3.1's per-frequency factors (rope_freqs.weight); empty when both are absent (all 1).
+  // What RoPE divides each of its head_dim/2 frequencies by and scales the rotated vectors by
+  // (models/arch/rope_scaling.h: linear or YaRN scaling, Llama 3.1's rope_freqs.weight);
+  // divisors are empty when all are 1.
   std::vector<float> rope_freq_divisors;
+  float rope_magnitude = 1.0f;
 
   // Bytes of weights one decoded token reads (every matrix once, the embedding row aside).
   int64_t bytes_per_token() const;

@@ -5,13 +5,14 @@ namespace {
 using namespace kernels_test;
 
 // Rotates one head of `head_dim` values at position pos, in float64.
-void rope_ref(std::vector<double> &x, size_t at, int head_dim, int pos, double theta, bool neox, const float *divisors = nullptr) {
+void rope_ref(std::vector<double> &x, size_t at, int head_dim, int pos, double theta, bool neox, const float *divisors = nullptr,
+              double magnitude = 1.0) {
   for (int i = 0; i < head_dim / 2; ++i) {
     double angle = pos * std::pow(theta, -2.0 * i / head_dim) / (divisors ? double(divisors[i]) : 1.0);
     size_t a = at + size_t(neox ? i : 2 * i), b = at + size_t(neox ? i + head_dim / 2 : 2 * i + 1);
     double xa = x[a], xb = x[b];
-    x[a] = xa * std::cos(angle) - xb * std::sin(angle);
-    x[b] = xa * std::sin(angle) + xb * std::cos(angle);
+    x[a] = magnitude * (xa * std::cos(angle) - xb * std::sin(angle));
+    x[b] = magnitude * (xa * std::sin(angle) + xb * std::cos(angle));
   }
 }
 
@@ -103,6 +104,30 @@ TEST_CASE("kernels: rope divides each frequency by its divisor (linear scaling, 
       expect_close_scaled("rope k scaled", k, k_ref, 1.0, 1e-4);
     }
   }
+}
+
+TEST_CASE("kernels: rope scales the rotated vectors by a magnitude (YaRN's attention scaling)") {
+  KDSL_TEST_RNG(rng);
+  for (bool neox : {false, true}) {
+    const int rows = 2, heads = 3, kv_heads = 1, head_dim = 24, pos0 = 17;
+    const float magnitude = 1.1386f;
+    CAPTURE(neox);
+    auto divisors = random_floats(rng, size_t(head_dim / 2), 1.0f, 4.0f);
+    auto q = random_floats(rng, size_t(rows) * heads * head_dim), k = random_floats(rng, size_t(rows) * kv_heads * head_dim);
+    std::vector<double> q_ref(q.begin(), q.end()), k_ref(k.begin(), k.end());
+    for (int r = 0; r < rows; ++r) {
+      for (int h = 0; h < heads; ++h)
+        rope_ref(q_ref, (size_t(r) * heads + h) * head_dim, head_dim, pos0 + r, 10000.0, neox, divisors.data(), magnitude);
+      for (int h = 0; h < kv_heads; ++h)
+        rope_ref(k_ref, (size_t(r) * kv_heads + h) * head_dim, head_dim, pos0 + r, 10000.0, neox, divisors.data(), magnitude);
+    }
+    library().rope(q.data(), k.data(), rows, heads, kv_heads, head_dim, pos0, 10000.0f, neox, divisors.data(), magnitude);
+    expect_close_scaled("rope q with magnitude", q, q_ref, 1.0, 1e-4);
+    expect_close_scaled("rope k with magnitude", k, k_ref, 1.0, 1e-4);
+  }
+  std::vector<float> q(24), k(24);
+  std::string text = kdsl_test::error_text([&] { library().rope(q.data(), k.data(), 1, 1, 1, 24, 0, 10000.0f, false, nullptr, 0.0f); });
+  CHECK(kdsl_test::contains(text, "magnitude must be positive and finite"));
 }
 
 TEST_CASE("kernels: rope and embedding reject what they cannot do, saying what was wrong") {

@@ -121,7 +121,8 @@ TEST_CASE("arch: hyper-parameters survive write_hparams and load_hparams") {
   ModelHParams h;
   h.arch = Arch::Qwen3, h.context_length = 4096, h.n_embd = 96, h.n_layer = 3, h.n_ff = 200, h.n_head = 6;
   h.n_head_kv = 2, h.head_dim = h.head_dim_v = 32, h.n_rot = 32, h.n_vocab = 1000, h.rms_eps = 1e-6f;
-  h.rope_freq_base = 5e5f, h.rope_scaling = RopeScaling::Yarn, h.rope_scaling_factor = 1, h.rope_original_context = 1024;
+  h.rope_freq_base = 5e5f, h.rope_scaling = RopeScaling::Yarn, h.rope_scaling_factor = 4, h.rope_original_context = 1024;
+  h.yarn_ext_factor = 0.5f, h.yarn_attn_factor = 0.75f, h.yarn_beta_fast = 24, h.yarn_beta_slow = 2;
   GgufWriter w;
   write_hparams(w, h);
   ModelHParams r = load_hparams(GgufFile::from_bytes(w.to_bytes(), "h.gguf"));
@@ -129,8 +130,12 @@ TEST_CASE("arch: hyper-parameters survive write_hparams and load_hparams") {
   CHECK(r.n_head_kv == 2);
   CHECK(r.n_vocab == 1000);
   CHECK(r.rope_scaling == RopeScaling::Yarn);
-  CHECK(r.rope_scaling_factor == 1.0f);
+  CHECK(r.rope_scaling_factor == 4.0f);
   CHECK(r.rope_original_context == 1024);
+  CHECK(r.yarn_ext_factor == 0.5f);
+  CHECK(r.yarn_attn_factor == 0.75f);
+  CHECK(r.yarn_beta_fast == 24.0f);
+  CHECK(r.yarn_beta_slow == 2.0f);
   CHECK(r.rope_freq_base == 5e5f);
 }
 
@@ -205,8 +210,21 @@ TEST_CASE("arch: linear RoPE scaling loads with its factor; YaRN is refused unti
   CHECK(hparams("linear", 4).rope_scaling_factor == 4.0f);
   CHECK(hparams(nullptr, 2).rope_scaling == RopeScaling::Linear);  // llama.cpp's default type
   CHECK(hparams(nullptr, 2).rope_scaling_factor == 2.0f);
-  CHECK(with("yarn", 8) == "synth.gguf: metadata 'llama.rope.scaling.factor' = 8 (yarn RoPE scaling): YaRN scaling is not "
-                           "supported yet; linear scaling, a factor of 1 or scaling type none can be loaded");
+  CHECK(with("yarn", 8) == "no error");
+  CHECK(hparams("yarn", 8).rope_scaling_factor == 8.0f);
+  CHECK(hparams("yarn", 8).yarn_beta_fast == 32.0f);  // llama.cpp's defaults
+  CHECK(hparams("yarn", 8).yarn_beta_slow == 1.0f);
+  CHECK(hparams("yarn", 8).yarn_ext_factor == 1.0f);
+  CHECK(load_error(synth(synth_preset("tiny"), [](GgufWriter &w) {
+          w.set("llama.rope.scaling.type", "yarn");
+          w.set("llama.rope.scaling.factor", 4.0f);
+          w.set("llama.rope.scaling.yarn_log_multiplier", 0.1f);
+        })).find("'llama.rope.scaling.yarn_log_multiplier' = 0.1") != std::string::npos);
+  CHECK(load_error(synth(synth_preset("tiny"), [](GgufWriter &w) {
+          w.set("llama.rope.scaling.type", "yarn");
+          w.set("llama.rope.scaling.factor", 4.0f);
+          w.set("llama.rope.scaling.yarn_beta_fast", -1.0f);
+        })).find("'llama.rope.scaling.yarn_beta_fast': expected a finite number above 0") != std::string::npos);
   CHECK(with("linear", std::numeric_limits<float>::quiet_NaN()).find("'llama.rope.scaling.factor'") != std::string::npos);
   CHECK(with("linear", -2).find("'llama.rope.scaling.factor'") != std::string::npos);
   CHECK(with("linear", 1) == "no error");

@@ -84,6 +84,33 @@ TEST_CASE("engine vs float64 reference: linear RoPE scaling and Llama 3.1 freque
   CHECK(difference > 1e-3);
 }
 
+TEST_CASE("engine vs float64 reference: YaRN RoPE scaling blends frequencies and scales attention") {
+  // Before, a YaRN file with a factor other than 1 was refused. The tiny model rotates 8
+  // pairs; over an original context of 64 positions the ramp runs from pair 0 to pair 3, so
+  // the divisors go from 1 (extrapolated) to the factor (interpolated) inside the head.
+  SynthConfig c = synth_preset("tiny");
+  c.hparams.rope_scaling = RopeScaling::Yarn;
+  c.hparams.rope_scaling_factor = 4.0f;
+  c.hparams.rope_original_context = 64;
+  std::string path = test::scratch_path("ref-llama-yarn.gguf");
+  write_synthetic_model(c, path);
+  ModelWeights model = load_model_weights(path);
+  REQUIRE(model.rope_freq_divisors.size() == 8);
+  CHECK(model.rope_freq_divisors.front() == 1.0f);
+  CHECK(model.rope_freq_divisors.back() == 4.0f);
+  CHECK(model.rope_magnitude == doctest::Approx(1 + 0.1 * std::log(4.0)));
+  check_model_against_reference(path);
+  for (const char *qwen : {"qwen3-tiny"}) {
+    SynthConfig q = synth_preset(qwen);
+    q.hparams.rope_scaling = RopeScaling::Yarn;
+    q.hparams.rope_scaling_factor = 2.0f;
+    q.hparams.rope_original_context = 128;
+    q.hparams.yarn_beta_fast = 16.0f;
+    q.hparams.yarn_attn_factor = 0.9f;
+    check_against_reference(q, "ref-qwen3-yarn.gguf");
+  }
+}
+
 TEST_CASE("engine vs float64 reference: llama with grouped-query attention") {
   SynthConfig c = synth_preset("tiny");  // 4 heads sharing 2 KV heads
   check_against_reference(c, "ref-llama.gguf");

@@ -1,6 +1,9 @@
 // reference_forward.h - an independent float64 transformer forward pass (llama, qwen2, qwen3) for checking the engine
 #pragma once
+#include <algorithm>
 #include <cmath>
+#include <numbers>
+#include <utility>
 #include <cstring>
 #include <vector>
 
@@ -111,13 +114,33 @@ class ReferenceForward {
     bool neox = h_.rope_type == models::RopeType::Neox;
     for (int64_t head = 0; head < heads; ++head)
       for (int64_t i = 0; i < hd / 2; ++i) {
-        double angle = pos * std::pow(double(h_.rope_freq_base), -2.0 * double(i) / double(hd));
-        if (!m_.rope_freq_divisors.empty()) angle /= double(m_.rope_freq_divisors[size_t(i)]);
+        auto [angle, magnitude] = rope_angle(i, pos);
         int64_t a = head * hd + (neox ? i : 2 * i), b = head * hd + (neox ? i + hd / 2 : 2 * i + 1);
         double x0 = v[size_t(a)], x1 = v[size_t(b)];
-        v[size_t(a)] = x0 * std::cos(angle) - x1 * std::sin(angle);
-        v[size_t(b)] = x0 * std::sin(angle) + x1 * std::cos(angle);
+        v[size_t(a)] = magnitude * (x0 * std::cos(angle) - x1 * std::sin(angle));
+        v[size_t(b)] = magnitude * (x0 * std::sin(angle) + x1 * std::cos(angle));
       }
+  }
+  // Pair i's angle at `pos` and the magnitude. YaRN is computed here as llama.cpp's rope_yarn
+  // states it (a blend of the interpolated and the extrapolated angle), independently of the
+  // divisors the engine gets from models/arch/rope_scaling.cpp; linear scaling and Llama 3.1's
+  // frequency factors are plain divisions and come from the model.
+  std::pair<double, double> rope_angle(int64_t i, int pos) const {
+    double n_rot = double(h_.head_dim), theta = h_.rope_freq_base;
+    double extrapolated = pos * std::pow(theta, -2.0 * double(i) / n_rot);
+    if (h_.rope_scaling != models::RopeScaling::Yarn || h_.rope_scaling_factor == 1.0f) {
+      if (!m_.rope_freq_divisors.empty()) extrapolated /= double(m_.rope_freq_divisors[size_t(i)]);
+      return {extrapolated, 1.0};
+    }
+    double freq_scale = 1.0 / h_.rope_scaling_factor, context = double(h_.rope_original_context);
+    auto corr = [&](double rotations) { return n_rot * std::log(context / (rotations * 2 * std::numbers::pi)) / (2 * std::log(theta)); };
+    double low = std::max(0.0, std::floor(corr(h_.yarn_beta_fast))), high = std::min(n_rot - 1, std::ceil(corr(h_.yarn_beta_slow)));
+    double y = (double(i) - low) / std::max(0.001, high - low);
+    double ramp_mix = (1 - std::min(1.0, std::max(0.0, y))) * h_.yarn_ext_factor;
+    double interpolated = freq_scale * extrapolated;
+    double angle = interpolated * (1 - ramp_mix) + extrapolated * ramp_mix;
+    double magnitude = h_.yarn_ext_factor != 0 ? h_.yarn_attn_factor * (1 + 0.1 * std::log(1 / freq_scale)) : 1.0;
+    return {angle, magnitude};
   }
 
   const models::ModelWeights &m_;
