@@ -1,13 +1,13 @@
 // gguf_writer.cpp - serializes metadata, tensor infos and aligned tensor data in GGUF layout
 #include "models/gguf/gguf_writer.h"
 
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <kdsl/error.h>
+
+#include "models/common/atomic_file.h"
 
 namespace kdsl::models {
 
@@ -162,25 +162,9 @@ std::vector<std::byte> GgufWriter::to_bytes() const {
 }
 
 void GgufWriter::write(const std::string &path) const {
-  std::string tmp = path + ".tmp";
-  std::FILE *f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw Error(fmt::format("{}: cannot create: {}", tmp, std::strerror(errno)));
-  bool ok = true;
-  try {
-    emit([&](const void *p, size_t n) { ok = ok && std::fwrite(p, 1, n, f) == n; });
-  } catch (...) {
-    std::fclose(f);
-    std::remove(tmp.c_str());
-    throw;
-  }
-  ok = std::fclose(f) == 0 && ok;
-  if (!ok) {
-    std::remove(tmp.c_str());
-    throw Error(fmt::format("{}: write failed (disk full?)", path));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw Error(fmt::format("{}: cannot rename {} into place: {}", path, tmp, ec.message()));
+  AtomicFile out(path);
+  emit([&](const void *p, size_t n) { out.write(p, n); });
+  out.commit();
 }
 
 }  // namespace kdsl::models

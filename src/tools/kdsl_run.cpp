@@ -25,6 +25,7 @@
 #include "models/spec/model_drafter.h"
 #include "models/spec/ngram_drafter.h"
 #include "models/spec/self_draft.h"
+#include "models/engine/model_tokenizer.h"
 #include "models/tokenizer/chat_template.h"
 #include "runtime/bandwidth_record.h"
 #include "runtime/thread_pool.h"
@@ -103,12 +104,6 @@ Device pick_device(const Options &o) {
     }
   }
   throw Error(fmt::format("--device {}: expected cpu, cuda or auto", o.device));
-}
-
-std::unique_ptr<Tokenizer> open_tokenizer(const Options &o, const ModelWeights &m) {
-  if (!o.tokenizer_path.empty()) return load_tokenizer_bin(o.tokenizer_path, int(m.hparams.n_vocab));
-  if (m.gguf) return load_tokenizer(*m.gguf);  // the file as the weights' loader parsed it: parsed once
-  throw Error(fmt::format("{} is a llama2.c checkpoint, which holds no tokenizer: pass its tokenizer.bin with -z", o.model));
 }
 
 std::string read_prompt(const Options &o) {
@@ -266,7 +261,7 @@ int run(const Options &o) {
   auto t0 = std::chrono::steady_clock::now();
   Device dev = pick_device(o);
   ModelWeights model = load_model_weights(o.model);
-  std::unique_ptr<Tokenizer> tok = open_tokenizer(o, model);
+  std::unique_ptr<Tokenizer> tok = open_model_tokenizer(model, o.model, o.tokenizer_path);
   if (o.mlock) lock_in_memory();
   EngineOptions eo;
   eo.context = o.ctx;
