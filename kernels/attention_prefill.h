@@ -1,41 +1,71 @@
-// attention_prefill.h - fused causal flash attention of a block of query rows over a paged KV cache
+// attention_prefill.h - fused flash attention of a block of query rows over a paged KV cache: causal, or along the branches of a token tree
 #pragma once
 #include "kernels/paged_kv.h"
 
 namespace kdsl::kernels {
 
-// Program (i, h) attends query rows i*BM .. i*BM+BM-1 (positions pos0 + row) of head h to
-// the cached positions 0 .. last row's position, BN at a time, causally (a row sees the
-// positions up to its own) with an online softmax. Head h reads kv head h / group. q and out
-// are [rows][n_heads][head_dim].
-template <int BM, int BN, int D, bool TILE_IN_PAGE, bool FULL_D>
-void attention_prefill(Ptr<const f32> q, Ptr<const f32> k_pages, Ptr<const f32> v_pages, Ptr<const i32> block_table, Ptr<f32> out, Scalar<i32> rows,
-                       Dynamic<i32> pos0, Scalar<i32> n_heads, Scalar<i32> group, Scalar<i32> n_kv_heads, Scalar<i32> head_dim,
-                       Scalar<i32> page_size, Scalar<f32> scale) {
+// Program (i, h) attends query rows i*BM .. i*BM+BM-1 (in cache slots pos0 + row) of head h
+// to the cached slots 0 .. the last row's, BN at a time, with an online softmax; visible(slot,
+// r) ([1, BN] slots, [BM] rows) says which slots each row sees. Head h reads kv head
+// h / group. q and out are [rows][n_heads][head_dim].
+template <int BM, int BN, int D, bool TILE_IN_PAGE, bool FULL_D, class Visible>
+void flash_attention_rows(Ptr<const f32> q, Ptr<const f32> k_pages, Ptr<const f32> v_pages, Ptr<const i32> block_table, Ptr<f32> out,
+                          Scalar<i32> rows, Scalar<i32> pos0, Scalar<i32> n_heads, Scalar<i32> group, Scalar<i32> n_kv_heads, Scalar<i32> head_dim,
+                          Scalar<i32> page_size, Scalar<f32> scale, const Visible &visible) {
   auto h = program_id(1);
   auto kv_head = h / group;
   auto r = program_id(0) * BM + arange<BM>();
   auto d = arange<D>();
-  auto q_pos = pos0 + r;
   auto io_offs = col(wide(r * n_heads + h) * wide(head_dim)) + row(wide(d));  // [BM, D]
   auto io_mask = col(r < rows) && row(d < head_dim);
   auto qv = load(q + io_offs, io_mask, 0) * scale;
-  auto end = pos0 + minimum(program_id(0) * BM + BM, rows);  // keys needed: positions < end
+  auto end = pos0 + minimum(program_id(0) * BM + BM, rows);  // slots needed: < end
   auto t = arange<BN>();
   auto [m, l, acc] =
       for_range(0, end, BN, full<f32, BM>(-inf<f32>()), zeros<f32, BM>(), zeros<f32, BM, D>(), [&](auto start, auto m, auto l, auto acc) {
-        auto pos = start + t;
+        auto slot = start + t;
         auto offs = paged_offsets<BN, D, TILE_IN_PAGE, FULL_D>(block_table, start, end, page_size, n_kv_heads, head_dim, kv_head);
         auto kt = load(k_pages + offs);  // [BN, D], clamped: no mask
         auto vt = load(v_pages + offs);
         auto s = sum<2>(expand_dims<1>(qv) * expand_dims<0>(kt));  // [BM, BN]
-        s = where(row(pos) <= col(q_pos) && row(pos < end), s, -inf<f32>());
+        s = where(visible(row(slot), r) && row(slot < end), s, -inf<f32>());
         auto m_new = maximum(m, max<1>(s));
         auto p = exp(s - col(m_new));
         auto alpha = exp(m - m_new);
         return std::tuple(m_new, l * alpha + sum<1>(p), dot(p, vt, acc * col(alpha)));
       });
   store(out + io_offs, acc / col(l), io_mask);
+}
+
+// Causal: row r (position pos0 + r) sees the positions up to its own.
+template <int BM, int BN, int D, bool TILE_IN_PAGE, bool FULL_D>
+void attention_prefill(Ptr<const f32> q, Ptr<const f32> k_pages, Ptr<const f32> v_pages, Ptr<const i32> block_table, Ptr<f32> out, Scalar<i32> rows,
+                       Dynamic<i32> pos0, Scalar<i32> n_heads, Scalar<i32> group, Scalar<i32> n_kv_heads, Scalar<i32> head_dim,
+                       Scalar<i32> page_size, Scalar<f32> scale) {
+  Scalar<i32> first = pos0;
+  flash_attention_rows<BM, BN, D, TILE_IN_PAGE, FULL_D>(q, k_pages, v_pages, block_table, out, rows, first, n_heads, group, n_kv_heads, head_dim,
+                                                        page_size, scale, [&](const auto &slot, const auto &r) { return slot <= col(first + r); });
+}
+
+// A token tree (rows <= 64, one per node, node r in slot pos0 + r, parents before children):
+// row r sees every slot before pos0 (the text so far) and the slots of the rows set in
+// ancestors[r] (bit j: row j is r itself or one of its ancestors), so each node attends along
+// its own branch only, as if that branch had been run alone.
+template <int BM, int BN, int D, bool TILE_IN_PAGE, bool FULL_D>
+void attention_tree(Ptr<const f32> q, Ptr<const f32> k_pages, Ptr<const f32> v_pages, Ptr<const i32> block_table, Ptr<const i64> ancestors,
+                    Ptr<f32> out, Scalar<i32> rows, Dynamic<i32> pos0, Scalar<i32> n_heads, Scalar<i32> group, Scalar<i32> n_kv_heads,
+                    Scalar<i32> head_dim, Scalar<i32> page_size, Scalar<f32> scale) {
+  Scalar<i32> first = pos0;
+  auto r = program_id(0) * BM + arange<BM>();
+  auto bits = col(load(ancestors + minimum(r, rows - 1)));  // [BM, 1]
+  flash_attention_rows<BM, BN, D, TILE_IN_PAGE, FULL_D>(
+      q, k_pages, v_pages, block_table, out, rows, first, n_heads, group, n_kv_heads, head_dim, page_size, scale,
+      [&](const auto &slot, const auto &) {
+        // The shift stays in 0..63 for every slot; slots outside the tree are decided by the
+        // first test, or masked as past `end`.
+        auto node = wide(minimum(maximum(slot - first, 0), 63));  // [1, BN]
+        return slot < first || ((bits >> node) & 1) != 0;
+      });
 }
 
 }  // namespace kdsl::kernels

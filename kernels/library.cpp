@@ -4,6 +4,7 @@
 #include "kernels/argmax.h"
 #include "kernels/embedding.h"
 #include "kernels/kv_append.h"
+#include "kernels/kv_move.h"
 #include "kernels/library_impl.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
@@ -75,15 +76,16 @@ void Library::kv_append(const float *k, const float *v, float *k_pages, float *v
   });
 }
 
-void Library::rope(float *q, float *k, int rows, int n_heads, int n_kv_heads, int head_dim, int pos0, float theta, bool neox,
-                   const float *freq_divisors, float magnitude) {
+namespace {
+
+// Checks what every rotation shares and returns the device's theta^(-2i/head_dim) / divisor_i
+// table, rebuilt only when theta, head_dim or the divisors change.
+const float *rope_inv_freq(Library::Impl &im, int rows, int n_heads, int n_kv_heads, int head_dim, float theta, const float *freq_divisors,
+                           float magnitude) {
   require(head_dim > 0 && head_dim % 2 == 0, "rope",
           [&] { return "head_dim must be positive and even (got " + std::to_string(head_dim) + ")"; });
-  require(rows >= 0 && n_heads >= 0 && n_kv_heads >= 0 && pos0 >= 0, "rope", [&] { return "rows, heads and pos0 must not be negative"; });
-  require(int64_t(pos0) + rows <= detail::kMaxPosition, "rope", [&] { return "positions past 2^24 are not supported"; });
+  require(rows >= 0 && n_heads >= 0 && n_kv_heads >= 0, "rope", [&] { return "rows and heads must not be negative"; });
   require(magnitude > 0 && std::isfinite(magnitude), "rope", [&] { return "magnitude must be positive and finite (got " + std::to_string(magnitude) + ")"; });
-  if (rows == 0) return;
-  Impl &im = *impl_;
   std::vector<float> divisors;
   if (freq_divisors) divisors.assign(freq_divisors, freq_divisors + head_dim / 2);
   for (float d : divisors) require(d > 0 && std::isfinite(d), "rope", [&] { return "frequency divisors must be positive and finite (got " + std::to_string(d) + ")"; });
@@ -97,12 +99,49 @@ void Library::rope(float *q, float *k, int rows, int n_heads, int n_kv_heads, in
     im.rope_head_dim = head_dim;
     im.rope_divisors = std::move(divisors);
   }
-  const float *inv_freq = im.rope_inv_freq.data();
+  return im.rope_inv_freq.data();
+}
+
+}  // namespace
+
+void Library::rope(float *q, float *k, int rows, int n_heads, int n_kv_heads, int head_dim, int pos0, float theta, bool neox,
+                   const float *freq_divisors, float magnitude) {
+  require(pos0 >= 0, "rope", [&] { return "pos0 must not be negative (got " + std::to_string(pos0) + ")"; });
+  require(int64_t(pos0) + rows <= detail::kMaxPosition, "rope", [&] { return "positions past 2^24 are not supported"; });
+  Impl &im = *impl_;
+  const float *inv_freq = rope_inv_freq(im, rows, n_heads, n_kv_heads, head_dim, theta, freq_divisors, magnitude);
+  if (rows == 0) return;
   with_block<8, 128>("rope", "head_dim / 2", head_dim / 2, [&]<int H>() {
     if (neox)
       im.kernel<kernels::rope<H, true>>()(grid(rows), q, k, inv_freq, n_heads, n_kv_heads, head_dim, pos0, magnitude);
     else
       im.kernel<kernels::rope<H, false>>()(grid(rows), q, k, inv_freq, n_heads, n_kv_heads, head_dim, pos0, magnitude);
+  });
+}
+
+void Library::rope_at(float *q, float *k, int rows, int n_heads, int n_kv_heads, int head_dim, const int32_t *positions, float theta, bool neox,
+                      const float *freq_divisors, float magnitude) {
+  Impl &im = *impl_;
+  const float *inv_freq = rope_inv_freq(im, rows, n_heads, n_kv_heads, head_dim, theta, freq_divisors, magnitude);
+  if (rows == 0) return;
+  with_block<8, 128>("rope", "head_dim / 2", head_dim / 2, [&]<int H>() {
+    if (neox)
+      im.kernel<kernels::rope_at<H, true>>()(grid(rows), q, k, inv_freq, positions, n_heads, n_kv_heads, head_dim, magnitude);
+    else
+      im.kernel<kernels::rope_at<H, false>>()(grid(rows), q, k, inv_freq, positions, n_heads, n_kv_heads, head_dim, magnitude);
+  });
+}
+
+void Library::kv_move(float *k_pages, float *v_pages, const int32_t *block_table, const int32_t *moves, int n_moves, int n_kv_heads, int head_dim,
+                      int page_size) {
+  require(n_moves >= 0 && n_kv_heads > 0 && head_dim > 0 && page_size > 0, "kv_move", [&] {
+    return "sizes must be positive (n_moves " + std::to_string(n_moves) + ", n_kv_heads " + std::to_string(n_kv_heads) + ", head_dim " +
+           std::to_string(head_dim) + ", page_size " + std::to_string(page_size) + ")";
+  });
+  if (n_moves == 0) return;
+  int row = n_kv_heads * head_dim;
+  with_block<16, 1024>("kv_move", "n_kv_heads * head_dim", std::min(row, 1024), [&]<int B>() {
+    impl_->kernel<kernels::kv_move<B>>()(grid(cdiv(row, B)), k_pages, v_pages, block_table, moves, n_moves, row, page_size);
   });
 }
 

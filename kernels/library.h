@@ -47,6 +47,10 @@ class Library {
   // multiplied by magnitude (YaRN's attention scaling; positive, finite).
   void rope(float *q, float *k, int rows, int n_heads, int n_kv_heads, int head_dim, int pos0, float theta, bool neox,
             const float *freq_divisors = nullptr, float magnitude = 1.0f);
+  // The same with token r at positions[r] (`rows` device ints, each below 2^24): the nodes of
+  // a token tree, where siblings share a position.
+  void rope_at(float *q, float *k, int rows, int n_heads, int n_kv_heads, int head_dim, const int32_t *positions, float theta, bool neox,
+               const float *freq_divisors = nullptr, float magnitude = 1.0f);
   // out[i] = silu(gate[i]) * up[i] for i < n (out may equal gate or up); n < 2^31.
   void swiglu(const float *gate, const float *up, float *out, int64_t n);
   // out[r,:] = table[ids[r], :] converted to f32; table [vocab][dim] of dtype ttype (F32, F16,
@@ -71,6 +75,16 @@ class Library {
   // Any page_size works; multiples of 16 are fastest (each loop step stays in one page).
   void attention(const float *q, const float *k_pages, const float *v_pages, const int32_t *block_table, float *out, int rows, int pos0,
                  int n_heads, int n_kv_heads, int head_dim, int page_size, float scale);
+  // Attention of the nodes of a token tree: rows <= 64 query rows in cache slots pos0 .. pos0 +
+  // rows - 1 (their k / v appended there), parents before children; row r sees every slot
+  // before pos0 and the slots of the rows set in ancestors[r] (device int64s, bit j: row j is
+  // r or one of its ancestors; bit r must be set), so each node attends along its own branch.
+  void attention_tree(const float *q, const float *k_pages, const float *v_pages, const int32_t *block_table, const int64_t *ancestors,
+                      float *out, int rows, int pos0, int n_heads, int n_kv_heads, int head_dim, int page_size, float scale);
+  // Moves KV rows between positions: moves[2m] -> moves[2m + 1] (device ints), applied in
+  // order m = 0, 1, ... (a token tree's accepted branch, moved behind the text so far).
+  void kv_move(float *k_pages, float *v_pages, const int32_t *block_table, const int32_t *moves, int n_moves, int n_kv_heads, int head_dim,
+               int page_size);
   // Row-wise softmax in place (any cols: rows longer than 8192 take a two-pass online kernel).
   void softmax(float *x, int rows, int cols);
   // The first index of the maximum of x[0..n) (NaN never wins).

@@ -27,6 +27,35 @@ void with_kv_step(int page_size, F &&f) {
 
 }  // namespace
 
+void Library::attention_tree(const float *q, const float *k_pages, const float *v_pages, const int32_t *block_table, const int64_t *ancestors,
+                             float *out, int rows, int pos0, int n_heads, int n_kv_heads, int head_dim, int page_size, float scale) {
+  using detail::require;
+  using detail::with_block;
+  require(rows >= 0 && rows <= 64 && pos0 >= 0 && n_heads > 0 && n_kv_heads > 0 && head_dim > 0 && page_size > 0 && n_heads % n_kv_heads == 0,
+          "attention_tree", [&] {
+            return "expected 0 <= rows <= 64, positive sizes and n_heads a multiple of n_kv_heads (rows " + std::to_string(rows) + ", pos0 " +
+                   std::to_string(pos0) + ", n_heads " + std::to_string(n_heads) + ", n_kv_heads " + std::to_string(n_kv_heads) +
+                   ", head_dim " + std::to_string(head_dim) + ", page_size " + std::to_string(page_size) + ")";
+          });
+  require(int64_t(pos0) + rows <= detail::kMaxPosition, "attention_tree", [&] { return "positions past 2^24 are not supported"; });
+  if (rows == 0) return;
+  Impl &im = *impl_;
+  const int group = n_heads / n_kv_heads;
+  with_block<16, 256>("attention_tree", "head_dim", head_dim, [&]<int D>() {
+    with_kv_step(page_size, [&]<int STEP, bool TILE_IN_PAGE>() {
+      auto run = [&]<bool FULL_D>() {
+        im.kernel<kernels::attention_tree<kPrefillRows, STEP, D, TILE_IN_PAGE, FULL_D>>()(grid(cdiv(rows, kPrefillRows), n_heads), q, k_pages, v_pages,
+                                                                                 block_table, ancestors, out, rows, pos0, n_heads, group,
+                                                                                 n_kv_heads, head_dim, page_size, scale);
+      };
+      if (head_dim == D)
+        run.template operator()<true>();
+      else
+        run.template operator()<false>();
+    });
+  });
+}
+
 void Library::attention(const float *q, const float *k_pages, const float *v_pages, const int32_t *block_table, float *out, int rows,
                         int pos0, int n_heads, int n_kv_heads, int head_dim, int page_size, float scale) {
   using detail::require;

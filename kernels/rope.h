@@ -1,24 +1,22 @@
-// rope.h - rotary position embedding in place, in the adjacent-pair and the NeoX half-split forms
+// rope.h - rotary position embedding in place, in the adjacent-pair and the NeoX half-split forms, at consecutive or given positions
 #pragma once
 #include "kernels/common.h"
 
 namespace kdsl::kernels {
 
-// One program per token r (position pos0 + r): the angles pos * inv_freq[i] (i < head_dim/2
-// <= HALF) are computed once, then a run-time loop rotates each query head and each key head:
-//   (x[a], x[b]) <- (x[a] cos - x[b] sin, x[a] sin + x[b] cos)
+// Rotates token r's query heads and key heads by the angles pos * inv_freq[i] (i < head_dim/2
+// <= HALF), computed once per token, in a run-time loop over heads:
+//   (x[a], x[b]) <- magnitude * (x[a] cos - x[b] sin, x[a] sin + x[b] cos)
 // with (a, b) = (2i, 2i + 1) (llama2.c, GGUF llama) or (i, i + head_dim/2) (NEOX: GPT-NeoX, Qwen).
-// inv_freq[i] = theta^(-2i/head_dim) comes from the host, computed in double; pos0 is Dynamic
-// (it changes every step: one compiled kernel for every position). The rotated vectors are
-// scaled by `magnitude` (1, or YaRN's attention scaling: models/arch/rope_scaling.h).
+// inv_freq[i] = theta^(-2i/head_dim) comes from the host, computed in double; magnitude is 1,
+// or YaRN's attention scaling (models/arch/rope_scaling.h).
 template <int HALF, bool NEOX>
-void rope(Ptr<f32> q, Ptr<f32> k, Ptr<const f32> inv_freq, Scalar<i32> n_heads, Scalar<i32> n_kv_heads, Scalar<i32> head_dim,
-          Dynamic<i32> pos0, Scalar<f32> magnitude) {
-  auto r = program_id(0);
+void rotate_token(Ptr<f32> q, Ptr<f32> k, Ptr<const f32> inv_freq, Scalar<i32> n_heads, Scalar<i32> n_kv_heads, Scalar<i32> head_dim,
+                  Scalar<i32> r, Scalar<i32> pos, Scalar<f32> magnitude) {
   auto i = arange<HALF>();
   auto half = head_dim / 2;
   auto mask = i < half;
-  auto angle = cast<f32>(pos0 + r) * load(inv_freq + i, mask, 0);
+  auto angle = cast<f32>(pos) * load(inv_freq + i, mask, 0);
   auto c = cos(angle) * magnitude;
   auto s = sin(angle) * magnitude;
   auto a = NEOX ? i : i * 2;
@@ -34,6 +32,24 @@ void rope(Ptr<f32> q, Ptr<f32> k, Ptr<const f32> inv_freq, Scalar<i32> n_heads, 
   };
   rotate_heads(q, n_heads);
   rotate_heads(k, n_kv_heads);
+}
+
+// One program per token r, at position pos0 + r. pos0 is Dynamic (it changes every step: one
+// compiled kernel for every position).
+template <int HALF, bool NEOX>
+void rope(Ptr<f32> q, Ptr<f32> k, Ptr<const f32> inv_freq, Scalar<i32> n_heads, Scalar<i32> n_kv_heads, Scalar<i32> head_dim,
+          Dynamic<i32> pos0, Scalar<f32> magnitude) {
+  auto r = program_id(0);
+  rotate_token<HALF, NEOX>(q, k, inv_freq, n_heads, n_kv_heads, head_dim, r, pos0 + r, magnitude);
+}
+
+// One program per token r, at position positions[r]: the nodes of a token tree, where
+// siblings share a position (a speculative check of several drafted continuations at once).
+template <int HALF, bool NEOX>
+void rope_at(Ptr<f32> q, Ptr<f32> k, Ptr<const f32> inv_freq, Ptr<const i32> positions, Scalar<i32> n_heads, Scalar<i32> n_kv_heads,
+             Scalar<i32> head_dim, Scalar<f32> magnitude) {
+  auto r = program_id(0);
+  rotate_token<HALF, NEOX>(q, k, inv_freq, n_heads, n_kv_heads, head_dim, r, load(positions + r), magnitude);
 }
 
 }  // namespace kdsl::kernels

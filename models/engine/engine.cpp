@@ -110,6 +110,12 @@ Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions op
   std::vector<int32_t> table(static_cast<size_t>(pages));
   for (int p = 0; p < pages; ++p) table[size_t(p)] = p;
   block_table_ = Buffer<int32_t>(device, std::span<const int32_t>(table));
+  tree_positions_ = Buffer<int32_t>(device, kMaxTreeNodes);
+  tree_ancestors_ = Buffer<int64_t>(device, kMaxTreeNodes);
+  branch_moves_ = Buffer<int32_t>(device, 2 * kMaxTreeNodes);
+  tree_positions_host_.resize(kMaxTreeNodes);
+  tree_ancestors_host_.resize(kMaxTreeNodes);
+  branch_moves_host_.resize(2 * kMaxTreeNodes);
 }
 
 std::span<const float> Engine::forward(std::span<const int> tokens, int pos) { return run(tokens, pos, 1); }
@@ -121,7 +127,47 @@ std::span<const float> Engine::forward_rows(std::span<const int> tokens, int pos
   return run(tokens, pos, int(tokens.size()));
 }
 
-std::span<const float> Engine::run(std::span<const int> tokens, int pos, int logit_rows) {
+std::span<const float> Engine::forward_tree(std::span<const int> tokens, std::span<const int> parents, int pos) {
+  const int n = int(tokens.size());
+  if (n == 0 || parents.size() != tokens.size() || n > kMaxTreeNodes || n > options_.max_logit_rows || n > options_.max_batch)
+    throw Error(fmt::format("forward_tree: {} nodes and {} parents: expected as many of each, 1 to {} (and at most max_logit_rows {}, max_batch {})",
+                            n, parents.size(), kMaxTreeNodes, options_.max_logit_rows, options_.max_batch));
+  if (parents[0] != -1) throw Error(fmt::format("forward_tree: node 0 is the root, its parent must be -1 (got {})", parents[0]));
+  tree_positions_host_[0] = pos, tree_ancestors_host_[0] = 1;
+  for (int i = 1; i < n; ++i) {
+    int p = parents[size_t(i)];
+    if (p < 0 || p >= i) throw Error(fmt::format("forward_tree: node {} has parent {}; a parent must be an earlier node", i, p));
+    tree_positions_host_[size_t(i)] = tree_positions_host_[size_t(p)] + 1;
+    tree_ancestors_host_[size_t(i)] = tree_ancestors_host_[size_t(p)] | (int64_t(1) << i);
+  }
+  // Slots run to pos + n - 1 (positions stop short of that unless the tree is a chain).
+  if (int64_t(pos) + n > context_)
+    throw Error(fmt::format("forward_tree: slots {}..{} do not fit the context of {} tokens", pos, int64_t(pos) + n - 1, context_));
+  tree_positions_.copy_from_host(std::span<const int32_t>(tree_positions_host_.data(), size_t(n)));
+  tree_ancestors_.copy_from_host(std::span<const int64_t>(tree_ancestors_host_.data(), size_t(n)));
+  return run(tokens, pos, n, true);
+}
+
+void Engine::keep_branch(std::span<const int> nodes, int pos) {
+  const int n = int(nodes.size());
+  if (n == 0 || n > kMaxTreeNodes || nodes[0] != 0)
+    throw Error(fmt::format("keep_branch: a branch starts at the root (node 0) and has 1 to {} nodes (got {} nodes)", kMaxTreeNodes, n));
+  int moves = 0;
+  for (int j = 1; j < n; ++j) {
+    if (nodes[size_t(j)] <= nodes[size_t(j - 1)] || nodes[size_t(j)] >= kMaxTreeNodes)
+      throw Error(fmt::format("keep_branch: node {} follows node {}; a branch goes from parents to later children", nodes[size_t(j)], nodes[size_t(j - 1)]));
+    // Node k sits in slot pos + k >= pos + j: moving in branch order never overwrites a slot a
+    // later move reads (a later node's slot is past every earlier destination).
+    if (nodes[size_t(j)] != j) branch_moves_host_[size_t(2 * moves)] = pos + nodes[size_t(j)], branch_moves_host_[size_t(2 * moves + 1)] = pos + j, ++moves;
+  }
+  if (moves == 0) return;  // a chain's branch is already in place
+  branch_moves_.copy_from_host(std::span<const int32_t>(branch_moves_host_.data(), size_t(2 * moves)));
+  for (size_t l = 0; l < k_pages_.size(); ++l)
+    kernels_.kv_move(k_pages_[l].data(), v_pages_[l].data(), block_table_.data(), branch_moves_.data(), moves, int(model_.hparams.n_head_kv),
+                     int(model_.hparams.head_dim), options_.page_size);
+}
+
+std::span<const float> Engine::run(std::span<const int> tokens, int pos, int logit_rows, bool tree) {
   int total = int(tokens.size());
   if (total == 0) throw Error("forward needs at least one token");
   if (pos < 0 || int64_t(pos) + total > context_)
@@ -138,7 +184,7 @@ std::span<const float> Engine::run(std::span<const int> tokens, int pos, int log
     ids_.copy_from_host(std::span<const int32_t>(ids_host_.data(), size_t(n)));
     kernels_.embedding(ids_.data(), weights_.token_embd.data, weights_.token_embd.type, x_.data(), n, dim_);
     kernels_.rmsnorm(x_.data(), weights_.layers[0].attn_norm.f32(), xb_.data(), n, dim_, h.rms_eps);
-    for (int l = 0; l < int(weights_.layers.size()); ++l) layer(l, n, pos + start);
+    for (int l = 0; l < int(weights_.layers.size()); ++l) layer(l, n, pos + start, tree);
     // After the last layer xb holds the final norm of every row; only the wanted rows' logits
     // are computed (a prompt's prefill wants its last row alone).
     int from = std::max(start, first_logit);
@@ -165,7 +211,7 @@ std::span<const float> Engine::run(std::span<const int> tokens, int pos, int log
 
 // Expects xb = attn_norm(x) for this layer; leaves xb = the next layer's attn_norm(x) (or the
 // final output norm).
-void Engine::layer(int l, int n, int pos) {
+void Engine::layer(int l, int n, int pos, bool tree) {
   const ModelHParams &h = model_.hparams;
   const LayerWeights &w = weights_.layers[size_t(l)];
   int hd = int(h.head_dim), heads = int(h.n_head), kv_heads = int(h.n_head_kv);
@@ -176,12 +222,20 @@ void Engine::layer(int l, int n, int pos) {
   kernels_.matmul(xb_.data(), w.wv.data, w.wv.type, bias(w.bv), v_.data(), n, kv_dim_, dim_);
   if (w.q_norm) kernels_.rmsnorm(q_.data(), w.q_norm.f32(), q_.data(), n * heads, hd, h.rms_eps);
   if (w.k_norm) kernels_.rmsnorm(k_.data(), w.k_norm.f32(), k_.data(), n * kv_heads, hd, h.rms_eps);
-  kernels_.rope(q_.data(), k_.data(), n, heads, kv_heads, hd, pos, h.rope_freq_base, h.rope_type == RopeType::Neox,
-                model_.rope_freq_divisors.empty() ? nullptr : model_.rope_freq_divisors.data(), model_.rope_magnitude);
+  const float *divisors = model_.rope_freq_divisors.empty() ? nullptr : model_.rope_freq_divisors.data();
+  if (tree)
+    kernels_.rope_at(q_.data(), k_.data(), n, heads, kv_heads, hd, tree_positions_.data(), h.rope_freq_base, h.rope_type == RopeType::Neox, divisors,
+                     model_.rope_magnitude);
+  else
+    kernels_.rope(q_.data(), k_.data(), n, heads, kv_heads, hd, pos, h.rope_freq_base, h.rope_type == RopeType::Neox, divisors, model_.rope_magnitude);
   kernels_.kv_append(k_.data(), v_.data(), k_pages_[size_t(l)].data(), v_pages_[size_t(l)].data(), block_table_.data(), pos, n, kv_heads, hd,
                      options_.page_size);
-  kernels_.attention(q_.data(), k_pages_[size_t(l)].data(), v_pages_[size_t(l)].data(), block_table_.data(), att_.data(), n, pos, heads, kv_heads, hd,
-                     options_.page_size, 1.0f / std::sqrt(float(hd)));
+  if (tree)
+    kernels_.attention_tree(q_.data(), k_pages_[size_t(l)].data(), v_pages_[size_t(l)].data(), block_table_.data(), tree_ancestors_.data(), att_.data(),
+                            n, pos, heads, kv_heads, hd, options_.page_size, 1.0f / std::sqrt(float(hd)));
+  else
+    kernels_.attention(q_.data(), k_pages_[size_t(l)].data(), v_pages_[size_t(l)].data(), block_table_.data(), att_.data(), n, pos, heads, kv_heads, hd,
+                       options_.page_size, 1.0f / std::sqrt(float(hd)));
   kernels_.matmul(att_.data(), w.wo.data, w.wo.type, nullptr, proj_.data(), n, dim_, q_dim_);
   kernels_.add_rmsnorm(x_.data(), proj_.data(), w.ffn_norm.f32(), xb_.data(), n, dim_, h.rms_eps);
 

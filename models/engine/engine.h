@@ -48,10 +48,24 @@ class Engine {
   // tokens). n <= max_logit_rows. A rejected draft needs no undo: the cache is addressed by
   // position, and the next call at a lower position overwrites its rows.
   std::span<const float> forward_rows(std::span<const int> tokens, int pos);
+  // A token tree checked in one pass (SpecInfer, EAGLE-2): node i is tokens[i], following
+  // node parents[i]; node 0 is the root (parents[0] = -1, the token at position pos, right
+  // after the text so far), every other parent comes before its child. Node i runs at
+  // position pos + depth(i) in cache slot pos + i and attends to the text and its own
+  // ancestors only, so row i of the returned logits (one per node) is what the chain from
+  // the root to node i would give. At most kMaxTreeNodes nodes, within max_logit_rows and
+  // max_batch. Follow it with keep_branch.
+  static constexpr int kMaxTreeNodes = 64;
+  std::span<const float> forward_tree(std::span<const int> tokens, std::span<const int> parents, int pos);
+  // After forward_tree at `pos`: the accepted branch, nodes[0] = 0 (the root) then each
+  // node's child in order, moves its keys and values to positions pos .. pos + n - 1, where a
+  // plain pass would have put them; the cache then continues at pos + n.
+  void keep_branch(std::span<const int> nodes, int pos);
 
   int context() const { return context_; }
   int vocab() const { return vocab_; }
   int max_logit_rows() const { return options_.max_logit_rows; }
+  int max_batch() const { return options_.max_batch; }
   const ModelWeights &model() const { return model_; }
   const Device &device() const { return device_; }
   // Bytes of weights copied to the device (0 on the CPU, which reads the model in place).
@@ -59,9 +73,10 @@ class Engine {
   kernels::Library &kernels() { return kernels_; }
 
  private:
-  // Runs the tokens and computes the logits of the last `logit_rows` of them.
-  std::span<const float> run(std::span<const int> tokens, int pos, int logit_rows);
-  void layer(int l, int n, int pos);
+  // Runs the tokens and computes the logits of the last `logit_rows` of them; with `tree`,
+  // as the nodes of a token tree (forward_tree) in one chunk.
+  std::span<const float> run(std::span<const int> tokens, int pos, int logit_rows, bool tree = false);
+  void layer(int l, int n, int pos, bool tree);
 
   const ModelWeights &model_;
   Device device_;
@@ -78,6 +93,12 @@ class Engine {
   // KV cache: per layer, pages of [page_size][n_kv_heads][head_dim]; one block table.
   std::vector<Buffer<float>> k_pages_, v_pages_;
   Buffer<int32_t> block_table_;
+  // A token tree's node positions and ancestor sets (forward_tree), the branch moves
+  // (keep_branch): device copies of host arrays, allocated once.
+  Buffer<int32_t> tree_positions_, branch_moves_;
+  Buffer<int64_t> tree_ancestors_;
+  std::vector<int32_t> tree_positions_host_, branch_moves_host_;
+  std::vector<int64_t> tree_ancestors_host_;
 };
 
 }  // namespace kdsl::models

@@ -11,6 +11,7 @@
 #include <kdsl/error.h>
 #include <kdsl/kernel.h>
 
+#include "models/spec/tree_verify.h"
 #include "models/spec/verify.h"
 #include "models/tokenizer/stream_decoder.h"
 
@@ -47,7 +48,9 @@ bool ends_with_any(const std::string &text, const std::vector<std::string> &suff
 // pos + k), checks row i against draft i until one is rejected, and draws the token after the
 // last accepted draft from that row (the rejection rule's replacement, or the target's own
 // next token when all k are kept): a + 1 tokens per pass for a accepted drafts. The rows past
-// the accepted ones stay in the KV cache until the next pass overwrites them.
+// the accepted ones stay in the KV cache until the next pass overwrites them. A tree draft
+// (several continuations) runs as Engine::forward_tree, is walked by verify_tree, and its kept
+// branch is moved into place with Engine::keep_branch.
 void speculate(Engine &engine, Sampler &sampler, const std::vector<int> &prompt_ids, const GenerateOptions &options, int max_tokens,
                GenerationResult &r, int pos, const std::function<bool(int)> &emit) {
   const SpecOptions &spec = options.spec;
@@ -65,6 +68,8 @@ void speculate(Engine &engine, Sampler &sampler, const std::vector<int> &prompt_
   batch.reserve(size_t(spec.draft_max) + 1);
   std::vector<float> scratch(vocab);
   Draft draft;
+  std::vector<int> tree_parents;  // a tree draft's parents, counted from the root (node 0)
+  TreeVerdict verdict;
   r.spec_accepted_histogram.assign(size_t(spec.draft_max) + 1, 0);
   for (;;) {
     if (pos >= engine.context()) {
@@ -79,31 +84,54 @@ void speculate(Engine &engine, Sampler &sampler, const std::vector<int> &prompt_
     auto t = std::chrono::steady_clock::now();
     draft.clear();
     if (k > 0 && k >= spec.draft_min) options.drafter->draft(text, k, draft);
-    if (int(draft.tokens.size()) > k) draft.tokens.resize(size_t(k)), draft.q.resize(draft.q.empty() ? 0 : size_t(k) * vocab);
+    // A tree's nodes come parents first, so its first k nodes are a tree too; one pass checks
+    // at most Engine::kMaxTreeNodes of them and one chunk's rows, the root included.
+    if (draft.is_tree()) k = std::min({k, Engine::kMaxTreeNodes - 1, engine.max_batch() - 1});
+    if (int(draft.tokens.size()) > k) {
+      draft.tokens.resize(size_t(k)), draft.q.resize(draft.q.empty() ? 0 : size_t(k) * vocab);
+      if (draft.is_tree()) draft.parents.resize(size_t(k));
+    }
     if (int(draft.tokens.size()) < std::max(1, spec.draft_min)) draft.clear();
     const int drafted = int(draft.tokens.size());
     double draft_ms = ms_since(t);
     t = std::chrono::steady_clock::now();
     batch.assign(1, text.back());
     batch.insert(batch.end(), draft.tokens.begin(), draft.tokens.end());
-    std::span<const float> rows = engine.forward_rows(batch, pos);
-    double check_ms = ms_since(t);
-    check_finite_logits(rows, r.generated_ids.size());
     int accepted = 0;
     bool done = false;
-    for (int i = 0; i <= drafted && !done; ++i) {
-      std::span<const float> row = rows.subspan(size_t(i) * vocab, vocab);
-      int token;
-      if (i == drafted) {
-        token = sampler.sample(row);
-      } else {
-        DraftVerdict v = verify_draft(sampler, row, draft.tokens[size_t(i)], draft.q_row(size_t(i), vocab), scratch);
-        token = v.token;
-        accepted += v.accepted;
-        if (!v.accepted) i = drafted;  // the replacement ends this pass
+    double check_ms = 0;
+    if (draft.is_tree()) {
+      // The root is node 0; a drafted node's parent -1 (the text) becomes the root.
+      tree_parents.assign(1, -1);
+      for (int parent : draft.parents) tree_parents.push_back(parent + 1);
+      std::span<const float> rows = engine.forward_tree(batch, tree_parents, pos);
+      check_ms = ms_since(t);
+      check_finite_logits(rows, r.generated_ids.size());
+      verify_tree(sampler, rows, vocab, batch, tree_parents, scratch, verdict);
+      engine.keep_branch(verdict.branch, pos);
+      accepted = int(verdict.branch.size()) - 1;
+      for (size_t i = 0; i < verdict.tokens.size() && !done; ++i) {
+        text.push_back(verdict.tokens[i]);
+        done = emit(verdict.tokens[i]);
       }
-      text.push_back(token);
-      done = emit(token);
+    } else {
+      std::span<const float> rows = engine.forward_rows(batch, pos);
+      check_ms = ms_since(t);
+      check_finite_logits(rows, r.generated_ids.size());
+      for (int i = 0; i <= drafted && !done; ++i) {
+        std::span<const float> row = rows.subspan(size_t(i) * vocab, vocab);
+        int token;
+        if (i == drafted) {
+          token = sampler.sample(row);
+        } else {
+          DraftVerdict v = verify_draft(sampler, row, draft.tokens[size_t(i)], draft.q_row(size_t(i), vocab), scratch);
+          token = v.token;
+          accepted += v.accepted;
+          if (!v.accepted) i = drafted;  // the replacement ends this pass
+        }
+        text.push_back(token);
+        done = emit(token);
+      }
     }
     pos += accepted + 1;
     if (cache_stats().compile_ms != compile_before) check_ms = draft_ms = -1;

@@ -13,11 +13,17 @@ struct Draft {
   // drafting choose. Otherwise tokens.size() rows of vocab floats, row j the distribution
   // tokens[j] was drawn from: the rejection rule needs it to keep the output exact.
   std::vector<float> q;
+  // Empty: a chain, tokens[j] follows tokens[j - 1]. Otherwise a token tree (several
+  // continuations checked in one pass): tokens[j] follows tokens[parents[j]], or the text so
+  // far where parents[j] is -1; parents[j] < j. A tree's tokens are chosen outright (q empty),
+  // and no two children of one parent are the same token.
+  std::vector<int> parents;
 
   std::span<const float> q_row(size_t j, size_t vocab) const {
     return q.empty() ? std::span<const float>() : std::span<const float>(q).subspan(j * vocab, vocab);
   }
-  void clear() { tokens.clear(), q.clear(); }
+  bool is_tree() const { return !parents.empty(); }
+  void clear() { tokens.clear(), q.clear(), parents.clear(); }
 };
 
 // A source of drafts: n-gram lookup in the text so far, or a smaller model with the target's

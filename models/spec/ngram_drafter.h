@@ -10,14 +10,23 @@ namespace kdsl::models {
 // repeats (code, lists, a quoted prompt) drafts well; other text drafts little or nothing,
 // which costs nothing. A continuation that runs into the end of the text goes on with its own
 // drafted tokens, so a periodic text drafts full length.
+//
+// With branches > 1 the draft is a token tree: the continuations of up to `branches` matches
+// that go different ways (the latest, longest match first, then earlier ones), merged where
+// they agree. The first takes at least half of the `max` tokens; each other at most a
+// quarter, as far as what is left allows. Where the text repeats with variations (a list,
+// code with similar lines) one pass then checks several guesses at the point they part.
 class NgramDrafter : public Drafter {
  public:
-  explicit NgramDrafter(int ngram_min = 1, int ngram_max = 4);
+  explicit NgramDrafter(int ngram_min = 1, int ngram_max = 4, int branches = 1);
   void draft(std::span<const int> tokens, int max, Draft &out) override;
-  std::string name() const override { return "n-gram"; }
+  std::string name() const override { return branches_ > 1 ? "n-gram tree" : "n-gram"; }
 
  private:
-  int ngram_min_, ngram_max_;
+  // Where the continuation of each match starts, best first, up to branches_ of them.
+  void find_matches(std::span<const int> tokens, std::vector<int> &starts) const;
+  int ngram_min_, ngram_max_, branches_;
+  std::vector<int> starts_;  // scratch, kept for its capacity
 };
 
 }  // namespace kdsl::models

@@ -170,12 +170,18 @@ struct SpecRow {
 };
 
 // "repetitive": a list of 12 ids said 10 times (n-gram lookup's case: code, lists, quotes);
+// "variants": the same list with its 5th and 9th ids changed in every other repetition (lines
+// alike but not equal: where a tree of several matches can beat one chain);
 // "spread": ids spread over the vocabulary, nothing repeated.
 std::vector<int> spec_prompt(const std::string &kind, int vocab) {
   if (kind == "spread") return prompt_ids(120, vocab);
   std::vector<int> ids = {1};
   for (int rep = 0; rep < 10; ++rep)
-    for (int i = 0; i < 12; ++i) ids.push_back(3 + (i * 131 + 7) % std::max(1, vocab - 3));
+    for (int i = 0; i < 12; ++i) {
+      int id = (i * 131 + 7) % std::max(1, vocab - 3);
+      if (kind == "variants" && rep % 2 == 1 && (i == 4 || i == 8)) id = (id + 17) % std::max(1, vocab - 3);
+      ids.push_back(3 + id);
+    }
   return ids;
 }
 
@@ -199,7 +205,11 @@ std::vector<SpecRow> bench_spec(const std::string &target_path, const std::strin
   };
   std::vector<std::unique_ptr<ModelWeights>> draft_weights;
   std::vector<std::pair<std::unique_ptr<Drafter>, std::string>> drafters;  // drafter, prompt kind
-  drafters.emplace_back(std::make_unique<NgramDrafter>(), "repetitive");
+  for (const char *kind : {"repetitive", "variants"}) {
+    drafters.emplace_back(std::make_unique<NgramDrafter>(), kind);
+    drafters.emplace_back(std::make_unique<NgramDrafter>(1, 4, 3), kind);  // a tree of up to 3 continuations
+  }
+  const size_t ngram_rows = drafters.size();
   for (auto &[path, label] : drafts) {
     draft_weights.push_back(std::make_unique<ModelWeights>(load_model_weights(path)));
     EngineOptions de;
@@ -210,7 +220,7 @@ std::vector<SpecRow> bench_spec(const std::string &target_path, const std::strin
   for (size_t d = 0; d < drafters.size(); ++d) {
     SpecRow row;
     row.target = target_label;
-    row.drafter = d == 0 ? "n-gram" : drafts[d - 1].second;
+    row.drafter = d < ngram_rows ? drafters[d].first->name() : drafts[d - ngram_rows].second;
     row.prompt = drafters[d].second;
     std::vector<int> prompt = spec_prompt(row.prompt, vocab);
     Drafter *drafter = drafters[d].first.get();

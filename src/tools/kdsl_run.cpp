@@ -52,7 +52,7 @@ struct Options {
   // rows, but the default was measured (bench/RESULTS.md) when it took 8 and has not been since.
   bool spec_ngram = false;
   std::string model_draft, draft_type;  // draft_type, draft_layers: self-speculation (the target's own weights)
-  int draft_max = 7, draft_min = 0, draft_layers = 0;
+  int draft_max = 7, draft_min = 0, draft_layers = 0, draft_branches = 1;
   float draft_p_min = 0.75f;  // llama.cpp's default
 };
 
@@ -220,7 +220,7 @@ void check_draft_tokenizer(const Options &o, const ModelWeights &draft_model, co
 // The drafter the options ask for, or none.
 std::unique_ptr<Drafter> make_drafter(const Options &o, const Device &dev, const ModelWeights &model, const Engine &engine, const Tokenizer &tok,
                                       const SamplerParams &sp, std::unique_ptr<ModelWeights> &draft_weights) {
-  if (o.spec_ngram) return std::make_unique<NgramDrafter>();
+  if (o.spec_ngram) return std::make_unique<NgramDrafter>(1, 4, o.draft_branches);
   if (!o.draft_type.empty() || o.draft_layers > 0) {
     SelfDraftOptions so;
     so.layers = o.draft_layers;
@@ -257,6 +257,8 @@ int run(const Options &o) {
     throw Error("--draft-max, --draft-min and --draft-p-min set speculative decoding, which is off: add --spec-ngram, --model-draft FILE (-md) "
                 "or --draft-type TYPE");
   if (o.draft_min > o.draft_max) throw Error(fmt::format("--draft-min {}: expected at most --draft-max ({})", o.draft_min, o.draft_max));
+  if (o.draft_branches > 1 && !o.spec_ngram)
+    throw Error("--draft-branches drafts a token tree from several n-gram matches: add --spec-ngram (the model drafters draft one chain)");
   tools::report_sigbus_for("kdsl-run", o.model);
   auto t0 = std::chrono::steady_clock::now();
   Device dev = pick_device(o);
@@ -364,6 +366,9 @@ int main(int argc, char **argv) {
       ->check(CLI::Range(1, 1 << 16));
   app.add_option("--draft-max", o.draft_max, "at most this many drafted tokens per check (adapted below it to the acceptance rate)")
       ->check(CLI::Range(1, 64));
+  app.add_option("--draft-branches", o.draft_branches,
+                 "with --spec-ngram: a token tree of up to N continuations (matches that go different ways), checked in one pass")
+      ->check(CLI::Range(1, 8));
   app.add_option("--draft-min", o.draft_min, "a shorter draft is not checked (a plain step runs)")->check(CLI::Range(0, 64));
   app.add_option("--draft-p-min", o.draft_p_min, "a draft model stops drafting at a token it gives less probability than this")
       ->check(CLI::Range(0.0f, 1.0f));

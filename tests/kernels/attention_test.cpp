@@ -1,4 +1,6 @@
 // attention_test.cpp - paged KV cache append, decode (split-K) and prefill attention against float64 references
+#include <functional>
+
 #include "tests/kernels/library_test_util.h"
 
 namespace {
@@ -35,32 +37,36 @@ struct PagedCache {
   }
 };
 
-// Causal attention of rows at positions pos0.. over the cache, in float64; scale[i] is the
-// largest |v| a row's output mixes, the size of the values the softmax weighs.
+// Attention of rows in slots pos0.. over the cache, in float64: causal (row r sees slots up to
+// pos0 + r), or whatever `visible(r, slot)` allows; size[i] is the largest |v| a row's output
+// mixes, the size of the values the softmax weighs.
 void attention_ref(const PagedCache &c, const std::vector<float> &q, int rows, int pos0, int n_heads, float scale, std::vector<double> &out,
-                   std::vector<double> &size) {
+                   std::vector<double> &size, const std::function<bool(int, int)> &visible = {}) {
   const int D = c.head_dim, group = n_heads / c.n_kv_heads;
   out.assign(size_t(rows) * n_heads * D, 0);
   size.assign(out.size(), 0);
   for (int r = 0; r < rows; ++r)
     for (int h = 0; h < n_heads; ++h) {
-      const int kvh = h / group, last = pos0 + r;
+      const int kvh = h / group;
       const float *qh = q.data() + (size_t(r) * n_heads + h) * D;
-      std::vector<double> s(size_t(last) + 1);
+      std::vector<int> seen;
+      for (int p = 0; p < pos0 + rows; ++p)
+        if (visible ? visible(r, p) : p <= pos0 + r) seen.push_back(p);
+      std::vector<double> s(seen.size());
       double m = -1e300;
-      for (int p = 0; p <= last; ++p) {
+      for (size_t i = 0; i < seen.size(); ++i) {
         double dot = 0;
-        for (int d = 0; d < D; ++d) dot += double(qh[d]) * c.k_pages[c.at(p, kvh) + size_t(d)];
-        s[size_t(p)] = dot * scale;
-        m = std::max(m, s[size_t(p)]);
+        for (int d = 0; d < D; ++d) dot += double(qh[d]) * c.k_pages[c.at(seen[i], kvh) + size_t(d)];
+        s[i] = dot * scale;
+        m = std::max(m, s[i]);
       }
       double total = 0;
       for (double &v : s) total += (v = std::exp(v - m));
       double *o = out.data() + (size_t(r) * n_heads + h) * D;
-      for (int p = 0; p <= last; ++p)
+      for (size_t i = 0; i < seen.size(); ++i)
         for (int d = 0; d < D; ++d) {
-          double v = c.v_pages[c.at(p, kvh) + size_t(d)];
-          o[d] += s[size_t(p)] / total * v;
+          double v = c.v_pages[c.at(seen[i], kvh) + size_t(d)];
+          o[d] += s[i] / total * v;
           size[(size_t(r) * n_heads + h) * D + size_t(d)] = std::max(size[(size_t(r) * n_heads + h) * D + size_t(d)], std::fabs(v));
         }
     }
@@ -149,6 +155,82 @@ TEST_CASE("kernels: attention rejects heads that do not group and head dims past
   text = kdsl_test::error_text(
       [&] { library().attention(buf.data(), buf.data(), buf.data(), table.data(), buf.data(), 1, 0, 1, 1, 320, 16, 1.0f); });
   CHECK(kdsl_test::contains(text, "head_dim 320"));
+}
+
+}  // namespace
+
+namespace {
+
+TEST_CASE("kernels: tree attention, each node along its own branch, over pages") {
+  KDSL_TEST_RNG(rng);
+  const int n_heads = 4;
+  struct Case {
+    int nodes, pos0, n_kv, D, page_size;
+  };
+  for (Case t : {Case{11, 13, 2, 64, 4}, Case{37, 50, 1, 24, 16}, Case{64, 5, 4, 40, 32}, Case{1, 9, 2, 32, 8}}) {
+    CAPTURE(t.nodes);
+    CAPTURE(t.D);
+    // A random tree: node i's parent an earlier node; bit j of ancestors[i] for each node on
+    // the path from the root to i.
+    std::vector<int> parent(size_t(t.nodes), -1);
+    std::vector<int64_t> ancestors(size_t(t.nodes), 1);
+    for (int i = 1; i < t.nodes; ++i) {
+      parent[size_t(i)] = std::uniform_int_distribution<int>(std::max(0, i - 4), i - 1)(rng);
+      ancestors[size_t(i)] = ancestors[size_t(parent[size_t(i)])] | (int64_t(1) << i);
+    }
+    PagedCache c(rng, t.pos0 + t.nodes, t.page_size, t.n_kv, t.D);
+    c.fill(rng, t.pos0 + t.nodes);
+    auto q = random_floats(rng, size_t(t.nodes) * n_heads * t.D);
+    const float scale = 1.0f / std::sqrt(float(t.D));
+    std::vector<double> ref, size;
+    attention_ref(c, q, t.nodes, t.pos0, n_heads, scale, ref, size,
+                  [&](int r, int slot) { return slot < t.pos0 || (ancestors[size_t(r)] >> (slot - t.pos0) & 1) != 0; });
+    std::vector<float> out(ref.size());
+    library().attention_tree(q.data(), c.k_pages.data(), c.v_pages.data(), c.block_table.data(), ancestors.data(), out.data(), t.nodes, t.pos0, n_heads,
+                             t.n_kv, t.D, t.page_size, scale);
+    expect_close_scaled("tree attention", out, ref, size, 2e-5);
+  }
+  std::vector<float> q(64);
+  std::string text = kdsl_test::error_text([&] {
+    library().attention_tree(q.data(), q.data(), q.data(), nullptr, nullptr, q.data(), 65, 0, 1, 1, 64, 16, 1.0f);
+  });
+  CHECK(kdsl_test::contains(text, "expected 0 <= rows <= 64"));
+}
+
+TEST_CASE("kernels: a chain is a tree: tree attention of a chain equals causal attention") {
+  KDSL_TEST_RNG(rng);
+  const int nodes = 19, pos0 = 30, n_heads = 4, n_kv = 2, D = 64, page_size = 16;
+  std::vector<int64_t> chain(static_cast<size_t>(nodes));
+  for (int i = 0; i < nodes; ++i) chain[size_t(i)] = (int64_t(1) << (i + 1)) - 1;
+  PagedCache c(rng, pos0 + nodes, page_size, n_kv, D);
+  c.fill(rng, pos0 + nodes);
+  auto q = random_floats(rng, size_t(nodes) * n_heads * D);
+  std::vector<float> tree(q.size()), causal(q.size());
+  library().attention_tree(q.data(), c.k_pages.data(), c.v_pages.data(), c.block_table.data(), chain.data(), tree.data(), nodes, pos0, n_heads, n_kv, D,
+                           page_size, 0.125f);
+  library().attention(q.data(), c.k_pages.data(), c.v_pages.data(), c.block_table.data(), causal.data(), nodes, pos0, n_heads, n_kv, D, page_size, 0.125f);
+  std::vector<double> want(causal.begin(), causal.end());
+  expect_close_scaled("chain as a tree", tree, want, 1.0, 1e-6);
+}
+
+TEST_CASE("kernels: kv_move moves rows in order through the block table") {
+  KDSL_TEST_RNG(rng);
+  const int page_size = 4, n_kv = 2, D = 24, positions = 30;
+  PagedCache c(rng, positions, page_size, n_kv, D);
+  c.fill(rng, positions);
+  // A branch's nodes from slots 20, 23, 27 to positions 18, 19, 20: the third move writes the
+  // slot the first one read, so the moves must run in order.
+  std::vector<int32_t> moves = {20, 18, 23, 19, 27, 20};
+  std::vector<float> k_ref = c.k_pages, v_ref = c.v_pages;
+  for (size_t m = 0; m < moves.size(); m += 2)
+    for (int h = 0; h < n_kv; ++h)
+      for (int d = 0; d < D; ++d) {
+        k_ref[c.at(moves[m + 1], h) + size_t(d)] = k_ref[c.at(moves[m], h) + size_t(d)];
+        v_ref[c.at(moves[m + 1], h) + size_t(d)] = v_ref[c.at(moves[m], h) + size_t(d)];
+      }
+  library().kv_move(c.k_pages.data(), c.v_pages.data(), c.block_table.data(), moves.data(), 3, n_kv, D, page_size);
+  CHECK(c.k_pages == k_ref);
+  CHECK(c.v_pages == v_ref);
 }
 
 }  // namespace

@@ -106,6 +106,24 @@ TEST_CASE("kernels: rope divides each frequency by its divisor (linear scaling, 
   }
 }
 
+TEST_CASE("kernels: rope_at rotates each token at its own position (token-tree nodes)") {
+  KDSL_TEST_RNG(rng);
+  for (bool neox : {false, true}) {
+    const int rows = 7, heads = 2, kv_heads = 1, head_dim = 20;
+    CAPTURE(neox);
+    std::vector<int32_t> positions = {40, 41, 41, 42, 41, 43, 9};  // siblings share a position
+    auto q = random_floats(rng, size_t(rows) * heads * head_dim), k = random_floats(rng, size_t(rows) * kv_heads * head_dim);
+    std::vector<double> q_ref(q.begin(), q.end()), k_ref(k.begin(), k.end());
+    for (int r = 0; r < rows; ++r) {
+      for (int h = 0; h < heads; ++h) rope_ref(q_ref, (size_t(r) * heads + h) * head_dim, head_dim, positions[size_t(r)], 10000.0, neox);
+      rope_ref(k_ref, size_t(r) * head_dim, head_dim, positions[size_t(r)], 10000.0, neox);
+    }
+    library().rope_at(q.data(), k.data(), rows, heads, kv_heads, head_dim, positions.data(), 10000.0f, neox);
+    expect_close_scaled("rope_at q", q, q_ref, 1.0, 1e-4);
+    expect_close_scaled("rope_at k", k, k_ref, 1.0, 1e-4);
+  }
+}
+
 TEST_CASE("kernels: rope scales the rotated vectors by a magnitude (YaRN's attention scaling)") {
   KDSL_TEST_RNG(rng);
   for (bool neox : {false, true}) {

@@ -92,6 +92,7 @@ void check_greedy_identity(const std::string &target_path, const Tokenizer &tok,
     std::vector<std::unique_ptr<Drafter>> drafters;
     std::vector<std::unique_ptr<ModelWeights>> draft_models;
     drafters.push_back(std::make_unique<NgramDrafter>());
+    drafters.push_back(std::make_unique<NgramDrafter>(1, 4, 3));  // token trees of up to 3 continuations
     for (const std::string &path : draft_paths) {
       draft_models.push_back(std::make_unique<ModelWeights>(load_model_weights(path)));
       drafters.push_back(std::make_unique<ModelDrafter>(*draft_models.back(), engine.vocab(), Device::cpu(), EngineOptions{.context = 160, .page_size = page_size}, sp));
@@ -110,7 +111,7 @@ void check_greedy_identity(const std::string &target_path, const Tokenizer &tok,
         CHECK(r.generated_ids == plain.generated_ids);
         CHECK(r.stop_reason == plain.stop_reason);
         CHECK(r.text == plain.text);
-        if (d > 0 || !spec.adaptive) CHECK(r.spec_checks > 0);
+        if (d > 1 || !spec.adaptive) CHECK(r.spec_checks > 0);
         int64_t histogram_total = 0, histogram_accepted = 0;
         for (size_t j = 0; j < r.spec_accepted_histogram.size(); ++j)
           histogram_total += r.spec_accepted_histogram[j], histogram_accepted += int64_t(j) * r.spec_accepted_histogram[j];
@@ -121,7 +122,7 @@ void check_greedy_identity(const std::string &target_path, const Tokenizer &tok,
         // several-row products): the accept path, the bonus token and the caches' lockstep. Not
         // with the adaptive length, whose choices follow measured times: fewer drafts on a busy
         // machine make the same near-ties a larger share.
-        if (!spec.adaptive && d > 0 && d <= draft_paths.size() && draft_paths[d - 1] == target_path)
+        if (!spec.adaptive && d > 1 && d <= draft_paths.size() + 1 && draft_paths[d - 2] == target_path)
           CHECK(r.spec_accepted * 10 >= r.spec_drafted * 9);
       }
     }
@@ -180,6 +181,94 @@ TEST_CASE("spec: forward_rows gives every row's logits as one-at-a-time decoding
   CHECK_THROWS_WITH_AS(rows.forward_rows(nine, 0), doctest::Contains("logits for at most 8 rows"), Error);
   CHECK_THROWS_WITH_AS(Engine(model, Device::cpu(), EngineOptions{.context = 64, .max_logit_rows = 0}),
                        doctest::Contains("rows of logits per forward pass: expected 1 to 1024, got 0"), Error);
+}
+
+TEST_CASE("spec: forward_tree gives each node the logits of its own branch run alone, and keep_branch continues from it") {
+  for (int page_size : {4, 16}) {
+    CAPTURE(page_size);
+    SynthConfig c = synth_preset("tiny");
+    ModelWeights model = load_model_weights(synthetic(c, "spec-tree-tiny.gguf"));
+    EngineOptions eo{.context = 64, .page_size = page_size, .max_batch = 16, .max_logit_rows = 16};
+    Engine tree_engine(model, Device::cpu(), eo), chain_engine(model, Device::cpu(), eo);
+    const std::vector<int> prompt = {1, 40, 41, 42, 43, 44, 45, 46, 47};  // 9 tokens: the tree starts inside a page
+    const int pos = int(prompt.size());
+    // Node 0 is the root (the next token); siblings at several depths.
+    const std::vector<int> tokens = {50, 60, 61, 70, 71, 72, 80, 90, 91, 100, 101, 102};
+    const std::vector<int> parents = {-1, 0, 0, 1, 1, 2, 3, 6, 6, 4, 9, 10};
+    tree_engine.forward(prompt, 0);
+    std::span<const float> tree_rows = tree_engine.forward_tree(tokens, parents, pos);
+    std::vector<float> rows(tree_rows.begin(), tree_rows.end());
+    const size_t vocab = size_t(tree_engine.vocab());
+    auto branch_to = [&](int node) {
+      std::vector<int> b;
+      for (int n = node; n >= 0; n = parents[size_t(n)]) b.insert(b.begin(), n);
+      return b;
+    };
+    for (int node = 0; node < int(tokens.size()); ++node) {
+      CAPTURE(node);
+      std::vector<int> chain;
+      for (int n : branch_to(node)) chain.push_back(tokens[size_t(n)]);
+      chain_engine.forward(prompt, 0);
+      std::span<const float> want = chain_engine.forward_rows(chain, pos);
+      CHECK(relative_error(std::span<const float>(rows).subspan(size_t(node) * vocab, vocab), want.subspan((chain.size() - 1) * vocab, vocab)) < 1e-5);
+    }
+    // Keep the deepest branch that is not in place (nodes 0, 1, 4, 9, 10, 11), then decode on.
+    std::vector<int> branch = branch_to(11);
+    tree_engine.keep_branch(branch, pos);
+    std::vector<int> chain;
+    for (int n : branch) chain.push_back(tokens[size_t(n)]);
+    chain_engine.forward(prompt, 0);
+    chain_engine.forward_rows(chain, pos);
+    int next[2] = {120, 121};
+    std::span<const float> got = tree_engine.forward_rows(next, pos + int(chain.size()));
+    std::vector<float> got_rows(got.begin(), got.end());
+    std::span<const float> want = chain_engine.forward_rows(next, pos + int(chain.size()));
+    CHECK(relative_error(got_rows, want) < 1e-5);
+  }
+  SynthConfig c = synth_preset("tiny");
+  ModelWeights model = load_model_weights(synthetic(c, "spec-tree-tiny.gguf"));
+  Engine engine(model, Device::cpu(), EngineOptions{.context = 64, .max_logit_rows = 8});
+  std::vector<int> tokens = {5, 6, 7}, bad_parents = {-1, 0, 2};
+  std::string text = kdsl_test::error_text([&] { engine.forward_tree(tokens, bad_parents, 0); });
+  CHECK(kdsl_test::contains(text, "node 2 has parent 2; a parent must be an earlier node"));
+  std::vector<int> backwards = {0, 2, 1};
+  text = kdsl_test::error_text([&] { engine.keep_branch(backwards, 0); });
+  CHECK(kdsl_test::contains(text, "keep_branch: node 1 follows node 2"));
+}
+
+TEST_CASE("spec: an n-gram tree holds the continuations of several matches, merged where they agree") {
+  NgramDrafter tree(1, 4, 3);
+  Draft d;
+  // "7 8" occurs three times, followed by 9 10, by 9 11 and by 12: the latest match (9 11)
+  // comes first, the others branch off where they part from it.
+  std::vector<int> text = {7, 8, 9, 10, 5, 7, 8, 12, 6, 7, 8, 9, 11, 4, 7, 8};
+  tree.draft(text, 8, d);
+  REQUIRE(d.is_tree());
+  REQUIRE(d.tokens.size() == d.parents.size());
+  CHECK(d.tokens[0] == 9);
+  CHECK(d.tokens[1] == 11);
+  CHECK(d.parents[1] == 0);
+  std::map<std::pair<int, int>, int> children;  // (parent, token) -> count: siblings are distinct
+  for (size_t i = 0; i < d.tokens.size(); ++i) {
+    CHECK(d.parents[i] < int(i));
+    CHECK(++children[{d.parents[i], d.tokens[i]}] == 1);
+  }
+  bool has_12 = false, has_9_10 = false;
+  for (size_t i = 0; i < d.tokens.size(); ++i) {
+    has_12 |= d.parents[i] == -1 && d.tokens[i] == 12;
+    has_9_10 |= d.parents[i] == 0 && d.tokens[i] == 10;
+  }
+  CHECK(has_12);
+  CHECK(has_9_10);
+  CHECK(d.tokens.size() <= 8);
+  // One match only: a chain, as the plain drafter gives.
+  NgramDrafter chain;
+  Draft one, plain;
+  std::vector<int> periodic = {3, 4, 5, 3, 4};
+  tree.draft(periodic, 5, one);
+  chain.draft(periodic, 5, plain);
+  CHECK(!one.is_tree());
+  CHECK(one.tokens == plain.tokens);
 }
 
 TEST_CASE("spec: n-gram drafter drafts what followed the latest, longest match") {
@@ -428,10 +517,31 @@ TEST_CASE("spec: at temperature > 0 the first tokens are distributed as plain sa
     std::string name() const override { return "scripted"; }
   } scripted;
   scripted.tokens = {likely[0], likely[1]};
-  NgramDrafter ngram;
+  // A tree: the likely second token and another candidate for it, the likely third token
+  // after the first: both rules of the walk (a second child tried after the first is
+  // rejected, a child's child) decide the first three tokens.
+  struct ScriptedTree : Drafter {
+    std::vector<int> tokens, parents;
+    void draft(std::span<const int>, int, Draft &out) override {
+      out.clear();
+      out.tokens = tokens, out.parents = parents;
+    }
+    std::string name() const override { return "scripted tree"; }
+  } tree;
+  {
+    int a[1] = {argmax(p1)};
+    probe.compute_probabilities(engine.forward(a, int(prompt.size())), p2);
+    int other = -1;
+    for (int t = 0; t < 512; ++t)
+      if (p2[size_t(t)] > 0 && t != likely[0] && (other < 0 || p2[size_t(t)] > p2[size_t(other)])) other = t;
+    tree.tokens = {likely[0], other, likely[1]};
+    tree.parents = {-1, -1, 0};
+  }
+  NgramDrafter ngram, ngram_tree(1, 4, 3);
   ModelDrafter model_drafter(draft_model, engine.vocab(), Device::cpu(), EngineOptions{.context = 64, .page_size = 4}, sp);
   const int runs = 3000;
-  for (Drafter *drafter : {static_cast<Drafter *>(&scripted), static_cast<Drafter *>(&model_drafter), static_cast<Drafter *>(&ngram)}) {
+  for (Drafter *drafter : {static_cast<Drafter *>(&scripted), static_cast<Drafter *>(&model_drafter), static_cast<Drafter *>(&ngram),
+                           static_cast<Drafter *>(&tree), static_cast<Drafter *>(&ngram_tree)}) {
     CAPTURE(drafter->name());
     std::map<std::vector<int>, int64_t> seen;
     int64_t drafted = 0, accepted = 0;
@@ -455,7 +565,7 @@ TEST_CASE("spec: at temperature > 0 the first tokens are distributed as plain sa
     CHECK(stat < critical(df));
     // Both outcomes of the rule were exercised (n-gram drafts from this random model's text
     // are its own business).
-    if (drafter != &ngram) {
+    if (drafter != &ngram && drafter != &ngram_tree) {
       CHECK(accepted > 0);
       CHECK(accepted < drafted);
     }
