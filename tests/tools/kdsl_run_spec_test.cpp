@@ -42,6 +42,7 @@ TEST_CASE("kdsl-run: -md and --spec-ngram generate plain decoding's tokens and r
   CHECK_FALSE(plain["summary"].contains("spec_drafted"));
   for (std::vector<std::string> spec : {std::vector<std::string>{"-md", draft, "--draft-p-min", "0"}, {"--model-draft", draft, "--draft-max", "4"},
                                         {"--spec-ngram"}, {"--spec-ngram", "--draft-max", "3", "--draft-min", "2"},
+                                        {"--spec-ngram", "--draft-branches", "3"},
                                         {"--draft-type", "q4_0", "--draft-p-min", "0"}, {"--draft-layers", "1", "--draft-type", "q8_0"}}) {
     CAPTURE(spec[0]);
     std::vector<std::string> args = {"-m", target, "-p", prompt};
@@ -51,7 +52,7 @@ TEST_CASE("kdsl-run: -md and --spec-ngram generate plain decoding's tokens and r
     const json &s = j["summary"];
     REQUIRE(s.contains("spec_drafted"));
     CHECK(s["spec_accepted"].get<int64_t>() <= s["spec_drafted"].get<int64_t>());
-    CHECK(s["spec_drafter"] == (spec[0] == "--spec-ngram" ? "n-gram" : "draft model"));
+    CHECK(s["spec_drafter"] == (spec[0] != "--spec-ngram" ? "draft model" : spec.size() == 3 && spec[1] == "--draft-branches" ? "n-gram tree" : "n-gram"));
     // Its own weights, quantized, draft well; but a random model is never 75% sure of a token
     // (the default --draft-p-min), and then drafts nothing.
     if (spec[0] == "-md" || spec[0] == "--draft-type") CHECK(s["spec_accepted"].get<int64_t>() > 0);
@@ -78,4 +79,5 @@ TEST_CASE("kdsl-run: speculative options that cannot work are refused in one lin
                 "--draft-min 3: expected at most --draft-max (2)");
   check_refused(run_tool_process(kRun, {"-m", target, "-p", "x", "-md", other_vocab}), "the draft model's vocabulary has 600 tokens but the target's has 512");
   check_refused(run_tool_process(kRun, {"-m", target, "-p", "x", "-md", "/nonexistent/draft.gguf"}), "/nonexistent/draft.gguf");
+  check_refused(run_tool_process(kRun, {"-m", target, "-p", "x", "-md", target, "--draft-branches", "2"}), "--draft-branches drafts a token tree");
 }
