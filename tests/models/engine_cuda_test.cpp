@@ -96,6 +96,23 @@ TEST_CASE("engine on a CUDA device: weights uploaded once, then per token one id
   CHECK(fake.count.allocs() == allocs_check);
   CHECK(fake.count.htod_bytes() - htod_check == 4 * int64_t(sizeof(int32_t)));
   CHECK(fake.count.dtoh_bytes() - dtoh_check == 4 * int64_t(sizeof(float)) * model.hparams.n_vocab);
+
+  // A token tree: the tree kernels (rope at given positions, tree attention, the branch's KV
+  // move) compile for the GPU and run with no allocation; in go the ids, the node positions
+  // and ancestor sets, and the branch's moves.
+  std::vector<int> tree = {42, 7, 8, 9}, parents = {-1, 0, 0, 2};
+  std::vector<int> branch = {0, 2, 3};
+  engine.forward_tree(tree, parents, pos);  // compiles here
+  engine.keep_branch(branch, pos);
+  const long long allocs_tree = fake.count.allocs(), htod_tree = fake.count.htod_bytes(), dtoh_tree = fake.count.dtoh_bytes();
+  launches = fake.count.launches();
+  rows = engine.forward_tree(tree, parents, pos + 1);
+  CHECK(rows.size() == 4 * size_t(model.hparams.n_vocab));
+  engine.keep_branch(branch, pos + 1);
+  CHECK(fake.count.allocs() == allocs_tree);
+  CHECK(fake.count.htod_bytes() - htod_tree == 4 * int64_t(sizeof(int32_t) + sizeof(int32_t) + sizeof(int64_t)) + 2 * 2 * int64_t(sizeof(int32_t)));
+  CHECK(fake.count.dtoh_bytes() - dtoh_tree == 4 * int64_t(sizeof(float)) * model.hparams.n_vocab);
+  CHECK(fake.count.launches() - launches >= int(model.layers.size()) * 11);  // and one KV move per layer
   std::filesystem::remove(path);
 }
 
