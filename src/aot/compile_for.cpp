@@ -16,7 +16,7 @@
 #include "frontend/trace_kernel.h"
 #include "jit_cache/disk_cache.h"
 #include "runtime/cache_stats.h"
-#include "runtime/cuda/cuda_launch.h"
+#include "runtime/cuda/cuda_target.h"
 #include "runtime/kernel_cache_key.h"
 #include "runtime/specialization_ir.h"
 #include "support/log.h"
@@ -82,7 +82,7 @@ CompileResult compile_for(const KernelSignature &signature, const Target &target
   stats().compile_us.fetch_add(int64_t(ms * 1000));
 
   jit_cache::DiskCache disk(jit_cache::DiskCache::default_dir());
-  disk.store(key, kernel_cache_entry(signature.name, obj, ms, cuda));
+  disk.store(key, kernel_cache_entry(signature.name, obj, ms));
   std::error_code ec;
   std::filesystem::path file = disk.entry_path(key);
 

@@ -47,6 +47,7 @@ struct ResourceReport {
 struct CompiledObject {
   std::vector<uint8_t> object;  // host: a relocatable object file; cuda: a cubin, or PTX (NUL-terminated) for the driver's JIT
   std::string symbol;
+  std::string format;           // GPU code, as its loader is told: "cubin", "ptx"; empty for a host object
   double passes_ms = 0, lower_ms = 0, llvm_ms = 0;
   std::string ptx;             // cuda only
   ResourceReport resources;    // cuda only

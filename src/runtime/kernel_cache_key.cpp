@@ -6,7 +6,6 @@
 #include <kdsl_version.h>
 
 #include "ir/printer.h"
-#include "runtime/cuda/cuda_launch.h"
 #include "runtime/specialization_ir.h"
 
 namespace kdsl::detail {
@@ -28,12 +27,22 @@ jit_cache::CacheKey kernel_cache_key(const std::string &kernel_name, const ir::F
 
 std::string kernel_symbol(const jit_cache::CacheKey &key) { return "kdsl_" + key.digest(); }
 
-jit_cache::CacheEntry kernel_cache_entry(const std::string &kernel_name, const codegen::CompiledObject &compiled, double compile_ms, bool cuda) {
+jit_cache::CacheEntry kernel_cache_entry(const std::string &kernel_name, const codegen::CompiledObject &compiled, double compile_ms) {
   jit_cache::CacheEntry entry;
   entry.symbol = compiled.symbol;
   entry.code = compiled.object;
   entry.metadata = {{"kernel", kernel_name}, {"compile_ms", compile_ms}};
-  if (cuda) add_cuda_metadata(entry.metadata, compiled);
+  if (compiled.format.empty()) return entry;  // a host object: the JIT needs its symbol only
+  // GPU code is launched in blocks whose shape the module does not say.
+  const codegen::ResourceReport &r = compiled.resources;
+  entry.metadata["format"] = compiled.format;
+  entry.metadata["threads"] = r.threads;
+  entry.metadata["dynamic_shared_bytes"] = r.dynamic_shared_bytes;
+  if (r.assembled) {
+    entry.metadata["registers"] = r.registers;
+    entry.metadata["spill_store_bytes"] = r.spill_store_bytes;
+    entry.metadata["static_shared_bytes"] = r.static_shared_bytes;
+  }
   return entry;
 }
 

@@ -22,7 +22,7 @@ jit_cache::CacheKey kernel_cache_key(const std::string &kernel_name, const ir::F
 std::string kernel_symbol(const jit_cache::CacheKey &key);
 
 // What the cache stores for compiled code: its symbol and object, and the metadata a load
-// needs (CUDA: the launch shape, format and ptxas's report).
-jit_cache::CacheEntry kernel_cache_entry(const std::string &kernel_name, const codegen::CompiledObject &compiled, double compile_ms, bool cuda);
+// needs (GPU code: its format, launch shape and the assembler's report).
+jit_cache::CacheEntry kernel_cache_entry(const std::string &kernel_name, const codegen::CompiledObject &compiled, double compile_ms);
 
 }  // namespace kdsl::detail

@@ -92,6 +92,7 @@ CompiledObject compile_for_cuda(const ir::Function &traced, const std::string &s
     out.object.push_back(0);
     if (options.assemble) log_info("{}: no ptxas found ($CUDA_HOME/bin, /usr/local/cuda/bin, PATH): the driver will JIT the PTX", fn.name);
   }
+  out.format = out.resources.assembled ? "cubin" : "ptx";
   out.llvm_ms = elapsed_ms(start);
   if (dump.asm_text) {
     write_dump(dump, out, ".ptx", out.ptx);

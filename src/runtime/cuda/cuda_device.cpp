@@ -5,7 +5,7 @@
 
 #include <kdsl/error.h>
 
-#include "runtime/cuda/cuda_launch.h"
+#include "runtime/cuda/cuda_target.h"
 
 namespace kdsl::detail {
 

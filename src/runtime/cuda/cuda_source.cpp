@@ -13,7 +13,7 @@
 #include "jit_cache/memory_cache.h"
 #include "runtime/cache_stats.h"
 #include "runtime/cuda/cuda_device.h"
-#include "runtime/cuda/cuda_launch.h"
+#include "runtime/pointer_placement.h"
 #include "runtime/cuda/nvrtc.h"
 #include "support/log.h"
 
@@ -129,7 +129,7 @@ void launch_source(CudaSourceImpl &k, const Grid &g, const ThreadBlock &block, c
   }
   for (size_t i = 0; i < count; ++i) {
     const SourceArg &a = args[i];
-    if (a.kind == SourceArg::Kind::HostPointer) pointer_memory_error(k.name, i, true);
+    if (a.kind == SourceArg::Kind::HostPointer) pointer_memory_error(k.name, i, MemorySpace::Device);
     if (k.parameter_sizes && (*k.parameter_sizes)[i] != a.size)
       throw Error(fmt::format("kernel '{}': argument {} is {} of {} bytes; the kernel's parameter {} takes {} bytes (pass the type it declares)", k.name,
                               i, a.type, a.size, i, (*k.parameter_sizes)[i]));
