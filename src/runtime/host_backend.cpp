@@ -13,6 +13,7 @@
 #include <kdsl/error.h>
 
 #include "codegen/host/device_debug.h"
+#include "runtime/compile_target.h"
 #include "runtime/checked_mode.h"
 #include "runtime/launch_profile.h"
 #include "support/log.h"
@@ -30,9 +31,9 @@ CpuDevice::CpuDevice(int threads) : pool_(threads) { codegen::start_host_jit(); 
 
 std::string CpuDevice::name() const { return fmt::format("cpu ({}, {} threads)", codegen::host_target().arch, pool_.size()); }
 
-codegen::CompiledObject CpuDevice::compile(const ir::Function &traced, const std::string &symbol, const CompileOptions &, bool checked,
+codegen::CompiledObject CpuDevice::compile(const ir::Function &traced, const std::string &symbol, const CompileOptions &options, bool checked,
                                            const codegen::DumpOptions &dump) const {
-  return codegen::compile_for_host(traced, symbol, dump, {.bounds_checks = checked});
+  return codegen::compile(traced, symbol, codegen::Target::host(), codegen_options(options, checked), dump);
 }
 
 std::shared_ptr<LoadedCode> CpuDevice::load(const jit_cache::CacheEntry &entry) {

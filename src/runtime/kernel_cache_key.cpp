@@ -32,8 +32,9 @@ jit_cache::CacheEntry kernel_cache_entry(const std::string &kernel_name, const c
   entry.symbol = compiled.symbol;
   entry.code = compiled.object;
   entry.metadata = {{"kernel", kernel_name}, {"compile_ms", compile_ms}};
-  if (compiled.format.empty()) return entry;  // a host object: the JIT needs its symbol only
-  // GPU code is launched in blocks whose shape the module does not say.
+  // GPU code is launched in blocks of threads, whose shape the module does not say; a host
+  // object needs its symbol only.
+  if (compiled.resources.threads == 0) return entry;
   const codegen::ResourceReport &r = compiled.resources;
   entry.metadata["format"] = compiled.format;
   entry.metadata["threads"] = r.threads;

@@ -6,7 +6,7 @@
 #include <kdsl/error.h>
 
 #include "runtime/cuda/cuda_device.h"
-#include "runtime/cuda/cuda_target.h"
+#include "runtime/compile_target.h"
 #include "support/log.h"
 
 namespace kdsl::detail {
@@ -18,8 +18,9 @@ cuda::CUdeviceptr address(const void *p) { return reinterpret_cast<cuda::CUdevic
 
 codegen::CompiledObject CudaDevice::compile(const ir::Function &traced, const std::string &symbol, const CompileOptions &options, bool,
                                             const codegen::DumpOptions &dump) const {
-  // An sm_90 cubin would not load on sm_100 or sm_120: those get PTX.
-  return codegen::compile_for_cuda(traced, symbol, cuda_compile_options(info_.name, !embeds_ptx_, options), dump);
+  codegen::Options to = codegen_options(options, false);
+  to.assemble = !embeds_ptx_;  // an sm_90 cubin would not load on sm_100 or sm_120: those get PTX
+  return codegen::compile(traced, symbol, codegen::Target::named(info_.name), to, dump);
 }
 
 std::shared_ptr<LoadedCode> CudaDevice::load(const jit_cache::CacheEntry &entry) {

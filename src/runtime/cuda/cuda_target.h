@@ -1,8 +1,6 @@
-// cuda_target.h - a CUDA architecture as compiling for it needs it: its cache identity and codegen's options
+// cuda_target.h - a CUDA architecture's cache identity: the arch a device reports and the toolkit that compiles for it
 #pragma once
 #include <string>
-
-#include <kdsl/kernel.h>
 
 #include "codegen/codegen.h"
 #include "codegen/target_info.h"
@@ -13,9 +11,5 @@ namespace kdsl::detail {
 // target(): `arch` is the key's arch (info.name, or a newer GPU's "sm_100 (sm_90 PTX)"), features
 // the toolkit (ptxas, libdevice). compile_for("sm_90") and a launch on an sm_90 GPU share it.
 codegen::TargetDesc cuda_target(const codegen::TargetInfo &info, const std::string &arch);
-
-// What compile_for_cuda is given for `arch` ("sm_90"): the launch options, and whether ptxas
-// assembles a cubin (false: PTX for the driver's JIT).
-codegen::CudaCompileOptions cuda_compile_options(const std::string &arch, bool assemble, const CompileOptions &options);
 
 }  // namespace kdsl::detail
