@@ -17,11 +17,11 @@
 #include "codegen/codegen.h"
 #include "frontend/trace_kernel.h"
 #include "jit_cache/cache_key.h"
-#include "jit_cache/disk_cache.h"
 #include "jit_cache/memory_cache.h"
-#include "runtime/cache_stats.h"
 #include "runtime/backend.h"
+#include "runtime/cache_stats.h"
 #include "runtime/checked_mode.h"
+#include "runtime/code_cache.h"
 #include "runtime/extent_requirements.h"
 #include "runtime/kernel_cache_key.h"
 #include "runtime/pointer_placement.h"
@@ -32,7 +32,6 @@ namespace kdsl {
 namespace detail {
 using jit_cache::CacheEntry;
 using jit_cache::CacheKey;
-using jit_cache::DiskCache;
 using jit_cache::MemoryCache;
 
 Stats &stats() {
@@ -249,51 +248,24 @@ class KernelImpl {
     CompileOptions keyed = options_;
     keyed.checked = checked_;  // checked code is a specialization of its own
     CacheKey key = kernel_cache_key(sig_.name, fn, arg_classes, keyed, backend_.target());
-    // A GPU's modules live in its context: the in-memory table holds one per device.
-    std::string memory_key = key.digest() + backend_.loaded_code_scope();
-
-    if (auto hit = memory_cache().find(memory_key)) {
-      stats().memory_hits.fetch_add(1);
-      log_info("{} [{}]: memory cache hit ({:.3f} ms with tracing)", sig_.name, key.specialization, elapsed_ms(start));
-      return hit;
-    }
-    DiskCache disk(DiskCache::default_dir());
-    std::shared_ptr<LoadedCode> loaded;
-    std::string symbol = kernel_symbol(key);
-    bool from_disk = false;
-    jit_cache::EntryFile file;
     // KDSL_DUMP writes the stages of what is compiled: a kernel asked to be dumped is compiled
     // again rather than loaded, so the dump never silently misses it.
     const codegen::DumpOptions dump = codegen::DumpOptions::from_env();
-    const bool dumping = dump.ir || dump.llvm || dump.asm_text;
-    if (auto entry = dumping ? std::nullopt : disk.load(key, &file)) {
-      // The checksum says the file is as it was written, not that its code links or loads here:
-      // an entry that does not is removed and recompiled, never fatal on every run.
-      try {
-        loaded = backend_.load(*entry);
-        from_disk = true;
-      } catch (const std::exception &e) {
-        disk.discard(key, file, fmt::format("its code does not load ({})", e.what()));
-        // The failed object may have left its symbols in the JIT: recompile under a name of its own.
-        static std::atomic<int64_t> reloads{0};
-        symbol += fmt::format("_r{}", reloads.fetch_add(1) + 1);
-      }
-    }
-    if (from_disk) {
-      stats().disk_hits.fetch_add(1);
-      log_info("{} [{}]: disk cache hit {} ({:.3f} ms)", sig_.name, key.specialization, disk.entry_path(key).string(), elapsed_ms(start));
-    } else {
+    CodeSource<LoadedCode> source;
+    source.what = fmt::format("{} [{}]", sig_.name, key.specialization);
+    source.use_disk = !(dump.ir || dump.llvm || dump.asm_text);
+    source.load = [&](const CacheEntry &entry) { return backend_.load(entry); };
+    source.compile = [&](bool retry) {
+      std::string symbol = kernel_symbol(key);
+      // A failed object may have left its symbols in the JIT: recompile under a name of its own.
+      static std::atomic<int64_t> reloads{0};
+      if (retry) symbol += fmt::format("_r{}", reloads.fetch_add(1) + 1);
       codegen::CompiledObject obj = backend_.compile(fn, symbol, options_, checked_, dump);
-      CacheEntry fresh = kernel_cache_entry(sig_.name, obj, elapsed_ms(start));
-      disk.store(key, fresh);
-      loaded = backend_.load(fresh);
-      double ms = elapsed_ms(start);
-      stats().compiled.fetch_add(1);
-      stats().compile_us.fetch_add(int64_t(ms * 1000));
-      log_info("{} [{}]: compiled in {:.2f} ms (passes {:.2f}, lowering {:.2f}, LLVM {:.2f})", sig_.name, key.specialization, ms, obj.passes_ms,
-               obj.lower_ms, obj.llvm_ms);
-    }
-    return memory_cache().insert(memory_key, loaded);
+      return FreshCode{kernel_cache_entry(sig_.name, obj, elapsed_ms(start)),
+                       fmt::format(" (passes {:.2f}, lowering {:.2f}, LLVM {:.2f})", obj.passes_ms, obj.lower_ms, obj.llvm_ms)};
+    };
+    // A GPU's modules live in its context: the in-memory table holds one per device.
+    return find_or_compile(memory_cache(), key, key.digest() + backend_.loaded_code_scope(), source, start);
   }
 
   Device device_;     // keeps the backend alive

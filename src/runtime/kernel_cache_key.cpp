@@ -10,19 +10,25 @@
 
 namespace kdsl::detail {
 
-jit_cache::CacheKey kernel_cache_key(const std::string &kernel_name, const ir::Function &traced, const std::vector<ir::ArgClass> &classes,
-                                     const CompileOptions &options, const codegen::TargetDesc &target) {
+jit_cache::CacheKey cache_key(const std::string &name, const std::string &code_text, const std::string &specialization, const std::string &options,
+                              const codegen::TargetDesc &target) {
   jit_cache::CacheKey key;
-  key.kernel_name = kernel_name;
-  key.ir_hash = jit_cache::hash_text_hex(ir::print(traced));
-  key.specialization = specialization_text(classes);
-  key.options = fmt::format("num_warps={},num_stages={}{}", options.num_warps, options.num_stages, options.checked ? ",checked" : "");
+  key.kernel_name = name;
+  key.ir_hash = jit_cache::hash_text_hex(code_text);
+  key.specialization = specialization;
+  key.options = options;
   key.backend = target.backend;
   key.arch = target.arch;
   key.features = target.features;
   key.kdsl_version = KDSL_VERSION_STRING;
   key.llvm_version = codegen::llvm_version();
   return key;
+}
+
+jit_cache::CacheKey kernel_cache_key(const std::string &kernel_name, const ir::Function &traced, const std::vector<ir::ArgClass> &classes,
+                                     const CompileOptions &options, const codegen::TargetDesc &target) {
+  return cache_key(kernel_name, ir::print(traced), specialization_text(classes),
+                   fmt::format("num_warps={},num_stages={}{}", options.num_warps, options.num_stages, options.checked ? ",checked" : ""), target);
 }
 
 std::string kernel_symbol(const jit_cache::CacheKey &key) { return "kdsl_" + key.digest(); }

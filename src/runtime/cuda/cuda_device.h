@@ -44,7 +44,7 @@ class CudaDevice final : public Backend {
   int threads() const override { return info_.sm_count; }
   MemorySpace memory_space() const override { return MemorySpace::Device; }
   bool runs_checked_code() const override { return false; }
-  std::string loaded_code_scope() const override { return "@" + context_key(); }
+  std::string loaded_code_scope() const override;  // "@" + context_key()
 
   // The Backend side (cuda_backend.cpp). compile: a cubin where ptxas is found, else PTX that
   // the driver JIT-compiles at load; PTX always on GPUs newer than sm_90 (embeds_ptx).
