@@ -15,11 +15,11 @@ namespace kdsl::kernels {
 
 // A library kernel as its dispatch code calls it: the Library's raw pointers are the device's
 // memory (host memory on the CPU, device addresses on a GPU), so each is passed on marked as
-// such; other arguments pass through.
+// such (device_memory: the device has memory of its own); other arguments pass through.
 template <auto K>
 struct LibraryKernel {
   const Kernel<K> &kernel;
-  bool on_gpu;
+  bool device_memory;
 
   template <class... Args>
   void operator()(const Grid &g, Args... args) const {
@@ -29,7 +29,7 @@ struct LibraryKernel {
  private:
   template <class T>
   PlacedPointer<T> place(T *p) const {
-    return {p, on_gpu};
+    return {p, device_memory};
   }
   template <class T>
   T place(T v) const {
@@ -38,7 +38,7 @@ struct LibraryKernel {
 };
 
 struct Library::Impl {
-  explicit Impl(const Device &d) : device(d), on_gpu(d.kind() != Device::Kind::Cpu) {}
+  explicit Impl(const Device &d) : device(d), device_memory(d.memory_space() == MemorySpace::Device) {}
 
   // The compiled kernel K for this device, created at its first use. A launch traces and
   // compiles each new specialization once; later launches find it in the cache.
@@ -47,11 +47,11 @@ struct Library::Impl {
     static const char identity = 0;  // one address per kernel instantiation
     auto it = kernels.find(&identity);
     if (it == kernels.end()) it = kernels.emplace(&identity, std::make_shared<Kernel<K>>(device, CompileOptions{})).first;
-    return {*static_cast<const Kernel<K> *>(it->second.get()), on_gpu};
+    return {*static_cast<const Kernel<K> *>(it->second.get()), device_memory};
   }
 
   Device device;
-  bool on_gpu;
+  bool device_memory;  // the Library's pointers are device addresses, not host memory
   std::unordered_map<const void *, std::shared_ptr<const void>> kernels;
 
   // Scratch in the device's memory, grown (never shrunk) on demand so steady-state calls reuse it.

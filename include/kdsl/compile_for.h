@@ -52,6 +52,7 @@ struct CompileResult {
   std::string ptx;             // CUDA only
   std::string assembly;        // host only: the object's machine code as assembly text
   std::vector<uint8_t> object;  // host: a relocatable object; CUDA: a cubin, or NUL-terminated PTX without ptxas
+  std::string format;           // what `object` is: "object" (host), "cubin", or "ptx" (the PTX, for the driver's JIT)
   KernelResources resources;
   std::string cache_digest;    // the kernel cache key a launch on this target computes (32 hex digits)
   std::string cache_file;      // where the entry was stored; empty when the disk cache refused it (logged)

@@ -18,8 +18,12 @@
 namespace kdsl {
 
 namespace detail {
-class DeviceImpl;
+class Backend;
 }
+
+// Where a device's kernels find their data: host memory (the CPU), or the device's own memory,
+// which kernels reach through Buffers allocated on it (a GPU).
+enum class MemorySpace { Host, Device };
 
 class Device {
  public:
@@ -38,22 +42,24 @@ class Device {
   Kind kind() const;
   std::string name() const;  // "cpu (znver3, 2 threads)", "cuda:0 (NVIDIA H200, sm_90, 132 SMs)"
   int threads() const;       // CPU: worker threads; GPU: multiprocessors
+  // Host for the CPU, Device for a GPU: whether pointer arguments must be Buffers on the device.
+  MemorySpace memory_space() const;
   // Waits for every launch and copy issued to the device (CPU launches are synchronous).
   void synchronize() const;
   // Bytes of memory free for buffers now: the GPU's (cuMemGetInfo), or the host's
   // MemAvailable (0 where it cannot be read).
   size_t free_memory() const;
 
-  detail::DeviceImpl &impl() const { return *impl_; }
-  explicit Device(std::shared_ptr<detail::DeviceImpl> impl) : impl_(std::move(impl)) {}
+  detail::Backend &impl() const { return *impl_; }
+  explicit Device(std::shared_ptr<detail::Backend> impl) : impl_(std::move(impl)) {}
 
  private:
-  std::shared_ptr<detail::DeviceImpl> impl_;
+  std::shared_ptr<detail::Backend> impl_;
 };
 
 namespace detail {
-// Device memory for Buffer (src/runtime/buffer.cpp): `bytes` zeroed bytes on a GPU, freed when
-// the last owner goes; get() is the device address.
+// Device memory for Buffer (src/runtime/buffer.cpp): `bytes` zeroed bytes in the device's own
+// memory, freed when the last owner goes; get() is the device address.
 std::shared_ptr<void> device_alloc(const Device &device, size_t bytes);
 void device_copy_from_host(const Device &device, void *device_dst, const void *host_src, size_t bytes);
 void device_copy_to_host(const Device &device, void *host_dst, const void *device_src, size_t bytes);
@@ -74,7 +80,7 @@ class Buffer {
   explicit Buffer(size_t count) : host_(zeroed_host(count)), data_(host_.get()), count_(count) {}
   // `count` zeroed elements in `device`'s memory.
   Buffer(const Device &device, size_t count) {
-    if (device.kind() == Device::Kind::Cpu) {
+    if (device.memory_space() == MemorySpace::Host) {
       *this = Buffer(count);
       return;
     }

@@ -28,7 +28,7 @@ DeviceWeights place_weights(const ModelWeights &model, const Device &device) {
   DeviceWeights d;
   d.token_embd = model.token_embd, d.output_norm = model.output_norm, d.output = model.output;
   d.layers = model.layers;
-  if (device.kind() == Device::Kind::Cpu) return d;
+  if (device.memory_space() == MemorySpace::Host) return d;
   // A tensor shared by two views (tied embeddings) is uploaded once.
   std::vector<std::pair<const void *, const void *>> uploaded;  // host data, device data
   auto place = [&](Weight &w) {

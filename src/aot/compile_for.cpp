@@ -2,9 +2,7 @@
 #include <kdsl/compile_for.h>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
-#include <algorithm>
 #include <chrono>
 #include <filesystem>
 
@@ -12,11 +10,10 @@
 #include <kdsl/registry.h>
 
 #include "codegen/codegen.h"
-#include "codegen/target_info.h"
 #include "frontend/trace_kernel.h"
 #include "jit_cache/disk_cache.h"
 #include "runtime/cache_stats.h"
-#include "runtime/cuda/cuda_launch.h"
+#include "runtime/compile_target.h"
 #include "runtime/kernel_cache_key.h"
 #include "runtime/specialization_ir.h"
 #include "support/log.h"
@@ -46,43 +43,33 @@ KernelResources resources_of(const codegen::CompiledObject &obj) {
 
 }  // namespace
 
-Target::Target(std::string name) : name_(std::move(name)) {
-  std::vector<std::string> known = names();
-  if (std::find(known.begin(), known.end(), name_) == known.end())
-    throw Error(fmt::format("unknown target '{}': kdsl compiles for {}", name_, fmt::join(known, ", ")));
-}
+Target::Target(std::string name) : name_(std::move(name)) { codegen::Target::named(name_); }
 
-std::vector<std::string> Target::names() {
-  std::vector<std::string> names = {"host"};
-  for (const std::string &gpu : codegen::target_names()) names.push_back(gpu);
-  return names;
-}
+std::vector<std::string> Target::names() { return codegen::Target::names(); }
 
 namespace detail {
 
 CompileResult compile_for(const KernelSignature &signature, const Target &target, const Specialization &spec, const CompileOptions &requested) {
+  const codegen::Target to = codegen::Target::named(target.name());
   // Checked code exists on the host only; a GPU launch runs unchecked and looks up that key.
   CompileOptions options = requested;
-  if (!target.is_host()) options.checked = false;
+  if (!to.is_host()) options.checked = false;
   auto start = std::chrono::steady_clock::now();
   std::vector<ir::ArgClass> classes = to_arg_classes(spec.classes_for(signature.params, signature.name));
   ir::Function traced = frontend::trace_kernel(signature, classes);
-  bool cuda = !target.is_host();
-  // The target a device of this kind reports, so the key is the one its launches look up.
-  codegen::TargetDesc desc = cuda ? cuda_target(codegen::target_info(target.name()), target.name()) : codegen::host_target();
-  jit_cache::CacheKey key = kernel_cache_key(signature.name, traced, classes, options, desc);
+  // The identity a device of this target reports, so the key is the one its launches look up.
+  jit_cache::CacheKey key = kernel_cache_key(signature.name, traced, classes, options, cache_identity(to));
 
   codegen::DumpOptions dump;
   dump.ir = dump.llvm = dump.asm_text = dump.keep_text = true;
   std::string symbol = kernel_symbol(key);
-  codegen::CompiledObject obj = cuda ? codegen::compile_for_cuda(traced, symbol, cuda_compile_options(target.name(), true, options), dump)
-                                     : codegen::compile_for_host(traced, symbol, dump, {.bounds_checks = options.checked});
+  codegen::CompiledObject obj = codegen::compile(traced, symbol, to, codegen_options(options, options.checked), dump);
   double ms = elapsed_ms(start);
   stats().compiled.fetch_add(1);
   stats().compile_us.fetch_add(int64_t(ms * 1000));
 
   jit_cache::DiskCache disk(jit_cache::DiskCache::default_dir());
-  disk.store(key, kernel_cache_entry(signature.name, obj, ms, cuda));
+  disk.store(key, kernel_cache_entry(signature.name, obj, ms));
   std::error_code ec;
   std::filesystem::path file = disk.entry_path(key);
 
@@ -91,6 +78,7 @@ CompileResult compile_for(const KernelSignature &signature, const Target &target
   out.target = target.name();
   out.specialization = key.specialization;
   out.symbol = symbol;
+  out.format = obj.format;
   out.traced_ir = stage(obj, ".traced.kir");
   out.optimized_ir = stage(obj, ".kir");
   out.llvm_ir = stage(obj, ".ll");

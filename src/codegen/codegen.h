@@ -1,10 +1,11 @@
-// codegen.h - the compiler's interface to the rest of kdsl: block IR in, machine code out (no LLVM types)
+// codegen.h - the compiler's interface to the rest of kdsl: compile(block IR, Target, Options) to machine code (no LLVM types)
 #pragma once
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "codegen/target_info.h"
 #include "ir/ir.h"
 
 namespace kdsl::codegen {
@@ -47,6 +48,7 @@ struct ResourceReport {
 struct CompiledObject {
   std::vector<uint8_t> object;  // host: a relocatable object file; cuda: a cubin, or PTX (NUL-terminated) for the driver's JIT
   std::string symbol;
+  std::string format;           // "object" (host: relocatable, for the JIT), "cubin", "ptx"
   double passes_ms = 0, lower_ms = 0, llvm_ms = 0;
   std::string ptx;             // cuda only
   ResourceReport resources;    // cuda only
@@ -68,13 +70,41 @@ struct BoundsViolation {
 };
 inline size_t checked_slot_count(size_t args) { return 3 * args + 1; }
 
-struct HostCompileOptions {
-  bool bounds_checks = false;  // checked mode: see BoundsViolation
+// The machine code is compiled for: this host's CPU, or a GPU of target_info.cpp's table. The
+// pipeline (pipeline.cpp) gates its steps on `kind`; a GPU's details are data, its TargetInfo.
+struct Target {
+  enum class Kind { Host, Nvptx };
+  Kind kind = Kind::Host;
+  const TargetInfo *gpu = nullptr;  // the GPU's description; null for the host
+
+  static Target host() { return {}; }
+  // "host", or a GPU target_info() knows ("sm_80", "sm_90"); throws kdsl::Error naming them.
+  static Target named(const std::string &name);
+  // "host", then every GPU: what named() accepts.
+  static std::vector<std::string> names();
+  std::string name() const { return gpu ? gpu->name : "host"; }
+  bool is_host() const { return kind == Kind::Host; }
 };
 
-// Runs the pass pipeline and the host lowering, optimizes at O3 for the host CPU and emits an
-// object file exporting `symbol` as a HostEntry.
-CompiledObject compile_for_host(const ir::Function &fn, const std::string &symbol, const DumpOptions &dump, const HostCompileOptions &options = {});
+// How to compile, beside the target: each field is read by the targets it names.
+struct Options {
+  int num_warps = 4;           // GPU: threads per program, num_warps * warp size
+  int num_stages = 2;          // GPU: >= 2 copies loads feeding tensor-core dots in for_range ahead with cp.async (sm_80+)
+  bool assemble = true;        // NVPTX: run ptxas where found (else the object is PTX for the driver's JIT)
+  bool bounds_checks = false;  // host: checked mode, see BoundsViolation
+};
+
+// Block IR in, machine code out: the block-IR passes of pipeline.cpp, the target's own steps
+// (GPU: layouts and pipelining), lowering to LLVM IR, O3, and code exporting `symbol`:
+//   host: a relocatable object whose `symbol` is a HostEntry;
+//   NVPTX: PTX (libdevice linked where its math is called) and, where ptxas is found and
+//   options.assemble asks, a cubin with its resource report; threads and dynamic shared
+//   memory in `resources`.
+// DumpOptions: ir writes .traced.kir and .kir, llvm .ll and .opt.ll, asm_text .s (host) or
+// .ptx, .cubin and .resources.txt (NVPTX). Throws kdsl::Error for a kernel that does not fit
+// the target (shared memory, libdevice missing).
+CompiledObject compile(const ir::Function &traced, const std::string &symbol, const Target &target, const Options &options = {},
+                       const DumpOptions &dump = {});
 
 // Starts the process's JIT (target set-up, symbol search of the process); the CPU device
 // calls it when created so that the first kernel load does not pay for it.
@@ -82,18 +112,5 @@ void start_host_jit();
 
 // Links an object into the process's JIT and returns its entry point. Thread-safe.
 HostEntry load_host_object(const std::vector<uint8_t> &object, const std::string &symbol);
-
-struct CudaCompileOptions {
-  std::string arch = "sm_80";  // a name target_info() knows: sm_80, sm_90
-  int num_warps = 4;           // threads per program: num_warps * 32
-  int num_stages = 2;          // >= 2: loads feeding tensor-core dots in for_range copied ahead with cp.async (sm_80+)
-  bool assemble = true;        // run ptxas when found (else the object is PTX for the driver JIT)
-};
-
-// Runs the pass pipeline, assigns layouts, lowers to LLVM IR for nvptx64-nvidia-cuda, links
-// libdevice, optimizes at O3, emits PTX and, where ptxas is found, assembles a cubin with its
-// resource report. DumpOptions: ir writes .traced.kir and .kir, llvm .ll and .opt.ll,
-// asm_text .ptx, .cubin and .resources.txt.
-CompiledObject compile_for_cuda(const ir::Function &fn, const std::string &symbol, const CudaCompileOptions &options, const DumpOptions &dump);
 
 }  // namespace kdsl::codegen

@@ -1,4 +1,4 @@
-// pipeline.h - the block-IR pass pipeline every backend runs before lowering
+// pipeline.h - the block-IR passes every target runs (compile(), codegen.h, runs them and the target's own steps)
 #pragma once
 #include <string>
 
@@ -6,7 +6,7 @@
 
 namespace kdsl::codegen {
 
-// Runs the passes listed in pipeline.cpp, in order, verifying after each. With
+// Runs the block-IR passes listed in pipeline.cpp, in order, verifying after each. With
 // KDSL_TIME_PASSES set, prints each pass's time to stderr.
 void run_pipeline(ir::Function &fn);
 

@@ -5,6 +5,8 @@
 
 #include <kdsl/error.h>
 
+#include "codegen/codegen.h"
+
 namespace kdsl::codegen {
 namespace {
 
@@ -57,6 +59,19 @@ const TargetInfo &target_info(const std::string &arch) {
   for (const TargetInfo &t : targets())
     if (t.name == arch) return t;
   throw Error(fmt::format("unknown GPU target '{}': kdsl knows {}", arch, fmt::join(target_names(), ", ")));
+}
+
+Target Target::named(const std::string &name) {
+  if (name == "host") return host();
+  for (const TargetInfo &t : targets())
+    if (t.name == name) return Target{Kind::Nvptx, &t};
+  throw Error(fmt::format("unknown target '{}': kdsl compiles for {}", name, fmt::join(names(), ", ")));
+}
+
+std::vector<std::string> Target::names() {
+  std::vector<std::string> names = {"host"};
+  for (const TargetInfo &t : targets()) names.push_back(t.name);
+  return names;
 }
 
 std::vector<std::string> target_names() {

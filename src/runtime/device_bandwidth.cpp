@@ -17,6 +17,7 @@ MeasuredBandwidth measure_device_bandwidth(const Device &device, size_t bytes, i
     m.what = fmt::format("read stream of {} MiB on {} threads", bytes >> 20, device.threads());
     return m;
   }
+  if (device.kind() != Device::Kind::Cuda) throw Error(fmt::format("no bandwidth probe for {}: kdsl measures the CPU and CUDA devices", device.name()));
   auto &gpu = static_cast<detail::CudaDevice &>(device.impl());
   Buffer<uint8_t> src(device, bytes), dst(device, bytes);
   auto address = [](const Buffer<uint8_t> &b) { return cuda::CUdeviceptr(reinterpret_cast<uintptr_t>(b.data())); };

@@ -15,18 +15,16 @@
 #include <kdsl/kernel.h>
 
 #include "codegen/codegen.h"
-#include "codegen/host/device_debug.h"
 #include "frontend/trace_kernel.h"
 #include "jit_cache/cache_key.h"
-#include "jit_cache/disk_cache.h"
 #include "jit_cache/memory_cache.h"
+#include "runtime/backend.h"
 #include "runtime/cache_stats.h"
 #include "runtime/checked_mode.h"
-#include "runtime/cuda/cuda_launch.h"
-#include "runtime/device_impl.h"
-#include "runtime/kernel_cache_key.h"
+#include "runtime/code_cache.h"
 #include "runtime/extent_requirements.h"
-#include "runtime/launch_profile.h"
+#include "runtime/kernel_cache_key.h"
+#include "runtime/pointer_placement.h"
 #include "support/env.h"
 #include "support/log.h"
 
@@ -34,7 +32,6 @@ namespace kdsl {
 namespace detail {
 using jit_cache::CacheEntry;
 using jit_cache::CacheKey;
-using jit_cache::DiskCache;
 using jit_cache::MemoryCache;
 
 Stats &stats() {
@@ -44,14 +41,8 @@ Stats &stats() {
 
 namespace {
 
-struct LoadedKernel {
-  codegen::HostEntry entry = nullptr;  // CPU
-  CudaFunction cuda;                   // CUDA: the module loaded in the device's context
-  std::string symbol;
-};
-
-MemoryCache<LoadedKernel> &memory_cache() {
-  static MemoryCache<LoadedKernel> cache;
+MemoryCache<LoadedCode> &memory_cache() {
+  static MemoryCache<LoadedCode> cache;
   return cache;
 }
 
@@ -60,7 +51,7 @@ std::string type_text(const TypeDesc &t) { return param_type_text(t); }
 // A specialization as the launch finds it: its code, and the expect_extent declarations of the
 // trace it came from (checked at every launch).
 struct Specialization {
-  std::shared_ptr<LoadedKernel> code;
+  std::shared_ptr<LoadedCode> code;
   std::vector<ExtentRequirement> extents;
 };
 
@@ -92,9 +83,10 @@ class KernelImpl {
  public:
   KernelImpl(const Device &device, KernelSignature signature, CompileOptions options)
       : device_(device),
+        backend_(device.impl()),
         sig_(std::move(signature)),
         options_(options),
-        on_gpu_(device.kind() == Device::Kind::Cuda),
+        memory_space_(device.memory_space()),
         checked_(checked_mode(device, sig_, options)) {}
 
   // Slots a launch fills: one per argument, and checked code's extents and violation record.
@@ -120,7 +112,7 @@ class KernelImpl {
           throw Error(fmt::format("kernel '{}': argument {} ({}) is given a pointer to const data, but the kernel may write through it: declare "
                                   "the parameter Ptr<const {}> if the kernel only reads it",
                                   sig_.name, i, type_text(p), dtype_name(p.elem)));
-        if (a.on_device != on_gpu_) pointer_memory_error(sig_.name, i, on_gpu_);
+        if (a.on_device != (memory_space_ == MemorySpace::Device)) pointer_memory_error(sig_.name, i, memory_space_);
         slots[i] = a.bits;
         if (a.bits % 16 == 0) c = ir::ArgClass::Divisible16;
       } else if (is_float(p.elem)) {
@@ -182,7 +174,7 @@ class KernelImpl {
     }
   }
 
-  void run(const LoadedKernel &k, const Grid &g, uint64_t *slots, size_t count, const ArgValue *args) {
+  void run(const LoadedCode &code, const Grid &g, uint64_t *slots, size_t count, const ArgValue *args) {
     for (int64_t extent : {g.x, g.y, g.z})
       if (extent < 0 || extent > std::numeric_limits<int32_t>::max())
         throw Error(fmt::format("kernel '{}': grid ({}, {}, {}) has an extent outside [0, 2^31)", sig_.name, g.x, g.y, g.z));
@@ -190,23 +182,8 @@ class KernelImpl {
       throw Error(fmt::format("kernel '{}': grid ({}, {}, {}) has no programs; every extent must be at least 1 (skip the launch when there is "
                               "no work)",
                               sig_.name, g.x, g.y, g.z));
-    int32_t grid[3] = {int32_t(g.x), int32_t(g.y), int32_t(g.z)};
     stats().launches.fetch_add(1, std::memory_order_relaxed);
-    if (on_gpu_) return launch_cuda(cuda_device(), k.cuda, sig_.name, g, slots, count);
-    codegen::BoundsViolation violation;
-    if (checked_) slots[3 * count] = reinterpret_cast<uintptr_t>(&violation);
-    if (!launch_profile_enabled()) {
-      static_cast<CpuDevice &>(device_.impl()).run(k.entry, slots, grid);
-    } else {
-      auto start = std::chrono::steady_clock::now();
-      static_cast<CpuDevice &>(device_.impl()).run(k.entry, slots, grid);
-      record_launch(sig_.name, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
-    }
-    // A device_assert that failed in a program is reported once every program has run; its
-    // record is taken first, so a bounds violation reported instead never leaves it behind.
-    std::optional<std::string> assert_failure = codegen::take_device_assert_failure(slots, sig_.name);
-    if (violation.failed) throw Error(violation_message(sig_.name, sig_.params, args, violation));
-    if (assert_failure) throw Error(*assert_failure);
+    backend_.launch(code, LaunchRequest{sig_, args, slots, count, g, checked_});
   }
 
   std::vector<ir::ArgClass> classes(const ArgValue *args, size_t count) const {
@@ -222,20 +199,16 @@ class KernelImpl {
     auto start = std::chrono::steady_clock::now();
     ir::Function fn = trace(classes(args, count));
     std::string symbol = fmt::format("kdsl_cold_{}", serial.fetch_add(1));
-    codegen::CompiledObject obj = compile(fn, symbol, codegen::DumpOptions{});
-    if (on_gpu_) cuda_device().unload(cuda_device().load(obj.object, symbol, obj.resources.dynamic_shared_bytes, obj.resources.threads));
-    else codegen::load_host_object(obj.object, symbol);
+    codegen::CompiledObject obj = backend_.compile(fn, symbol, options_, checked_, codegen::DumpOptions{});
+    backend_.unload(*backend_.load(kernel_cache_entry(sig_.name, obj, 0)));
     return elapsed_ms(start);
   }
 
  private:
-  // on_gpu_: a CUDA device, the only GPU backend so far.
-  CudaDevice &cuda_device() const { return static_cast<CudaDevice &>(device_.impl()); }
-
   // Checked mode asks for on the host; GPU code runs unchecked, as one warning says.
   static bool checked_mode(const Device &device, const KernelSignature &sig, const CompileOptions &options) {
     bool asked = options.checked || env_checked_mode();
-    if (asked && device.kind() != Device::Kind::Cpu) {
+    if (asked && !device.impl().runs_checked_code()) {
       log_warn("kernel '{}': checked mode covers the host backend only; on {} it runs unchecked", sig.name, device.name());
       return false;
     }
@@ -256,17 +229,6 @@ class KernelImpl {
     }
   }
 
-  codegen::CompiledObject compile(const ir::Function &fn, const std::string &symbol, const codegen::DumpOptions &dump) const {
-    if (on_gpu_) return compile_cuda(cuda_device(), fn, symbol, options_, dump);
-    return codegen::compile_for_host(fn, symbol, dump, {.bounds_checks = checked_});
-  }
-
-  void load(LoadedKernel &k, const CacheEntry &entry) const {
-    k.symbol = entry.symbol;
-    if (on_gpu_) k.cuda = load_cuda_entry(cuda_device(), entry);
-    else k.entry = codegen::load_host_object(entry.code, entry.symbol);
-  }
-
   ir::Function trace(const std::vector<ir::ArgClass> &arg_classes, std::vector<ExtentRequirement> *extents = nullptr) const {
     std::vector<std::pair<int32_t, int32_t>> declared;
     ir::Function fn = frontend::trace_kernel(sig_, arg_classes, &declared);
@@ -280,65 +242,37 @@ class KernelImpl {
     return s;
   }
 
-  std::shared_ptr<LoadedKernel> load_code(const std::vector<ir::ArgClass> &arg_classes, std::vector<ExtentRequirement> &extents) {
+  std::shared_ptr<LoadedCode> load_code(const std::vector<ir::ArgClass> &arg_classes, std::vector<ExtentRequirement> &extents) {
     auto start = std::chrono::steady_clock::now();
     ir::Function fn = trace(arg_classes, &extents);
     CompileOptions keyed = options_;
     keyed.checked = checked_;  // checked code is a specialization of its own
-    CacheKey key = kernel_cache_key(sig_.name, fn, arg_classes, keyed, device_.impl().target());
-    std::string digest = key.digest();
-    // A GPU's modules live in its context: the in-memory table holds one per device.
-    std::string memory_key = on_gpu_ ? digest + "@" + cuda_device().context_key() : digest;
-
-    if (auto hit = memory_cache().find(memory_key)) {
-      stats().memory_hits.fetch_add(1);
-      log_info("{} [{}]: memory cache hit ({:.3f} ms with tracing)", sig_.name, key.specialization, elapsed_ms(start));
-      return hit;
-    }
-    DiskCache disk(DiskCache::default_dir());
-    auto loaded = std::make_shared<LoadedKernel>();
-    std::string symbol = kernel_symbol(key);
-    bool from_disk = false;
-    jit_cache::EntryFile file;
+    CacheKey key = kernel_cache_key(sig_.name, fn, arg_classes, keyed, backend_.target());
     // KDSL_DUMP writes the stages of what is compiled: a kernel asked to be dumped is compiled
     // again rather than loaded, so the dump never silently misses it.
     const codegen::DumpOptions dump = codegen::DumpOptions::from_env();
-    const bool dumping = dump.ir || dump.llvm || dump.asm_text;
-    if (auto entry = dumping ? std::nullopt : disk.load(key, &file)) {
-      // The checksum says the file is as it was written, not that its code links or loads here:
-      // an entry that does not is removed and recompiled, never fatal on every run.
-      try {
-        load(*loaded, *entry);
-        from_disk = true;
-      } catch (const std::exception &e) {
-        disk.discard(key, file, fmt::format("its code does not load ({})", e.what()));
-        *loaded = LoadedKernel{};
-        // The failed object may have left its symbols in the JIT: recompile under a name of its own.
-        static std::atomic<int64_t> reloads{0};
-        symbol += fmt::format("_r{}", reloads.fetch_add(1) + 1);
-      }
-    }
-    if (from_disk) {
-      stats().disk_hits.fetch_add(1);
-      log_info("{} [{}]: disk cache hit {} ({:.3f} ms)", sig_.name, key.specialization, disk.entry_path(key).string(), elapsed_ms(start));
-    } else {
-      codegen::CompiledObject obj = compile(fn, symbol, dump);
-      CacheEntry fresh = kernel_cache_entry(sig_.name, obj, elapsed_ms(start), on_gpu_);
-      disk.store(key, fresh);
-      load(*loaded, fresh);
-      double ms = elapsed_ms(start);
-      stats().compiled.fetch_add(1);
-      stats().compile_us.fetch_add(int64_t(ms * 1000));
-      log_info("{} [{}]: compiled in {:.2f} ms (passes {:.2f}, lowering {:.2f}, LLVM {:.2f})", sig_.name, key.specialization, ms, obj.passes_ms,
-               obj.lower_ms, obj.llvm_ms);
-    }
-    return memory_cache().insert(memory_key, loaded);
+    CodeSource<LoadedCode> source;
+    source.what = fmt::format("{} [{}]", sig_.name, key.specialization);
+    source.use_disk = !(dump.ir || dump.llvm || dump.asm_text);
+    source.load = [&](const CacheEntry &entry) { return backend_.load(entry); };
+    source.compile = [&](bool retry) {
+      std::string symbol = kernel_symbol(key);
+      // A failed object may have left its symbols in the JIT: recompile under a name of its own.
+      static std::atomic<int64_t> reloads{0};
+      if (retry) symbol += fmt::format("_r{}", reloads.fetch_add(1) + 1);
+      codegen::CompiledObject obj = backend_.compile(fn, symbol, options_, checked_, dump);
+      return FreshCode{kernel_cache_entry(sig_.name, obj, elapsed_ms(start)),
+                       fmt::format(" (passes {:.2f}, lowering {:.2f}, LLVM {:.2f})", obj.passes_ms, obj.lower_ms, obj.llvm_ms)};
+    };
+    // A GPU's modules live in its context: the in-memory table holds one per device.
+    return find_or_compile(memory_cache(), key, key.digest() + backend_.loaded_code_scope(), source, start);
   }
 
-  Device device_;
+  Device device_;     // keeps the backend alive
+  Backend &backend_;  // the device's: compiles, loads and launches
   KernelSignature sig_;
   CompileOptions options_;
-  bool on_gpu_;
+  MemorySpace memory_space_;  // where pointer arguments must point
   bool checked_;
   std::shared_mutex mutex_;
   std::unordered_map<uint64_t, Specialization> by_spec_;           // up to 32 arguments

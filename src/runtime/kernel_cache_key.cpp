@@ -6,18 +6,17 @@
 #include <kdsl_version.h>
 
 #include "ir/printer.h"
-#include "runtime/cuda/cuda_launch.h"
 #include "runtime/specialization_ir.h"
 
 namespace kdsl::detail {
 
-jit_cache::CacheKey kernel_cache_key(const std::string &kernel_name, const ir::Function &traced, const std::vector<ir::ArgClass> &classes,
-                                     const CompileOptions &options, const codegen::TargetDesc &target) {
+jit_cache::CacheKey cache_key(const std::string &name, const std::string &code_text, const std::string &specialization, const std::string &options,
+                              const codegen::TargetDesc &target) {
   jit_cache::CacheKey key;
-  key.kernel_name = kernel_name;
-  key.ir_hash = jit_cache::hash_text_hex(ir::print(traced));
-  key.specialization = specialization_text(classes);
-  key.options = fmt::format("num_warps={},num_stages={}{}", options.num_warps, options.num_stages, options.checked ? ",checked" : "");
+  key.kernel_name = name;
+  key.ir_hash = jit_cache::hash_text_hex(code_text);
+  key.specialization = specialization;
+  key.options = options;
   key.backend = target.backend;
   key.arch = target.arch;
   key.features = target.features;
@@ -26,14 +25,31 @@ jit_cache::CacheKey kernel_cache_key(const std::string &kernel_name, const ir::F
   return key;
 }
 
+jit_cache::CacheKey kernel_cache_key(const std::string &kernel_name, const ir::Function &traced, const std::vector<ir::ArgClass> &classes,
+                                     const CompileOptions &options, const codegen::TargetDesc &target) {
+  return cache_key(kernel_name, ir::print(traced), specialization_text(classes),
+                   fmt::format("num_warps={},num_stages={}{}", options.num_warps, options.num_stages, options.checked ? ",checked" : ""), target);
+}
+
 std::string kernel_symbol(const jit_cache::CacheKey &key) { return "kdsl_" + key.digest(); }
 
-jit_cache::CacheEntry kernel_cache_entry(const std::string &kernel_name, const codegen::CompiledObject &compiled, double compile_ms, bool cuda) {
+jit_cache::CacheEntry kernel_cache_entry(const std::string &kernel_name, const codegen::CompiledObject &compiled, double compile_ms) {
   jit_cache::CacheEntry entry;
   entry.symbol = compiled.symbol;
   entry.code = compiled.object;
   entry.metadata = {{"kernel", kernel_name}, {"compile_ms", compile_ms}};
-  if (cuda) add_cuda_metadata(entry.metadata, compiled);
+  // GPU code is launched in blocks of threads, whose shape the module does not say; a host
+  // object needs its symbol only.
+  if (compiled.resources.threads == 0) return entry;
+  const codegen::ResourceReport &r = compiled.resources;
+  entry.metadata["format"] = compiled.format;
+  entry.metadata["threads"] = r.threads;
+  entry.metadata["dynamic_shared_bytes"] = r.dynamic_shared_bytes;
+  if (r.assembled) {
+    entry.metadata["registers"] = r.registers;
+    entry.metadata["spill_store_bytes"] = r.spill_store_bytes;
+    entry.metadata["static_shared_bytes"] = r.static_shared_bytes;
+  }
   return entry;
 }
 

@@ -12,6 +12,12 @@
 
 namespace kdsl::detail {
 
+// The recipe every kernel cache key follows (launches, compile_for, cuda_source): the code's name
+// and a hash of its text (traced IR, CUDA source), its specialization and options, the device
+// part (target: backend, arch, features) and the kdsl and LLVM versions.
+jit_cache::CacheKey cache_key(const std::string &name, const std::string &code_text, const std::string &specialization, const std::string &options,
+                              const codegen::TargetDesc &target);
+
 // The key a launch on `target` looks up for this traced specialization: kernel name, the traced
 // IR's hash, the argument classes ("16,_,1"), the options, the target and the versions.
 jit_cache::CacheKey kernel_cache_key(const std::string &kernel_name, const ir::Function &traced, const std::vector<ir::ArgClass> &classes,
@@ -22,7 +28,7 @@ jit_cache::CacheKey kernel_cache_key(const std::string &kernel_name, const ir::F
 std::string kernel_symbol(const jit_cache::CacheKey &key);
 
 // What the cache stores for compiled code: its symbol and object, and the metadata a load
-// needs (CUDA: the launch shape, format and ptxas's report).
-jit_cache::CacheEntry kernel_cache_entry(const std::string &kernel_name, const codegen::CompiledObject &compiled, double compile_ms, bool cuda);
+// needs (GPU code: its format, launch shape and the assembler's report).
+jit_cache::CacheEntry kernel_cache_entry(const std::string &kernel_name, const codegen::CompiledObject &compiled, double compile_ms);
 
 }  // namespace kdsl::detail

@@ -23,8 +23,8 @@ void write_file(const fs::path &path, const void *data, size_t size) {
 }
 void write_file(const fs::path &path, const std::string &text) { write_file(path, text.data(), text.size()); }
 
-// The stages kdsl-compile has always written: <name>.traced.kir .kir .ll .opt.ll, then .ptx .cubin
-// .resources.txt for a GPU or .s .o for the host.
+// Every stage the target produced: <name>.traced.kir .kir .ll .opt.ll, then .s .o for the host
+// or .ptx .cubin .resources.txt for a GPU; the object by its format (PTX is the .ptx itself).
 void write_stages(const fs::path &dir, const std::string &name, const CompileResult &r) {
   fs::create_directories(dir);
   auto file = [&](const char *extension) { return dir / (name + extension); };
@@ -32,19 +32,16 @@ void write_stages(const fs::path &dir, const std::string &name, const CompileRes
   write_file(file(".kir"), r.optimized_ir);
   write_file(file(".ll"), r.llvm_ir);
   write_file(file(".opt.ll"), r.optimized_llvm_ir);
-  if (r.target == "host") {
-    write_file(file(".s"), r.assembly);
-    write_file(file(".o"), r.object.data(), r.object.size());
-    return;
-  }
-  write_file(file(".ptx"), r.ptx);
-  if (r.resources.assembled) write_file(file(".cubin"), r.object.data(), r.object.size());
-  write_file(file(".resources.txt"), r.resources.report);
+  if (!r.assembly.empty()) write_file(file(".s"), r.assembly);
+  if (!r.ptx.empty()) write_file(file(".ptx"), r.ptx);
+  if (r.format == "object") write_file(file(".o"), r.object.data(), r.object.size());
+  if (r.format == "cubin") write_file(file(".cubin"), r.object.data(), r.object.size());
+  if (!r.resources.report.empty()) write_file(file(".resources.txt"), r.resources.report);
 }
 
 void print_result(const std::string &name, const CompileResult &r) {
   const KernelResources &res = r.resources;
-  if (r.target == "host")
+  if (r.format == "object")
     fmt::print("{:18} host   object {} bytes  ({:.1f} ms)\n", name, r.object.size(), r.compile_ms);
   else if (res.assembled)
     fmt::print("{:18} {}  {} threads  {:3} registers  spills {}/{} bytes  smem {} + {} dynamic  cubin {} bytes  ({:.1f} ms)\n", name, r.target,

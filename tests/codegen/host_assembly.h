@@ -1,4 +1,4 @@
-// host_assembly.h - the host CPU's assembly for a traced kernel, through the KDSL_DUMP path compile_for_host offers
+// host_assembly.h - the host CPU's assembly for a traced kernel, through the KDSL_DUMP path codegen::compile offers
 #pragma once
 #include <unistd.h>
 
@@ -16,7 +16,7 @@ inline std::string host_assembly(const kdsl::ir::Function &fn, const std::string
   kdsl::codegen::DumpOptions dump;
   dump.dir = dir.string();
   dump.asm_text = true;
-  kdsl::codegen::compile_for_host(fn, symbol, dump);
+  kdsl::codegen::compile(fn, symbol, kdsl::codegen::Target::host(), {}, dump);
   std::ostringstream s;
   for (const auto &e : std::filesystem::directory_iterator(dir))
     if (e.path().extension() == ".s") s << std::ifstream(e.path()).rdbuf();

@@ -16,11 +16,11 @@ using namespace kdsl;
 namespace nvptx_test {
 
 codegen::CompiledObject compile(const tools::NamedKernel &k, const std::string &arch, const std::string &spec = "aligned", int num_stages = 2) {
-  codegen::CudaCompileOptions options;
-  options.arch = arch;
+  codegen::Options options;
   options.num_warps = k.num_warps;
   options.num_stages = num_stages;
-  return codegen::compile_for_cuda(tools::trace_kernel(k.signature, tools::parse_specialization(spec, k.signature)), "kdsl_" + k.name, options, {});
+  return codegen::compile(tools::trace_kernel(k.signature, tools::parse_specialization(spec, k.signature)), "kdsl_" + k.name,
+                          codegen::Target::named(arch), options);
 }
 
 bool contains(const std::string &text, const char *what) { return text.find(what) != std::string::npos; }
@@ -130,10 +130,14 @@ TEST_CASE("nvptx: atomics use global atomic instructions") {
 
 TEST_CASE("nvptx: unknown targets and too many warps are user errors naming what is known") {
   CHECK_THROWS_WITH_AS(codegen::target_info("sm_70"), doctest::Contains("unknown GPU target 'sm_70': kdsl knows sm_75, sm_80, sm_90"), Error);
-  codegen::CudaCompileOptions options;
+  CHECK_THROWS_WITH_AS(codegen::Target::named("sm_70"), "unknown target 'sm_70': kdsl compiles for host, sm_75, sm_80, sm_90", Error);
+  CHECK(codegen::Target::named("host").is_host());
+  CHECK(codegen::Target::named("sm_90").gpu == &codegen::target_info("sm_90"));
+  codegen::Options options;
   options.num_warps = 64;
   const auto &add = find("vector_add");
-  CHECK_THROWS_WITH_AS(codegen::compile_for_cuda(tools::trace_kernel(add.signature, tools::parse_specialization("none", add.signature)), "k", options, {}),
+  CHECK_THROWS_WITH_AS(codegen::compile(tools::trace_kernel(add.signature, tools::parse_specialization("none", add.signature)), "k",
+                                        codegen::Target::named("sm_80"), options),
                        doctest::Contains("num_warps = 64"), Error);
   CHECK(codegen::target_info("sm_90").matrix_instructions.size() == 3);
   CHECK(codegen::target_info("sm_75").matrix_instructions.empty());

@@ -96,10 +96,10 @@ double compare_scan_2d(int warps, int rows, int cols, std::mt19937 &rng) {
 }
 
 codegen::CompiledObject compile_ptx(const tools::NamedKernel &k, const std::string &arch) {
-  codegen::CudaCompileOptions options;
-  options.arch = arch;
+  codegen::Options options;
   options.num_warps = k.num_warps;
-  return codegen::compile_for_cuda(tools::trace_kernel(k.signature, tools::parse_specialization("aligned", k.signature)), "kdsl_" + k.name, options, {});
+  return codegen::compile(tools::trace_kernel(k.signature, tools::parse_specialization("aligned", k.signature)), "kdsl_" + k.name,
+                          codegen::Target::named(arch), options);
 }
 
 bool contains(const std::string &text, const char *what) { return text.find(what) != std::string::npos; }

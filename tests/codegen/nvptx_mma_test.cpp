@@ -68,11 +68,11 @@ std::pair<int, int> element_of(const std::array<TileMemory::Byte, 4> &reg, int i
 
 codegen::CompiledObject compile(const std::string &name, const std::string &arch, int num_stages = 2) {
   const tools::NamedKernel &k = nvptx_test::find(name);
-  codegen::CudaCompileOptions options;
-  options.arch = arch;
+  codegen::Options options;
   options.num_warps = k.num_warps;
   options.num_stages = num_stages;
-  return codegen::compile_for_cuda(tools::trace_kernel(k.signature, tools::parse_specialization("aligned", k.signature)), "kdsl_" + name, options, {});
+  return codegen::compile(tools::trace_kernel(k.signature, tools::parse_specialization("aligned", k.signature)), "kdsl_" + name,
+                          codegen::Target::named(arch), options);
 }
 
 bool contains(const std::string &text, const std::string &what) { return text.find(what) != std::string::npos; }

@@ -66,7 +66,7 @@ TEST_CASE("prefetch: survives the passes (it is an effect) and becomes one prefe
   codegen::DumpOptions dump;
   dump.dir = dir.string();
   dump.ir = dump.asm_text = true;
-  codegen::compile_for_host(fn, "prefetch_probe", dump);
+  codegen::compile(fn, "prefetch_probe", codegen::Target::host(), {}, dump);
   std::ostringstream kir, s;
   for (const auto &e : std::filesystem::directory_iterator(dir)) {
     std::ifstream in(e.path());

@@ -68,11 +68,10 @@ TEST_CASE("kernels: k-quant kernels lower to PTX for sm_80 (no GPU needed)") {
     for (const char *spec : {"aligned", "none"}) {
       CAPTURE(k.name);
       CAPTURE(spec);
-      codegen::CudaCompileOptions options;
-      options.arch = "sm_80";
+      codegen::Options options;
       options.num_warps = k.num_warps;
-      codegen::CompiledObject obj =
-          codegen::compile_for_cuda(tools::trace_kernel(k.signature, tools::parse_specialization(spec, k.signature)), "kdsl_" + k.name, options, {});
+      codegen::CompiledObject obj = codegen::compile(tools::trace_kernel(k.signature, tools::parse_specialization(spec, k.signature)), "kdsl_" + k.name,
+                                                     codegen::Target::named("sm_80"), options);
       CHECK(obj.ptx.find(".entry kdsl_" + k.name) != std::string::npos);
       if (have_ptxas) CHECK(obj.resources.assembled);
     }

@@ -4,12 +4,14 @@
 
 #include "runtime/cuda/cuda_driver.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include <kdsl/kdsl.h>
 
-#include "runtime/device_impl.h"
+#include "runtime/backend.h"
 
 using namespace kdsl;
 
@@ -23,13 +25,43 @@ void add(Ptr<f32> x, Ptr<f32> y, Ptr<f32> out, Scalar<i32> n) {
 }
 
 // A device that says it is a CUDA GPU. The launch path checks arguments before it compiles
-// or touches the device, so argument errors can be tested without a driver.
-class FakeGpu final : public detail::DeviceImpl {
+// or touches the device, so argument errors can be tested without a driver. Its memory is host
+// memory it counts; it compiles nothing, so a launch that passes the checks reaches compile().
+class FakeGpu final : public detail::Backend {
  public:
   Device::Kind kind() const override { return Device::Kind::Cuda; }
   std::string name() const override { return "fake cuda"; }
-  const codegen::TargetDesc &target() const override { return target_; }
   int threads() const override { return 1; }
+  MemorySpace memory_space() const override { return MemorySpace::Device; }
+  bool runs_checked_code() const override { return false; }
+  const codegen::TargetDesc &target() const override { return target_; }
+  std::string loaded_code_scope() const override { return "@fake"; }
+  codegen::CompiledObject compile(const ir::Function &traced, const std::string &, const CompileOptions &, bool, const codegen::DumpOptions &) const override {
+    throw Error("fake cuda compiles nothing (asked for " + traced.name + ")");
+  }
+  std::shared_ptr<detail::LoadedCode> load(const jit_cache::CacheEntry &) override { throw Error("fake cuda loads nothing"); }
+  void unload(const detail::LoadedCode &) override {}
+  void launch(const detail::LoadedCode &, const detail::LaunchRequest &) override { throw Error("fake cuda launches nothing"); }
+  void *allocate(size_t bytes) override {
+    ++allocations;
+    return std::calloc(bytes ? bytes : 1, 1);
+  }
+  void release(void *memory) noexcept override {
+    ++releases;
+    std::free(memory);
+  }
+  void copy_from_host(void *dst, const void *src, size_t bytes) override {
+    ++copies_in;
+    std::memcpy(dst, src, bytes);
+  }
+  void copy_to_host(void *dst, const void *src, size_t bytes) override {
+    ++copies_out;
+    std::memcpy(dst, src, bytes);
+  }
+  void synchronize() override { ++synchronized; }
+  size_t free_memory() override { return 12345; }
+
+  int allocations = 0, releases = 0, copies_in = 0, copies_out = 0, synchronized = 0;
 
  private:
   codegen::TargetDesc target_{"cuda", "sm_90", "", "nvptx64-nvidia-cuda"};
@@ -129,6 +161,10 @@ TEST_CASE("runtime: CPU kernels take Buffers; a GPU launch with a host pointer i
   // Type errors still come first, as on the CPU.
   std::vector<int32_t> ints(n);
   CHECK(error_text([&] { k(grid(1), ints.data(), y.data(), out.data(), n); }).find("expects a pointer to f32, got a pointer to i32") != std::string::npos);
+  // Arguments in the device's memory pass the checks, and the launch goes to its backend.
+  device_memory = make_arg(out.data());
+  device_memory.on_device = true;
+  CHECK(error_text([&] { k.launch(grid(1), {device_memory, device_memory, device_memory, make_arg(n)}); }).starts_with("fake cuda compiles nothing"));
 
   // And GPU memory given to a CPU kernel.
   auto on_cpu = compile<add<1024>>(cpu);
@@ -136,4 +172,25 @@ TEST_CASE("runtime: CPU kernels take Buffers; a GPU launch with a host pointer i
         name + ": argument 1 is in a GPU's memory; on the CPU pass host memory (a kdsl::Buffer allocated on the CPU, or a host pointer)");
   CHECK(error_text([&] { on_cpu(grid(1), x, y, device_pointer(out.data()), n); }) ==
         name + ": argument 2 is in a GPU's memory; on the CPU pass host memory (a kdsl::Buffer allocated on the CPU, or a host pointer)");
+}
+
+TEST_CASE("runtime: a Buffer on a device with memory of its own is allocated, copied, freed and synchronized through its backend") {
+  auto fake = std::make_shared<FakeGpu>();
+  Device gpu(fake);
+  CHECK(gpu.memory_space() == MemorySpace::Device);
+  CHECK(Device::cpu(1).memory_space() == MemorySpace::Host);
+  {
+    Buffer<int32_t> b(gpu, std::vector<int32_t>{4, 5, 6});
+    CHECK(b.on_device());
+    CHECK(fake->allocations == 1);
+    CHECK(fake->copies_in == 1);
+    CHECK(b.to_vector() == std::vector<int32_t>{4, 5, 6});
+    CHECK(fake->copies_out == 1);
+    Buffer<int32_t> shared = b;  // copies share the memory: one release, with the last
+    CHECK(fake->allocations == 1);
+  }
+  CHECK(fake->releases == 1);
+  gpu.synchronize();
+  CHECK(fake->synchronized == 1);
+  CHECK(gpu.free_memory() == 12345);
 }

@@ -1,4 +1,4 @@
-// cuda_fake_driver_test.cpp - the CUDA launch path end to end through a fake libcuda (fake_libcuda.c): compile_for_cuda,
+// cuda_fake_driver_test.cpp - the CUDA launch path end to end through a fake libcuda (fake_libcuda.c): codegen::compile for sm_XX,
 // cubins in the disk cache, module loads, the launch shape (grid, num_warps * 32 threads, shared memory) and the
 // argument bytes, Buffers in "device" memory, and cuda_source with its argument checks. Nothing executes.
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// ptx_compiler.cpp - NVPTX target machine, libdevice linking, O3, PTX emission, ptxas as a subprocess
+// ptx_compiler.cpp - NVPTX target machine, libdevice linking, PTX emission, ptxas as a subprocess
 #include "codegen/nvptx/ptx_compiler.h"
 
 #include <fmt/format.h>
@@ -6,7 +6,6 @@
 #include <llvm/IRReader/IRReader.h>
 #include <llvm/Linker/Linker.h>
 #include <llvm/MC/TargetRegistry.h>
-#include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/SourceMgr.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -79,7 +78,7 @@ std::unique_ptr<llvm::TargetMachine> make_nvptx_target_machine(const TargetInfo 
   return tm;
 }
 
-void link_and_optimize(llvm::Module &m, llvm::TargetMachine &tm, const std::string &keep) {
+void link_libdevice(llvm::Module &m, const std::string &keep) {
   bool needs_libdevice = false;
   for (llvm::Function &f : m)
     if (f.isDeclaration() && f.getName().starts_with("__nv_")) needs_libdevice = true;
@@ -99,18 +98,6 @@ void link_and_optimize(llvm::Module &m, llvm::TargetMachine &tm, const std::stri
   // libdevice asks __nvvm_reflect("__CUDA_FTZ"): keep denormals (ex2.approx.ftz is chosen explicitly).
   m.addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t(0));
   llvm::internalizeModule(m, [&](const llvm::GlobalValue &g) { return g.getName() == keep; });
-
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder pb(&tm);  // registers the NVPTX callbacks (NVVMReflect, address-space inference)
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(m, mam);
 }
 
 std::string emit_ptx(llvm::Module &m, llvm::TargetMachine &tm) {

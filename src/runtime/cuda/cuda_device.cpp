@@ -5,7 +5,7 @@
 
 #include <kdsl/error.h>
 
-#include "runtime/cuda/cuda_launch.h"
+#include "runtime/cuda/cuda_target.h"
 
 namespace kdsl::detail {
 
@@ -46,6 +46,8 @@ CudaDevice::CudaDevice(int ordinal, const cuda::Driver &driver) : drv_(driver), 
 }
 
 std::string CudaDevice::context_key() const { return fmt::format("cuda:{}@{}", ordinal_, static_cast<const void *>(context_)); }
+
+std::string CudaDevice::loaded_code_scope() const { return fmt::format("@{}", context_key()); }
 
 // The primary context is current per host thread: every entry point makes it so.
 void CudaDevice::make_current() const { check(drv_.cuCtxSetCurrent(context_), "cuCtxSetCurrent"); }

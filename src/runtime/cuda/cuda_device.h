@@ -8,7 +8,7 @@
 
 #include "codegen/target_info.h"
 #include "runtime/cuda/cuda_driver.h"
-#include "runtime/device_impl.h"
+#include "runtime/backend.h"
 
 namespace kdsl::detail {
 
@@ -21,7 +21,12 @@ struct CudaFunction {
   std::string name;      // as errors name it: "axpy<1024> (kdsl_3f...)"; the symbol where nothing better is known
 };
 
-class CudaDevice final : public DeviceImpl {
+// One kernel loaded by the CUDA backend, as the launch path holds it.
+struct CudaCode final : LoadedCode {
+  CudaFunction function;
+};
+
+class CudaDevice final : public Backend {
  public:
   // Opens GPU `ordinal` (its primary context). Throws kdsl::Error when there is no driver,
   // no such GPU, or the GPU is older than sm_80.
@@ -37,6 +42,28 @@ class CudaDevice final : public DeviceImpl {
   std::string name() const override { return name_; }
   const codegen::TargetDesc &target() const override { return target_; }
   int threads() const override { return info_.sm_count; }
+  MemorySpace memory_space() const override { return MemorySpace::Device; }
+  bool runs_checked_code() const override { return false; }
+  std::string loaded_code_scope() const override;  // "@" + context_key()
+
+  // The Backend side (cuda_backend.cpp). compile: a cubin where ptxas is found, else PTX that
+  // the driver JIT-compiles at load; PTX always on GPUs newer than sm_90 (embeds_ptx).
+  codegen::CompiledObject compile(const ir::Function &traced, const std::string &symbol, const CompileOptions &options, bool checked,
+                                  const codegen::DumpOptions &dump) const override;
+  // A cache entry's cubin or PTX into the context, opting in to dynamic shared memory past
+  // 48 KB where the kernel needs it; errors name it "kernel (symbol)".
+  std::shared_ptr<LoadedCode> load(const jit_cache::CacheEntry &entry) override;
+  void unload(const LoadedCode &code) override;
+  // Checks the grid against CUDA's limits (y and z at most 65535) and launches on the
+  // device's stream: num_warps * 32 threads per block, one 8-byte slot per argument.
+  void launch(const LoadedCode &code, const LaunchRequest &request) override;
+  void *allocate(size_t bytes) override;  // cuMemAlloc, then zeroed
+  // cuMemFree; a failure is logged, and said nothing of once the driver has shut down (at exit).
+  void release(void *memory) noexcept override;
+  void copy_from_host(void *device_dst, const void *host_src, size_t bytes) override;
+  // cuMemcpyDtoH runs on the legacy default stream, which waits for the device's (blocking)
+  // stream, so the launches issued before it have finished when it reads.
+  void copy_to_host(void *host_dst, const void *device_src, size_t bytes) override;
   // The compiler's target description with this GPU's queried limits.
   const codegen::TargetInfo &info() const { return info_; }
   // True where kernels go to the driver as PTX rather than as cubins (see above).
@@ -68,8 +95,8 @@ class CudaDevice final : public DeviceImpl {
   // shared memory; a later error from the device (an illegal address, found at the next
   // synchronize or copy) names the last kernel launched, and suggests CUDA_LAUNCH_BLOCKING=1.
   void launch(const CudaFunction &f, const unsigned grid[3], const unsigned block[3], int shared_bytes, void **params);
-  void synchronize();
-  size_t free_memory();
+  void synchronize() override;
+  size_t free_memory() override;
   // Milliseconds `body` takes on the device's stream, timed with CUDA events.
   template <class F>
   double time_ms(F &&body) {

@@ -1,12 +1,13 @@
-// cuda_driver.cpp - dlopen($KDSL_LIBCUDA or "libcuda.so.1"), the entry points of cuda_functions.def, errors by name
+// cuda_driver.cpp - the driver from $KDSL_LIBCUDA or "libcuda.so.1" through DynamicLibrary, the entry points of cuda_functions.def, errors by name
 #include "runtime/cuda/cuda_driver.h"
 
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <cstdlib>
 
 #include <kdsl/error.h>
+
+#include "runtime/dynamic_library.h"
 
 namespace kdsl::cuda {
 
@@ -45,18 +46,14 @@ void Driver::check(CUresult result, const char *call) const {
 }
 
 Driver load_driver(const std::string &library) {
-  void *handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char *why = dlerror();
-    throw Error(fmt::format("no NVIDIA driver found ({}: {}); CUDA devices are unavailable, the CPU device still works", library,
-                            why ? why : "not found"));
-  }
+  static constexpr detail::LibraryDescription kDriver{"the NVIDIA driver", "no NVIDIA driver found",
+                                                       "CUDA devices are unavailable, the CPU device still works",
+                                                       "driver too old for kdsl; update it"};
+  detail::DynamicLibrary lib(library, kDriver);
   Driver d;
   d.library = library;
-#define CUDA_FUNCTION(name, symbol, params)                                                                                          \
-  d.name = reinterpret_cast<decltype(d.name)>(dlsym(handle, symbol));                                                                \
-  if (!d.name) throw Error(fmt::format("the NVIDIA driver {} lacks {} (driver too old for kdsl; update it)", library, symbol));
-#define CUDA_OPTIONAL_FUNCTION(name, symbol, params) d.name = reinterpret_cast<decltype(d.name)>(dlsym(handle, symbol));
+#define CUDA_FUNCTION(name, symbol, params) lib.bind(d.name, symbol);
+#define CUDA_OPTIONAL_FUNCTION(name, symbol, params) lib.bind_optional(d.name, symbol);
 #include "runtime/cuda/cuda_functions.def"
   d.check(d.cuInit(0), "cuInit");
   return d;
@@ -68,30 +65,14 @@ std::string driver_library() {
 }
 
 namespace {
-struct LoadedDriver {
-  Driver driver;
-  std::string failure;
-};
-const LoadedDriver &process_driver() {
-  static const LoadedDriver loaded = [] {
-    LoadedDriver d;
-    try {
-      d.driver = load_driver(driver_library());
-    } catch (const Error &e) {
-      d.failure = e.what();
-    }
-    return d;
-  }();
+detail::LoadedOnce<Driver> &process_driver() {
+  static detail::LoadedOnce<Driver> loaded([] { return load_driver(driver_library()); });
   return loaded;
 }
 }  // namespace
 
-const Driver &driver() {
-  const LoadedDriver &d = process_driver();
-  if (!d.failure.empty()) throw Error(d.failure);
-  return d.driver;
-}
+const Driver &driver() { return process_driver().get(); }
 
-std::string driver_load_error() { return process_driver().failure; }
+std::string driver_load_error() { return process_driver().failure(); }
 
 }  // namespace kdsl::cuda

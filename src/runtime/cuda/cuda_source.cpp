@@ -5,16 +5,16 @@
 
 #include <kdsl/cuda_source.h>
 #include <kdsl/error.h>
-#include <kdsl_version.h>
 
 #include "codegen/codegen.h"
 #include "jit_cache/cache_key.h"
-#include "jit_cache/disk_cache.h"
 #include "jit_cache/memory_cache.h"
 #include "runtime/cache_stats.h"
+#include "runtime/code_cache.h"
 #include "runtime/cuda/cuda_device.h"
-#include "runtime/cuda/cuda_launch.h"
 #include "runtime/cuda/nvrtc.h"
+#include "runtime/kernel_cache_key.h"
+#include "runtime/pointer_placement.h"
 #include "support/log.h"
 
 namespace kdsl {
@@ -45,61 +45,36 @@ jit_cache::MemoryCache<CudaFunction> &source_memory_cache() {
   return cache;
 }
 
+// The kernel recipe's key, the source's text for traced IR; NVRTC's version for the toolkit's.
 jit_cache::CacheKey source_key(const CudaDevice &device, const std::string &name, const std::string &source, const CudaSourceOptions &options) {
   const nvrtc::Library &lib = nvrtc::library();
-  jit_cache::CacheKey key;
-  key.kernel_name = name;
-  key.ir_hash = jit_cache::hash_text_hex(source);
-  key.specialization = "cuda_source";
-  key.options = fmt::format("{}", fmt::join(options.flags, "\n"));
-  key.backend = "cuda";
-  key.arch = device.target().arch;
-  key.features = fmt::format("nvrtc {}.{}", lib.major, lib.minor);
-  key.kdsl_version = KDSL_VERSION_STRING;
-  key.llvm_version = codegen::llvm_version();
-  return key;
+  codegen::TargetDesc target = device.target();
+  target.features = fmt::format("nvrtc {}.{}", lib.major, lib.minor);
+  return cache_key(name, source, "cuda_source", fmt::format("{}", fmt::join(options.flags, "\n")), target);
 }
 
 std::shared_ptr<CudaFunction> load_source(CudaDevice &device, const std::string &name, const std::string &source, const CudaSourceOptions &options) {
   auto start = std::chrono::steady_clock::now();
   jit_cache::CacheKey key = source_key(device, name, source, options);
-  std::string memory_key = key.digest() + "@" + device.context_key();
-  if (auto hit = source_memory_cache().find(memory_key)) {
-    stats().memory_hits.fetch_add(1);
-    return hit;
-  }
-  jit_cache::DiskCache disk(jit_cache::DiskCache::default_dir());
-  jit_cache::EntryFile file;
-  if (auto stored = disk.load(key, &file)) {
-    // The checksum says the file is as it was written, not that the driver takes its code: an
-    // entry it refuses is removed and compiled again, never fatal on every run.
-    try {
-      auto loaded = std::make_shared<CudaFunction>(device.load(stored->code, stored->symbol, 0, 0));
-      stats().disk_hits.fetch_add(1);
-      log_info("cuda_source {}: disk cache hit {} ({:.3f} ms)", name, disk.entry_path(key).string(), elapsed_ms(start));
-      return source_memory_cache().insert(memory_key, loaded);
-    } catch (const std::exception &e) {
-      disk.discard(key, file, fmt::format("the driver does not load its code ({})", e.what()));
-    }
-  }
-  jit_cache::CacheEntry entry;
-  // A virtual architecture (compute_90) gives PTX only, which GPUs newer than sm_90 compile at load.
-  std::string arch = device.embeds_ptx() ? "compute_" + device.info().name.substr(3) : device.info().name;
-  nvrtc::Output out = nvrtc::compile(name, source, options.flags, arch);
-  if (!out.log.empty()) log_info("cuda_source {}: NVRTC says:\n{}", name, out.log);
-  bool cubin = !out.cubin.empty();
-  entry.symbol = out.lowered_name;
-  if (cubin) entry.code = std::move(out.cubin);
-  else entry.code.assign(out.ptx.c_str(), out.ptx.c_str() + out.ptx.size() + 1);  // NUL-terminated for the driver's JIT
-  double ms = elapsed_ms(start);
-  entry.metadata = {{"kernel", name}, {"compile_ms", ms}, {"format", cubin ? "cubin" : "ptx"}, {"nvrtc", key.features}};
-  disk.store(key, entry);
-  stats().compiled.fetch_add(1);
-  stats().compile_us.fetch_add(int64_t(ms * 1000));
-  log_info("cuda_source {}: compiled by NVRTC in {:.2f} ms", name, ms);
+  CodeSource<CudaFunction> chain;
+  chain.what = "cuda_source " + name;
   // Threads come with each launch; dynamic shared memory is opted in per kernel object.
-  auto loaded = std::make_shared<CudaFunction>(device.load(entry.code, entry.symbol, 0, 0));
-  return source_memory_cache().insert(memory_key, loaded);
+  chain.load = [&](const jit_cache::CacheEntry &entry) { return std::make_shared<CudaFunction>(device.load(entry.code, entry.symbol, 0, 0)); };
+  chain.compile = [&](bool) {
+    // A virtual architecture (compute_90) gives PTX only, which GPUs newer than sm_90 compile at load.
+    std::string arch = device.embeds_ptx() ? "compute_" + device.info().name.substr(3) : device.info().name;
+    nvrtc::Output out = nvrtc::compile(name, source, options.flags, arch);
+    if (!out.log.empty()) log_info("cuda_source {}: NVRTC says:\n{}", name, out.log);
+    bool cubin = !out.cubin.empty();
+    FreshCode fresh;
+    fresh.entry.symbol = out.lowered_name;
+    if (cubin) fresh.entry.code = std::move(out.cubin);
+    else fresh.entry.code.assign(out.ptx.c_str(), out.ptx.c_str() + out.ptx.size() + 1);  // NUL-terminated for the driver's JIT
+    fresh.entry.metadata = {{"kernel", name}, {"compile_ms", elapsed_ms(start)}, {"format", cubin ? "cubin" : "ptx"}, {"nvrtc", key.features}};
+    fresh.details = " by " + key.features;
+    return fresh;
+  };
+  return find_or_compile(source_memory_cache(), key, key.digest() + device.loaded_code_scope(), chain, start);
 }
 
 }  // namespace
@@ -129,7 +104,7 @@ void launch_source(CudaSourceImpl &k, const Grid &g, const ThreadBlock &block, c
   }
   for (size_t i = 0; i < count; ++i) {
     const SourceArg &a = args[i];
-    if (a.kind == SourceArg::Kind::HostPointer) pointer_memory_error(k.name, i, true);
+    if (a.kind == SourceArg::Kind::HostPointer) pointer_memory_error(k.name, i, MemorySpace::Device);
     if (k.parameter_sizes && (*k.parameter_sizes)[i] != a.size)
       throw Error(fmt::format("kernel '{}': argument {} is {} of {} bytes; the kernel's parameter {} takes {} bytes (pass the type it declares)", k.name,
                               i, a.type, a.size, i, (*k.parameter_sizes)[i]));

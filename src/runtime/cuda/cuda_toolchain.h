@@ -5,7 +5,7 @@
 namespace kdsl::cuda {
 
 // "ptxas 13.0.88; libdevice <16 hex digits of its hash>" for the ptxas and libdevice.10.bc that
-// compile_for_cuda uses now ($KDSL_PTXAS, $KDSL_LIBDEVICE, $CUDA_HOME, ...), "ptxas none" or
+// codegen::compile uses for NVPTX now ($KDSL_PTXAS, $KDSL_LIBDEVICE, $CUDA_HOME, ...), "ptxas none" or
 // "libdevice none" where absent. It goes into every CUDA cache key, so that a new toolkit
 // compiles afresh instead of loading what the old one made. Remembered per file (path, size,
 // modification time): one ptxas --version per process and toolkit.

@@ -1,17 +1,17 @@
-// nvrtc.cpp - dlopen NVRTC (toolkit directories, then sonames), compile CUDA C++ to PTX and cubin, logs in errors
+// nvrtc.cpp - NVRTC through DynamicLibrary (toolkit directories, then sonames), compile CUDA C++ to PTX and cubin, logs in errors
 #include "runtime/cuda/nvrtc.h"
 
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <mutex>
 #include <regex>
 #include <string_view>
 
 #include <kdsl/error.h>
+
+#include "runtime/dynamic_library.h"
 
 namespace kdsl::nvrtc {
 namespace fs = std::filesystem;
@@ -73,41 +73,32 @@ std::vector<std::string> library_candidates() {
 }
 
 Library load_library(const std::string &path) {
-  void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char *why = dlerror();
-    throw Error(fmt::format("NVRTC not found ({}: {}); install the CUDA toolkit's NVRTC or set KDSL_LIBNVRTC", path, why ? why : "not found"));
-  }
+  static constexpr detail::LibraryDescription kNvrtc{"NVRTC", "NVRTC not found", "install the CUDA toolkit's NVRTC or set KDSL_LIBNVRTC",
+                                                      "NVRTC 11.2 or newer is needed"};
+  detail::DynamicLibrary dynamic(path, kNvrtc);
   Library lib;
   lib.path = path;
-#define NVRTC_FUNCTION(name, symbol, result, params)                                                                                 \
-  lib.name = reinterpret_cast<decltype(lib.name)>(dlsym(handle, symbol));                                                            \
-  if (!lib.name) throw Error(fmt::format("NVRTC at {} lacks {} (NVRTC 11.2 or newer is needed)", path, symbol));
+#define NVRTC_FUNCTION(name, symbol, result, params) dynamic.bind(lib.name, symbol);
 #include "runtime/cuda/nvrtc_functions.def"
   lib.check(lib.nvrtcVersion(&lib.major, &lib.minor), "nvrtcVersion");
   return lib;
 }
 
 const Library &library() {
-  static std::once_flag once;
-  static Library loaded;
-  static std::string failure;
-  std::call_once(once, [] {
+  static detail::LoadedOnce<Library> loaded([] {
     std::vector<std::string> tried;
     std::string last;
     for (const std::string &candidate : library_candidates()) {
       try {
-        loaded = load_library(candidate);
-        return;
+        return load_library(candidate);
       } catch (const Error &e) {
         tried.push_back(candidate);
         last = e.what();
       }
     }
-    failure = fmt::format("NVRTC not found (tried {}); last: {}", fmt::join(tried, ", "), last);
+    throw Error(fmt::format("NVRTC not found (tried {}); last: {}", fmt::join(tried, ", "), last));
   });
-  if (!failure.empty()) throw Error(failure);
-  return loaded;
+  return loaded.get();
 }
 
 Output compile(const std::string &name, const std::string &source, const std::vector<std::string> &options, const std::string &arch) {
