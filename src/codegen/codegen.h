@@ -68,8 +68,15 @@ struct BoundsViolation {
 };
 inline size_t checked_slot_count(size_t args) { return 3 * args + 1; }
 
+// How the host lowers dot4 (int_dot.h): Auto takes the fastest the CPU has (VNNI, then
+// AVX2's pmaddwd, then portable vector code); the others force one, so tests can check each
+// path on one machine. Only compile_for_host takes it: kernels launched on a device always use
+// Auto, whose choice follows from the CPU features already in every cache key.
+enum class IntDotPath { Auto, Vnni, Pmaddwd, Portable };
+
 struct HostCompileOptions {
   bool bounds_checks = false;  // checked mode: see BoundsViolation
+  IntDotPath int_dot = IntDotPath::Auto;
 };
 
 // Runs the pass pipeline and the host lowering, optimizes at O3 for the host CPU and emits an

@@ -69,7 +69,7 @@ CompiledObject compile_for_host(const ir::Function &traced, const std::string &s
   std::unique_ptr<llvm::TargetMachine> tm = make_host_target_machine();
   module->setDataLayout(tm->createDataLayout());
   module->setTargetTriple(tm->getTargetTriple().str());
-  lower_to_llvm(fn, *module, symbol, options.bounds_checks);
+  lower_to_llvm(fn, *module, symbol, options.bounds_checks, options.int_dot);
   std::string problems;
   llvm::raw_string_ostream problem_stream(problems);
   if (llvm::verifyModule(*module, &problem_stream)) {
