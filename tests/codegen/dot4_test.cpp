@@ -1,5 +1,6 @@
 // dot4_test.cpp - dot4 (sums of 4 byte products into i32) on every host path against a scalar reference, i8 and u8 over their full range
 #include <doctest/doctest.h>
+#include <kdsl/compile_for.h>
 #include <fmt/format.h>
 
 #include <cstring>
@@ -202,6 +203,12 @@ TEST_CASE("dot4: prints and parses back, and the verifier refuses a result that 
   ir::Function float_result = fn;
   float_result.values[size_t(result)].elem = DType::F32;
   CHECK(!ir::verify(float_result).empty());
+}
+
+TEST_CASE("dot4: compiling it for an NVIDIA GPU is a clear error naming the kernel (no NVPTX lowering yet)") {
+  std::string text = kdsl_test::error_text([] { compile_for<dot4_rank3<i8, u8>>(Target("sm_80")); });
+  CHECK(kdsl_test::contains(text, "dot4_rank3"));
+  CHECK(kdsl_test::contains(text, "dot4 has no NVIDIA lowering yet"));
 }
 
 }  // namespace dot4_test
