@@ -36,7 +36,11 @@ class Library {
   void matmul(const float *x, const void *w, DType wtype, const float *bias, float *out, int rows, int N, int K);
   // The same for any WeightType (library_quantized.cpp): Q8_0 and Q4_0 (K a multiple of 32),
   // Q4_K and Q6_K (K a multiple of 256) weights are read in place in their GGUF block layout,
-  // plain types go to the overload above.
+  // plain types go to the overload above. On the CPU, Q8_0 and Q4_0 with rows <= 16 quantize x
+  // to 8 bits per 32-value block (scale d_x = amax / 127, as llama.cpp's q8_0 activations) and
+  // use exact integer dot products (matvec_int8.h); their result differs from the f32 product of
+  // the dequantized weights by at most sum over blocks of (d_x / 2) * sum |w| over the block
+  // (the activations' rounding), plus f32 rounding; elsewhere the weights are dequantized to f32.
   void matmul(const float *x, const void *w, WeightType wtype, const float *bias, float *out, int rows, int N, int K);
   // Rotary embedding in place. q: [rows][n_heads][head_dim], k: [rows][n_kv_heads][head_dim];
   // token r is at position pos0 + r; freq_i = theta^(-2i/head_dim) (computed in double, the

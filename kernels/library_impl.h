@@ -61,6 +61,8 @@ struct Library::Impl {
   double rope_theta = 0;
   int rope_head_dim = 0;
   std::vector<float> rope_divisors;  // those rope_inv_freq was divided by (empty: none)
+  Buffer<int8_t> activation_quants;  // the integer-dot kernels' quantized x (quantize_activations.h)
+  Buffer<float> activation_scales;
 };
 
 namespace detail {

@@ -5,7 +5,9 @@
 #include "kernels/library_impl.h"
 #include "kernels/matmul_quantized.h"
 #include "kernels/matvec_kquant.h"
+#include "kernels/matvec_int8.h"
 #include "kernels/matvec_quantized.h"
+#include "kernels/quantize_activations.h"
 
 namespace kdsl::kernels {
 namespace {
@@ -22,6 +24,9 @@ constexpr int kMatvecRows = 8, kPrefetchBytes = 512;
 constexpr int kMaxFewRows = 16, kFewRowsBlocks = 2;
 constexpr int kTileM = 64, kShortTileM = 32, kTileN = 64, kTileBlocks = 2;
 constexpr int kEmbeddingBlocks = 8;
+// On the CPU, decode and few-row products quantize x to 8 bits per 32-element block and use
+// integer dot products (matvec_int8.h); a quantize program takes kQuantizeBlocks blocks.
+constexpr int kQuantizeBlocks = 8;
 // The k-quant kernels (matvec_kquant.h) count 256-element super-blocks: decode takes one per
 // step of kMatvecRows rows, prefetching kKQuantPrefetchBytes ahead; the batched kernel
 // computes kKQuantTileM x kKQuantTileN outputs (kMaxFewRows rows for small batches); an
@@ -37,8 +42,30 @@ const typename F::Quant::storage *quants(const void *w) {
   return static_cast<const typename F::Quant::storage *>(w);
 }
 
-template <class F>
+// x quantized into the Library's scratch (quantize_activations.h), then the integer-dot product.
+template <class P>
+void run_matmul_int8(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K) {
+  using F = typename P::Format;
+  auto wq = quants<F>(w);
+  const float *b = bias ? bias : out;  // unread without a bias
+  const int blocks = K / F::kBlockElements;
+  int8_t *xq = detail::reserve(im.device, im.activation_quants, size_t(rows) * size_t(K));
+  float *xd = detail::reserve(im.device, im.activation_scales, size_t(rows) * size_t(blocks));
+  im.kernel<quantize_activations_q8<kQuantizeBlocks>>()(grid(cdiv(blocks, kQuantizeBlocks), rows), x, xq, xd, K);
+  const int8_t *cxq = xq;
+  const float *cxd = xd;
+  auto g = grid(cdiv(N, kMatvecRows));
+  auto run = [&]<int BR>() {
+    if (bias) im.kernel<matvec_int8<P, BR, kMatvecRows, true, kPrefetchBytes>>()(g, cxq, cxd, wq, b, out, rows, N, K);
+    else im.kernel<matvec_int8<P, BR, kMatvecRows, false, kPrefetchBytes>>()(g, cxq, cxd, wq, b, out, rows, N, K);
+  };
+  if (rows == 1) run.template operator()<1>();
+  else detail::with_block<2, kMaxFewRows>("matmul", "rows", rows, run);
+}
+
+template <class F, class P>
 void run_matmul(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K) {
+  if (im.device.kind() == Device::Kind::Cpu && rows <= kMaxFewRows) return run_matmul_int8<P>(im, x, w, bias, out, rows, N, K);
   auto wq = quants<F>(w);
   // Without a bias the kernels get `out` for it, unread.
   const float *b = bias ? bias : out;
@@ -116,8 +143,8 @@ void Library::matmul(const float *x, const void *w, WeightType wtype, const floa
   require_whole_blocks("matmul", "K", wtype, K);
   if (rows == 0) return;
   switch (wtype) {
-    case WeightType::Q8_0: return run_matmul<Q8_0Format>(*impl_, x, w, bias, out, rows, N, K);
-    case WeightType::Q4_0: return run_matmul<Q4_0Format>(*impl_, x, w, bias, out, rows, N, K);
+    case WeightType::Q8_0: return run_matmul<Q8_0Format, Q8_0IntDot>(*impl_, x, w, bias, out, rows, N, K);
+    case WeightType::Q4_0: return run_matmul<Q4_0Format, Q4_0IntDot>(*impl_, x, w, bias, out, rows, N, K);
     case WeightType::Q6_K: return run_matmul_kquant<Q6_KFormat>(*impl_, x, w, bias, out, rows, N, K);
     case WeightType::Q4_K: return run_matmul_kquant<Q4_KFormat>(*impl_, x, w, bias, out, rows, N, K);
     default: throw Error("kdsl::kernels::matmul: weight type " + std::string(weight_type_info(wtype).name) + " has no kernel; this is a bug in kdsl");

@@ -132,24 +132,77 @@ Block<E, DI...> gather(const Block<E, D...> &src, const Block<I, DI...> &index, 
   return detail::emit_as<Block<E, DI...>>(OpKind::Gather, {src.id(), index.id()}, {a});
 }
 
-// acc + a @ b for a [M, K] and b [K, N]: f16, bf16 and f32 inputs accumulate in f32, i8 in i32.
+// acc + a @ b for a [M, K] and b [K, N]: f16, bf16 and f32 inputs accumulate in f32, i8 and u8
+// in i32 (exact: products and sums wrap as two's-complement i32 would, never saturate).
 template <class E, int M, int K, int K2, int N, class A>
 Block<A, M, N> dot(const Block<E, M, K> &a, const Block<E, K2, N> &b, const Block<A, M, N> &acc) {
   if constexpr (K != K2) {
     KDSL_STATIC_FAIL(detail::TextBuffer{}.add("dot: inner dimensions differ: a is ").add_shape(Block<E, M, K>::dims).add(" and b is ").add_shape(Block<E, K2, N>::dims),
                      "dot: the inner dimensions of a and b differ");
   }
-  static_assert(std::is_same_v<E, f32> || std::is_same_v<E, f16> || std::is_same_v<E, bf16> || std::is_same_v<E, i8>,
-                "dot inputs must be f32, f16, bf16 or i8");
-  if constexpr (std::is_same_v<E, i8>) static_assert(std::is_same_v<A, i32>, "dot of i8 blocks accumulates in i32");
+  static_assert(std::is_same_v<E, f32> || std::is_same_v<E, f16> || std::is_same_v<E, bf16> || std::is_same_v<E, i8> || std::is_same_v<E, u8>,
+                "dot inputs must be f32, f16, bf16, i8 or u8");
+  if constexpr (std::is_same_v<E, i8> || std::is_same_v<E, u8>) static_assert(std::is_same_v<A, i32>, "dot of i8 or u8 blocks accumulates in i32");
   else static_assert(std::is_same_v<A, f32>, "dot of floating-point blocks accumulates in f32");
   return detail::emit_as<Block<A, M, N>>(OpKind::Dot, {a.id(), b.id(), acc.id()});
 }
 
 template <class E, int M, int K, int K2, int N>
 auto dot(const Block<E, M, K> &a, const Block<E, K2, N> &b) {
-  using A = std::conditional_t<std::is_same_v<E, i8>, i32, f32>;
+  using A = std::conditional_t<std::is_same_v<E, i8> || std::is_same_v<E, u8>, i32, f32>;
   return dot(a, b, zeros<A, M, N>());
+}
+
+// --- grouped integer dot products ---------------------------------------------------------
+
+namespace detail {
+template <class E>
+constexpr bool is_byte_element = std::is_same_v<E, i8> || std::is_same_v<E, u8>;
+
+// a's and b's broadcast shape with its last extent divided by 4: dot4's result shape.
+template <class A, class B>
+constexpr auto dot4_dims() {
+  constexpr auto in = broadcast_of<A, B>();
+  static_assert(in.size() > 0, "dot4 needs blocks, not scalars");
+  if constexpr (in[in.size() - 1] % 4 != 0) {
+    KDSL_STATIC_FAIL(TextBuffer{}.add("dot4: the last extent of ").add_shape(in).add(" is not a multiple of 4"),
+                     "dot4: the last extent of its operands must be a multiple of 4");
+  }
+  auto out = in;
+  out[out.size() - 1] /= 4;
+  return out;
+}
+}  // namespace detail
+
+// Dot products of 4 bytes (CUDA's dp4a, x86's vpdpbusd, over whole blocks): for a and b of i8
+// or u8 (each either, broadcast to one shape [..., 4G]) and acc of i32 [..., G],
+//   result[..., g] = acc[..., g] + a[..., 4g] * b[..., 4g] + ... + a[..., 4g+3] * b[..., 4g+3],
+// exact for every value (-128 and 255 included). Why this op rather than
+// `sum<axis>(cast<i32>(a) * cast<i32>(b))` over a [..., G, 4] reshape, recognized by the
+// lowering: the group of 4 is what the hardware computes in one lane (vpdpbusd's i32 lanes,
+// dp4a, the i32 elements of an mma.s8 fragment), so a kernel can keep G partial sums per block
+// in registers and scale them once (quantized decode: acc += cast<f32>(dot4(wq, xq)) * d, with
+// one horizontal sum per row after the loop). A pattern over reshape + cast + mul + sum would
+// fall back silently to slow code whenever a kernel wrote it a little differently; an op
+// cannot, and its verifier and lowerings check one thing.
+template <class EA, int... DA, class B, int... DC>
+auto dot4(const Block<EA, DA...> &a, const B &b, const Block<i32, DC...> &acc) {
+  static_assert(is_block_v<B>, "dot4: b must be a block of i8 or u8");
+  using EB = typename B::element;
+  static_assert(detail::is_byte_element<EA> && detail::is_byte_element<EB>, "dot4 multiplies i8 or u8 blocks (cast other integers first)");
+  constexpr auto shape = detail::broadcast_of<Block<EA, DA...>, B>();
+  constexpr auto out = detail::dot4_dims<Block<EA, DA...>, B>();
+  using R = detail::block_with<i32, out>;
+  static_assert(std::is_same_v<R, Block<i32, DC...>>, "dot4: acc must have the result's shape: the operands' shape with its last extent divided by 4");
+  auto la = detail::broadcast_block<shape>(a);
+  auto lb = detail::broadcast_block<shape>(b);
+  return detail::emit_as<R>(OpKind::Dot4, {la.id(), lb.id(), acc.id()});
+}
+
+template <class EA, int... DA, class B>
+auto dot4(const Block<EA, DA...> &a, const B &b) {
+  constexpr auto out = detail::dot4_dims<Block<EA, DA...>, B>();
+  return dot4(a, b, detail::constant<detail::block_with<i32, out>>(0));
 }
 
 }  // namespace kdsl

@@ -70,6 +70,12 @@ struct BoundsViolation {
 };
 inline size_t checked_slot_count(size_t args) { return 3 * args + 1; }
 
+// How the host lowers dot4 (int_dot.h): Auto takes the fastest the CPU has (VNNI, then
+// AVX2's pmaddwd, then portable vector code); the others force one, so tests can check each
+// path on one machine. Kernels launched on a device always use Auto, whose choice follows
+// from the CPU features already in every cache key.
+enum class IntDotPath { Auto, Vnni, Pmaddwd, Portable };
+
 // The machine code is compiled for: this host's CPU, or a GPU of target_info.cpp's table. The
 // pipeline (pipeline.cpp) gates its steps on `kind`; a GPU's details are data, its TargetInfo.
 struct Target {
@@ -92,6 +98,7 @@ struct Options {
   int num_stages = 2;          // GPU: >= 2 copies loads feeding tensor-core dots in for_range ahead with cp.async (sm_80+)
   bool assemble = true;        // NVPTX: run ptxas where found (else the object is PTX for the driver's JIT)
   bool bounds_checks = false;  // host: checked mode, see BoundsViolation
+  IntDotPath int_dot = IntDotPath::Auto;  // host: dot4's lowering (tests force one)
 };
 
 // Block IR in, machine code out: the block-IR passes of pipeline.cpp, the target's own steps

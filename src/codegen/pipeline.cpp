@@ -77,7 +77,7 @@ CompiledObject compile(const ir::Function &traced, const std::string &symbol, co
   module.setTargetTriple(tm->getTargetTriple().str());
   nvptx::LoweringResult lowered;
   if (gpu) lowered = nvptx::lower_to_nvptx(fn, plan, *target.gpu, module, symbol);   // 3. LLVM IR: one CTA per program,
-  else lower_to_llvm(fn, module, symbol, options.bounds_checks);                      //    or a loop over programs on the host
+  else lower_to_llvm(fn, module, symbol, options.bounds_checks, options.int_dot);  //    or a loop over programs on the host
   verify_lowering(module, gpu ? "nvptx" : "host", fn.name);
   if (dump.llvm) stages.write(".ll", module_text(module));
   if (gpu && lowered.shared_bytes > target.gpu->shared_bytes_optin)

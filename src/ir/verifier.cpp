@@ -222,6 +222,15 @@ class Verifier {
         if (!ok) problem(op, fmt::format("cannot multiply {} by {} into {}", in[0]->str(), in[1]->str(), out.str()));
         break;
       }
+      case OpKind::Dot4: {
+        const Shape &a = in[0]->shape;
+        auto byte = [](const Type *t) { return !t->is_ptr && (t->elem == DType::I8 || t->elem == DType::U8); };
+        bool ok = a.rank >= 1 && a[a.rank - 1] % 4 == 0 && in[1]->shape == a && byte(in[0]) && byte(in[1]) && *in[2] == out &&
+                  out.elem == DType::I32 && !out.is_ptr && out.shape.rank == a.rank;
+        for (int i = 0; ok && i < a.rank; ++i) ok = out.shape[i] == (i + 1 == a.rank ? a[i] / 4 : a[i]);
+        if (!ok) problem(op, fmt::format("cannot take dot products of 4 of {} and {} into {}", in[0]->str(), in[1]->str(), out.str()));
+        break;
+      }
       default:
         break;
     }

@@ -57,7 +57,7 @@ void check_product(const char *what, const HostArray<storage_t<T>> &a, const Hos
 
 template <class T>
 HostArray<storage_t<T>> operands(std::mt19937 &rng, size_t n) {
-  return std::is_same_v<T, i8> ? random_full_range<T>(rng, n) : random_values<T>(rng, n, -2, 2);
+  return std::is_same_v<T, i8> || std::is_same_v<T, u8> ? random_full_range<T>(rng, n) : random_values<T>(rng, n, -2, 2);
 }
 
 template <class T, class A, int BM, int BN, int BK>
@@ -116,4 +116,10 @@ TEST_CASE("codegen: dot of i8 blocks accumulates in i32") {
   dot_test::check_matmul_sizes<i8, i32, 16, 16, 16>(rng);
   dot_test::check_matmul_sizes<i8, i32, 32, 32, 8>(rng);
   dot_test::check_dot_transposed<i8, i32, 16, 16, 64>(rng);
+}
+
+TEST_CASE("codegen: dot of u8 blocks accumulates in i32 (zero-extended, wrapping)") {
+  KDSL_TEST_RNG(rng);
+  dot_test::check_matmul_sizes<u8, i32, 16, 16, 16>(rng);
+  dot_test::check_dot_transposed<u8, i32, 16, 16, 64>(rng);
 }

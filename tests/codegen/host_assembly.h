@@ -11,12 +11,12 @@
 
 namespace kdsl_test {
 
-inline std::string host_assembly(const kdsl::ir::Function &fn, const std::string &symbol) {
+inline std::string host_assembly(const kdsl::ir::Function &fn, const std::string &symbol, const kdsl::codegen::Options &options = {}) {
   std::filesystem::path dir = std::filesystem::temp_directory_path() / ("kdsl-" + symbol + "-" + std::to_string(getpid()));
   kdsl::codegen::DumpOptions dump;
   dump.dir = dir.string();
   dump.asm_text = true;
-  kdsl::codegen::compile(fn, symbol, kdsl::codegen::Target::host(), {}, dump);
+  kdsl::codegen::compile(fn, symbol, kdsl::codegen::Target::host(), options, dump);
   std::ostringstream s;
   for (const auto &e : std::filesystem::directory_iterator(dir))
     if (e.path().extension() == ".s") s << std::ifstream(e.path()).rdbuf();

@@ -108,6 +108,10 @@ TEST_CASE("nvptx emulated: dot through shared memory (f16 tiles in a K loop, i8)
   for (auto &v : ia) v = int8_t(std::uniform_int_distribution<int>(-128, 127)(rng));
   for (auto &v : ib) v = int8_t(std::uniform_int_distribution<int>(-128, 127)(rng));
   CHECK(compare(find("int8_dot"), grid(1), {array(ia), array(ib), array(std::vector<int32_t>(32 * 32))}) == 0);
+  std::vector<uint8_t> ua(32 * 64), ub(64 * 32);  // u8: zero-extended (255 * 255 per product)
+  for (auto &v : ua) v = uint8_t(std::uniform_int_distribution<int>(0, 255)(rng));
+  for (auto &v : ub) v = uint8_t(std::uniform_int_distribution<int>(0, 255)(rng));
+  CHECK(compare(find("uint8_dot"), grid(1), {array(ua), array(ub), array(std::vector<int32_t>(32 * 32))}) == 0);
 }
 
 TEST_CASE("nvptx emulated: f32 matmul and tiles that are not whole instruction tiles (the FMA path, also on sm_80's plan)") {

@@ -46,8 +46,8 @@ void loops_and_atomics(Ptr<f32> x, Ptr<f32> total, Ptr<i32> counts, Scalar<i32> 
   atomic_add(counts + arange<BLOCK>() % 4, full<i32, BLOCK>(1));
 }
 
-template <int BM, int BN, int BK>
-void int8_dot(Ptr<i8> a, Ptr<i8> b, Ptr<i32> c) {
+template <class T, int BM, int BN, int BK>
+void int8_dot(Ptr<T> a, Ptr<T> b, Ptr<i32> c) {
   auto rm = expand_dims<1>(arange<BM>());
   auto rn = expand_dims<0>(arange<BN>());
   auto rk = arange<BK>();
@@ -143,7 +143,8 @@ inline std::vector<tools::NamedKernel> all_kernels() {
   k.push_back(tools::named_kernel<transpose<64, 32>>("transpose"));
   k.push_back(tools::named_kernel<reshape_and_argmax<256>>("reshape_and_argmax"));
   k.push_back(tools::named_kernel<loops_and_atomics<256>>("loops_and_atomics", 8));
-  k.push_back(tools::named_kernel<int8_dot<32, 32, 64>>("int8_dot"));
+  k.push_back(tools::named_kernel<int8_dot<i8, 32, 32, 64>>("int8_dot"));
+  k.push_back(tools::named_kernel<int8_dot<u8, 32, 32, 64>>("uint8_dot"));
   k.push_back(tools::named_kernel<bf16_math<64>>("bf16_math", 4));  // smaller than the CTA: duplicated elements
   k.push_back(tools::named_kernel<math_ops<256>>("math_ops", 4));
   k.push_back(tools::named_kernel<reinterpret_records<128>>("reinterpret_records", 4));

@@ -1,5 +1,5 @@
 // quantized_test.cpp - Library::matmul and Library::embedding over Q8_0 / Q4_0 weights read in place, against the reference dequantizer
-#include "tests/kernels/quantized_test_util.h"
+#include "tests/kernels/int8_test_util.h"
 
 namespace {
 using namespace kernels_test;
@@ -11,8 +11,8 @@ using kdsl::kernels::WeightType;
 TEST_CASE("kernels: quantized matmul, one row (decode), aligned and ragged, Q8_0 / Q4_0") {
   KDSL_TEST_RNG(rng);
   for (WeightType t : {WeightType::Q8_0, WeightType::Q4_0}) {
-    for (auto [N, K] : {std::pair{64, 256}, std::pair{37, 96}, std::pair{37, 416}}) check_quantized_matmul(rng, t, 1, N, K, false);
-    check_quantized_matmul(rng, t, 1, 37, 416, true);
+    for (auto [N, K] : {std::pair{64, 256}, std::pair{37, 96}, std::pair{37, 416}}) check_library_matmul(rng, t, 1, N, K, false);
+    check_library_matmul(rng, t, 1, 37, 416, true);
   }
 }
 
@@ -20,12 +20,12 @@ TEST_CASE("kernels: quantized matmul, a few rows (2..8) and batched rows (prefil
   KDSL_TEST_RNG(rng);
   for (WeightType t : {WeightType::Q8_0, WeightType::Q4_0}) {
     for (int rows : {3, 8, 13, 70}) {
-      check_quantized_matmul(rng, t, rows, 64, 256, false);
-      check_quantized_matmul(rng, t, rows, 37, 416, rows == 8);
+      check_library_matmul(rng, t, rows, 64, 256, false);
+      check_library_matmul(rng, t, rows, 37, 416, rows == 8);
     }
-    check_quantized_matmul(rng, t, 2, 37, 96, true);
-    check_quantized_matmul(rng, t, 20, 37, 96, false);  // 17..32 rows: the short tiles
-    check_quantized_matmul(rng, t, 33, 37, 96, true);
+    check_library_matmul(rng, t, 2, 37, 96, true);
+    check_library_matmul(rng, t, 20, 37, 96, false);  // 17..32 rows: the short tiles
+    check_library_matmul(rng, t, 33, 37, 96, true);
   }
 }
 

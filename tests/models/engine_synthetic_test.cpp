@@ -23,15 +23,19 @@ double relative_error(std::span<const float> got, const std::vector<double> &wan
   return worst / scale;
 }
 
-void check_model_against_reference(const std::string &path);
+// The worst difference between the engine's and the reference's logits, over the largest
+// logit, allowed at every step: 1e-4 covers f32 rounding.
+constexpr double kFloatTolerance = 1e-4;
 
-void check_against_reference(const SynthConfig &config, const std::string &file) {
+void check_model_against_reference(const std::string &path, double tolerance = kFloatTolerance);
+
+void check_against_reference(const SynthConfig &config, const std::string &file, double tolerance = kFloatTolerance) {
   std::string path = test::scratch_path(file);
   write_synthetic_model(config, path);
-  check_model_against_reference(path);
+  check_model_against_reference(path, tolerance);
 }
 
-void check_model_against_reference(const std::string &path) {
+void check_model_against_reference(const std::string &path, double tolerance) {
   ModelWeights model = load_model_weights(path);
   // Pages of 4 positions and prefill chunks of 5 tokens: the 11-token prompt crosses both.
   Engine engine(model, Device::cpu(), EngineOptions{.context = 32, .page_size = 4, .max_batch = 5});
@@ -40,12 +44,12 @@ void check_model_against_reference(const std::string &path) {
   for (int i = 0; i < 11; ++i) prompt.push_back((i * 97 + 3) % int(model.hparams.n_vocab));
   std::vector<double> want;
   for (int p = 0; p < int(prompt.size()); ++p) want = reference.forward(prompt[size_t(p)], p);
-  CHECK(relative_error(engine.forward(prompt, 0), want) < 1e-4);
+  CHECK(relative_error(engine.forward(prompt, 0), want) < tolerance);
   for (int p = int(prompt.size()); p < 20; ++p) {
     int token[1] = {(p * 31) % int(model.hparams.n_vocab)};
     want = reference.forward(token[0], p);
     CAPTURE(p);
-    CHECK(relative_error(engine.forward(token, p), want) < 1e-4);
+    CHECK(relative_error(engine.forward(token, p), want) < tolerance);
   }
 }
 
@@ -136,24 +140,33 @@ TEST_CASE("engine vs float64 reference: qwen3 (QK norm, head_dim != dim / heads,
   check_against_reference(synth_preset("qwen3-tiny"), "ref-qwen3.gguf");
 }
 
-// Q8_0 / Q4_0 matrices and embeddings are read in place by the quantized kernels. The
-// reference reads the same blocks through the reference dequantizer, and d * q is exact in
-// f32, so the two see identical weight values: only the order and precision of the f32
-// sums differ, and the 1e-4 bound of the float models holds.
+// Q8_0 / Q4_0 matrices and embeddings are read in place by the quantized kernels; the
+// reference reads the same blocks through the reference dequantizer (d * q is exact in f32, so
+// both see identical weights). On the CPU every step here (prefill chunks of 5 rows, decode of
+// one) runs the integer-dot kernels, which round the activations to 8 bits per 32-value block
+// (kernels/library.h states the bound per product): about 0.3% rms per value, which these
+// two-layer models carry to 0.6-1.7% of the largest logit (measured over every step of the four
+// models below), as llama.cpp's q8 activations do. The bound is 3e-2. A reference that rounds
+// the activations the same way in double comes within 1e-4 at most steps but not all: where an
+// activation's f32 and f64 values round to neighbouring levels the difference is up to 1% and
+// stays in the KV cache. The exact integer part is checked at the kernel level (tests/kernels/
+// int8_test.cpp, to f32 rounding).
+constexpr double kInt8ActivationTolerance = 3e-2;
+
 TEST_CASE("engine vs float64 reference: llama with Q8_0 and Q4_0 weights and embeddings") {
   SynthConfig c = synth_preset("tiny");
   c.weight_type = c.embedding_type = GgmlType::Q8_0;
-  check_against_reference(c, "ref-llama-q8_0.gguf");
+  check_against_reference(c, "ref-llama-q8_0.gguf", kInt8ActivationTolerance);
   c.weight_type = c.embedding_type = GgmlType::Q4_0;
-  check_against_reference(c, "ref-llama-q4_0.gguf");
+  check_against_reference(c, "ref-llama-q4_0.gguf", kInt8ActivationTolerance);
   // Quantized matrices with an f16 token table, and tied Q8_0 embeddings (the table is the classifier too).
   c = synth_preset("qwen3-tiny");
   c.weight_type = c.embedding_type = GgmlType::Q8_0;
-  check_against_reference(c, "ref-qwen3-q8_0.gguf");
+  check_against_reference(c, "ref-qwen3-q8_0.gguf", kInt8ActivationTolerance);
   c = synth_preset("tiny");
   c.weight_type = GgmlType::Q8_0;
   c.embedding_type = GgmlType::F16;
-  check_against_reference(c, "ref-llama-q8_0-f16.gguf");
+  check_against_reference(c, "ref-llama-q8_0-f16.gguf", kInt8ActivationTolerance);
 }
 
 // Q6_K / Q4_K super-blocks are read in place by the k-quant kernels; as for Q8_0 / Q4_0 the

@@ -17,7 +17,9 @@
 #include "codegen/host/bounds_checks.h"
 #include "codegen/host/device_debug.h"
 #include "codegen/host/element_math.h"
+#include "codegen/host/int_dot.h"
 #include "codegen/host/storage_plan.h"
+#include "codegen/host/target_machine.h"
 #include "codegen/host/vector_math.h"
 
 namespace kdsl::codegen {
@@ -33,10 +35,7 @@ struct F16Widening {
   int forced_width = 0;  // f32 lanes of the widest vector; 0: leave the width to LLVM
 };
 
-// Whether the host CPU has `feature` (an LLVM feature name: "avx512f", "f16c").
-bool host_has(const char *feature) {
-  return ("," + host_target().features + ",").find(std::string(",+") + feature + ",") != std::string::npos;
-}
+bool host_has(const char *feature) { return host_has_feature(feature); }
 
 F16Widening host_f16_widening() {
   F16Widening w;
@@ -111,8 +110,8 @@ struct ValueState {
 
 class HostLowering {
  public:
-  HostLowering(const ir::Function &fn, llvm::Module &m, bool bounds_checks)
-      : fn_(fn), m_(m), ctx_(m.getContext()), b_(ctx_), el_(b_, m), plan_(plan_storage(fn)), bounds_checks_(bounds_checks) {}
+  HostLowering(const ir::Function &fn, llvm::Module &m, bool bounds_checks, IntDotPath int_dot)
+      : fn_(fn), m_(m), ctx_(m.getContext()), b_(ctx_), el_(b_, m), plan_(plan_storage(fn)), bounds_checks_(bounds_checks), int_dot_(int_dot) {}
 
   void run(const std::string &symbol) {
     llvm::Function *body = emit_body(symbol + ".body");
@@ -455,6 +454,8 @@ class HostLowering {
         return emit_prefetch(op);
       case OpKind::Dot:
         return emit_dot(op);
+      case OpKind::Dot4:
+        return emit_dot4(op);
       case OpKind::For:
         return emit_for(op);
       case OpKind::If:
@@ -732,20 +733,112 @@ class HostLowering {
     if (rest) strip(b_.getInt64(full * rows), rest);
   }
 
-  // The integer dot (i8 operands, i32 accumulator), element by element with C in memory.
+  // The integer dot (i8 or u8 operands, i32 accumulator), element by element with C in memory.
   void emit_dot_i8(const ir::Op &op, llvm::AllocaInst *c, int64_t M, int64_t N, int64_t K) {
     const ir::Type &ct = fn_.type(op.results[0]);
+    const bool sign = !is_unsigned(fn_.type(op.operands[0]).elem);
+    auto widen = [&](llvm::Value *x) { return sign ? b_.CreateSExt(x, b_.getInt32Ty()) : b_.CreateZExt(x, b_.getInt32Ty()); };
     loop(M, [&](llvm::Value *m) {
       loop(K, [&](llvm::Value *k) {
-        llvm::Value *a = b_.CreateSExt(element(op.operands[0], {m, k}), b_.getInt32Ty());
+        llvm::Value *a = widen(element(op.operands[0], {m, k}));
         loop(N, [&](llvm::Value *n) {
           llvm::Value *bv = element(op.operands[1], {k, n});
           llvm::Value *slot = array_element_ptr(c, ct, {m, n});
           llvm::Value *acc = b_.CreateLoad(compute_type(ct), slot);
-          b_.CreateStore(b_.CreateAdd(acc, b_.CreateMul(a, b_.CreateSExt(bv, b_.getInt32Ty()))), slot);
+          b_.CreateStore(b_.CreateAdd(acc, b_.CreateMul(a, widen(bv))), slot);
         });
       });
     });
+  }
+
+  // A dot4 operand as rows of bytes in memory: the array of the value under any broadcasts
+  // (a b shared by every row is read from its one row, not copied into each), materialized here
+  // when it has none, and which axes the broadcasts stretched.
+  struct ByteRows {
+    llvm::AllocaInst *array = nullptr;
+    ir::Type type;  // of the array
+    bool sign = true;
+  };
+  ByteRows byte_rows(ir::ValueId v) {
+    while (!state_[size_t(v)].array && plan_.def[size_t(v)] && plan_.def[size_t(v)]->kind == OpKind::Broadcast) v = plan_.def[size_t(v)]->operands[0];
+    ByteRows r;
+    r.type = fn_.type(v);
+    r.sign = !is_unsigned(r.type.elem);
+    r.array = state_[size_t(v)].array;
+    if (!r.array) {
+      r.array = alloca_array(r.type, "dot4.operand");
+      materialize(v, r.array);
+    }
+    return r;
+  }
+  // The address of row `outer` (an index over all axes but the last) of rows, at byte `at`.
+  llvm::Value *byte_row(const ByteRows &r, const Index &outer, llvm::Value *at) {
+    Index idx;
+    for (size_t d = 0; d < outer.size(); ++d) idx.push_back(r.type.shape[int(d)] == 1 ? b_.getInt64(0) : outer[d]);
+    idx.push_back(at);
+    return array_element_ptr(r.array, r.type, idx);
+  }
+
+  // c = acc + dot4(a, b): for each row (every axis but the last), the row's bytes in chunks of
+  // the widest vectors the path takes (int_dot.h); corrections that depend on b alone are
+  // computed once when b is the same row for every row of the result.
+  void emit_dot4(const ir::Op &op) {
+    const ir::Type &ct = fn_.type(op.results[0]);
+    llvm::AllocaInst *c = target_array(op.results[0], "dot4");
+    if (state_[size_t(op.operands[2])].array != c) materialize(op.operands[2], c);
+    ByteRows a = byte_rows(op.operands[0]), bb = byte_rows(op.operands[1]);
+    auto shared = [](const ByteRows &r) {
+      for (int d = 0; d + 1 < r.type.shape.rank; ++d)
+        if (r.type.shape[d] != 1) return false;
+      return true;
+    };
+    if (shared(a) && !shared(bb)) std::swap(a, bb);  // the product is symmetric; b is the shared one
+    IntDotEmitter dot(b_, m_, int_dot_);
+    const int64_t row_bytes = fn_.type(op.operands[0]).shape[ct.shape.rank - 1];
+    // Chunks: (first byte, width), widest first; the tail (a multiple of 4) in portable widths.
+    std::vector<std::pair<int64_t, int>> chunks;
+    int64_t at = 0;
+    for (int w : dot.widths())
+      while (row_bytes - at >= w) chunks.push_back({at, w}), at += w;
+    for (int w : {8, 4})
+      while (row_bytes - at >= w) chunks.push_back({at, w}), at += w;
+    auto byte_vector = [&](int w) { return llvm::FixedVectorType::get(b_.getInt8Ty(), unsigned(w)); };
+    auto sum_vector = [&](int w) { return llvm::FixedVectorType::get(b_.getInt32Ty(), unsigned(w / 4)); };
+    ir::Shape outer = ct.shape;
+    outer.rank -= 1;
+    // A long row is a loop over its widest chunks; a short one is unrolled, with b's corrections hoisted.
+    constexpr size_t kUnrolledChunks = 16;
+    const int widest = chunks.empty() ? 4 : chunks[0].second;
+    const bool as_loop = chunks.size() > kUnrolledChunks;
+    std::vector<llvm::Value *> corrections(chunks.size(), nullptr);
+    if (!as_loop && shared(bb)) {
+      Index first(size_t(outer.rank), b_.getInt64(0));
+      for (size_t i = 0; i < chunks.size(); ++i) {
+        auto [col, w] = chunks[i];
+        llvm::Value *bv = b_.CreateAlignedLoad(byte_vector(w), byte_row(bb, first, b_.getInt64(col)), llvm::Align(1));
+        corrections[i] = dot.correction(bv, a.sign, bb.sign);
+      }
+    }
+    auto chunk = [&](const Index &o, llvm::Value *col, int w, llvm::Value *correction) {
+      llvm::Value *av = b_.CreateAlignedLoad(byte_vector(w), byte_row(a, o, col), llvm::Align(1));
+      llvm::Value *bv = b_.CreateAlignedLoad(byte_vector(w), byte_row(bb, o, col), llvm::Align(1));
+      Index cidx = o;
+      cidx.push_back(b_.CreateUDiv(col, b_.getInt64(4)));
+      llvm::Value *slot = array_element_ptr(c, ct, cidx);
+      llvm::Value *acc = b_.CreateAlignedLoad(sum_vector(w), slot, llvm::Align(4));
+      b_.CreateAlignedStore(dot.dot4(acc, av, a.sign, bv, bb.sign, correction), slot, llvm::Align(4));
+    };
+    loop_nest(outer, [&](const Index &o) {
+      if (as_loop) {
+        const int64_t full = row_bytes / widest;
+        loop(full, [&](llvm::Value *i) { chunk(o, b_.CreateMul(i, b_.getInt64(widest)), widest, nullptr); });
+        for (auto [col, w] : chunks)
+          if (col >= full * widest) chunk(o, b_.getInt64(col), w, nullptr);
+        return;
+      }
+      for (size_t i = 0; i < chunks.size(); ++i) chunk(o, b_.getInt64(chunks[i].first), chunks[i].second, corrections[i]);
+    });
+    state_[size_t(op.results[0])].array = c;
   }
 
   // Storage a loop or conditional writes its results into: arrays for blocks, slots for scalars.
@@ -956,14 +1049,15 @@ class HostLowering {
   int64_t loops_emitted_ = 0;  // loop() calls so far: a loop whose body added none is innermost
   std::array<llvm::Value *, 3> pid_{}, grid_{};
   bool bounds_checks_ = false;
+  IntDotPath int_dot_ = IntDotPath::Auto;
   std::unique_ptr<BoundsChecks> checks_;  // checked mode only
   llvm::Value *launch_args_ = nullptr;  // the launch's argument slots: names the launch to device_assert's record
 };
 
 }  // namespace
 
-void lower_to_llvm(const ir::Function &fn, llvm::Module &module, const std::string &symbol, bool bounds_checks) {
-  HostLowering(fn, module, bounds_checks).run(symbol);
+void lower_to_llvm(const ir::Function &fn, llvm::Module &module, const std::string &symbol, bool bounds_checks, IntDotPath int_dot) {
+  HostLowering(fn, module, bounds_checks, int_dot).run(symbol);
 }
 
 }  // namespace kdsl::codegen

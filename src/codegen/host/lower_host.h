@@ -4,6 +4,7 @@
 
 #include <llvm/IR/Module.h>
 
+#include "codegen/codegen.h"
 #include "ir/ir.h"
 
 namespace kdsl::codegen {
@@ -20,6 +21,8 @@ namespace kdsl::codegen {
 //
 // With bounds_checks, every load, store and atomic is checked against the extent of the
 // arguments its pointer derives from (bounds_checks.h; the slot layout is in codegen.h).
-void lower_to_llvm(const ir::Function &fn, llvm::Module &module, const std::string &symbol, bool bounds_checks = false);
+// dot4 takes the path `int_dot` says (int_dot.h; Auto: the fastest this CPU has).
+void lower_to_llvm(const ir::Function &fn, llvm::Module &module, const std::string &symbol, bool bounds_checks = false,
+                   IntDotPath int_dot = IntDotPath::Auto);
 
 }  // namespace kdsl::codegen

@@ -120,7 +120,7 @@ class Planner {
       const Op *def = plan_.def[size_t(next)];
       if (fn_.type(next).shape.rank == 0 || plan_.storage[size_t(next)] != Storage::Array || !def) continue;
       if (uses_[size_t(next)].size() != 1 || uses_[size_t(arg)].size() != 1 || uses_[size_t(next)][0].region != &body) continue;
-      bool in_place = (def->kind == OpKind::Dot && def->operands[2] == arg) || reads_elementwise(next, arg);
+      bool in_place = ((def->kind == OpKind::Dot || def->kind == OpKind::Dot4) && def->operands[2] == arg) || reads_elementwise(next, arg);
       if (in_place) plan_.write_into[size_t(next)] = arg;
     }
   }

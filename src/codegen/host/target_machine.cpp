@@ -50,6 +50,10 @@ const TargetDesc &host_target() {
   return target;
 }
 
+bool host_has_feature(const char *feature) {
+  return ("," + host_target().features + ",").find(std::string(",+") + feature + ",") != std::string::npos;
+}
+
 std::string llvm_version() { return LLVM_VERSION_STRING; }
 
 DumpOptions DumpOptions::from_env() {

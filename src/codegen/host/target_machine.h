@@ -14,6 +14,9 @@ namespace kdsl::codegen {
 // target once).
 std::unique_ptr<llvm::TargetMachine> make_host_target_machine();
 
+// Whether the host CPU has `feature`, an LLVM feature name ("avx512vnni", "f16c").
+bool host_has_feature(const char *feature);
+
 // Runs the code generator on an optimized module (the module is not changed).
 std::vector<uint8_t> emit_machine_code(llvm::Module &m, llvm::TargetMachine &tm, llvm::CodeGenFileType kind);
 

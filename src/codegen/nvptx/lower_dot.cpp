@@ -43,7 +43,8 @@ void GpuLowering::emit_dot(const ir::Op &op) {
       next.push_back(b_.CreateIntrinsic(llvm::Intrinsic::fma, {b_.getFloatTy()}, {x, y, acc[r]}));
     } else {
       llvm::Type *ty = acc[r]->getType();
-      next.push_back(b_.CreateAdd(acc[r], b_.CreateMul(b_.CreateSExt(x, ty), b_.CreateSExt(y, ty))));
+      auto widen = [&](llvm::Value *e) { return is_unsigned(at.elem) ? b_.CreateZExt(e, ty) : b_.CreateSExt(e, ty); };  // u8 or i8
+      next.push_back(b_.CreateAdd(acc[r], b_.CreateMul(widen(x), widen(y))));
     }
   }
   llvm::Value *k_next = b_.CreateAdd(k, b_.getInt32(1));

@@ -1,0 +1,214 @@
+// dot4_test.cpp - dot4 (sums of 4 byte products into i32) on every host path against a scalar reference, i8 and u8 over their full range
+#include <doctest/doctest.h>
+#include <kdsl/compile_for.h>
+#include <fmt/format.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "codegen/codegen.h"
+#include "frontend/tracer.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "tests/codegen/host_assembly.h"
+#include "tests/test_util.h"
+
+namespace dot4_test {
+using namespace kdsl;
+using kdsl_test::random_full_range;
+using kdsl_test::storage_t;
+
+// out[r, g] = acc[r, g] + dot4(a[r, :], b[r, :] or b[0, :]) for rows < rows and the first n
+// bytes of each row (the rest read as 0); rows of L bytes, of L / 4 sums.
+template <class EA, class EB, int R, int L, bool SHARED_B>
+void dot4_rows(Ptr<const EA> a, Ptr<const EB> b, Ptr<const i32> acc, Ptr<i32> out, Scalar<i32> rows, Scalar<i32> n) {
+  auto r = expand_dims<1>(arange<R>());
+  auto j = expand_dims<0>(arange<L>());
+  auto g = expand_dims<0>(arange<L / 4>());
+  auto ta = load(a + r * L + j, r < rows && j < n, 0);
+  auto sums_ok = r < rows && g * 4 < n;
+  auto tc = load(acc + r * (L / 4) + g, sums_ok, 0);
+  if constexpr (SHARED_B) store(out + r * (L / 4) + g, dot4(ta, load(b + j, j < n, 0), tc), sums_ok);  // b [1, L] broadcast over rows
+  else store(out + r * (L / 4) + g, dot4(ta, load(b + r * L + j, r < rows && j < n, 0), tc), sums_ok);
+}
+
+// A rank-3 use as the decode kernels make it: [2, 3, 32] weights by one shared row of 32.
+template <class EA, class EB>
+void dot4_rank3(Ptr<const EA> a, Ptr<const EB> b, Ptr<i32> out) {
+  auto i = reshape<2, 3, 32>(arange<192>());
+  auto s = dot4(load(a + i), load(b + reshape<1, 1, 32>(arange<32>())));
+  store(out + reshape<2, 3, 8>(arange<48>()), s);
+}
+
+template <auto K>
+ir::Function trace() {
+  using Params = detail::kernel_params<decltype(K)>;
+  frontend::Tracer tracer(detail::kernel_name<K>(), Params::types(), {});
+  Params::template trace<K>(tracer.argument_values());
+  return tracer.finish();
+}
+
+bool host_has(const char *feature) {
+  return ("," + codegen::host_target().features + ",").find(std::string(",+") + feature + ",") != std::string::npos;
+}
+
+// The forced paths this CPU can run (Auto is what a launch on the CPU device uses).
+std::vector<codegen::IntDotPath> runnable_paths() {
+  std::vector<codegen::IntDotPath> paths{codegen::IntDotPath::Portable};
+#if defined(__x86_64__)
+  if (host_has("avx2")) paths.push_back(codegen::IntDotPath::Pmaddwd);
+  if (host_has("avxvnni") || (host_has("avx512vnni") && host_has("avx512vl"))) paths.push_back(codegen::IntDotPath::Vnni);
+#endif
+  return paths;
+}
+
+const char *path_name(codegen::IntDotPath p) {
+  switch (p) {
+    case codegen::IntDotPath::Vnni: return "vnni";
+    case codegen::IntDotPath::Pmaddwd: return "pmaddwd";
+    case codegen::IntDotPath::Portable: return "portable";
+    default: return "auto";
+  }
+}
+
+// Compiles fn with the given dot4 path and runs it over `programs` programs.
+void run_with_path(const ir::Function &fn, codegen::IntDotPath path, const std::string &symbol, std::vector<uint64_t> args, int64_t programs) {
+  codegen::Options options;
+  options.int_dot = path;
+  codegen::CompiledObject object = codegen::compile(fn, symbol, codegen::Target::host(), options);
+  codegen::HostEntry entry = codegen::load_host_object(object.object, symbol);
+  const int32_t grid[3] = {int32_t(programs), 1, 1};
+  entry(args.data(), 0, programs, grid);
+}
+
+int symbol_counter = 0;
+
+template <class EA, class EB, int R, int L, bool SHARED_B>
+void check_rows(std::mt19937 &rng, int rows, int n) {
+  INFO(R, "x", L, " blocks of ", detail::element_traits<EA>::name, " x ", detail::element_traits<EB>::name, SHARED_B ? " (b shared)" : "",
+       ", rows ", rows, ", n ", n);
+  auto a = random_full_range<EA>(rng, size_t(R) * L);
+  auto b = random_full_range<EB>(rng, size_t(SHARED_B ? 1 : R) * L);
+  auto acc = random_full_range<i32>(rng, size_t(R) * (L / 4));
+  // Extremes at the start of every row: -128 * -128 and 255 * 255 in a group, and -128 * 255.
+  for (int r = 0; r < R; ++r) {
+    a[size_t(r) * L] = storage_t<EA>(std::is_same_v<EA, i8> ? -128 : 255);
+    a[size_t(r) * L + 1] = storage_t<EA>(std::is_same_v<EA, i8> ? -128 : 255);
+  }
+  b[0] = storage_t<EB>(std::is_same_v<EB, i8> ? -128 : 255);
+  b[1] = storage_t<EB>(std::is_same_v<EB, i8> ? -128 : 255);
+  const int32_t sentinel = 0x5a5a5a5a;
+  std::vector<int32_t> want(static_cast<size_t>(R * (L / 4)), sentinel);
+  for (int r = 0; r < rows; ++r)
+    for (int g = 0; g * 4 < n && g < L / 4; ++g) {
+      int64_t s = acc[size_t(r) * (L / 4) + size_t(g)];
+      for (int j = 4 * g; j < 4 * g + 4 && j < n; ++j) s += int64_t(a[size_t(r) * L + size_t(j)]) * int64_t(b[size_t(SHARED_B ? 0 : r) * L + size_t(j)]);
+      want[size_t(r) * (L / 4) + size_t(g)] = int32_t(uint32_t(uint64_t(s)));  // two's-complement wrap, as i32 adds do
+    }
+  constexpr auto kernel = dot4_rows<EA, EB, R, L, SHARED_B>;
+  auto check = [&](const std::vector<int32_t> &got, const char *how) {
+    INFO("path ", how);
+    int bad = 0;
+    for (size_t i = 0; i < want.size() && bad < 5; ++i)
+      if (got[i] != want[i]) {
+        ++bad;
+        FAIL_CHECK("sum ", i, ": got ", got[i], ", want ", want[i]);
+      }
+    CHECK(bad == 0);
+  };
+  // The CPU device (the automatic path, through the cache), then each forced path.
+  std::vector<int32_t> out(want.size(), sentinel);
+  compile<kernel>(kdsl_test::cpu())(grid(1), a.data(), b.data(), acc.data(), out.data(), rows, n);
+  check(out, "auto (launch)");
+  ir::Function fn = trace<kernel>();
+  for (codegen::IntDotPath path : runnable_paths()) {
+    std::vector<int32_t> forced(want.size(), sentinel);
+    auto ptr = [](const void *p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); };
+    run_with_path(fn, path, fmt::format("dot4_test_{}", symbol_counter++),
+                  {ptr(a.data()), ptr(b.data()), ptr(acc.data()), ptr(forced.data()), uint64_t(rows), uint64_t(n)}, 1);
+    check(forced, path_name(path));
+  }
+}
+
+template <class EA, class EB>
+void check_types(std::mt19937 &rng) {
+  check_rows<EA, EB, 4, 32, true>(rng, 4, 32);     // a decode step: one block of 32 per row, x shared
+  check_rows<EA, EB, 4, 32, false>(rng, 3, 29);    // ragged rows and bytes
+  check_rows<EA, EB, 3, 64, true>(rng, 3, 64);     // one 512-bit vector
+  check_rows<EA, EB, 2, 12, false>(rng, 2, 12);    // narrower than any full-speed chunk
+  check_rows<EA, EB, 5, 100, true>(rng, 5, 97);    // 64 + 32 + 4
+  check_rows<EA, EB, 2, 1100, false>(rng, 2, 1100);  // a loop over chunks (17 x 64) and a 12-byte tail
+  check_rows<EA, EB, 2, 1100, true>(rng, 1, 1001);
+}
+
+TEST_CASE("dot4: exact sums of 4 products for i8 x i8, u8 x i8, i8 x u8, u8 x u8 over the full range, every host path, aligned and ragged") {
+  KDSL_TEST_RNG(rng);
+  check_types<i8, i8>(rng);
+  check_types<u8, i8>(rng);
+  check_types<i8, u8>(rng);
+  check_types<u8, u8>(rng);
+}
+
+TEST_CASE("dot4: a rank-3 block against one shared row, as the decode kernels use it") {
+  KDSL_TEST_RNG(rng);
+  auto a = random_full_range<i8>(rng, 192);
+  auto b = random_full_range<u8>(rng, 32);
+  std::vector<int32_t> out(48);
+  compile<dot4_rank3<i8, u8>>(kdsl_test::cpu())(grid(1), a.data(), b.data(), out.data());
+  for (int r = 0; r < 6; ++r)
+    for (int g = 0; g < 8; ++g) {
+      int32_t s = 0;
+      for (int j = 4 * g; j < 4 * g + 4; ++j) s += int32_t(a[size_t(r * 32 + j)]) * int32_t(b[size_t(j)]);
+      CHECK(out[size_t(r * 8 + g)] == s);
+    }
+}
+
+#if defined(__x86_64__)
+TEST_CASE("dot4: the host's machine code uses vpdpbusd where the CPU has VNNI, vpmaddwd on the AVX2 path, and never the saturating vpmaddubsw") {
+  ir::Function fn = trace<dot4_rows<i8, i8, 4, 32, true>>();
+  for (codegen::IntDotPath path : runnable_paths()) {
+    codegen::Options options;
+    options.int_dot = path;
+    std::string s = kdsl_test::host_assembly(fn, fmt::format("dot4_asm_{}", path_name(path)), options);
+    INFO("path ", path_name(path));
+    CHECK(s.find("pmaddubsw") == std::string::npos);
+    if (path == codegen::IntDotPath::Vnni) CHECK(s.find("vpdpbusd") != std::string::npos);
+    if (path == codegen::IntDotPath::Pmaddwd) CHECK(s.find("vpmaddwd") != std::string::npos);
+  }
+  if (!host_has("avx512vnni") && !host_has("avxvnni")) {
+    codegen::HostCompileOptions vnni;
+    vnni.int_dot = codegen::IntDotPath::Vnni;
+    CHECK_THROWS_WITH_AS(codegen::compile_for_host(fn, "dot4_no_vnni", {}, vnni), doctest::Contains("does not have"), Error);
+  }
+}
+#endif
+
+TEST_CASE("dot4: prints and parses back, and the verifier refuses a result that is not the operands' shape over 4 or float operands") {
+  ir::Function fn = trace<dot4_rank3<i8, u8>>();
+  std::string text = ir::print(fn);
+  CHECK(kdsl_test::contains(text, "= dot4 %"));
+  CHECK(ir::print(ir::parse(text)) == text);
+  CHECK(ir::verify(fn).empty());
+  ir::ValueId result = ir::kNoValue;
+  for (const ir::Op &op : fn.body.ops)
+    if (op.kind == OpKind::Dot4) result = op.results[0];
+  REQUIRE(result != ir::kNoValue);
+  ir::Function wrong_shape = fn;
+  wrong_shape.values[size_t(result)].shape[2] = 4;  // [2, 3, 4] from [2, 3, 32] bytes
+  auto problems = ir::verify(wrong_shape);
+  REQUIRE(!problems.empty());
+  CHECK(kdsl_test::contains(problems[0], "cannot take dot products of 4"));
+  ir::Function float_result = fn;
+  float_result.values[size_t(result)].elem = DType::F32;
+  CHECK(!ir::verify(float_result).empty());
+}
+
+TEST_CASE("dot4: compiling it for an NVIDIA GPU is a clear error naming the kernel (no NVPTX lowering yet)") {
+  std::string text = kdsl_test::error_text([] { compile_for<dot4_rank3<i8, u8>>(Target("sm_80")); });
+  CHECK(kdsl_test::contains(text, "dot4_rank3"));
+  CHECK(kdsl_test::contains(text, "dot4 has no NVIDIA lowering yet"));
+}
+
+}  // namespace dot4_test
