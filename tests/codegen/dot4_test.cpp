@@ -178,9 +178,9 @@ TEST_CASE("dot4: the host's machine code uses vpdpbusd where the CPU has VNNI, v
     if (path == codegen::IntDotPath::Pmaddwd) CHECK(s.find("vpmaddwd") != std::string::npos);
   }
   if (!host_has("avx512vnni") && !host_has("avxvnni")) {
-    codegen::HostCompileOptions vnni;
+    codegen::Options vnni;
     vnni.int_dot = codegen::IntDotPath::Vnni;
-    CHECK_THROWS_WITH_AS(codegen::compile_for_host(fn, "dot4_no_vnni", {}, vnni), doctest::Contains("does not have"), Error);
+    CHECK_THROWS_WITH_AS(codegen::compile(fn, "dot4_no_vnni", codegen::Target::host(), vnni), doctest::Contains("does not have"), Error);
   }
 }
 #endif
