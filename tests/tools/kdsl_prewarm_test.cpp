@@ -21,8 +21,8 @@ const std::string kPrewarm = std::string(KDSL_TOOLS_DIR) + "/kdsl-prewarm";
 // Prewarm and kdsl-run take the same engine options: prefill chunks of 8 rows, a context of 200
 // (the decode attention splits past 128 positions on two threads).
 const std::vector<std::string> kEngineOptions = {"-b", "8", "--ctx", "200"};
-// About 20 tokens: two full chunks and a part.
-const std::string kPrompt = "Once upon a time there was a little girl who lived in a village near the forest with her mother.";
+// About 20 tokens (the synthetic tokenizer is nearly byte-level): two full chunks and a part.
+const std::string kPrompt = "Once upon a time there";
 
 fs::path fresh_cache_dir(const std::string &name) {
   fs::path dir = kdsl::test::scratch_path(name);
@@ -76,9 +76,13 @@ TEST_CASE("kdsl-prewarm: after a prewarm for the host, kdsl-run compiles nothing
     for (std::vector<std::string> drafting : {std::vector<std::string>{}, {"--spec-ngram"}, {"--draft-type", "q8_0"}}) {
       CAPTURE(drafting.empty() ? std::string("plain") : drafting[0]);
       json warm = prewarm(model, cache, with({"--target", "host"}, with(kEngineOptions, drafting)));
+      // A random model's drafter is never sure of a token: it drafts whatever its confidence.
+      std::vector<std::string> run_drafting = drafting;
+      if (!drafting.empty() && drafting[0] == "--draft-type") run_drafting.insert(run_drafting.end(), {"--draft-p-min", "0"});
       CHECK(warm["kernels"].get<int>() > 10);
-      CHECK(warm["compiled"].get<int>() > 0);
-      json summary = run_summary(model, cache, with(kEngineOptions, drafting));
+      // The n-gram checks' kernels are the prefill chunks' (8 rows at most): nothing new.
+      if (drafting.empty() || drafting[0] == "--draft-type") CHECK(warm["compiled"].get<int>() > 0);
+      json summary = run_summary(model, cache, with(kEngineOptions, run_drafting));
       CHECK(summary["kernels_compiled"] == 0);
       CHECK(summary["kernel_cache_disk_hits"].get<int>() > 0);
       CHECK(summary["generated_tokens"] == 150);
@@ -108,7 +112,7 @@ TEST_CASE("kdsl-prewarm: --target sm_90 writes cubins the GPU engine loads with 
     if (e.path().extension() == ".kdslbin") ++entries;
   CHECK(entries == warm["compiled"]);
   const std::vector<std::string> fake = {std::string("KDSL_LIBCUDA=") + KDSL_FAKE_LIBCUDA};
-  std::vector<std::string> args = {"-m", model, "--cache-dir", cache.string(), "--device", "cuda", "-p", kPrompt, "-n", "20", "--ignore-eos",
+  std::vector<std::string> args = {"-m", model, "--cache-dir", cache.string(), "--device", "cuda", "-p", "Once upon", "-n", "20", "--ignore-eos",
                                    "--temp", "0", "--output-format", "json"};
   args.insert(args.end(), options.begin(), options.end());
   ToolRun r = run_tool_process(kdsl::test::kdsl_run_path, args, 300, fake);
@@ -126,8 +130,8 @@ TEST_CASE("kdsl-prewarm: --list prints the plan and compiles nothing; bad option
   ToolRun list = run_tool_process(kPrewarm, {"-m", model, "--cache-dir", cache.string(), "--target", "host,sm_80", "--ctx", "64", "--list"}, 120);
   CAPTURE(list.err);
   REQUIRE(list.status == 0);
-  CHECK(list.out.find("host\tkernels::rmsnorm<") != std::string::npos);
-  CHECK(list.out.find("sm_80\tkernels::matvec<") != std::string::npos);
+  CHECK(list.out.find("host\tkdsl::kernels::rmsnorm<") != std::string::npos);
+  CHECK(list.out.find("sm_80\tkdsl::kernels::matvec<") != std::string::npos);
   int entries = 0;
   if (fs::exists(cache))
     for (const auto &e : fs::recursive_directory_iterator(cache)) entries += e.path().extension() == ".kdslbin";
