@@ -67,18 +67,21 @@ std::vector<std::string> with(std::vector<std::string> a, const std::vector<std:
 
 }  // namespace
 
-TEST_CASE("kdsl-prewarm: after a prewarm for the host, kdsl-run compiles nothing (f16 and Q4_0; plain, n-gram, Q8_0 self-draft)") {
-  for (auto type : {kdsl::models::GgmlType::F16, kdsl::models::GgmlType::Q4_0}) {
-    std::string model = synthetic(type, std::string("prewarm_") + kdsl::models::ggml_type_name(uint32_t(type)) + ".gguf");
-    fs::path cache = fresh_cache_dir(std::string("prewarm_cache_") + kdsl::models::ggml_type_name(uint32_t(type)));
+TEST_CASE("kdsl-prewarm: after a prewarm for the host, kdsl-run compiles nothing (f16 and Q4_0; plain, n-gram, Q8_0 self-draft, draft model)") {
+  const std::string f16 = synthetic(kdsl::models::GgmlType::F16, "prewarm_F16.gguf"), q4 = synthetic(kdsl::models::GgmlType::Q4_0, "prewarm_Q4_0.gguf");
+  for (const std::string &model : {f16, q4}) {
+    const std::string &other = model == f16 ? q4 : f16;
+    fs::path cache = fresh_cache_dir(model == f16 ? "prewarm_cache_f16" : "prewarm_cache_q4_0");
     CAPTURE(model);
-    // Each drafter's plan adds to the one before; the same cache takes them in turn.
-    for (std::vector<std::string> drafting : {std::vector<std::string>{}, {"--spec-ngram"}, {"--draft-type", "q8_0"}}) {
+    // Each drafter's plan adds to the one before; the same cache takes them in turn. The draft
+    // model is the other file (the same tokenizer, the other weight type).
+    for (std::vector<std::string> drafting :
+         {std::vector<std::string>{}, {"--spec-ngram"}, {"--draft-type", "q8_0"}, {"-md", other}}) {
       CAPTURE(drafting.empty() ? std::string("plain") : drafting[0]);
       json warm = prewarm(model, cache, with({"--target", "host"}, with(kEngineOptions, drafting)));
       // A random model's drafter is never sure of a token: it drafts whatever its confidence.
       std::vector<std::string> run_drafting = drafting;
-      if (!drafting.empty() && drafting[0] == "--draft-type") run_drafting.insert(run_drafting.end(), {"--draft-p-min", "0"});
+      if (!drafting.empty() && drafting[0] != "--spec-ngram") run_drafting.insert(run_drafting.end(), {"--draft-p-min", "0"});
       CHECK(warm["kernels"].get<int>() > 10);
       // The n-gram checks' kernels are the prefill chunks' (8 rows at most): nothing new.
       if (drafting.empty() || drafting[0] == "--draft-type") CHECK(warm["compiled"].get<int>() > 0);
