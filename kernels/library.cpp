@@ -16,7 +16,7 @@ namespace kdsl::kernels {
 using detail::require;
 using detail::with_block;
 
-Library::Library(const Device &device) : impl_(std::make_unique<Impl>(device)) {}
+Library::Library(const Device &device, LaunchRecorder *recorder) : impl_(std::make_unique<Impl>(device, recorder)) {}
 Library::~Library() = default;
 
 void Library::rmsnorm(const float *x, const float *w, float *y, int rows, int dim, float eps) {

@@ -17,9 +17,13 @@ namespace kdsl::kernels {
 // allocate nothing (scratch buffers grow once and are kept). Sizes past a kernel's largest
 // block throw kdsl::Error naming the operation and the size. Not thread-safe: one Library per
 // thread that launches.
+class LaunchRecorder;
+
 class Library {
  public:
-  explicit Library(const Device &device);
+  // recorder: where launches are recorded (kernels/launch_recorder.h), instead of or beside
+  // running them; null: launch only.
+  explicit Library(const Device &device, LaunchRecorder *recorder = nullptr);
   ~Library();
   Library(const Library &) = delete;
   Library &operator=(const Library &) = delete;

@@ -92,7 +92,7 @@ void Library::attention(const float *q, const float *k_pages, const float *v_pag
 
   // Decode: enough splits that every thread has programs, none shorter than kMinSplitPositions.
   const int ctx = pos0 + 1;
-  const int want_programs = 4 * std::max(1, im.device.threads());
+  const int want_programs = 4 * std::max(1, im.threads());
   int splits = std::min(cdiv(want_programs, n_kv_heads), cdiv(ctx, kMinSplitPositions));
   splits = std::clamp(splits, 1, kMaxSplits);
   float *scratch = detail::reserve(im.device, im.attention_partials, size_t(n_heads) * kMaxSplits * (size_t(head_dim) + 2));

@@ -9,21 +9,31 @@
 
 #include <kdsl/kdsl.h>
 
+#include "kernels/launch_recorder.h"
 #include "kernels/library.h"
 
 namespace kdsl::kernels {
 
 // A library kernel as its dispatch code calls it: the Library's raw pointers are the device's
 // memory (host memory on the CPU, device addresses on a GPU), so each is passed on marked as
-// such (device_memory: the device has memory of its own); other arguments pass through.
+// such (device_memory: the device has memory of its own); other arguments pass through. With a
+// recorder the launch is recorded, and run only when the recorder records beside launching
+// (kernel is null otherwise).
 template <auto K>
 struct LibraryKernel {
-  const Kernel<K> &kernel;
+  const Kernel<K> *kernel;
   bool device_memory;
+  LaunchRecorder *recorder;
+  const void *identity;
+  const CompileOptions &options;
 
   template <class... Args>
   void operator()(const Grid &g, Args... args) const {
-    kernel(g, place(args)...);
+    if (recorder) {
+      const ArgValue values[] = {make_arg(place(args))..., ArgValue{}};
+      recorder->record(identity, &detail::kernel_signature<K>, options, values, sizeof...(Args));
+    }
+    if (kernel) (*kernel)(g, place(args)...);
   }
 
  private:
@@ -38,20 +48,28 @@ struct LibraryKernel {
 };
 
 struct Library::Impl {
-  explicit Impl(const Device &d) : device(d), device_memory(d.memory_space() == MemorySpace::Device) {}
+  Impl(const Device &d, LaunchRecorder *r) : device(d), device_memory(d.memory_space() == MemorySpace::Device), recorder(r) {}
 
   // The compiled kernel K for this device, created at its first use. A launch traces and
-  // compiles each new specialization once; later launches find it in the cache.
+  // compiles each new specialization once; later launches find it in the cache. Recording
+  // instead of launching creates nothing.
   template <auto K>
   LibraryKernel<K> kernel() {
     static const char identity = 0;  // one address per kernel instantiation
+    if (recorder && !recorder->launches()) return {nullptr, device_memory, recorder, &identity, options};
     auto it = kernels.find(&identity);
-    if (it == kernels.end()) it = kernels.emplace(&identity, std::make_shared<Kernel<K>>(device, CompileOptions{})).first;
-    return {*static_cast<const Kernel<K> *>(it->second.get()), device_memory};
+    if (it == kernels.end()) it = kernels.emplace(&identity, std::make_shared<Kernel<K>>(device, options)).first;
+    return {static_cast<const Kernel<K> *>(it->second.get()), device_memory, recorder, &identity, options};
   }
+
+  // Processors the dispatch fills: the CPU's threads, a GPU's multiprocessors (or those of the
+  // device a recording stands for).
+  int threads() const { return recorder && recorder->stand_in().threads > 0 ? recorder->stand_in().threads : device.threads(); }
 
   Device device;
   bool device_memory;  // the Library's pointers are device addresses, not host memory
+  LaunchRecorder *recorder;
+  CompileOptions options;  // every library kernel's
   std::unordered_map<const void *, std::shared_ptr<const void>> kernels;
 
   // Scratch in the device's memory, grown (never shrunk) on demand so steady-state calls reuse it.

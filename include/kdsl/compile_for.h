@@ -59,9 +59,29 @@ struct CompileResult {
   double compile_ms = 0;       // tracing and compiling
 };
 
+// What cache_for did with one specialization.
+struct CacheFill {
+  std::string kernel, target, specialization;
+  std::string cache_digest;   // the key a launch on the target looks up
+  bool already_cached = false;  // a valid entry was there: nothing compiled
+  bool stored = false;          // the entry is on disk now (false: the cache refused it, logged)
+  double ms = 0;                // tracing, checking the cache and compiling
+};
+
 namespace detail {
 CompileResult compile_for(const KernelSignature &signature, const Target &target, const Specialization &spec, const CompileOptions &options);
+// cache_for below, for a kernel given by its signature (a recorded kernel plan's).
+CacheFill cache_for(const KernelSignature &signature, const Target &target, const Specialization &spec, const CompileOptions &options);
 }  // namespace detail
+
+// Makes sure the kernel cache holds K compiled for `target` and `spec`: traces it, and compiles
+// and stores it (as compile_for does, keeping no stages) unless a valid entry is already stored
+// under that key. What kdsl-prewarm runs, from several threads at once: each compile has an
+// LLVM context of its own, and entries are published atomically.
+template <auto K>
+CacheFill cache_for(const Target &target, const Specialization &spec = {}, const CompileOptions &options = {}) {
+  return detail::cache_for(detail::kernel_signature<K>(), target, spec, options);
+}
 
 // Traces kernel K for `spec` and compiles it for `target` without a device, returning every
 // stage, and stores the code in the kernel cache ($KDSL_CACHE_DIR, ...) under the key a launch

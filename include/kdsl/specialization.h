@@ -10,6 +10,8 @@
 
 namespace kdsl {
 
+struct ArgValue;
+
 // What a launch proves about one argument, as Triton does, and compiles into the kernel:
 // written "16", "1" and "_" (the log's "[16,16,_,1]", kdsl-compile's --spec).
 enum class ArgSpec : uint8_t {
@@ -59,5 +61,11 @@ class Specialization {
   Rule rule_ = Rule::Aligned;
   std::vector<ArgSpec> classes_;
 };
+
+// The class a launch gives `arg` passed for a parameter of type `param` (an argument the
+// launch accepts): a pointer aligned to 16 bytes or an integer divisible by 16 is Divisible16,
+// an integer equal to 1 EqualToOne, anything else (floats, Dynamic<T> scalars) None. The one
+// rule launches and recorded kernel plans (kernels/launch_recorder.h) classify by.
+ArgSpec launch_arg_spec(const detail::TypeDesc &param, const ArgValue &arg);
 
 }  // namespace kdsl

@@ -23,11 +23,25 @@ int default_context(const ModelHParams &h, const Device &device) {
   return int(std::min<int64_t>(wanted, 1 << 20));
 }
 
+// Where a recording that stands in for a GPU puts every weight: an address aligned as a fresh
+// upload's (cuMemAlloc's 256 bytes), so its launches classify as a GPU's do; nothing reads it.
+alignas(256) const uint8_t kUploadStandIn[256] = {};
+
+bool records_only(const EngineOptions &o) { return o.recorder && !o.recorder->launches(); }
+
 // The model's views on the CPU; on a GPU, each tensor uploaded once and viewed there.
-DeviceWeights place_weights(const ModelWeights &model, const Device &device) {
+DeviceWeights place_weights(const ModelWeights &model, const Device &device, const EngineOptions &options) {
   DeviceWeights d;
   d.token_embd = model.token_embd, d.output_norm = model.output_norm, d.output = model.output;
   d.layers = model.layers;
+  if (records_only(options) && options.recorder->stand_in().gpu) {
+    for (Weight *w : {&d.token_embd, &d.output_norm, &d.output})
+      if (*w) w->data = kUploadStandIn;
+    for (LayerWeights &l : d.layers)
+      for (Weight *w : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down})
+        if (*w) w->data = kUploadStandIn;
+    return d;
+  }
   if (device.memory_space() == MemorySpace::Host) return d;
   // A tensor shared by two views (tied embeddings) is uploaded once.
   std::vector<std::pair<const void *, const void *>> uploaded;  // host data, device data
@@ -57,10 +71,12 @@ int64_t kv_cache_bytes(const ModelHParams &h, int64_t context, int page_size) {
 
 // A context given by the user is what they get, or a clear refusal: never an overflow, never an
 // allocation that cannot succeed.
-void check_context(const ModelHParams &h, const Device &device, int context, int page_size) {
+// A recording's cache is not allocated (`allocated` false): only the range is checked.
+void check_context(const ModelHParams &h, const Device &device, int context, int page_size, bool allocated) {
   constexpr int kMaxContext = 1 << 24;
   if (context < 0 || context > kMaxContext)
     throw Error(fmt::format("context of {} tokens: expected 1 to {} (--ctx)", context, kMaxContext));
+  if (!allocated) return;
   int64_t bytes = kv_cache_bytes(h, context, page_size);
   int64_t free_bytes = int64_t(device.free_memory());
   if (free_bytes > 0 && bytes > free_bytes) {
@@ -74,12 +90,12 @@ void check_context(const ModelHParams &h, const Device &device, int context, int
 }  // namespace
 
 Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions options)
-    : model_(model), device_(device), kernels_(device), options_(options), weights_(place_weights(model, device)) {
+    : model_(model), device_(device), kernels_(device, options.recorder), options_(options), weights_(place_weights(model, device, options)) {
   const ModelHParams &h = model.hparams;
   if (options.page_size < 1 || options.page_size > 4096) throw Error(fmt::format("KV page size: expected 1 to 4096, got {}", options.page_size));
   if (options.max_logit_rows < 1 || options.max_logit_rows > 1024)
     throw Error(fmt::format("rows of logits per forward pass: expected 1 to 1024, got {} (--draft-max is at most 1023)", options.max_logit_rows));
-  if (options.context != 0) check_context(h, device, options.context, options.page_size);
+  if (options.context != 0) check_context(h, device, options.context, options.page_size, !records_only(options));
   context_ = options.context > 0 ? options.context : default_context(h, device);
   dim_ = int(h.n_embd);
   q_dim_ = int(h.n_head * h.head_dim);
@@ -101,10 +117,11 @@ Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions op
   ids_ = Buffer<int32_t>(device, b);
   ids_host_.resize(b);
   int pages = int((int64_t(context_) + options.page_size - 1) / options.page_size);
+  const int allocated_pages = records_only(options) ? 1 : pages;  // nothing reads a recording's cache
   size_t page_floats = size_t(options.page_size) * size_t(kv_dim_);
   for (size_t l = 0; l < model.layers.size(); ++l) {
-    k_pages_.emplace_back(device, size_t(pages) * page_floats);
-    v_pages_.emplace_back(device, size_t(pages) * page_floats);
+    k_pages_.emplace_back(device, size_t(allocated_pages) * page_floats);
+    v_pages_.emplace_back(device, size_t(allocated_pages) * page_floats);
   }
   // One sequence owns every page, in order; the kernels read through the table all the same.
   std::vector<int32_t> table(static_cast<size_t>(pages));

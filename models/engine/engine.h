@@ -5,6 +5,7 @@
 
 #include <kdsl/device.h>
 
+#include "kernels/launch_recorder.h"
 #include "kernels/library.h"
 #include "models/engine/model_weights.h"
 
@@ -21,6 +22,11 @@ struct EngineOptions {
   // (padding rows, as llama.cpp allows); 0: every row. Logits of the ids past it are returned as
   // the lowest float, so no sampling rule picks a token the tokenizer cannot print.
   int sampled_vocab = 0;
+  // Where the kernel launches are recorded (kernel_plan.h), null: nowhere. A recorder that
+  // records instead of launching runs nothing: the logits are not computed, the KV cache is one
+  // page (no kernel reads it) and, standing in for a GPU, the weights are not uploaded but
+  // placed where an upload puts them (an aligned address nothing reads).
+  kernels::LaunchRecorder *recorder = nullptr;
 };
 
 // The weights as the kernels read them, in the device's memory: on the CPU the ModelWeights'

@@ -48,36 +48,60 @@ Target::Target(std::string name) : name_(std::move(name)) { codegen::Target::nam
 std::vector<std::string> Target::names() { return codegen::Target::names(); }
 
 namespace detail {
+namespace {
 
-CompileResult compile_for(const KernelSignature &signature, const Target &target, const Specialization &spec, const CompileOptions &requested) {
-  const codegen::Target to = codegen::Target::named(target.name());
+// One specialization traced for a target, with the key its launches there look up.
+struct TracedSpecialization {
+  CompileOptions options;
+  std::vector<ir::ArgClass> classes;
+  ir::Function function;
+  codegen::Target to;
+  jit_cache::CacheKey key;
+};
+
+TracedSpecialization trace_for(const KernelSignature &signature, const Target &target, const Specialization &spec, const CompileOptions &requested) {
+  TracedSpecialization t;
   // Checked code exists on the host only; a GPU launch runs unchecked and looks up that key.
-  CompileOptions options = requested;
-  if (!to.is_host()) options.checked = false;
-  auto start = std::chrono::steady_clock::now();
-  std::vector<ir::ArgClass> classes = to_arg_classes(spec.classes_for(signature.params, signature.name));
-  ir::Function traced = frontend::trace_kernel(signature, classes);
+  t.to = codegen::Target::named(target.name());
+  t.options = requested;
+  if (!t.to.is_host()) t.options.checked = false;
+  t.classes = to_arg_classes(spec.classes_for(signature.params, signature.name));
+  t.function = frontend::trace_kernel(signature, t.classes);
   // The identity a device of this target reports, so the key is the one its launches look up.
-  jit_cache::CacheKey key = kernel_cache_key(signature.name, traced, classes, options, cache_identity(to));
+  t.key = kernel_cache_key(signature.name, t.function, t.classes, t.options, cache_identity(t.to));
+  return t;
+}
 
-  codegen::DumpOptions dump;
-  dump.ir = dump.llvm = dump.asm_text = dump.keep_text = true;
-  std::string symbol = kernel_symbol(key);
-  codegen::CompiledObject obj = codegen::compile(traced, symbol, to, codegen_options(options, options.checked), dump);
-  double ms = elapsed_ms(start);
+// Compiles a traced specialization and stores it in the disk cache; the time counts as a compile.
+codegen::CompiledObject compile_and_store(const KernelSignature &signature, const TracedSpecialization &t, const codegen::DumpOptions &dump,
+                                          std::chrono::steady_clock::time_point start, double &ms) {
+  std::string symbol = kernel_symbol(t.key);
+  codegen::CompiledObject obj = codegen::compile(t.function, symbol, t.to, codegen_options(t.options, t.options.checked), dump);
+  ms = elapsed_ms(start);
   stats().compiled.fetch_add(1);
   stats().compile_us.fetch_add(int64_t(ms * 1000));
-
   jit_cache::DiskCache disk(jit_cache::DiskCache::default_dir());
-  disk.store(key, kernel_cache_entry(signature.name, obj, ms));
+  disk.store(t.key, kernel_cache_entry(signature.name, obj, ms));
+  return obj;
+}
+
+}  // namespace
+
+CompileResult compile_for(const KernelSignature &signature, const Target &target, const Specialization &spec, const CompileOptions &requested) {
+  auto start = std::chrono::steady_clock::now();
+  TracedSpecialization t = trace_for(signature, target, spec, requested);
+  codegen::DumpOptions dump;
+  dump.ir = dump.llvm = dump.asm_text = dump.keep_text = true;
+  double ms = 0;
+  codegen::CompiledObject obj = compile_and_store(signature, t, dump, start, ms);
   std::error_code ec;
-  std::filesystem::path file = disk.entry_path(key);
+  std::filesystem::path file = jit_cache::DiskCache(jit_cache::DiskCache::default_dir()).entry_path(t.key);
 
   CompileResult out;
   out.kernel = signature.name;
   out.target = target.name();
-  out.specialization = key.specialization;
-  out.symbol = symbol;
+  out.specialization = t.key.specialization;
+  out.symbol = obj.symbol;
   out.format = obj.format;
   out.traced_ir = stage(obj, ".traced.kir");
   out.optimized_ir = stage(obj, ".kir");
@@ -87,11 +111,35 @@ CompileResult compile_for(const KernelSignature &signature, const Target &target
   out.assembly = stage(obj, ".s");
   out.object = std::move(obj.object);
   out.resources = resources_of(obj);
-  out.cache_digest = key.digest();
+  out.cache_digest = t.key.digest();
   out.cache_file = std::filesystem::is_regular_file(file, ec) ? file.string() : std::string();
   out.compile_ms = ms;
-  log_info("{} [{}]: compiled for {} ahead of time in {:.2f} ms; cache entry {}", signature.name, key.specialization, target.name(), ms,
+  log_info("{} [{}]: compiled for {} ahead of time in {:.2f} ms; cache entry {}", signature.name, t.key.specialization, target.name(), ms,
            out.cache_file.empty() ? "not stored" : out.cache_file);
+  return out;
+}
+
+CacheFill cache_for(const KernelSignature &signature, const Target &target, const Specialization &spec, const CompileOptions &requested) {
+  auto start = std::chrono::steady_clock::now();
+  TracedSpecialization t = trace_for(signature, target, spec, requested);
+  CacheFill out;
+  out.kernel = signature.name;
+  out.target = target.name();
+  out.specialization = t.key.specialization;
+  out.cache_digest = t.key.digest();
+  jit_cache::DiskCache disk(jit_cache::DiskCache::default_dir());
+  // A valid entry (its checksum and key checked, as a launch's load checks them) is kept.
+  if (disk.load(t.key)) {
+    out.already_cached = out.stored = true;
+    out.ms = elapsed_ms(start);
+    log_info("{} [{}]: already in the cache for {}", signature.name, t.key.specialization, target.name());
+    return out;
+  }
+  compile_and_store(signature, t, codegen::DumpOptions{}, start, out.ms);
+  std::error_code ec;
+  out.stored = std::filesystem::is_regular_file(disk.entry_path(t.key), ec);
+  log_info("{} [{}]: compiled for {} ahead of time in {:.2f} ms; cache entry {}", signature.name, t.key.specialization, target.name(), out.ms,
+           out.stored ? disk.entry_path(t.key).string() : std::string("not stored"));
   return out;
 }
 

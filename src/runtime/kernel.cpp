@@ -13,6 +13,7 @@
 
 #include <kdsl/error.h>
 #include <kdsl/kernel.h>
+#include <kdsl/specialization.h>
 
 #include "codegen/codegen.h"
 #include "frontend/trace_kernel.h"
@@ -103,7 +104,6 @@ class KernelImpl {
       auto fail = [&](const char *expected) {
         throw Error(fmt::format("kernel '{}': argument {} ({}) expects {}, got {}", sig_.name, i, type_text(p), expected, arg_text(a)));
       };
-      ir::ArgClass c = ir::ArgClass::None;
       if (p.is_ptr) {
         if (!a.is_ptr) fail(fmt::format("a pointer to {}", dtype_name(p.elem)).c_str());
         if (!a.untyped_ptr && a.dtype != p.elem) fail(fmt::format("a pointer to {}", dtype_name(p.elem)).c_str());
@@ -114,7 +114,6 @@ class KernelImpl {
                                   sig_.name, i, type_text(p), dtype_name(p.elem)));
         if (a.on_device != (memory_space_ == MemorySpace::Device)) pointer_memory_error(sig_.name, i, memory_space_);
         slots[i] = a.bits;
-        if (a.bits % 16 == 0) c = ir::ArgClass::Divisible16;
       } else if (is_float(p.elem)) {
         if (a.is_ptr) fail("a number");
         double v = a.dtype == DType::F32 ? std::bit_cast<double>(a.bits) : a.dtype == DType::U32 ? double(a.bits) : double(int64_t(a.bits));
@@ -124,12 +123,8 @@ class KernelImpl {
         if (a.is_ptr || a.dtype == DType::F32) fail(fmt::format("an integer ({})", dtype_name(p.elem)).c_str());
         if (!fits(p.elem, a)) fail(fmt::format("an integer in the range of {}", dtype_name(p.elem)).c_str());
         slots[i] = a.bits;
-        int64_t v = int64_t(a.bits);
-        if (p.no_specialize) c = ir::ArgClass::None;  // Dynamic<T>
-        else if (v == 1) c = ir::ArgClass::EqualToOne;
-        else if (v % 16 == 0) c = ir::ArgClass::Divisible16;
       }
-      classes[i] = c;
+      classes[i] = ir::ArgClass(uint8_t(launch_arg_spec(p, a)));  // the rule kernel plans record by
     }
     if (checked_) {
       fill_check_slots(sig_.params, args, slots);

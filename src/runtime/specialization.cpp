@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <kdsl/error.h>
+#include <kdsl/kernel.h>
 
 #include "runtime/specialization_ir.h"
 
@@ -102,6 +103,14 @@ std::vector<ArgSpec> Specialization::classes_for(const std::vector<detail::TypeD
                               kernel_name, type_text(p)));
   }
   return classes_;
+}
+
+ArgSpec launch_arg_spec(const detail::TypeDesc &param, const ArgValue &arg) {
+  if (param.is_ptr) return arg.bits % 16 == 0 ? ArgSpec::Divisible16 : ArgSpec::None;
+  if (is_float(param.elem) || param.no_specialize) return ArgSpec::None;
+  int64_t v = int64_t(arg.bits);
+  if (v == 1) return ArgSpec::EqualToOne;
+  return v % 16 == 0 ? ArgSpec::Divisible16 : ArgSpec::None;
 }
 
 namespace detail {

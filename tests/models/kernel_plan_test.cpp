@@ -1,0 +1,171 @@
+// kernel_plan_test.cpp - the kernel plan holds every (kernel, specialization, options) the engine launches: generation with drafters, recorded beside launching
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <iterator>
+#include <memory>
+#include <set>
+
+#include <kdsl/kdsl.h>
+
+#include "kernels/launch_recorder.h"
+#include "models/engine/engine.h"
+#include "models/engine/generator.h"
+#include "models/engine/kernel_plan.h"
+#include "models/gguf/gguf_file.h"
+#include "models/spec/model_drafter.h"
+#include "models/spec/ngram_drafter.h"
+#include "models/spec/self_draft.h"
+#include "models/synth/synth_model.h"
+#include "tests/models/shared_models.h"
+#include "tests/test_util.h"
+
+using namespace kdsl;
+using namespace kdsl::models;
+
+namespace {
+
+std::string synthetic(const std::string &preset, GgmlType type, const std::string &name) {
+  SynthConfig c = synth_preset(preset);
+  c.weight_type = c.embedding_type = type;
+  std::string path = test::scratch_path(name);
+  write_synthetic_model(c, path);
+  return path;
+}
+
+std::set<std::string> texts(const std::vector<kernels::RecordedKernel> &kernels) {
+  std::set<std::string> out;
+  for (const kernels::RecordedKernel &k : kernels) out.insert(k.text());
+  return out;
+}
+
+// Prompts of every kind of chunking for prefill chunks of `batch` rows: shorter than one, one
+// exactly, and longer (a full chunk then a part), with repeats for the n-gram drafter.
+std::vector<std::vector<int>> prompts(int batch, int vocab) {
+  std::vector<std::vector<int>> out;
+  for (int length : {1, 3, batch, batch + 1, 2 * batch + 5}) {
+    std::vector<int> p = {1};
+    for (int i = 1; i < length; ++i) p.push_back(3 + (i % 5) * 37 % (vocab - 3));
+    out.push_back(p);
+  }
+  return out;
+}
+
+enum class Drafting { None, Ngram, SelfDraftQ8 };
+
+// Generates from every prompt with launches recorded beside running them, and checks that the
+// plan for the same options holds every launch.
+void check_plan_covers_generation(const std::string &path, Drafting drafting) {
+  ModelWeights model = load_model_weights(path);
+  auto tok = load_tokenizer(GgufFile(path));
+  const int batch = 8, context = 96, draft_max = 5;
+  const Device &cpu = kdsl_test::cpu();
+  std::unique_ptr<ModelWeights> draft_model;
+  if (drafting == Drafting::SelfDraftQ8) draft_model = std::make_unique<ModelWeights>(self_draft_weights(model, {.type = GgmlType::Q8_0}));
+
+  KernelPlanOptions po;
+  po.batch_sizes = {batch};
+  po.context = context;
+  po.draft_max = drafting == Drafting::None ? 0 : draft_max;
+  po.draft_model = draft_model.get();
+  KernelPlan plan = plan_kernels(model, cpu, po);
+  const std::set<std::string> planned = texts(plan.kernels);
+  REQUIRE(!planned.empty());
+  CHECK(plan.context == context);
+  CHECK(plan.steps >= context);
+
+  kernels::LaunchRecorder launched(kernels::LaunchRecorder::Mode::BesideLaunching);
+  EngineOptions eo{.context = context, .max_batch = batch, .max_logit_rows = po.draft_max + 1, .recorder = &launched};
+  Engine engine(model, cpu, eo);
+  std::unique_ptr<Drafter> drafter;
+  if (drafting == Drafting::Ngram) drafter = std::make_unique<NgramDrafter>();
+  SamplerParams sp{.temperature = 0};
+  if (draft_model) {
+    EngineOptions de{.context = context, .max_batch = batch, .recorder = &launched};
+    drafter = std::make_unique<ModelDrafter>(*draft_model, engine.vocab(), cpu, de, sp);
+  }
+  const int64_t launches_before = cache_stats().launches;
+  int64_t checks = 0;
+  for (const std::vector<int> &prompt : prompts(batch, engine.vocab())) {
+    Sampler sampler(sp);
+    GenerateOptions go;
+    go.max_tokens = 24;
+    go.ignore_eos = true;
+    go.drafter = drafter.get();
+    go.spec = SpecOptions{.draft_max = draft_max, .adaptive = false};
+    GenerationResult r = generate(engine, *tok, sampler, prompt, go);
+    checks += r.spec_checks;
+  }
+  if (drafting != Drafting::None) CHECK(checks > 0);  // speculation was exercised
+  // Every launch went through the Library's recording: none bypassed what the plan walks.
+  CHECK(launched.recorded_launches() == cache_stats().launches - launches_before);
+  const std::vector<kernels::RecordedKernel> ran = launched.kernels();
+  REQUIRE(!ran.empty());
+  for (const kernels::RecordedKernel &k : ran) {
+    CAPTURE(k.text());
+    CHECK(planned.count(k.text()) == 1);
+  }
+  MESSAGE(path, ": ", ran.size(), " kernels launched, ", planned.size(), " planned over ", plan.steps, " steps");
+}
+
+}  // namespace
+
+TEST_CASE("kernel plan: every kernel generation launches is planned (f16 and Q4_0; plain, n-gram and a Q8_0 self-draft)") {
+  std::string f16 = synthetic("tiny", GgmlType::F16, "plan-tiny-f16.gguf");
+  std::string q4 = synthetic("tiny", GgmlType::Q4_0, "plan-tiny-q4_0.gguf");
+  for (const std::string &path : {f16, q4})
+    for (Drafting d : {Drafting::None, Drafting::Ngram, Drafting::SelfDraftQ8}) {
+      CAPTURE(path);
+      CAPTURE(int(d));
+      check_plan_covers_generation(path, d);
+    }
+}
+
+TEST_CASE("kernel plan: qwen3 (QK norm, tied embeddings) is planned as it runs") {
+  check_plan_covers_generation(synthetic("qwen3-tiny", GgmlType::F32, "plan-qwen3-tiny.gguf"), Drafting::Ngram);
+}
+
+TEST_CASE("kernel plan: recording instead of launching compiles and runs nothing") {
+  std::string path = synthetic("tiny", GgmlType::F16, "plan-nothing-runs.gguf");
+  ModelWeights model = load_model_weights(path);
+  const CacheStats before = cache_stats();
+  KernelPlan plan = plan_kernels(model, kdsl_test::cpu(), {.batch_sizes = {4, 16}, .context = 40, .draft_max = 3});
+  const CacheStats after = cache_stats();
+  CHECK(after.launches == before.launches);
+  CHECK(after.compiled == before.compiled);
+  CHECK(after.memory_hits + after.disk_hits == before.memory_hits + before.disk_hits);
+  CHECK(plan.launches > plan.steps);
+  // Each batch size's prefill kernels: a 16-row chunk is a few-rows product of 16 rows, which
+  // a batch of 4 never launches.
+  KernelPlan small = plan_kernels(model, kdsl_test::cpu(), {.batch_sizes = {4}, .context = 40, .draft_max = 3});
+  CHECK(small.kernels.size() < plan.kernels.size());
+  std::set<std::string> all = texts(plan.kernels);
+  for (const kernels::RecordedKernel &k : small.kernels) CHECK(all.count(k.text()) == 1);
+}
+
+TEST_CASE("kernel plan: a GPU's multiprocessors choose the decode attention's split kernels") {
+  std::string path = synthetic("tiny", GgmlType::F32, "plan-gpu.gguf");
+  ModelWeights model = load_model_weights(path);
+  // One processor splits a context in at most 2 (4 programs over 2 kv heads); 132 split 2048
+  // positions in 16, a count the combine kernel is specialized on (divisible by 16).
+  std::set<std::string> one = texts(plan_kernels(model, kdsl_test::cpu(), {.batch_sizes = {4}, .context = 2100, .gpu = true, .threads = 1}).kernels);
+  std::set<std::string> h100 = texts(plan_kernels(model, kdsl_test::cpu(), {.batch_sizes = {4}, .context = 2100, .gpu = true, .threads = 132}).kernels);
+  std::vector<std::string> only_h100;
+  std::set_difference(h100.begin(), h100.end(), one.begin(), one.end(), std::back_inserter(only_h100));
+  REQUIRE(!only_h100.empty());
+  for (const std::string &k : only_h100) {
+    CAPTURE(k);
+    CHECK(k.find("attention_combine") != std::string::npos);
+  }
+}
+
+TEST_CASE("kernel plan: options out of range are refused by name") {
+  std::string path = synthetic("tiny", GgmlType::F32, "plan-errors.gguf");
+  ModelWeights model = load_model_weights(path);
+  const Device &cpu = kdsl_test::cpu();
+  CHECK(kdsl_test::error_text([&] { plan_kernels(model, cpu, {.batch_sizes = {}}); }).find("--batch") != std::string::npos);
+  CHECK(kdsl_test::error_text([&] { plan_kernels(model, cpu, {.batch_sizes = {0}}); }).find("batch size 0") != std::string::npos);
+  CHECK(kdsl_test::error_text([&] { plan_kernels(model, cpu, {.context = 1}); }).find("at least 2") != std::string::npos);
+  CHECK(kdsl_test::error_text([&] { plan_kernels(model, cpu, {.gpu = true}); }).find("multiprocessors") != std::string::npos);
+  CHECK(kdsl_test::error_text([&] { plan_kernels(model, cpu, {.draft_model = &model}); }).find("--draft-max") != std::string::npos);
+}
