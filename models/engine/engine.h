@@ -22,17 +22,14 @@ struct EngineOptions {
   // (padding rows, as llama.cpp allows); 0: every row. Logits of the ids past it are returned as
   // the lowest float, so no sampling rule picks a token the tokenizer cannot print.
   int sampled_vocab = 0;
-<<<<<<< HEAD
+  // The KV cache's key and value types: f32, f16 or bf16 each (--cache-type-k / -v): f16 halves
+  // the cache's memory and the bytes attention reads per position.
+  kernels::KvTypes kv_types;
   // Where the kernel launches are recorded (kernel_plan.h), null: nowhere. A recorder that
   // records instead of launching runs nothing: the logits are not computed, the KV cache is one
   // page (no kernel reads it) and, standing in for a GPU, the weights are not uploaded but
   // placed where an upload puts them (an aligned address nothing reads).
   kernels::LaunchRecorder *recorder = nullptr;
-=======
-  // The KV cache's key and value types: f32, f16 or bf16 each (--cache-type-k / -v): f16 halves
-  // the cache's memory and the bytes attention reads per position.
-  kernels::KvTypes kv_types;
->>>>>>> a1a2378 (KV cache in f16 or bf16 (--cache-type-k/-v, EngineOptions::kv_types): kv_append rounds, attention (decode, prefill, tree) and kv_move read the cache's types; tests against float64 references)
 };
 
 // The weights as the kernels read them, in the device's memory: on the CPU the ModelWeights'

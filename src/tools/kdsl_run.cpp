@@ -29,6 +29,7 @@
 #include "models/tokenizer/chat_template.h"
 #include "runtime/bandwidth_record.h"
 #include "runtime/thread_pool.h"
+#include "src/tools/kv_cache_type.h"
 #include "src/tools/llama_cpp_flags.h"
 #include "src/tools/tool_main.h"
 
@@ -105,14 +106,6 @@ Device pick_device(const Options &o) {
     }
   }
   throw Error(fmt::format("--device {}: expected cpu, cuda or auto", o.device));
-}
-
-// A KV cache type as llama.cpp spells it (--cache-type-k f16); its quantized types are refused.
-DType kv_cache_type(const std::string &flag, const std::string &name) {
-  if (name == "f32") return DType::F32;
-  if (name == "f16") return DType::F16;
-  if (name == "bf16") return DType::BF16;
-  throw Error(fmt::format("{} {}: expected f32, f16 or bf16 (a quantized KV cache is not implemented)", flag, name));
 }
 
 std::string read_prompt(const Options &o) {
@@ -278,7 +271,7 @@ int run(const Options &o) {
   eo.context = o.ctx;
   eo.max_batch = o.batch;
   eo.sampled_vocab = tok->vocab_size();  // a tokenizer smaller than the embedding: its padding rows are never sampled
-  eo.kv_types = {kv_cache_type("--cache-type-k", o.cache_type_k), kv_cache_type("--cache-type-v", o.cache_type_v)};
+  eo.kv_types = {tools::kv_cache_type("--cache-type-k", o.cache_type_k), tools::kv_cache_type("--cache-type-v", o.cache_type_v)};
   if (speculative) eo.max_logit_rows = o.draft_max + 1;
   GenerateOptions go;
   go.max_tokens = o.n, go.ignore_eos = o.ignore_eos, go.stop_strings = o.reverse_prompts;
