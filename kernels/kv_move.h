@@ -7,9 +7,9 @@ namespace kdsl::kernels {
 // moves[2m], moves[2m + 1] = (from, to) positions; the moves are applied in order m = 0, 1,
 // ... (a later move may read a row an earlier one wrote). Program j copies columns
 // j*BLOCK .. of every move, so the order holds within each program, and programs touch
-// disjoint columns. Pages are [num_pages][page_size][row], as kv_append writes them.
-template <int BLOCK>
-void kv_move(Ptr<f32> k_pages, Ptr<f32> v_pages, Ptr<const i32> block_table, Ptr<const i32> moves, Scalar<i32> n_moves, Scalar<i32> row,
+// disjoint columns. Pages are [num_pages][page_size][row] of KT and VT, as kv_append writes them.
+template <int BLOCK, class KT = f32, class VT = f32>
+void kv_move(Ptr<KT> k_pages, Ptr<VT> v_pages, Ptr<const i32> block_table, Ptr<const i32> moves, Scalar<i32> n_moves, Scalar<i32> row,
              Scalar<i32> page_size) {
   auto c = program_id(0) * BLOCK + arange<BLOCK>();
   auto mask = c < row;

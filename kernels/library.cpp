@@ -62,8 +62,8 @@ void Library::embedding(const int32_t *ids, const void *table, DType ttype, floa
   });
 }
 
-void Library::kv_append(const float *k, const float *v, float *k_pages, float *v_pages, const int32_t *block_table, int pos0, int rows,
-                        int n_kv_heads, int head_dim, int page_size) {
+void Library::kv_append(const float *k, const float *v, void *k_pages, void *v_pages, const int32_t *block_table, int pos0, int rows,
+                        int n_kv_heads, int head_dim, int page_size, KvTypes types) {
   require(rows >= 0 && pos0 >= 0 && n_kv_heads > 0 && head_dim > 0 && page_size > 0, "kv_append", [&] {
     return "sizes must be positive (rows " + std::to_string(rows) + ", pos0 " + std::to_string(pos0) + ", n_kv_heads " +
            std::to_string(n_kv_heads) + ", head_dim " + std::to_string(head_dim) + ", page_size " + std::to_string(page_size) + ")";
@@ -71,8 +71,11 @@ void Library::kv_append(const float *k, const float *v, float *k_pages, float *v
   require(int64_t(pos0) + rows <= detail::kMaxPosition, "kv_append", [&] { return "positions past 2^24 are not supported"; });
   if (rows == 0) return;
   int row = n_kv_heads * head_dim;
-  with_block<16, 1024>("kv_append", "n_kv_heads * head_dim", std::min(row, 1024), [&]<int B>() {
-    impl_->kernel<kernels::kv_append<B>>()(grid(rows, cdiv(row, B)), k, v, k_pages, v_pages, block_table, pos0, row, page_size);
+  detail::with_kv_types("kv_append", types, [&]<class KT, class VT>() {
+    with_block<16, 1024>("kv_append", "n_kv_heads * head_dim", std::min(row, 1024), [&]<int B>() {
+      impl_->kernel<kernels::kv_append<B, KT, VT>>()(grid(rows, cdiv(row, B)), k, v, detail::kv_pages<KT>(k_pages), detail::kv_pages<VT>(v_pages),
+                                                      block_table, pos0, row, page_size);
+    });
   });
 }
 
@@ -132,16 +135,19 @@ void Library::rope_at(float *q, float *k, int rows, int n_heads, int n_kv_heads,
   });
 }
 
-void Library::kv_move(float *k_pages, float *v_pages, const int32_t *block_table, const int32_t *moves, int n_moves, int n_kv_heads, int head_dim,
-                      int page_size) {
+void Library::kv_move(void *k_pages, void *v_pages, const int32_t *block_table, const int32_t *moves, int n_moves, int n_kv_heads, int head_dim,
+                      int page_size, KvTypes types) {
   require(n_moves >= 0 && n_kv_heads > 0 && head_dim > 0 && page_size > 0, "kv_move", [&] {
     return "sizes must be positive (n_moves " + std::to_string(n_moves) + ", n_kv_heads " + std::to_string(n_kv_heads) + ", head_dim " +
            std::to_string(head_dim) + ", page_size " + std::to_string(page_size) + ")";
   });
   if (n_moves == 0) return;
   int row = n_kv_heads * head_dim;
-  with_block<16, 1024>("kv_move", "n_kv_heads * head_dim", std::min(row, 1024), [&]<int B>() {
-    impl_->kernel<kernels::kv_move<B>>()(grid(cdiv(row, B)), k_pages, v_pages, block_table, moves, n_moves, row, page_size);
+  detail::with_kv_types("kv_move", types, [&]<class KT, class VT>() {
+    with_block<16, 1024>("kv_move", "n_kv_heads * head_dim", std::min(row, 1024), [&]<int B>() {
+      impl_->kernel<kernels::kv_move<B, KT, VT>>()(grid(cdiv(row, B)), detail::kv_pages<KT>(k_pages), detail::kv_pages<VT>(v_pages), block_table,
+                                                    moves, n_moves, row, page_size);
+    });
   });
 }
 

@@ -10,6 +10,13 @@
 
 namespace kdsl::kernels {
 
+// The element types of a paged KV cache's keys and values: f32 (the default), f16 or bf16
+// each (llama.cpp's --cache-type-k / --cache-type-v). Written rounded to nearest even, read
+// back as f32.
+struct KvTypes {
+  DType k = DType::F32, v = DType::F32;
+};
+
 // The kernel library's host API. Pointers are device memory (host memory on the CPU device).
 // Each call picks the kernel specialization for its run-time sizes (block sizes are
 // compile-time: the smallest power of two that holds the row, head or page step), traces and
@@ -67,12 +74,12 @@ class Library {
   // The same for any WeightType; quantized tables (dim a multiple of the block: 32, or 256 for
   // Q4_K and Q6_K) are dequantized per row.
   void embedding(const int32_t *ids, const void *table, WeightType ttype, float *out, int rows, int dim);
-  // Paged KV cache: k_pages / v_pages are [num_pages][page_size][n_kv_heads][head_dim] f32;
-  // block_table[j] is the page holding positions j*page_size .. j*page_size + page_size - 1 of
-  // this sequence. Writes the k / v rows ([rows][n_kv_heads][head_dim]) of positions
-  // pos0 .. pos0 + rows - 1.
-  void kv_append(const float *k, const float *v, float *k_pages, float *v_pages, const int32_t *block_table, int pos0, int rows,
-                 int n_kv_heads, int head_dim, int page_size);
+  // Paged KV cache: k_pages / v_pages are [num_pages][page_size][n_kv_heads][head_dim] of
+  // types.k / types.v; block_table[j] is the page holding positions j*page_size .. j*page_size
+  // + page_size - 1 of this sequence. Writes the f32 k / v rows ([rows][n_kv_heads][head_dim])
+  // of positions pos0 .. pos0 + rows - 1.
+  void kv_append(const float *k, const float *v, void *k_pages, void *v_pages, const int32_t *block_table, int pos0, int rows, int n_kv_heads,
+                 int head_dim, int page_size, KvTypes types = {});
   // Causal attention of q rows (positions pos0 .. pos0 + rows - 1) over cached positions
   // 0 .. pos0 + rows - 1 (row r sees positions <= pos0 + r; append the rows' own k / v first),
   // grouped-query (head h reads kv head h / (n_heads / n_kv_heads)), scores scaled by `scale`,
@@ -81,18 +88,18 @@ class Library {
   // splits long contexts across programs (split-K) and merges their partial results with a
   // second small kernel (scratch owned by the Library); n_heads / n_kv_heads <= 16 there.
   // Any page_size works; multiples of 16 are fastest (each loop step stays in one page).
-  void attention(const float *q, const float *k_pages, const float *v_pages, const int32_t *block_table, float *out, int rows, int pos0,
-                 int n_heads, int n_kv_heads, int head_dim, int page_size, float scale);
+  void attention(const float *q, const void *k_pages, const void *v_pages, const int32_t *block_table, float *out, int rows, int pos0,
+                 int n_heads, int n_kv_heads, int head_dim, int page_size, float scale, KvTypes types = {});
   // Attention of the nodes of a token tree: rows <= 64 query rows in cache slots pos0 .. pos0 +
   // rows - 1 (their k / v appended there), parents before children; row r sees every slot
   // before pos0 and the slots of the rows set in ancestors[r] (device int64s, bit j: row j is
   // r or one of its ancestors; bit r must be set), so each node attends along its own branch.
-  void attention_tree(const float *q, const float *k_pages, const float *v_pages, const int32_t *block_table, const int64_t *ancestors,
-                      float *out, int rows, int pos0, int n_heads, int n_kv_heads, int head_dim, int page_size, float scale);
+  void attention_tree(const float *q, const void *k_pages, const void *v_pages, const int32_t *block_table, const int64_t *ancestors,
+                      float *out, int rows, int pos0, int n_heads, int n_kv_heads, int head_dim, int page_size, float scale, KvTypes types = {});
   // Moves KV rows between positions: moves[2m] -> moves[2m + 1] (device ints), applied in
   // order m = 0, 1, ... (a token tree's accepted branch, moved behind the text so far).
-  void kv_move(float *k_pages, float *v_pages, const int32_t *block_table, const int32_t *moves, int n_moves, int n_kv_heads, int head_dim,
-               int page_size);
+  void kv_move(void *k_pages, void *v_pages, const int32_t *block_table, const int32_t *moves, int n_moves, int n_kv_heads, int head_dim,
+               int page_size, KvTypes types = {});
   // Row-wise softmax in place (any cols: rows longer than 8192 take a two-pass online kernel).
   void softmax(float *x, int rows, int cols);
   // The first index of the maximum of x[0..n) (NaN never wins).

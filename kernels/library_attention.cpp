@@ -27,8 +27,8 @@ void with_kv_step(int page_size, F &&f) {
 
 }  // namespace
 
-void Library::attention_tree(const float *q, const float *k_pages, const float *v_pages, const int32_t *block_table, const int64_t *ancestors,
-                             float *out, int rows, int pos0, int n_heads, int n_kv_heads, int head_dim, int page_size, float scale) {
+void Library::attention_tree(const float *q, const void *k_pages, const void *v_pages, const int32_t *block_table, const int64_t *ancestors,
+                             float *out, int rows, int pos0, int n_heads, int n_kv_heads, int head_dim, int page_size, float scale, KvTypes types) {
   using detail::require;
   using detail::with_block;
   require(rows >= 0 && rows <= 64 && pos0 >= 0 && n_heads > 0 && n_kv_heads > 0 && head_dim > 0 && page_size > 0 && n_heads % n_kv_heads == 0,
@@ -41,23 +41,27 @@ void Library::attention_tree(const float *q, const float *k_pages, const float *
   if (rows == 0) return;
   Impl &im = *impl_;
   const int group = n_heads / n_kv_heads;
-  with_block<16, 256>("attention_tree", "head_dim", head_dim, [&]<int D>() {
-    with_kv_step(page_size, [&]<int STEP, bool TILE_IN_PAGE>() {
-      auto run = [&]<bool FULL_D>() {
-        im.kernel<kernels::attention_tree<kPrefillRows, STEP, D, TILE_IN_PAGE, FULL_D>>()(grid(cdiv(rows, kPrefillRows), n_heads), q, k_pages, v_pages,
-                                                                                 block_table, ancestors, out, rows, pos0, n_heads, group,
-                                                                                 n_kv_heads, head_dim, page_size, scale);
-      };
-      if (head_dim == D)
-        run.template operator()<true>();
-      else
-        run.template operator()<false>();
+  detail::with_kv_types("attention_tree", types, [&]<class KT, class VT>() {
+    auto kp = detail::kv_pages<KT>(k_pages);
+    auto vp = detail::kv_pages<VT>(v_pages);
+    with_block<16, 256>("attention_tree", "head_dim", head_dim, [&]<int D>() {
+      with_kv_step(page_size, [&]<int STEP, bool TILE_IN_PAGE>() {
+        auto run = [&]<bool FULL_D>() {
+          im.kernel<kernels::attention_tree<kPrefillRows, STEP, D, TILE_IN_PAGE, FULL_D, KT, VT>>()(
+              grid(cdiv(rows, kPrefillRows), n_heads), q, kp, vp, block_table, ancestors, out, rows, pos0, n_heads, group, n_kv_heads, head_dim,
+              page_size, scale);
+        };
+        if (head_dim == D)
+          run.template operator()<true>();
+        else
+          run.template operator()<false>();
+      });
     });
   });
 }
 
-void Library::attention(const float *q, const float *k_pages, const float *v_pages, const int32_t *block_table, float *out, int rows,
-                        int pos0, int n_heads, int n_kv_heads, int head_dim, int page_size, float scale) {
+void Library::attention(const float *q, const void *k_pages, const void *v_pages, const int32_t *block_table, float *out, int rows,
+                        int pos0, int n_heads, int n_kv_heads, int head_dim, int page_size, float scale, KvTypes types) {
   using detail::require;
   using detail::with_block;
   require(rows >= 0 && pos0 >= 0 && n_heads > 0 && n_kv_heads > 0 && head_dim > 0 && page_size > 0, "attention", [&] {
@@ -73,47 +77,51 @@ void Library::attention(const float *q, const float *k_pages, const float *v_pag
   Impl &im = *impl_;
   const int group = n_heads / n_kv_heads;
 
-  if (rows > 1) {
+  detail::with_kv_types("attention", types, [&]<class KT, class VT>() {
+    auto kp = detail::kv_pages<KT>(k_pages);
+    auto vp = detail::kv_pages<VT>(v_pages);
+    if (rows > 1) {
+      with_block<16, 256>("attention", "head_dim", head_dim, [&]<int D>() {
+        with_kv_step(page_size, [&]<int STEP, bool TILE_IN_PAGE>() {
+          auto run = [&]<bool FULL_D>() {
+            im.kernel<attention_prefill<kPrefillRows, STEP, D, TILE_IN_PAGE, FULL_D, KT, VT>>()(grid(cdiv(rows, kPrefillRows), n_heads), q, kp, vp,
+                                                                                                block_table, out, rows, pos0, n_heads, group,
+                                                                                                n_kv_heads, head_dim, page_size, scale);
+          };
+          if (head_dim == D)
+            run.template operator()<true>();
+          else
+            run.template operator()<false>();
+        });
+      });
+      return;
+    }
+
+    // Decode: enough splits that every thread has programs, none shorter than kMinSplitPositions.
+    const int ctx = pos0 + 1;
+    const int want_programs = 4 * std::max(1, im.threads());
+    int splits = std::min(cdiv(want_programs, n_kv_heads), cdiv(ctx, kMinSplitPositions));
+    splits = std::clamp(splits, 1, kMaxSplits);
+    float *scratch = detail::reserve(im.device, im.attention_partials, size_t(n_heads) * kMaxSplits * (size_t(head_dim) + 2));
     with_block<16, 256>("attention", "head_dim", head_dim, [&]<int D>() {
       with_kv_step(page_size, [&]<int STEP, bool TILE_IN_PAGE>() {
-        auto run = [&]<bool FULL_D>() {
-          im.kernel<attention_prefill<kPrefillRows, STEP, D, TILE_IN_PAGE, FULL_D>>()(grid(cdiv(rows, kPrefillRows), n_heads), q, k_pages,
-                                                                                      v_pages, block_table, out, rows, pos0, n_heads,
-                                                                                      group, n_kv_heads, head_dim, page_size, scale);
-        };
-        if (head_dim == D)
-          run.template operator()<true>();
-        else
-          run.template operator()<false>();
+        const int split_len = cdiv(cdiv(ctx, splits), STEP) * STEP;  // whole steps, so steps stay inside pages
+        const int used_splits = cdiv(ctx, split_len);                // every split holds at least one position
+        float *part_out = used_splits == 1 ? out : scratch;
+        float *part_ml = scratch + (used_splits == 1 ? 0 : size_t(n_heads) * size_t(used_splits) * size_t(head_dim));
+        with_block<1, 16>("attention (decode)", "n_heads / n_kv_heads", group, [&]<int G>() {
+          auto run = [&]<bool FULL_D>() {
+            im.kernel<attention_decode<G, D, STEP, TILE_IN_PAGE, FULL_D, KT, VT>>()(grid(n_kv_heads, used_splits), q, kp, vp, block_table, part_out,
+                                                                                    part_ml, ctx, group, n_kv_heads, head_dim, page_size, split_len,
+                                                                                    scale);
+          };
+          if (head_dim == D)
+            run.template operator()<true>();
+          else
+            run.template operator()<false>();
+        });
+        if (used_splits > 1) im.kernel<attention_combine<kMaxSplits, D>>()(grid(n_heads), part_out, part_ml, out, used_splits, head_dim);
       });
-    });
-    return;
-  }
-
-  // Decode: enough splits that every thread has programs, none shorter than kMinSplitPositions.
-  const int ctx = pos0 + 1;
-  const int want_programs = 4 * std::max(1, im.threads());
-  int splits = std::min(cdiv(want_programs, n_kv_heads), cdiv(ctx, kMinSplitPositions));
-  splits = std::clamp(splits, 1, kMaxSplits);
-  float *scratch = detail::reserve(im.device, im.attention_partials, size_t(n_heads) * kMaxSplits * (size_t(head_dim) + 2));
-  with_block<16, 256>("attention", "head_dim", head_dim, [&]<int D>() {
-    with_kv_step(page_size, [&]<int STEP, bool TILE_IN_PAGE>() {
-      const int split_len = cdiv(cdiv(ctx, splits), STEP) * STEP;  // whole steps, so steps stay inside pages
-      const int used_splits = cdiv(ctx, split_len);                // every split holds at least one position
-      float *part_out = used_splits == 1 ? out : scratch;
-      float *part_ml = scratch + (used_splits == 1 ? 0 : size_t(n_heads) * size_t(used_splits) * size_t(head_dim));
-      with_block<1, 16>("attention (decode)", "n_heads / n_kv_heads", group, [&]<int G>() {
-        auto run = [&]<bool FULL_D>() {
-          im.kernel<attention_decode<G, D, STEP, TILE_IN_PAGE, FULL_D>>()(grid(n_kv_heads, used_splits), q, k_pages, v_pages, block_table,
-                                                                          part_out, part_ml, ctx, group, n_kv_heads, head_dim,
-                                                                          page_size, split_len, scale);
-        };
-        if (head_dim == D)
-          run.template operator()<true>();
-        else
-          run.template operator()<false>();
-      });
-      if (used_splits > 1) im.kernel<attention_combine<kMaxSplits, D>>()(grid(n_heads), part_out, part_ml, out, used_splits, head_dim);
     });
   });
 }

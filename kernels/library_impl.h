@@ -108,6 +108,40 @@ void require(bool ok, std::string_view what, Message &&message) {
   if (!ok) throw Error(std::string("kdsl::kernels::") + std::string(what) + ": " + std::string(message()));
 }
 
+// Calls f.template operator()<KT, VT>() with the kdsl element types of a KV cache's keys and
+// values (f32, f16 or bf16 each); any other type is a user error naming the operation.
+template <class F>
+void with_kv_types(std::string_view what, KvTypes types, F &&f) {
+  auto with_v = [&]<class KT>() {
+    switch (types.v) {
+      case DType::F32: return f.template operator()<KT, f32>();
+      case DType::F16: return f.template operator()<KT, f16>();
+      case DType::BF16: return f.template operator()<KT, bf16>();
+      default: break;
+    }
+    throw Error(std::string("kdsl::kernels::") + std::string(what) + ": a KV cache of values in " + std::string(dtype_name(types.v)) +
+                " is not supported (f32, f16 or bf16)");
+  };
+  switch (types.k) {
+    case DType::F32: return with_v.template operator()<f32>();
+    case DType::F16: return with_v.template operator()<f16>();
+    case DType::BF16: return with_v.template operator()<bf16>();
+    default: break;
+  }
+  throw Error(std::string("kdsl::kernels::") + std::string(what) + ": a KV cache of keys in " + std::string(dtype_name(types.k)) +
+              " is not supported (f32, f16 or bf16)");
+}
+
+// A KV cache page pointer as the kernels take it: the element type T's storage.
+template <class T>
+auto kv_pages(void *p) {
+  return static_cast<typename T::storage *>(p);
+}
+template <class T>
+auto kv_pages(const void *p) {
+  return static_cast<const typename T::storage *>(p);
+}
+
 // Grows a scratch buffer in `device`'s memory to hold at least n elements.
 template <class T>
 T *reserve(const Device &device, Buffer<T> &buffer, size_t n) {

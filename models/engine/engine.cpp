@@ -15,9 +15,9 @@ namespace {
 
 // The model's context, capped so the KV cache takes at most a quarter of the device's free
 // memory (measured after the weights are placed there).
-int default_context(const ModelHParams &h, const Device &device) {
+int default_context(const ModelHParams &h, const Device &device, kernels::KvTypes kv) {
   int64_t wanted = h.context_length > 0 ? h.context_length : 2048;
-  int64_t per_position = 2 * h.n_layer * h.n_head_kv * h.head_dim * int64_t(sizeof(float));
+  int64_t per_position = h.n_layer * h.n_head_kv * h.head_dim * int64_t(dtype_bytes(kv.k) + dtype_bytes(kv.v));
   int64_t free_bytes = int64_t(device.free_memory());
   if (free_bytes > 0 && per_position > 0) wanted = std::min(wanted, std::max<int64_t>(256, free_bytes / 4 / per_position));
   return int(std::min<int64_t>(wanted, 1 << 20));
@@ -64,23 +64,23 @@ DeviceWeights place_weights(const ModelWeights &model, const Device &device, con
 
 // The KV cache's bytes for `context` tokens, whole pages, both K and V, every layer; as int64,
 // since a context read from the command line may be anything up to INT_MAX.
-int64_t kv_cache_bytes(const ModelHParams &h, int64_t context, int page_size) {
+int64_t kv_cache_bytes(const ModelHParams &h, int64_t context, int page_size, kernels::KvTypes kv) {
   int64_t pages = (context + page_size - 1) / page_size;
-  return pages * page_size * 2 * h.n_layer * h.n_head_kv * h.head_dim * int64_t(sizeof(float));
+  return pages * page_size * h.n_layer * h.n_head_kv * h.head_dim * int64_t(dtype_bytes(kv.k) + dtype_bytes(kv.v));
 }
 
 // A context given by the user is what they get, or a clear refusal: never an overflow, never an
 // allocation that cannot succeed.
 // A recording's cache is not allocated (`allocated` false): only the range is checked.
-void check_context(const ModelHParams &h, const Device &device, int context, int page_size, bool allocated) {
+void check_context(const ModelHParams &h, const Device &device, int context, int page_size, kernels::KvTypes kv, bool allocated) {
   constexpr int kMaxContext = 1 << 24;
   if (context < 0 || context > kMaxContext)
     throw Error(fmt::format("context of {} tokens: expected 1 to {} (--ctx)", context, kMaxContext));
   if (!allocated) return;
-  int64_t bytes = kv_cache_bytes(h, context, page_size);
+  int64_t bytes = kv_cache_bytes(h, context, page_size, kv);
   int64_t free_bytes = int64_t(device.free_memory());
   if (free_bytes > 0 && bytes > free_bytes) {
-    int64_t fits = free_bytes / std::max<int64_t>(1, kv_cache_bytes(h, page_size, page_size)) * page_size;
+    int64_t fits = free_bytes / std::max<int64_t>(1, kv_cache_bytes(h, page_size, page_size, kv)) * page_size;
     throw Error(fmt::format("a context of {} tokens needs a {:.2f} GB KV cache, more than the {:.2f} GB of free memory on {}: "
                             "lower --ctx (about {} tokens fit)",
                             context, double(bytes) / 1e9, double(free_bytes) / 1e9, device.name(), fits));
@@ -95,8 +95,11 @@ Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions op
   if (options.page_size < 1 || options.page_size > 4096) throw Error(fmt::format("KV page size: expected 1 to 4096, got {}", options.page_size));
   if (options.max_logit_rows < 1 || options.max_logit_rows > 1024)
     throw Error(fmt::format("rows of logits per forward pass: expected 1 to 1024, got {} (--draft-max is at most 1023)", options.max_logit_rows));
-  if (options.context != 0) check_context(h, device, options.context, options.page_size, !records_only(options));
-  context_ = options.context > 0 ? options.context : default_context(h, device);
+  for (DType t : {options.kv_types.k, options.kv_types.v})
+    if (t != DType::F32 && t != DType::F16 && t != DType::BF16)
+      throw Error(fmt::format("KV cache type {}: expected f32, f16 or bf16 (--cache-type-k, --cache-type-v)", dtype_name(t)));
+  if (options.context != 0) check_context(h, device, options.context, options.page_size, options.kv_types, !records_only(options));
+  context_ = options.context > 0 ? options.context : default_context(h, device, options.kv_types);
   dim_ = int(h.n_embd);
   q_dim_ = int(h.n_head * h.head_dim);
   kv_dim_ = int(h.n_head_kv * h.head_dim);
@@ -118,10 +121,10 @@ Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions op
   ids_host_.resize(b);
   int pages = int((int64_t(context_) + options.page_size - 1) / options.page_size);
   const int allocated_pages = records_only(options) ? 1 : pages;  // nothing reads a recording's cache
-  size_t page_floats = size_t(options.page_size) * size_t(kv_dim_);
+  size_t page_values = size_t(options.page_size) * size_t(kv_dim_);
   for (size_t l = 0; l < model.layers.size(); ++l) {
-    k_pages_.emplace_back(device, size_t(allocated_pages) * page_floats);
-    v_pages_.emplace_back(device, size_t(allocated_pages) * page_floats);
+    k_pages_.emplace_back(device, size_t(allocated_pages) * page_values * size_t(dtype_bytes(options.kv_types.k)));
+    v_pages_.emplace_back(device, size_t(allocated_pages) * page_values * size_t(dtype_bytes(options.kv_types.v)));
   }
   // One sequence owns every page, in order; the kernels read through the table all the same.
   std::vector<int32_t> table(static_cast<size_t>(pages));
@@ -181,7 +184,7 @@ void Engine::keep_branch(std::span<const int> nodes, int pos) {
   branch_moves_.copy_from_host(std::span<const int32_t>(branch_moves_host_.data(), size_t(2 * moves)));
   for (size_t l = 0; l < k_pages_.size(); ++l)
     kernels_.kv_move(k_pages_[l].data(), v_pages_[l].data(), block_table_.data(), branch_moves_.data(), moves, int(model_.hparams.n_head_kv),
-                     int(model_.hparams.head_dim), options_.page_size);
+                     int(model_.hparams.head_dim), options_.page_size, options_.kv_types);
 }
 
 std::span<const float> Engine::run(std::span<const int> tokens, int pos, int logit_rows, bool tree) {
@@ -246,13 +249,13 @@ void Engine::layer(int l, int n, int pos, bool tree) {
   else
     kernels_.rope(q_.data(), k_.data(), n, heads, kv_heads, hd, pos, h.rope_freq_base, h.rope_type == RopeType::Neox, divisors, model_.rope_magnitude);
   kernels_.kv_append(k_.data(), v_.data(), k_pages_[size_t(l)].data(), v_pages_[size_t(l)].data(), block_table_.data(), pos, n, kv_heads, hd,
-                     options_.page_size);
+                     options_.page_size, options_.kv_types);
   if (tree)
     kernels_.attention_tree(q_.data(), k_pages_[size_t(l)].data(), v_pages_[size_t(l)].data(), block_table_.data(), tree_ancestors_.data(), att_.data(),
-                            n, pos, heads, kv_heads, hd, options_.page_size, 1.0f / std::sqrt(float(hd)));
+                            n, pos, heads, kv_heads, hd, options_.page_size, 1.0f / std::sqrt(float(hd)), options_.kv_types);
   else
     kernels_.attention(q_.data(), k_pages_[size_t(l)].data(), v_pages_[size_t(l)].data(), block_table_.data(), att_.data(), n, pos, heads, kv_heads, hd,
-                       options_.page_size, 1.0f / std::sqrt(float(hd)));
+                       options_.page_size, 1.0f / std::sqrt(float(hd)), options_.kv_types);
   kernels_.matmul(att_.data(), w.wo.data, w.wo.type, nullptr, proj_.data(), n, dim_, q_dim_);
   kernels_.add_rmsnorm(x_.data(), proj_.data(), w.ffn_norm.f32(), xb_.data(), n, dim_, h.rms_eps);
 

@@ -22,6 +22,9 @@ struct EngineOptions {
   // (padding rows, as llama.cpp allows); 0: every row. Logits of the ids past it are returned as
   // the lowest float, so no sampling rule picks a token the tokenizer cannot print.
   int sampled_vocab = 0;
+  // The KV cache's key and value types: f32, f16 or bf16 each (--cache-type-k / -v): f16 halves
+  // the cache's memory and the bytes attention reads per position.
+  kernels::KvTypes kv_types;
   // Where the kernel launches are recorded (kernel_plan.h), null: nowhere. A recorder that
   // records instead of launching runs nothing: the logits are not computed, the KV cache is one
   // page (no kernel reads it) and, standing in for a GPU, the weights are not uploaded but
@@ -97,7 +100,7 @@ class Engine {
   std::vector<int32_t> ids_host_;
   std::vector<float> logits_host_;  // GPU only: the logits, copied back
   // KV cache: per layer, pages of [page_size][n_kv_heads][head_dim]; one block table.
-  std::vector<Buffer<float>> k_pages_, v_pages_;
+  std::vector<Buffer<uint8_t>> k_pages_, v_pages_;  // of options_.kv_types
   Buffer<int32_t> block_table_;
   // A token tree's node positions and ancestor sets (forward_tree), the branch moves
   // (keep_branch): device copies of host arrays, allocated once.

@@ -42,6 +42,24 @@ class Walk {
         ++steps_;
       }
   }
+  // Token trees of 2 .. draft_max + 1 nodes (as many as a chunk holds), then each number of
+  // branch moves: the root's first child a decoy, the rest a chain from the root, so keeping
+  // the first m chain nodes moves m rows. Positions are Dynamic in the tree kernels: one
+  // position serves.
+  void trees(int draft_max) {
+    const int most = std::min({draft_max + 1, Engine::kMaxTreeNodes, engine_.max_batch(), engine_.context() - 1});
+    for (int n = 2; n <= most; ++n) {
+      std::vector<int> parents(size_t(n));
+      for (int i = 0; i < n; ++i) parents[size_t(i)] = i <= 1 ? i - 1 : (i == 2 ? 0 : i - 1);
+      engine_.forward_tree(std::span<const int>(tokens_.data(), size_t(n)), parents, 1);
+      ++steps_;
+      std::vector<int> branch = {0};
+      for (int m = 1; m + 1 < n; ++m) {
+        branch.push_back(m + 1);
+        engine_.keep_branch(branch, 1);
+      }
+    }
+  }
   // A draft model catching up with the text (1 .. draft_max + 1 rows) at every position.
   void drafting(int draft_max) {
     for (int n = 1; n <= draft_max + 1; ++n)
@@ -89,14 +107,17 @@ KernelPlan plan_kernels(const ModelWeights &model, const Device &memory, const K
     eo.max_batch = batch;
     eo.max_logit_rows = options.draft_max > 0 ? options.draft_max + 1 : 1;
     eo.recorder = &recorder;
+    eo.kv_types = options.kv_types;
     Engine target(model, memory, eo);
     Walk walk(target, plan.steps);
     walk.prefill(batch);
     walk.decode();
     if (options.draft_max > 0) walk.checks(options.draft_max);
+    if (options.draft_max > 0 && options.draft_trees) walk.trees(options.draft_max);
     if (options.draft_model) {
       EngineOptions de = eo;
       de.max_logit_rows = 1;  // ModelDrafter's engine
+      de.kv_types = {};       // which keeps an f32 cache
       Engine draft(*options.draft_model, memory, de);
       Walk draft_walk(draft, plan.steps);
       draft_walk.prefill(batch);

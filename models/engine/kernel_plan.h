@@ -22,6 +22,11 @@ struct KernelPlanOptions {
   // (its prefill, and its drafting steps at every position).
   int draft_max = 0;
   const ModelWeights *draft_model = nullptr;
+  // Token trees (kdsl-run --spec-ngram --draft-branches N > 1): checks of 2 .. draft_max + 1
+  // nodes through Engine::forward_tree, and the kept branch's moves (keep_branch).
+  bool draft_trees = false;
+  // The KV cache's types (kdsl-run --cache-type-k / -v): they choose the attention kernels.
+  kernels::KvTypes kv_types;
   // The device planned for: the CPU with `threads` workers (0: the `memory` device's), or a
   // GPU with `threads` multiprocessors (required). The decode attention splits a context into
   // programs for every processor, so the count chooses its kernels.

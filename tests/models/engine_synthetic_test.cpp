@@ -241,3 +241,29 @@ TEST_CASE("engine: ids past a smaller tokenizer (padding rows of the embedding) 
   CHECK(rows[512 + 100] == std::numeric_limits<float>::lowest());
   CHECK(rows[512 + 99] != std::numeric_limits<float>::lowest());
 }
+
+TEST_CASE("engine: f16 and bf16 KV caches give the f32 cache's logits within their rounding") {
+  std::string path = test::scratch_path("ref-llama-kv16.gguf");
+  write_synthetic_model(synth_preset("tiny"), path);
+  ModelWeights model = load_model_weights(path);
+  test::ReferenceForward reference(model);
+  std::vector<int> prompt;
+  for (int i = 0; i < 11; ++i) prompt.push_back((i * 97 + 3) % int(model.hparams.n_vocab));
+  std::vector<double> want;
+  for (int p = 0; p < int(prompt.size()); ++p) want = reference.forward(prompt[size_t(p)], p);
+  const std::vector<double> want_next = reference.forward(7, int(prompt.size()));
+  for (kernels::KvTypes kv : {kernels::KvTypes{DType::F16, DType::F16}, kernels::KvTypes{DType::BF16, DType::BF16}, kernels::KvTypes{DType::F16, DType::F32}}) {
+    CAPTURE(dtype_name(kv.k));
+    CAPTURE(dtype_name(kv.v));
+    Engine engine(model, Device::cpu(), EngineOptions{.context = 32, .page_size = 4, .max_batch = 5, .kv_types = kv});
+    // The cache's rounding (2^-11 relative for f16, 2^-8 for bf16) reaches the logits damped
+    // by the softmax's averaging; the f32 cache's error is below 1e-4 (above).
+    double error = relative_error(engine.forward(prompt, 0), want);
+    CHECK(error < (kv.k == DType::BF16 ? 2e-2 : 3e-3));
+    CHECK(error > 0);
+    int token[1] = {7};
+    CHECK(relative_error(engine.forward(token, int(prompt.size())), want_next) < (kv.k == DType::BF16 ? 2e-2 : 3e-3));
+  }
+  std::string text = kdsl_test::error_text([&] { Engine(model, Device::cpu(), EngineOptions{.context = 32, .kv_types = {DType::I8, DType::F32}}); });
+  CHECK(kdsl_test::contains(text, "KV cache type i8: expected f32, f16 or bf16"));
+}

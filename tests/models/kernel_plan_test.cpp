@@ -51,11 +51,11 @@ std::vector<std::vector<int>> prompts(int batch, int vocab) {
   return out;
 }
 
-enum class Drafting { None, Ngram, SelfDraftQ8 };
+enum class Drafting { None, Ngram, NgramTree, SelfDraftQ8 };
 
 // Generates from every prompt with launches recorded beside running them, and checks that the
 // plan for the same options holds every launch.
-void check_plan_covers_generation(const std::string &path, Drafting drafting) {
+void check_plan_covers_generation(const std::string &path, Drafting drafting, kernels::KvTypes kv = {}) {
   ModelWeights model = load_model_weights(path);
   auto tok = load_tokenizer(GgufFile(path));
   const int batch = 8, context = 96, draft_max = 5;
@@ -68,6 +68,8 @@ void check_plan_covers_generation(const std::string &path, Drafting drafting) {
   po.context = context;
   po.draft_max = drafting == Drafting::None ? 0 : draft_max;
   po.draft_model = draft_model.get();
+  po.draft_trees = drafting == Drafting::NgramTree;
+  po.kv_types = kv;
   KernelPlan plan = plan_kernels(model, cpu, po);
   const std::set<std::string> planned = texts(plan.kernels);
   REQUIRE(!planned.empty());
@@ -75,10 +77,11 @@ void check_plan_covers_generation(const std::string &path, Drafting drafting) {
   CHECK(plan.steps >= context);
 
   kernels::LaunchRecorder launched(kernels::LaunchRecorder::Mode::BesideLaunching);
-  EngineOptions eo{.context = context, .max_batch = batch, .max_logit_rows = po.draft_max + 1, .recorder = &launched};
+  EngineOptions eo{.context = context, .max_batch = batch, .max_logit_rows = po.draft_max + 1, .kv_types = kv, .recorder = &launched};
   Engine engine(model, cpu, eo);
   std::unique_ptr<Drafter> drafter;
   if (drafting == Drafting::Ngram) drafter = std::make_unique<NgramDrafter>();
+  if (drafting == Drafting::NgramTree) drafter = std::make_unique<NgramDrafter>(1, 4, 3);
   SamplerParams sp{.temperature = 0};
   if (draft_model) {
     EngineOptions de{.context = context, .max_batch = batch, .recorder = &launched};
@@ -119,6 +122,13 @@ TEST_CASE("kernel plan: every kernel generation launches is planned (f16 and Q4_
       CAPTURE(int(d));
       check_plan_covers_generation(path, d);
     }
+}
+
+TEST_CASE("kernel plan: token trees and f16 / bf16 KV caches are planned as they run") {
+  std::string f16 = synthetic("tiny", GgmlType::F16, "plan-tiny-f16.gguf");
+  check_plan_covers_generation(f16, Drafting::NgramTree);
+  check_plan_covers_generation(f16, Drafting::NgramTree, {DType::F16, DType::BF16});
+  check_plan_covers_generation(f16, Drafting::None, {DType::BF16, DType::F16});
 }
 
 TEST_CASE("kernel plan: qwen3 (QK norm, tied embeddings) is planned as it runs") {

@@ -74,7 +74,7 @@ TEST_CASE("kdsl-run: llama.cpp options it does not support are refused by name, 
                                                                                      "kdsl runs the whole model on one device; --device chooses it");
   check_refused(run_tool_process(kRun, {"-m", tiny_model(), "-i"}), "-i is a llama.cpp option");
   check_refused(run_tool_process(kRun, {"-m", tiny_model(), "-p", "x", "--mirostat", "2"}), "--mirostat");
-  check_refused(run_tool_process(kRun, {"-m", tiny_model(), "-p", "x", "-ctk", "q8_0"}), "-ctk");
+  check_refused(run_tool_process(kRun, {"-m", tiny_model(), "-p", "x", "-ctk", "q8_0"}), "--cache-type-k q8_0: expected f32, f16 or bf16");
   check_refused(run_tool_process(kRun, {"-m", tiny_model(), "-p", "x", "-fa", "off"}), "always fused");
   check_refused(run_tool_process(kRun, {"-m", tiny_model(), "-p", "x", "-sys", "Be brief."}), "add --chat (-cnv)");
 }
