@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "kernels/common.h"
-#include "models/gguf/quant_blocks.h"
+#include <kdsl/formats/quant_blocks.h>
 
 namespace kdsl::kernels {
 
@@ -33,9 +33,9 @@ namespace kdsl::kernels {
 // scale by broadcasting, and stay so: reshaped to [R, 32] inside a loop nest, the lane index
 // would become j / 16 and j % 16, which the host backend's vectorizer turns into gathers.
 struct Q6_KFormat {
-  using Layout = models::BlockQ6_K;
+  using Layout = formats::BlockQ6_K;
   using Quant = u8;
-  static constexpr int kBlockElements = models::kQK_K;
+  static constexpr int kBlockElements = formats::kQK_K;
   static constexpr int kBlockBytes = int(sizeof(Layout));
   static constexpr int kParts = 8, kPartElements = 32;
   static constexpr int kScaleHalf = int(offsetof(Layout, d)) / 2;  // d's half index within the block
@@ -86,9 +86,9 @@ struct Q6_KFormat {
 // take the low and the high nibbles of qs[c * 32 .. c * 32 + 31]. sc and m are 6 bits each,
 // packed into 12 bytes (models::unpack_scale_min_k4, decoded here from the bytes as loaded).
 struct Q4_KFormat {
-  using Layout = models::BlockQ4_K;
+  using Layout = formats::BlockQ4_K;
   using Quant = u8;
-  static constexpr int kBlockElements = models::kQK_K;
+  static constexpr int kBlockElements = formats::kQK_K;
   static constexpr int kBlockBytes = int(sizeof(Layout));
   static constexpr int kParts = 8, kPartElements = 32;
 
@@ -114,7 +114,7 @@ struct Q4_KFormat {
     auto dmin = cast<f32>(load(wd + half + int(offsetof(Layout, dmin)) / 2));
     auto byte = [&](int i) { return load(wq + (base + (int(offsetof(Layout, scales)) + i))); };  // [R, 1]
     std::vector<Block<u8, R, 1>> s;
-    for (int i = 0; i < models::kKScaleSize; ++i) s.push_back(byte(i));
+    for (int i = 0; i < formats::kKScaleSize; ++i) s.push_back(byte(i));
     Loaded<R> l;
     for (int c = 0; c < 4; ++c) l.qs.push_back(load(wq + (base + (int(offsetof(Layout, qs)) + c * 32) + lanes)));
     for (int j = 0; j < 8; ++j) {
@@ -141,8 +141,8 @@ constexpr bool check_kquant_format() {
   return true;
 }
 static_assert(check_kquant_format<Q6_KFormat>() && check_kquant_format<Q4_KFormat>());
-static_assert(offsetof(models::BlockQ6_K, d) % 2 == 0, "Q6_K's d is read as a half: it must sit at an even offset");
-static_assert(offsetof(models::BlockQ4_K, d) % 2 == 0 && offsetof(models::BlockQ4_K, dmin) % 2 == 0,
+static_assert(offsetof(formats::BlockQ6_K, d) % 2 == 0, "Q6_K's d is read as a half: it must sit at an even offset");
+static_assert(offsetof(formats::BlockQ4_K, d) % 2 == 0 && offsetof(formats::BlockQ4_K, dmin) % 2 == 0,
               "Q4_K's d and dmin are read as halves: they must sit at even offsets");
 
 }  // namespace kdsl::kernels

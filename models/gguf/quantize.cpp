@@ -1,16 +1,19 @@
 // quantize.cpp - round-to-nearest quantization per block, the inverse of dequantize.cpp's layouts
 #include "models/gguf/quantize.h"
 
+#include <kdsl/formats/weight_types.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <fmt/format.h>
 #include <kdsl/error.h>
 
-#include "models/gguf/half.h"
-#include "models/gguf/quant_blocks.h"
 
 namespace kdsl::models {
+
+using namespace kdsl::formats;
 
 namespace {
 
@@ -27,16 +30,16 @@ float signed_absmax(const float *x, int n) {
 
 void quantize(const float *x, BlockQ8_0 &b) {
   float amax = std::fabs(signed_absmax(x, kQK8_0));
-  b.d = f32_to_f16(amax / 127);
-  float d = f16_to_f32(b.d), id = d ? 1 / d : 0;
+  b.d = f32_to_f16_bits(amax / 127);
+  float d = f16_bits_to_f32(b.d), id = d ? 1 / d : 0;
   for (int i = 0; i < kQK8_0; ++i) b.qs[i] = int8_t(std::clamp(nearest(x[i] * id), -127, 127));
 }
 
 // Symmetric 4/5-bit: levels -half..half-1 scaled by d = max / -half.
 template <class Block>
 void quantize_symmetric(const float *x, Block &b, int half) {
-  b.d = f32_to_f16(signed_absmax(x, 32) / float(-half));
-  float d = f16_to_f32(b.d), id = d ? 1 / d : 0;
+  b.d = f32_to_f16_bits(signed_absmax(x, 32) / float(-half));
+  float d = f16_bits_to_f32(b.d), id = d ? 1 / d : 0;
   uint32_t qh = 0;
   std::memset(b.qs, 0, sizeof b.qs);
   for (int i = 0; i < 32; ++i) {
@@ -51,9 +54,9 @@ void quantize_symmetric(const float *x, Block &b, int half) {
 template <class Block>
 void quantize_affine(const float *x, Block &b, int levels) {
   float lo = *std::min_element(x, x + 32), hi = *std::max_element(x, x + 32);
-  b.d = f32_to_f16((hi - lo) / float(levels - 1));
-  b.m = f32_to_f16(lo);
-  float d = f16_to_f32(b.d), m = f16_to_f32(b.m), id = d ? 1 / d : 0;
+  b.d = f32_to_f16_bits((hi - lo) / float(levels - 1));
+  b.m = f32_to_f16_bits(lo);
+  float d = f16_bits_to_f32(b.d), m = f16_bits_to_f32(b.m), id = d ? 1 / d : 0;
   uint32_t qh = 0;
   std::memset(b.qs, 0, sizeof b.qs);
   for (int i = 0; i < 32; ++i) {
@@ -75,9 +78,9 @@ void quantize_k(const float *x, Block &b, int levels) {
     min[s] = -lo;
   }
   float max_scale = *std::max_element(scale, scale + 8), max_min = *std::max_element(min, min + 8);
-  b.d = f32_to_f16(max_scale / 63);
-  b.dmin = f32_to_f16(max_min / 63);
-  float d = f16_to_f32(b.d), dmin = f16_to_f32(b.dmin);
+  b.d = f32_to_f16_bits(max_scale / 63);
+  b.dmin = f32_to_f16_bits(max_min / 63);
+  float d = f16_bits_to_f32(b.d), dmin = f16_bits_to_f32(b.dmin);
   std::memset(b.scales, 0, sizeof b.scales);
   std::memset(b.qs, 0, sizeof b.qs);
   if constexpr (requires { b.qh; }) std::memset(b.qh, 0, sizeof b.qh);
@@ -106,8 +109,8 @@ void quantize(const float *x, BlockQ6_K &b) {
   float scale[16];
   for (int s = 0; s < 16; ++s) scale[s] = std::fabs(signed_absmax(x + 16 * s, 16)) / 31;
   float max_scale = *std::max_element(scale, scale + 16);
-  b.d = f32_to_f16(max_scale / 127);
-  float d = f16_to_f32(b.d);
+  b.d = f32_to_f16_bits(max_scale / 127);
+  float d = f16_bits_to_f32(b.d);
   std::memset(b.ql, 0, sizeof b.ql);
   std::memset(b.qh, 0, sizeof b.qh);
   for (int s = 0; s < 16; ++s) b.scales[s] = int8_t(d ? std::clamp(nearest(scale[s] / d), 0, 127) : 0);
@@ -120,13 +123,32 @@ void quantize(const float *x, BlockQ6_K &b) {
   }
 }
 
-template <class Block, int N, class F>
-void quantize_blocks(const float *x, void *dst, int64_t n, F f) {
-  auto *out = static_cast<unsigned char *>(dst);
-  for (int64_t i = 0; i < n / N; ++i) {
-    Block b{};
-    f(x + i * N, b);
-    std::memcpy(out + i * int64_t(sizeof(Block)), &b, sizeof(Block));
+// One overload per layout of weight_types.def: plain floats are blocks of one.
+void quantize_block(const float *x, float &b) { b = *x; }
+void quantize_block(const float *x, half &b) { b = half(*x); }
+void quantize_block(const float *x, bfloat16 &b) { b = bfloat16(*x); }
+void quantize_block(const float *x, BlockQ8_0 &b) { quantize(x, b); }
+void quantize_block(const float *x, BlockQ4_0 &b) { quantize_symmetric(x, b, 8); }
+void quantize_block(const float *x, BlockQ5_0 &b) { quantize_symmetric(x, b, 16); }
+void quantize_block(const float *x, BlockQ4_1 &b) { quantize_affine(x, b, 16); }
+void quantize_block(const float *x, BlockQ5_1 &b) { quantize_affine(x, b, 32); }
+void quantize_block(const float *x, BlockQ4_K &b) { quantize_k(x, b, 16); }
+void quantize_block(const float *x, BlockQ5_K &b) { quantize_k(x, b, 32); }
+void quantize_block(const float *x, BlockQ6_K &b) { quantize(x, b); }
+
+template <class Block, int N>
+void quantize_blocks(const float *x, void *dst, int64_t n) {
+  if constexpr (std::is_void_v<Block>) {
+    throw Error("quantize: a type with no layout; this is a bug in kdsl");  // refused by quantize_row
+  } else if constexpr (std::is_same_v<Block, float>) {
+    std::memcpy(dst, x, size_t(n) * sizeof(float));
+  } else {
+    auto *out = static_cast<unsigned char *>(dst);
+    for (int64_t i = 0; i < n / N; ++i) {
+      Block b{};
+      quantize_block(x + i * N, b);
+      std::memcpy(out + i * int64_t(sizeof(Block)), &b, sizeof(Block));
+    }
   }
 }
 
@@ -134,30 +156,17 @@ void quantize_blocks(const float *x, void *dst, int64_t n, F f) {
 
 void quantize_row(GgmlType type, const float *x, void *dst, int64_t n) {
   const GgmlTypeTraits &traits = ggml_type_traits(type);
-  if (!traits.supported) throw Error(fmt::format("quantize: tensor type {} is not supported", traits.name));
+  if (!traits.readable) throw Error(fmt::format("quantize: tensor type {} is not supported", traits.ggml_name));
   if (n < 0 || n % traits.block_elements != 0)
     throw Error(fmt::format("quantize: {} elements of type {}: expected a multiple of the block size {}", n,
-                            traits.name, traits.block_elements));
-  auto *out = static_cast<unsigned char *>(dst);
+                            traits.ggml_name, traits.block_elements));
   switch (type) {
-    case GgmlType::F32: std::memcpy(dst, x, size_t(n) * 4); return;
-    case GgmlType::F16:
-    case GgmlType::BF16:
-      for (int64_t i = 0; i < n; ++i) {
-        uint16_t h = type == GgmlType::F16 ? f32_to_f16(x[i]) : f32_to_bf16(x[i]);
-        std::memcpy(out + 2 * i, &h, 2);
-      }
-      return;
-    case GgmlType::Q8_0: return quantize_blocks<BlockQ8_0, 32>(x, dst, n, [](const float *v, BlockQ8_0 &b) { quantize(v, b); });
-    case GgmlType::Q4_0: return quantize_blocks<BlockQ4_0, 32>(x, dst, n, [](const float *v, BlockQ4_0 &b) { quantize_symmetric(v, b, 8); });
-    case GgmlType::Q5_0: return quantize_blocks<BlockQ5_0, 32>(x, dst, n, [](const float *v, BlockQ5_0 &b) { quantize_symmetric(v, b, 16); });
-    case GgmlType::Q4_1: return quantize_blocks<BlockQ4_1, 32>(x, dst, n, [](const float *v, BlockQ4_1 &b) { quantize_affine(v, b, 16); });
-    case GgmlType::Q5_1: return quantize_blocks<BlockQ5_1, 32>(x, dst, n, [](const float *v, BlockQ5_1 &b) { quantize_affine(v, b, 32); });
-    case GgmlType::Q4_K: return quantize_blocks<BlockQ4_K, 256>(x, dst, n, [](const float *v, BlockQ4_K &b) { quantize_k(v, b, 16); });
-    case GgmlType::Q5_K: return quantize_blocks<BlockQ5_K, 256>(x, dst, n, [](const float *v, BlockQ5_K &b) { quantize_k(v, b, 32); });
-    case GgmlType::Q6_K: return quantize_blocks<BlockQ6_K, 256>(x, dst, n, [](const float *v, BlockQ6_K &b) { quantize(v, b); });
-    default: throw Error(fmt::format("quantize: tensor type {} is not supported", traits.name));
+#define KDSL_WEIGHT_TYPE(Name, id, name, elements, bytes, Layout, kernels, ftype) \
+  case GgmlType::Name: return quantize_blocks<Layout, elements>(x, dst, n);
+#include <kdsl/formats/weight_types.def>
+#undef KDSL_WEIGHT_TYPE
   }
+  throw Error(fmt::format("quantize: tensor type {} is not supported", traits.ggml_name));
 }
 
 }  // namespace kdsl::models

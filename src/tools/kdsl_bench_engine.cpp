@@ -227,7 +227,12 @@ std::vector<SpecRow> bench_spec(const std::string &target_path, const std::strin
 }
 
 // The kernels' name of a type the engine runs (--type admits no other).
-std::string type_name(GgmlType t) { return std::string(kernels::weight_type_info(*kernel_weight_type(t)).name); }
+std::string type_name(GgmlType t) { return std::string(kernels::weight_type_info(t).name); }
+
+// The spellings --type and --draft-type take: the types the engine runs.
+std::string kernel_type_names() {
+  return formats::weight_type_names([](const formats::WeightTypeInfo &t) { return t.runs_in_kernels(); });
+}
 
 }  // namespace
 
@@ -272,7 +277,7 @@ int main(int argc, char **argv) {
     for (const std::string &name : types) {
       // The types the engine runs (parse_ggml_type also knows ones it refuses, such as q5_k).
       std::optional<GgmlType> parsed = parse_ggml_type(name);
-      if (!parsed || !kernel_weight_type(*parsed)) throw Error(fmt::format("--type '{}': expected f32, f16, bf16, q8_0, q4_0, q4_k or q6_k", name));
+      if (!parsed || !kernel_weight_type(*parsed)) throw Error(fmt::format("--type '{}': expected one of {}", name, kernel_type_names()));
       synthetic_types.push_back(*parsed);
     }
     if (models.empty()) {
@@ -303,7 +308,7 @@ int main(int argc, char **argv) {
       std::vector<GgmlType> drafts;
       for (const std::string &name : draft_types) {
         std::optional<GgmlType> parsed = parse_ggml_type(name);
-        if (!parsed || !kernel_weight_type(*parsed)) throw Error(fmt::format("--draft-type '{}': expected f32, f16, bf16, q8_0, q4_0, q4_k or q6_k", name));
+        if (!parsed || !kernel_weight_type(*parsed)) throw Error(fmt::format("--draft-type '{}': expected one of {}", name, kernel_type_names()));
         drafts.push_back(*parsed);
       }
       for (size_t i = 0; i < runs.size(); ++i) {
