@@ -1,6 +1,7 @@
 // library_quantized.cpp - Library::matmul and Library::embedding over any WeightType: the block formats' kernels as weight_types.def lists them, plain types passed on
 #include <algorithm>
 
+#include "kernels/decoded_formats.h"
 #include "kernels/embedding_quantized.h"
 #include "kernels/library_impl.h"
 #include "kernels/matmul_quantized.h"
