@@ -1,9 +1,11 @@
 // quantize_model.cpp - llama.cpp's per-tensor type rules, and a GGUF model rewritten tensor by tensor in the types they choose
 #include "models/gguf/quantize_model.h"
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstring>
+#include <thread>
 #include <fmt/format.h>
 #include <kdsl/error.h>
 
@@ -96,7 +98,8 @@ GgmlType quantize_type_for(const QuantizeTarget &target, bool pure, const std::s
 }
 
 QuantizeSummary quantize_model(const std::string &in, const std::string &out, const QuantizeTarget &target, bool pure,
-                               const std::function<void(const QuantizeProgress &)> &progress) {
+                               const std::function<void(const QuantizeProgress &)> &progress, int threads) {
+  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
   auto start = std::chrono::steady_clock::now();
   GgufFile file(in);
   std::string arch = file.find_string("general.architecture").value_or("llama");
@@ -119,7 +122,7 @@ QuantizeSummary quantize_model(const std::string &in, const std::string &out, co
     summary.elements += t->elements();
     const int count = int(tensors.size());
     // Filled at write time, one tensor at a time, from the mapped input.
-    writer.add_tensor(t->name, t->shape, to, [t, to, i, count, &progress](std::span<std::byte> dst) {
+    writer.add_tensor(t->name, t->shape, to, [t, to, i, count, threads, &progress](std::span<std::byte> dst) {
       if (progress) progress({int(i), count, t, to});
       if (to == t->type) {
         std::memcpy(dst.data(), t->data, dst.size());
@@ -127,11 +130,19 @@ QuantizeSummary quantize_model(const std::string &in, const std::string &out, co
       }
       const int64_t cols = t->shape[0], rows = t->elements() / cols;
       const uint64_t row_in = GgufWriter::tensor_bytes(t->type, {cols}), row_out = GgufWriter::tensor_bytes(to, {cols});
-      std::vector<float> row(static_cast<size_t>(cols));
-      for (int64_t r = 0; r < rows; ++r) {
-        dequantize_row(t->type, t->data + r * row_in, row.data(), cols);
-        quantize_row(to, row.data(), dst.data() + r * row_out, cols);
-      }
+      // Rows split evenly over the threads; each writes only its own rows' bytes.
+      auto convert = [&](int64_t first, int64_t last) {
+        std::vector<float> row(static_cast<size_t>(cols));
+        for (int64_t r = first; r < last; ++r) {
+          dequantize_row(t->type, t->data + r * row_in, row.data(), cols);
+          quantize_row(to, row.data(), dst.data() + r * row_out, cols);
+        }
+      };
+      const int64_t n = std::clamp<int64_t>(threads, 1, rows);
+      std::vector<std::thread> pool;
+      for (int64_t k = 1; k < n; ++k) pool.emplace_back(convert, rows * k / n, rows * (k + 1) / n);
+      convert(0, rows / n);
+      for (std::thread &th : pool) th.join();
     });
     summary.bytes_out += GgufWriter::tensor_bytes(to, t->shape);
   }

@@ -55,8 +55,9 @@ struct QuantizeSummary {
 // (a temporary file renamed into place) with every tensor in the type quantize_type_for gives,
 // quantized row by row with quantize_row from the reference dequantizer's values (tensors whose
 // type does not change are copied byte for byte), the metadata copied with general.file_type
-// and general.quantization_version set. `progress` (if set) is called before each tensor.
+// and general.quantization_version set. `progress` (if set) is called before each tensor;
+// `threads` (<= 0: one per CPU) share each tensor's rows. The bytes do not depend on it.
 QuantizeSummary quantize_model(const std::string &in, const std::string &out, const QuantizeTarget &target, bool pure,
-                               const std::function<void(const QuantizeProgress &)> &progress = {});
+                               const std::function<void(const QuantizeProgress &)> &progress = {}, int threads = 0);
 
 }  // namespace kdsl::models

@@ -247,7 +247,7 @@ int main(int argc, char **argv) {
   int spec_tokens = 64, draft_max = 7, spec_repeats = 2;
   app.add_option("-m,--model", models, "model files to measure (GGUF or llama2.c); default: synthetic models of --preset in each --type");
   app.add_option("--preset", preset, "synthetic model preset (tiny, 110m, qwen3-tiny)");
-  app.add_option("--type", types, "synthetic weight types: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k (k-quants need a preset whose sizes are multiples of 256: 110m, llama3-8b)")->delimiter(',');
+  app.add_option("--type", types, "synthetic weight types: " + kernel_type_names() + " (k-quants need a preset whose sizes are multiples of 256: 110m, llama3-8b)")->delimiter(',');
   app.add_option("--dir", dir, "folder for the synthetic models (default: a fresh temporary folder, removed afterwards)");
   app.add_flag("--keep", keep, "keep the synthetic models");
   app.add_option("--threads", threads, "CPU threads (0: all)");

@@ -111,7 +111,8 @@ TEST_CASE("quantize model: every type and mix, the data equal to quantize_row of
     QuantizeTarget t = target(name);
     std::string out = kdsl::test::scratch_path("quantize-" + name + ".gguf");
     int calls = 0;
-    QuantizeSummary s = quantize_model(in, out, t, false, [&](const QuantizeProgress &) { ++calls; });
+    // 3 threads: every matrix's rows split unevenly; the bytes must still be quantize_row's.
+    QuantizeSummary s = quantize_model(in, out, t, false, [&](const QuantizeProgress &) { ++calls; }, 3);
     GgufFile output(out);
     REQUIRE(output.tensors().size() == input.tensors().size());
     CHECK(calls == int(input.tensors().size()));
