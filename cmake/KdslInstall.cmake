@@ -10,7 +10,7 @@ set(KDSL_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/kdsl)
 # The tools find libkdsl.so next to them wherever the prefix goes ($ORIGIN); libkdsl.so and the
 # tools keep the directories of libraries found outside the system paths (say a custom LLVM).
 file(RELATIVE_PATH kdsl_bin_to_lib ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR})
-set(kdsl_tools kdsl-run kdsl-compile kdsl-cache kdsl-bench kdsl-bench-engine kdsl-bench-cuda kdsl-tokenize kdsl-synth)
+set(kdsl_tools kdsl-run kdsl-compile kdsl-cache kdsl-bench kdsl-bench-engine kdsl-bench-cuda kdsl-tokenize kdsl-synth kdsl-quantize)
 set(kdsl_installed_tools "")
 foreach(tool ${kdsl_tools})
   if(TARGET ${tool})

@@ -1,10 +1,10 @@
-// kquant_formats.h - how kdsl kernels read ggml's Q6_K and Q4_K super-blocks in place: loading a block of R rows, decoding it in 32-element parts
+// kquant_formats.h - how kdsl kernels read ggml's Q6_K, Q4_K and Q5_K super-blocks in place: loading a block of R rows, decoding it in 32-element parts
 #pragma once
 #include <cstddef>
 #include <vector>
 
 #include "kernels/common.h"
-#include "models/gguf/quant_blocks.h"
+#include <kdsl/formats/quant_blocks.h>
 
 namespace kdsl::kernels {
 
@@ -33,9 +33,9 @@ namespace kdsl::kernels {
 // scale by broadcasting, and stay so: reshaped to [R, 32] inside a loop nest, the lane index
 // would become j / 16 and j % 16, which the host backend's vectorizer turns into gathers.
 struct Q6_KFormat {
-  using Layout = models::BlockQ6_K;
+  using Layout = formats::BlockQ6_K;
   using Quant = u8;
-  static constexpr int kBlockElements = models::kQK_K;
+  static constexpr int kBlockElements = formats::kQK_K;
   static constexpr int kBlockBytes = int(sizeof(Layout));
   static constexpr int kParts = 8, kPartElements = 32;
   static constexpr int kScaleHalf = int(offsetof(Layout, d)) / 2;  // d's half index within the block
@@ -82,13 +82,36 @@ struct Q6_KFormat {
   }
 };
 
+// Q4_K's and Q5_K's factors of sub-block j (0..7), d * sc[j] and dmin * m[j]: sc and m are 6
+// bits each, packed into 12 bytes (models::unpack_scale_min_k4, decoded here from the bytes as
+// loaded), multiplied by the block's f16 d and dmin.
+template <class Layout, int R>
+void load_scales_mins_k4(Ptr<const u8> wq, const Block<i64, R, 1> &block, std::vector<Block<f32, R, 1>> &scale,
+                         std::vector<Block<f32, R, 1>> &min) {
+  auto wd = reinterpret<f16>(wq);
+  auto base = block * int(sizeof(Layout));  // [R, 1]
+  auto half = block * int(sizeof(Layout) / 2);
+  auto d = cast<f32>(load(wd + half + int(offsetof(Layout, d)) / 2));
+  auto dmin = cast<f32>(load(wd + half + int(offsetof(Layout, dmin)) / 2));
+  auto byte = [&](int i) { return load(wq + (base + (int(offsetof(Layout, scales)) + i))); };  // [R, 1]
+  std::vector<Block<u8, R, 1>> s;
+  for (int i = 0; i < formats::kKScaleSize; ++i) s.push_back(byte(i));
+  for (int j = 0; j < 8; ++j) {
+    auto sc = j < 4 ? (s[j] & 63) : ((s[j + 4] & 15) | ((s[j - 4] >> 6) << 4));
+    auto m = j < 4 ? (s[j + 4] & 63) : ((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+    scale.push_back(cast<f32>(sc) * d);
+    min.push_back(cast<f32>(m) * dmin);
+  }
+}
+
 // x = d * sc[j] * q - dmin * m[j] for sub-block j = i / 32, q 4 bits: sub-blocks 2c and 2c + 1
-// take the low and the high nibbles of qs[c * 32 .. c * 32 + 31]. sc and m are 6 bits each,
-// packed into 12 bytes (models::unpack_scale_min_k4, decoded here from the bytes as loaded).
-struct Q4_KFormat {
-  using Layout = models::BlockQ4_K;
+// take the low and the high nibbles of qs[c * 32 .. c * 32 + 31] (scales as load_scales_mins_k4).
+// Q5_K (kHighBit) adds a fifth bit: sub-block j takes bit j of qh[l] for its lane l.
+template <class L, bool kHighBit>
+struct SubBlock32Format {
+  using Layout = L;
   using Quant = u8;
-  static constexpr int kBlockElements = models::kQK_K;
+  static constexpr int kBlockElements = formats::kQK_K;
   static constexpr int kBlockBytes = int(sizeof(Layout));
   static constexpr int kParts = 8, kPartElements = 32;
 
@@ -100,38 +123,36 @@ struct Q4_KFormat {
 
   template <int R>
   struct Loaded {
-    std::vector<Block<u8, R, 32>> qs;            // [c]
+    std::vector<Block<u8, R, 32>> qs;          // [c]
+    std::vector<Block<u8, R, 32>> qh;          // [0] with kHighBit, else empty
     std::vector<Block<f32, R, 1>> scale, min;  // [j]: d * sc[j], dmin * m[j]
   };
 
   template <int R>
   static Loaded<R> load_block(Ptr<const u8> wq, const Block<i64, R, 1> &block) {
-    auto wd = reinterpret<f16>(wq);
     auto base = block * kBlockBytes;  // [R, 1]
     auto lanes = row(wide(arange<32>()));
-    auto half = block * (kBlockBytes / 2);
-    auto d = cast<f32>(load(wd + half + int(offsetof(Layout, d)) / 2));
-    auto dmin = cast<f32>(load(wd + half + int(offsetof(Layout, dmin)) / 2));
-    auto byte = [&](int i) { return load(wq + (base + (int(offsetof(Layout, scales)) + i))); };  // [R, 1]
-    std::vector<Block<u8, R, 1>> s;
-    for (int i = 0; i < models::kKScaleSize; ++i) s.push_back(byte(i));
     Loaded<R> l;
+    load_scales_mins_k4<Layout>(wq, block, l.scale, l.min);
     for (int c = 0; c < 4; ++c) l.qs.push_back(load(wq + (base + (int(offsetof(Layout, qs)) + c * 32) + lanes)));
-    for (int j = 0; j < 8; ++j) {
-      auto sc = j < 4 ? (s[j] & 63) : ((s[j + 4] & 15) | ((s[j - 4] >> 6) << 4));
-      auto m = j < 4 ? (s[j + 4] & 63) : ((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
-      l.scale.push_back(cast<f32>(sc) * d);
-      l.min.push_back(cast<f32>(m) * dmin);
-    }
+    if constexpr (kHighBit) l.qh.push_back(load(wq + (base + int(offsetof(Layout, qh)) + lanes)));
     return l;
   }
 
   template <int R>
   static Part<R> part(const Loaded<R> &l, int p) {
     auto q = p % 2 == 0 ? (l.qs[p / 2] & 15) : (l.qs[p / 2] >> 4);
+    if constexpr (kHighBit) {
+      // bit p of qh moved to bit 4 with one constant shift and one mask
+      auto qh = l.qh[0];
+      q = q | (p <= 4 ? ((qh << (4 - p)) & 16) : ((qh >> (p - 4)) & 16));
+    }
     return cast<f32>(q) * l.scale[p] - l.min[p];
   }
 };
+
+using Q4_KFormat = SubBlock32Format<formats::BlockQ4_K, false>;
+using Q5_KFormat = SubBlock32Format<formats::BlockQ5_K, true>;
 
 // What the kernels' offset arithmetic assumes of a k-quant format.
 template <class F>
@@ -140,9 +161,11 @@ constexpr bool check_kquant_format() {
   static_assert(F::kParts * F::kPartElements == F::kBlockElements, "a block's parts must cover its elements");
   return true;
 }
-static_assert(check_kquant_format<Q6_KFormat>() && check_kquant_format<Q4_KFormat>());
-static_assert(offsetof(models::BlockQ6_K, d) % 2 == 0, "Q6_K's d is read as a half: it must sit at an even offset");
-static_assert(offsetof(models::BlockQ4_K, d) % 2 == 0 && offsetof(models::BlockQ4_K, dmin) % 2 == 0,
+static_assert(check_kquant_format<Q6_KFormat>() && check_kquant_format<Q4_KFormat>() && check_kquant_format<Q5_KFormat>());
+static_assert(offsetof(formats::BlockQ6_K, d) % 2 == 0, "Q6_K's d is read as a half: it must sit at an even offset");
+static_assert(offsetof(formats::BlockQ4_K, d) % 2 == 0 && offsetof(formats::BlockQ4_K, dmin) % 2 == 0,
               "Q4_K's d and dmin are read as halves: they must sit at even offsets");
+static_assert(offsetof(formats::BlockQ5_K, d) % 2 == 0 && offsetof(formats::BlockQ5_K, dmin) % 2 == 0,
+              "Q5_K's d and dmin are read as halves: they must sit at even offsets");
 
 }  // namespace kdsl::kernels

@@ -45,13 +45,15 @@ class Library {
   // matrix-vector kernel (decode), 2..8 rows a variant that streams W once for all of them
   // (small batches, speculative checks), more rows dot tiles (prefill). out may not alias x.
   void matmul(const float *x, const void *w, DType wtype, const float *bias, float *out, int rows, int N, int K);
-  // The same for any WeightType (library_quantized.cpp): Q8_0 and Q4_0 (K a multiple of 32),
-  // Q4_K and Q6_K (K a multiple of 256) weights are read in place in their GGUF block layout,
-  // plain types go to the overload above. On the CPU, Q8_0 and Q4_0 with rows <= 16 quantize x
-  // to 8 bits per 32-value block (scale d_x = amax / 127, as llama.cpp's q8_0 activations) and
-  // use exact integer dot products (matvec_int8.h); their result differs from the f32 product of
-  // the dequantized weights by at most sum over blocks of (d_x / 2) * sum |w| over the block
-  // (the activations' rounding), plus f32 rounding; elsewhere the weights are dequantized to f32.
+  // The same for any WeightType (library_quantized.cpp): the block formats weight_types.def gives
+  // kernels (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 with K a multiple of 32; Q4_K, Q5_K, Q6_K with K a
+  // multiple of 256) are read in place in their GGUF block layout, plain types go to the
+  // overload above; a type with no kernels is refused. On the CPU, Q8_0 and Q4_0 with rows <= 16
+  // quantize x to 8 bits per 32-value block (scale d_x = amax / 127, as llama.cpp's q8_0
+  // activations) and use exact integer dot products (matvec_int8.h); their result differs from
+  // the f32 product of the dequantized weights by at most sum over blocks of (d_x / 2) * sum |w|
+  // over the block (the activations' rounding), plus f32 rounding; elsewhere the weights are
+  // dequantized to f32.
   void matmul(const float *x, const void *w, WeightType wtype, const float *bias, float *out, int rows, int N, int K);
   // Rotary embedding in place. q: [rows][n_heads][head_dim], k: [rows][n_kv_heads][head_dim];
   // token r is at position pos0 + r; freq_i = theta^(-2i/head_dim) (computed in double, the
@@ -72,7 +74,7 @@ class Library {
   // BF16). ids are not range-checked.
   void embedding(const int32_t *ids, const void *table, DType ttype, float *out, int rows, int dim);
   // The same for any WeightType; quantized tables (dim a multiple of the block: 32, or 256 for
-  // Q4_K and Q6_K) are dequantized per row.
+  // the k-quants) are dequantized per row.
   void embedding(const int32_t *ids, const void *table, WeightType ttype, float *out, int rows, int dim);
   // Paged KV cache: k_pages / v_pages are [num_pages][page_size][n_kv_heads][head_dim] of
   // types.k / types.v; block_table[j] is the page holding positions j*page_size .. j*page_size

@@ -1,6 +1,8 @@
-// library_quantized.cpp - Library::matmul and Library::embedding over any WeightType: Q8_0 / Q4_0 / Q6_K / Q4_K kernels, plain types passed on
+// library_quantized.cpp - Library::matmul and Library::embedding over any WeightType: the block formats' kernels as weight_types.def lists them, plain types passed on
 #include <algorithm>
+#include <type_traits>
 
+#include "kernels/decoded_formats.h"
 #include "kernels/embedding_quantized.h"
 #include "kernels/library_impl.h"
 #include "kernels/matmul_quantized.h"
@@ -63,9 +65,10 @@ void run_matmul_int8(Library::Impl &im, const float *x, const void *w, const flo
   else detail::with_block<2, kMaxFewRows>("matmul", "rows", rows, run);
 }
 
-template <class F, class P>
+template <class F>
 void run_matmul(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K) {
-  if (im.device.kind() == Device::Kind::Cpu && rows <= kMaxFewRows) return run_matmul_int8<P>(im, x, w, bias, out, rows, N, K);
+  if constexpr (using P = typename int_dot_policy<F>::type; !std::is_void_v<P>)
+    if (im.device.kind() == Device::Kind::Cpu && rows <= kMaxFewRows) return run_matmul_int8<P>(im, x, w, bias, out, rows, N, K);
   auto wq = quants<F>(w);
   // Without a bias the kernels get `out` for it, unread.
   const float *b = bias ? bias : out;
@@ -133,6 +136,11 @@ void require_whole_blocks(std::string_view what, std::string_view size_name, Wei
   });
 }
 
+// The types there are kernels for, for a message about one there is not.
+std::string kernel_types_hint() {
+  return " (the kernels run " + formats::weight_type_names([](const WeightTypeInfo &t) { return t.runs_in_kernels(); }) + ")";
+}
+
 }  // namespace
 
 void Library::matmul(const float *x, const void *w, WeightType wtype, const float *bias, float *out, int rows, int N, int K) {
@@ -142,12 +150,17 @@ void Library::matmul(const float *x, const void *w, WeightType wtype, const floa
   });
   require_whole_blocks("matmul", "K", wtype, K);
   if (rows == 0) return;
+  // One case per row of weight_types.def with block kernels, each format's Name##Format.
+#define KDSL_KERNELS_None(Name)
+#define KDSL_KERNELS_Plain(Name)
+#define KDSL_KERNELS_Scaled(Name) \
+  case WeightType::Name: return run_matmul<Name##Format>(*impl_, x, w, bias, out, rows, N, K);
+#define KDSL_KERNELS_Decoded(Name) \
+  case WeightType::Name: return run_matmul_kquant<Name##Format>(*impl_, x, w, bias, out, rows, N, K);
+#define KDSL_WEIGHT_TYPE(Name, id, name, elements, bytes, Layout, kernels, ftype) KDSL_KERNELS_##kernels(Name)
   switch (wtype) {
-    case WeightType::Q8_0: return run_matmul<Q8_0Format, Q8_0IntDot>(*impl_, x, w, bias, out, rows, N, K);
-    case WeightType::Q4_0: return run_matmul<Q4_0Format, Q4_0IntDot>(*impl_, x, w, bias, out, rows, N, K);
-    case WeightType::Q6_K: return run_matmul_kquant<Q6_KFormat>(*impl_, x, w, bias, out, rows, N, K);
-    case WeightType::Q4_K: return run_matmul_kquant<Q4_KFormat>(*impl_, x, w, bias, out, rows, N, K);
-    default: throw Error("kdsl::kernels::matmul: weight type " + std::string(weight_type_info(wtype).name) + " has no kernel; this is a bug in kdsl");
+#include <kdsl/formats/weight_types.def>
+    default: throw Error("kdsl::kernels::matmul: weight type " + std::string(weight_type_info(wtype).name) + " has no kernel" + kernel_types_hint());
   }
 }
 
@@ -157,13 +170,21 @@ void Library::embedding(const int32_t *ids, const void *table, WeightType ttype,
                   [&] { return "rows and dim must be positive (got rows " + std::to_string(rows) + ", dim " + std::to_string(dim) + ")"; });
   require_whole_blocks("embedding", "dim", ttype, dim);
   if (rows == 0) return;
+#undef KDSL_KERNELS_Scaled
+#undef KDSL_KERNELS_Decoded
+#define KDSL_KERNELS_Scaled(Name) \
+  case WeightType::Name: return run_embedding<Name##Format>(*impl_, ids, table, out, rows, dim);
+#define KDSL_KERNELS_Decoded(Name) \
+  case WeightType::Name: return run_embedding_kquant<Name##Format>(*impl_, ids, table, out, rows, dim);
   switch (ttype) {
-    case WeightType::Q8_0: return run_embedding<Q8_0Format>(*impl_, ids, table, out, rows, dim);
-    case WeightType::Q4_0: return run_embedding<Q4_0Format>(*impl_, ids, table, out, rows, dim);
-    case WeightType::Q6_K: return run_embedding_kquant<Q6_KFormat>(*impl_, ids, table, out, rows, dim);
-    case WeightType::Q4_K: return run_embedding_kquant<Q4_KFormat>(*impl_, ids, table, out, rows, dim);
-    default: throw Error("kdsl::kernels::embedding: table type " + std::string(weight_type_info(ttype).name) + " has no kernel; this is a bug in kdsl");
+#include <kdsl/formats/weight_types.def>
+    default: throw Error("kdsl::kernels::embedding: table type " + std::string(weight_type_info(ttype).name) + " has no kernel" + kernel_types_hint());
   }
+#undef KDSL_WEIGHT_TYPE
+#undef KDSL_KERNELS_None
+#undef KDSL_KERNELS_Plain
+#undef KDSL_KERNELS_Scaled
+#undef KDSL_KERNELS_Decoded
 }
 
 }  // namespace kdsl::kernels

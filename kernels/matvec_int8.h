@@ -37,6 +37,21 @@ struct Q4_0IntDot {
   }
 };
 
+// The integer-dot policy of a weight format, where it has one (void: the format's products
+// stay on the f32 dequantize path).
+template <class F>
+struct int_dot_policy {
+  using type = void;
+};
+template <>
+struct int_dot_policy<Q8_0Format> {
+  using type = Q8_0IntDot;
+};
+template <>
+struct int_dot_policy<Q4_0Format> {
+  using type = Q4_0IntDot;
+};
+
 // W is [N][K] in P's format, K a multiple of 32; x arrives as activation blocks xq / xd of
 // `rows` rows (1 for decode, up to BR). One program per BN weight rows spread N/BN apart
 // (spread_rows in common.h), one block of each per step: its quant bytes are read once for

@@ -3,7 +3,7 @@
 #include <cstddef>
 
 #include "kernels/common.h"
-#include "models/gguf/quant_blocks.h"
+#include <kdsl/formats/quant_blocks.h>
 
 namespace kdsl::kernels {
 
@@ -14,13 +14,13 @@ namespace kdsl::kernels {
 // yields its 32 values as kParts runs of kPartBytes: run p, decoded from the same
 // kPartBytes quant bytes by part(q, p), holds elements p * kPartBytes .. + kPartBytes - 1,
 // to be multiplied by d. Decoding is exact in f32 (small integers); only the scale rounds.
-// The layouts come from models/gguf/quant_blocks.h, shared with the reader and dequantizer.
+// The layouts come from kdsl/formats/quant_blocks.h, shared with the readers and dequantizer.
 
 // x[i] = d * qs[i], qs int8
 struct Q8_0Format {
-  using Layout = models::BlockQ8_0;
+  using Layout = formats::BlockQ8_0;
   using Quant = i8;
-  static constexpr int kBlockElements = models::kQK8_0;
+  static constexpr int kBlockElements = formats::kQK8_0;
   static constexpr int kBlockBytes = int(sizeof(Layout));
   static constexpr int kQuantOffset = int(offsetof(Layout, qs));
   static constexpr int kScaleStride = kBlockBytes / 2;
@@ -34,9 +34,9 @@ struct Q8_0Format {
 
 // x[i] = d * (nibble_i - 8): elements 0..15 are the low nibbles of qs, 16..31 the high ones
 struct Q4_0Format {
-  using Layout = models::BlockQ4_0;
+  using Layout = formats::BlockQ4_0;
   using Quant = u8;
-  static constexpr int kBlockElements = models::kQK4_0;
+  static constexpr int kBlockElements = formats::kQK4_0;
   static constexpr int kBlockBytes = int(sizeof(Layout));
   static constexpr int kQuantOffset = int(offsetof(Layout, qs));
   static constexpr int kScaleStride = kBlockBytes / 2;

@@ -5,6 +5,7 @@ packages=(
   cmake ninja-build ccache g++ clang-19 pkg-config
   llvm-19-dev libfmt-dev doctest-dev
   nlohmann-json3-dev libxxhash-dev libcli11-dev zlib1g-dev libzstd-dev
+  python3-venv
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -18,4 +19,16 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
   echo "install-deps: all packages present"
+fi
+
+# The gguf Python package (llama.cpp's own reader), in a venv under build/, for the test that reads
+# kdsl-quantize's files back with it (tests/models/quantize_model_test.cpp); without PyPI the
+# test skips with a message.
+cd "$(dirname "$0")/.."
+if [ ! -x build/py-gguf/bin/python ] || ! build/py-gguf/bin/python -c 'import gguf, numpy' 2>/dev/null; then
+  if python3 -m venv build/py-gguf && build/py-gguf/bin/pip install -q gguf numpy; then
+    echo "install-deps: gguf Python package in build/py-gguf"
+  else
+    echo "install-deps: the gguf Python package could not be installed; its test will skip"
+  fi
 fi

@@ -64,8 +64,9 @@ Weight weight_of(const GgufFile &gguf, const GgufTensorInfo *t, ModelWeights &ou
   }
   std::optional<kernels::WeightType> type = kernel_weight_type(t->type);
   if (!type)
-    throw Error(fmt::format("{}: tensor '{}' has type {} ({}); the kdsl engine runs F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K weights", gguf.path(), t->name,
-                            ggml_type_name(uint32_t(t->type)), uint32_t(t->type)));
+    throw Error(fmt::format("{}: tensor '{}' has type {} ({}); the kdsl engine runs {} weights", gguf.path(), t->name,
+                            ggml_type_name(uint32_t(t->type)), uint32_t(t->type),
+                            formats::weight_type_names([](const formats::WeightTypeInfo &i) { return i.runs_in_kernels(); }, true)));
   w.type = *type;
   return w;
 }
@@ -73,16 +74,8 @@ Weight weight_of(const GgufFile &gguf, const GgufTensorInfo *t, ModelWeights &ou
 }  // namespace
 
 std::optional<kernels::WeightType> kernel_weight_type(GgmlType t) {
-  switch (t) {
-    case GgmlType::F32: return kernels::WeightType::F32;
-    case GgmlType::F16: return kernels::WeightType::F16;
-    case GgmlType::BF16: return kernels::WeightType::BF16;
-    case GgmlType::Q8_0: return kernels::WeightType::Q8_0;
-    case GgmlType::Q4_0: return kernels::WeightType::Q4_0;
-    case GgmlType::Q4_K: return kernels::WeightType::Q4_K;
-    case GgmlType::Q6_K: return kernels::WeightType::Q6_K;
-    default: return std::nullopt;
-  }
+  if (!formats::weight_type_info(t).runs_in_kernels()) return std::nullopt;
+  return t;
 }
 
 int64_t ModelWeights::bytes_per_token() const {

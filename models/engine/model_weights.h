@@ -53,17 +53,17 @@ struct ModelWeights {
   int64_t bytes_per_token() const;
 };
 
-// The kernels' name for a GGUF tensor type the engine's matrix kernels read (F32, F16, BF16,
-// Q8_0, Q4_0, Q4_K, Q6_K), or nullopt for the others (Q5_K, ...).
+// The kernels' name for a GGUF tensor type the engine's matrix kernels read (the rows of
+// weight_types.def with kernels), or nullopt for the others.
 std::optional<kernels::WeightType> kernel_weight_type(GgmlType t);
 
 // A llama2.c version-0 checkpoint (float32).
 ModelWeights load_llama2c_weights(const std::string &path);
 
-// A llama, qwen2 or qwen3 GGUF with F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K matrices and
-// embeddings (read in place: quantized weights stay quantized; Q4_K_M files mix Q4_K and
-// Q6_K). Other quantized matrices (Q5_K, ...) are a clear kdsl::Error naming the tensor and
-// its type (no kernels read them yet); norms and biases of any readable type are converted
+// A llama, qwen2 or qwen3 GGUF with matrices and embeddings of any type the kernels run (F32,
+// F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K; read in place: quantized weights
+// stay quantized; Q4_K_M files mix Q4_K and Q6_K). Other types are a clear kdsl::Error naming
+// the tensor and its type; norms and biases of any readable type are converted
 // to f32.
 ModelWeights load_gguf_weights(const std::string &path);
 

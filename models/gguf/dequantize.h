@@ -4,20 +4,20 @@
 #include <span>
 
 #include "models/gguf/gguf_types.h"
-#include "models/gguf/quant_blocks.h"
+#include <kdsl/formats/quant_blocks.h>
 
 namespace kdsl::models {
 
 // One block each, written straight from the format's definition: the reference that
 // kernels are checked against. `out` receives the block's element count.
-void dequantize_block(const BlockQ4_0 &b, float *out);
-void dequantize_block(const BlockQ4_1 &b, float *out);
-void dequantize_block(const BlockQ5_0 &b, float *out);
-void dequantize_block(const BlockQ5_1 &b, float *out);
-void dequantize_block(const BlockQ8_0 &b, float *out);
-void dequantize_block(const BlockQ4_K &b, float *out);
-void dequantize_block(const BlockQ5_K &b, float *out);
-void dequantize_block(const BlockQ6_K &b, float *out);
+void dequantize_block(const formats::BlockQ4_0 &b, float *out);
+void dequantize_block(const formats::BlockQ4_1 &b, float *out);
+void dequantize_block(const formats::BlockQ5_0 &b, float *out);
+void dequantize_block(const formats::BlockQ5_1 &b, float *out);
+void dequantize_block(const formats::BlockQ8_0 &b, float *out);
+void dequantize_block(const formats::BlockQ4_K &b, float *out);
+void dequantize_block(const formats::BlockQ5_K &b, float *out);
+void dequantize_block(const formats::BlockQ6_K &b, float *out);
 
 // `n` elements of type `type` starting at `src` (n a multiple of the block size); throws
 // kdsl::Error for a type kdsl cannot dequantize or a ragged n.

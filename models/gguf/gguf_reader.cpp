@@ -190,14 +190,14 @@ void GgufFile::parse() {
     }
     uint32_t type = r.read<uint32_t>(field + " type");
     auto traits = ggml_type_traits(type);
-    if (!traits || !traits->supported)
-      throw Error(fmt::format("{}: {} type: {} is not supported (supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, "
-                              "Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)",
-                              name_, field, traits ? traits->name : fmt::format("unknown type id {}", type)));
+    if (!traits || !traits->readable)
+      throw Error(fmt::format("{}: {} type: {} is not supported (supported: {})", name_, field,
+                              traits ? std::string(traits->ggml_name) : fmt::format("unknown type id {}", type),
+                              formats::weight_type_names([](const formats::WeightTypeInfo &t) { return t.readable; }, true)));
     t.type = GgmlType(type);
     if (t.shape[0] % traits->block_elements != 0)
       throw Error(fmt::format("{}: {} shape {}: the first dimension must be a multiple of {}'s block size {}", name_,
-                              field, t.shape_string(), traits->name, traits->block_elements));
+                              field, t.shape_string(), traits->ggml_name, traits->block_elements));
     // elements < 2^63 and block_bytes <= 292, so this cannot overflow 64 bits unsigned
     t.bytes = uint64_t(elements / traits->block_elements) * uint64_t(traits->block_bytes);
     t.offset = r.read<uint64_t>(field + " offset");

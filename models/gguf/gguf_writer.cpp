@@ -42,7 +42,7 @@ uint64_t GgufWriter::tensor_bytes(GgmlType type, const std::vector<int64_t> &sha
   }
   if (shape[0] % traits.block_elements != 0)
     throw Error(fmt::format("GGUF writer: shape [{}]: the first dimension must be a multiple of {}'s block size {}",
-                            fmt::join(shape, ", "), traits.name, traits.block_elements));
+                            fmt::join(shape, ", "), traits.ggml_name, traits.block_elements));
   return uint64_t(elements / traits.block_elements) * uint64_t(traits.block_bytes);
 }
 
@@ -51,7 +51,7 @@ void GgufWriter::add_tensor(const std::string &name, std::vector<int64_t> shape,
   uint64_t bytes = tensor_bytes(type, shape);
   if (data.size() != bytes)
     throw Error(fmt::format("GGUF writer: tensor '{}' ({} [{}]) needs {} bytes, given {}", name,
-                            ggml_type_traits(type).name, fmt::join(shape, ", "), bytes, data.size()));
+                            ggml_type_traits(type).ggml_name, fmt::join(shape, ", "), bytes, data.size()));
   tensors_.push_back({name, std::move(shape), type, bytes, {data.begin(), data.end()}, nullptr});
 }
 

@@ -1,132 +1,285 @@
-// quantize.cpp - round-to-nearest quantization per block, the inverse of dequantize.cpp's layouts
+// quantize.cpp - ggml's reference quantizers (round to nearest with ggml's scale choices; the k-quants' scale searches), one block at a time
 #include "models/gguf/quantize.h"
+
+#include "models/gguf/dequantize.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
 #include <kdsl/error.h>
-
-#include "models/gguf/half.h"
-#include "models/gguf/quant_blocks.h"
+#include <kdsl/formats/weight_types.h>
+#include <type_traits>
 
 namespace kdsl::models {
 
+using namespace kdsl::formats;
+
 namespace {
 
-int nearest(float v) { return int(std::lround(v)); }
+// These follow the algorithms of ggml's quantize_row_*_ref (ggml-quants.c), which llama.cpp's
+// quantize tool runs when it has no importance matrix, so a file written here matches one
+// written there up to float rounding. Where ggml truncates x + 0.5 (non-negative x) or
+// rounds half to even, so do these.
 
-// The value with the largest magnitude, keeping its sign (ggml's choice for symmetric types,
-// so that value lands exactly on the extreme level).
+// Round half to even, as ggml's nearest_int does. Adding 1.5 * 2^23 leaves the rounded integer
+// in the low mantissa bits (the FPU rounds to even); std::nearbyint is a libm call on baseline
+// x86-64, which made the k-quant searches 5x slower. Values past 2^22 take the slow path.
+int nearest_even(float v) {
+  if (!(std::fabs(v) < 4194303.0f)) return int(std::clamp(std::nearbyint(v), -2147483648.0f, 2147483520.0f));
+  float shifted = v + 12582912.0f;
+  int32_t bits;
+  std::memcpy(&bits, &shifted, 4);
+  return (bits & 0x007fffff) - 0x00400000;
+}
+
+// Returns the value with the largest magnitude, sign kept (the first of equals).
 float signed_absmax(const float *x, int n) {
-  float best = 0;
+  float amax = 0, max = 0;
   for (int i = 0; i < n; ++i)
-    if (std::fabs(x[i]) > std::fabs(best)) best = x[i];
-  return best;
+    if (std::fabs(x[i]) > amax) amax = std::fabs(x[i]), max = x[i];
+  return max;
 }
 
-void quantize(const float *x, BlockQ8_0 &b) {
+// Q8_0: d = amax / 127, q = round(x / d) (half away from zero).
+void quantize_block(const float *x, BlockQ8_0 &b) {
   float amax = std::fabs(signed_absmax(x, kQK8_0));
-  b.d = f32_to_f16(amax / 127);
-  float d = f16_to_f32(b.d), id = d ? 1 / d : 0;
-  for (int i = 0; i < kQK8_0; ++i) b.qs[i] = int8_t(std::clamp(nearest(x[i] * id), -127, 127));
+  float d = amax / 127, id = d ? 1 / d : 0;
+  b.d = f32_to_f16_bits(d);
+  for (int i = 0; i < kQK8_0; ++i) b.qs[i] = int8_t(std::round(x[i] * id));
 }
 
-// Symmetric 4/5-bit: levels -half..half-1 scaled by d = max / -half.
+// Q4_0 / Q5_0: the largest magnitude maps to level -half (d = max / -half), so it is exact;
+// q = trunc(x / d + half + 0.5) clamped to 2 * half - 1. Element i < 16 is nibble i's low half,
+// i >= 16 the high half of byte i - 16; Q5_0's fifth bit i goes to bit i of qh.
 template <class Block>
 void quantize_symmetric(const float *x, Block &b, int half) {
-  b.d = f32_to_f16(signed_absmax(x, 32) / float(-half));
-  float d = f16_to_f32(b.d), id = d ? 1 / d : 0;
+  float max = signed_absmax(x, 32);
+  float d = max / float(-half), id = d ? 1 / d : 0;
+  b.d = f32_to_f16_bits(d);
   uint32_t qh = 0;
-  std::memset(b.qs, 0, sizeof b.qs);
-  for (int i = 0; i < 32; ++i) {
-    int q = std::clamp(nearest(x[i] * id) + half, 0, 2 * half - 1);
-    b.qs[i % 16] |= uint8_t((q & 15) << (i < 16 ? 0 : 4));
-    qh |= uint32_t(q >> 4) << i;
+  for (int j = 0; j < 16; ++j) {
+    int q0 = std::min(2 * half - 1, int(x[j] * id + (float(half) + 0.5f)));
+    int q1 = std::min(2 * half - 1, int(x[j + 16] * id + (float(half) + 0.5f)));
+    b.qs[j] = uint8_t((q0 & 15) | ((q1 & 15) << 4));
+    qh |= uint32_t((q0 >> 4) & 1) << j | uint32_t((q1 >> 4) & 1) << (j + 16);
   }
   if constexpr (requires { b.qh; }) std::memcpy(b.qh, &qh, 4);
 }
 
-// Asymmetric 4/5-bit: x = d * q + m with m the block minimum.
+// Q4_1 / Q5_1: x = d * q + m with m the block minimum and d = (max - min) / (levels - 1);
+// q = trunc((x - min) / d + 0.5).
 template <class Block>
 void quantize_affine(const float *x, Block &b, int levels) {
   float lo = *std::min_element(x, x + 32), hi = *std::max_element(x, x + 32);
-  b.d = f32_to_f16((hi - lo) / float(levels - 1));
-  b.m = f32_to_f16(lo);
-  float d = f16_to_f32(b.d), m = f16_to_f32(b.m), id = d ? 1 / d : 0;
+  float d = (hi - lo) / float(levels - 1), id = d ? 1 / d : 0;
+  b.d = f32_to_f16_bits(d);
+  b.m = f32_to_f16_bits(lo);
   uint32_t qh = 0;
-  std::memset(b.qs, 0, sizeof b.qs);
-  for (int i = 0; i < 32; ++i) {
-    int q = std::clamp(nearest((x[i] - m) * id), 0, levels - 1);
-    b.qs[i % 16] |= uint8_t((q & 15) << (i < 16 ? 0 : 4));
-    qh |= uint32_t(q >> 4) << i;
+  for (int j = 0; j < 16; ++j) {
+    int q0 = std::min(levels - 1, int((x[j] - lo) * id + 0.5f));
+    int q1 = std::min(levels - 1, int((x[j + 16] - lo) * id + 0.5f));
+    b.qs[j] = uint8_t((q0 & 15) | ((q1 & 15) << 4));
+    qh |= uint32_t((q0 >> 4) & 1) << j | uint32_t((q1 >> 4) & 1) << (j + 16);
   }
   if constexpr (requires { b.qh; }) std::memcpy(b.qh, &qh, 4);
 }
 
-// Q4_K and Q5_K: 8 sub-blocks of 32, x = d * sc * q - dmin * m with 6-bit sc and m.
+void quantize_block(const float *x, BlockQ4_0 &b) { quantize_symmetric(x, b, 8); }
+void quantize_block(const float *x, BlockQ5_0 &b) { quantize_symmetric(x, b, 16); }
+void quantize_block(const float *x, BlockQ4_1 &b) { quantize_affine(x, b, 16); }
+void quantize_block(const float *x, BlockQ5_1 &b) { quantize_affine(x, b, 32); }
+
+// The k-quants' sub-block fit x ~ scale * L + min, L in 0..nmax, min <= 0, minimizing the
+// weighted squared error: start from the range's scale, then try nstep + 1 nearby inverse scales
+// (rmin + rdelta * is added to nmax), solving each one's least-squares scale and min for
+// its rounding and keeping the best. Returns the scale, sets *neg_min = -min. (ggml's
+// make_qkx2_quants without the MAD option.)
+float fit_scale_min(int n, int nmax, const float *x, const float *w, uint8_t *L, float *neg_min, float rmin, float rdelta,
+                    int nstep) {
+  float min = x[0], max = x[0], sum_w = w[0], sum_x = w[0] * x[0];
+  for (int i = 1; i < n; ++i) {
+    min = std::min(min, x[i]), max = std::max(max, x[i]);
+    sum_w += w[i], sum_x += w[i] * x[i];
+  }
+  if (min > 0) min = 0;
+  if (max == min) {
+    std::fill(L, L + n, uint8_t(0));
+    *neg_min = -min;
+    return 0;
+  }
+  float iscale = float(nmax) / (max - min), scale = 1 / iscale, best_error = 0;
+  for (int i = 0; i < n; ++i) {
+    L[i] = uint8_t(std::clamp(nearest_even(iscale * (x[i] - min)), 0, nmax));
+    float diff = scale * float(L[i]) + min - x[i];
+    best_error += w[i] * diff * diff;
+  }
+  uint8_t trial[kQK_K];
+  for (int is = 0; is <= nstep; ++is) {
+    iscale = (rmin + rdelta * float(is) + float(nmax)) / (max - min);
+    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+    for (int i = 0; i < n; ++i) {
+      int l = std::clamp(nearest_even(iscale * (x[i] - min)), 0, nmax);
+      trial[i] = uint8_t(l);
+      sum_l += w[i] * float(l), sum_l2 += w[i] * float(l) * float(l), sum_xl += w[i] * float(l) * x[i];
+    }
+    float det = sum_w * sum_l2 - sum_l * sum_l;
+    if (det <= 0) continue;
+    float this_scale = (sum_w * sum_xl - sum_x * sum_l) / det;
+    float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / det;
+    if (this_min > 0) this_min = 0, this_scale = sum_xl / sum_l2;
+    float error = 0;
+    for (int i = 0; i < n; ++i) {
+      float diff = this_scale * float(trial[i]) + this_min - x[i];
+      error += w[i] * diff * diff;
+    }
+    if (error < best_error) {
+      std::copy(trial, trial + n, L);
+      best_error = error, scale = this_scale, min = this_min;
+    }
+  }
+  *neg_min = -min;
+  return scale;
+}
+
+// Sub-block j's 6-bit scale and min into Q4_K's / Q5_K's 12 packed bytes (the inverse of
+// unpack_scale_min_k4).
+void pack_scale_min_k4(int j, int sc, int m, uint8_t *q) {
+  if (j < 4) {
+    q[j] = uint8_t(sc), q[j + 4] = uint8_t(m);
+  } else {
+    q[j + 4] = uint8_t((sc & 15) | ((m & 15) << 4));
+    q[j - 4] |= uint8_t((sc >> 4) << 6);
+    q[j] |= uint8_t((m >> 4) << 6);
+  }
+}
+
+// Q4_K / Q5_K: each sub-block of 32 fitted with weights av + |x| (av the sub-block's RMS);
+// the 8 scales and mins quantized to 6 bits against the block's largest, then every value
+// requantized with the scale and min as stored. Levels 0..nmax; rmin, nstep as ggml's.
 template <class Block>
-void quantize_k(const float *x, Block &b, int levels) {
-  float scale[8], min[8];
-  for (int s = 0; s < 8; ++s) {
-    const float *v = x + 32 * s;
-    float lo = std::min(0.0f, *std::min_element(v, v + 32)), hi = *std::max_element(v, v + 32);
-    scale[s] = (hi - lo) / float(levels - 1);
-    min[s] = -lo;
+void quantize_k(const float *x, Block &b, int nmax, float rmin, int nstep) {
+  uint8_t L[kQK_K];
+  float scales[8], mins[8], weights[32];
+  float max_scale = 0, max_min = 0;
+  for (int j = 0; j < 8; ++j) {
+    const float *v = x + 32 * j;
+    float sum_x2 = 0;
+    for (int l = 0; l < 32; ++l) sum_x2 += v[l] * v[l];
+    float av = std::sqrt(sum_x2 / 32);
+    for (int l = 0; l < 32; ++l) weights[l] = av + std::fabs(v[l]);
+    scales[j] = fit_scale_min(32, nmax, v, weights, L + 32 * j, &mins[j], rmin, 0.1f, nstep);
+    max_scale = std::max(max_scale, scales[j]), max_min = std::max(max_min, mins[j]);
   }
-  float max_scale = *std::max_element(scale, scale + 8), max_min = *std::max_element(min, min + 8);
-  b.d = f32_to_f16(max_scale / 63);
-  b.dmin = f32_to_f16(max_min / 63);
-  float d = f16_to_f32(b.d), dmin = f16_to_f32(b.dmin);
+  float inv_scale = max_scale > 0 ? 63 / max_scale : 0, inv_min = max_min > 0 ? 63 / max_min : 0;
   std::memset(b.scales, 0, sizeof b.scales);
-  std::memset(b.qs, 0, sizeof b.qs);
+  for (int j = 0; j < 8; ++j)
+    pack_scale_min_k4(j, std::min(63, nearest_even(inv_scale * scales[j])), std::min(63, nearest_even(inv_min * mins[j])), b.scales);
+  b.d = f32_to_f16_bits(max_scale / 63);
+  b.dmin = f32_to_f16_bits(max_min / 63);
+  for (int j = 0; j < 8; ++j) {
+    uint8_t sc, m;
+    unpack_scale_min_k4(j, b.scales, &sc, &m);
+    float d = f16_bits_to_f32(b.d) * float(sc);
+    if (!d) continue;
+    float dm = f16_bits_to_f32(b.dmin) * float(m);
+    for (int l = 0; l < 32; ++l) L[32 * j + l] = uint8_t(std::clamp(nearest_even((x[32 * j + l] + dm) / d), 0, nmax));
+  }
+  // Sub-blocks 2c and 2c + 1 share qs[32c .. 32c + 31]: low and high nibbles; Q5_K's bit 4 of
+  // sub-block j's lane l goes to bit j of qh[l].
   if constexpr (requires { b.qh; }) std::memset(b.qh, 0, sizeof b.qh);
-  for (int s = 0; s < 8; ++s) {
-    int sc = d ? std::clamp(nearest(scale[s] / d), 0, 63) : 0;
-    int m = dmin ? std::clamp(nearest(min[s] / dmin), 0, 63) : 0;
-    if (s < 4) {
-      b.scales[s] = uint8_t(sc);
-      b.scales[s + 4] = uint8_t(m);
-    } else {
-      b.scales[s + 4] = uint8_t((sc & 15) | ((m & 15) << 4));
-      b.scales[s - 4] |= uint8_t((sc >> 4) << 6);
-      b.scales[s] |= uint8_t((m >> 4) << 6);
-    }
-    float step = d * float(sc), offset = dmin * float(m);
+  for (int c = 0; c < 4; ++c)
     for (int l = 0; l < 32; ++l) {
-      int q = step ? std::clamp(nearest((x[32 * s + l] + offset) / step), 0, levels - 1) : 0;
-      b.qs[(s / 2) * 32 + l] |= uint8_t((q & 15) << (s % 2 ? 4 : 0));
-      if constexpr (requires { b.qh; }) b.qh[l] |= uint8_t((q >> 4) << s);
+      int lo = L[64 * c + l], hi = L[64 * c + 32 + l];
+      b.qs[32 * c + l] = uint8_t((lo & 15) | ((hi & 15) << 4));
+      if constexpr (requires { b.qh; }) b.qh[l] |= uint8_t(((lo >> 4) << (2 * c)) | ((hi >> 4) << (2 * c + 1)));
+    }
+}
+
+void quantize_block(const float *x, BlockQ4_K &b) { quantize_k(x, b, 15, -1.0f, 20); }
+void quantize_block(const float *x, BlockQ5_K &b) { quantize_k(x, b, 31, -0.5f, 15); }
+
+// The symmetric fit x ~ scale * (L - nmax), L in 0..2 nmax - 1, weighted by x^2: the range's
+// scale and 18 nearby ones (nmax + 0.1 is, is -9..9), each with its least-squares scale,
+// keeping the one that explains most of x. (ggml's make_qx_quants with rmse_type 1.)
+float fit_scale_symmetric(int n, int nmax, const float *x, uint8_t *L) {
+  float max = signed_absmax(x, n);
+  if (std::fabs(max) < 1e-15f) {  // ggml's GROUP_MAX_EPS
+    std::fill(L, L + n, uint8_t(0));
+    return 0;
+  }
+  auto fit = [&](float iscale, float &sum_lx, float &sum_l2) {
+    sum_lx = sum_l2 = 0;
+    for (int i = 0; i < n; ++i) {
+      int l = std::clamp(nearest_even(iscale * x[i]), -nmax, nmax - 1);
+      float w = x[i] * x[i];
+      sum_lx += w * x[i] * float(l), sum_l2 += w * float(l) * float(l);
+    }
+  };
+  auto assign = [&](float iscale) {
+    for (int i = 0; i < n; ++i) L[i] = uint8_t(nmax + std::clamp(nearest_even(iscale * x[i]), -nmax, nmax - 1));
+  };
+  float iscale = float(-nmax) / max, sum_lx, sum_l2;
+  fit(iscale, sum_lx, sum_l2);
+  assign(iscale);
+  float scale = sum_l2 ? sum_lx / sum_l2 : 0, best = scale * sum_lx;
+  for (int is = -9; is <= 9; ++is) {
+    if (is == 0) continue;
+    iscale = -(float(nmax) + 0.1f * float(is)) / max;
+    fit(iscale, sum_lx, sum_l2);
+    if (sum_l2 > 0 && sum_lx * sum_lx > best * sum_l2) {
+      assign(iscale);
+      scale = sum_lx / sum_l2, best = scale * sum_lx;
     }
   }
+  return scale;
 }
 
-// Q6_K: 16 sub-blocks of 16, x = d * sc * (q - 32) with signed 8-bit sc.
-void quantize(const float *x, BlockQ6_K &b) {
-  float scale[16];
-  for (int s = 0; s < 16; ++s) scale[s] = std::fabs(signed_absmax(x + 16 * s, 16)) / 31;
-  float max_scale = *std::max_element(scale, scale + 16);
-  b.d = f32_to_f16(max_scale / 127);
-  float d = f16_to_f32(b.d);
-  std::memset(b.ql, 0, sizeof b.ql);
-  std::memset(b.qh, 0, sizeof b.qh);
-  for (int s = 0; s < 16; ++s) b.scales[s] = int8_t(d ? std::clamp(nearest(scale[s] / d), 0, 127) : 0);
+// Q6_K: 16 sub-blocks of 16 fitted symmetrically (levels -32..31); their scales quantized to
+// signed 8 bits against the largest magnitude (d = -max / 128); values requantized with the
+// stored scales. Element i = 128h + 32qq + l: its low 4 bits go to nibble qq / 2 of
+// ql[64h + 32(qq % 2) + l], its high 2 bits to bits 2qq of qh[32h + l].
+void quantize_block(const float *x, BlockQ6_K &b) {
+  uint8_t L[kQK_K];
+  float scales[16], max_scale = 0, max_abs_scale = 0;
+  for (int s = 0; s < 16; ++s) {
+    scales[s] = fit_scale_symmetric(16, 32, x + 16 * s, L + 16 * s);
+    if (std::fabs(scales[s]) > max_abs_scale) max_abs_scale = std::fabs(scales[s]), max_scale = scales[s];
+  }
+  std::memset(&b, 0, sizeof b);
+  if (max_abs_scale < 1e-15f) return;  // all zeros: d = 0
+  float iscale = -128.0f / max_scale;
+  b.d = f32_to_f16_bits(1 / iscale);
+  for (int s = 0; s < 16; ++s) b.scales[s] = int8_t(std::min(127, nearest_even(iscale * scales[s])));
+  for (int s = 0; s < 16; ++s) {
+    float d = f16_bits_to_f32(b.d) * float(b.scales[s]);
+    if (!d) continue;
+    for (int l = 0; l < 16; ++l) L[16 * s + l] = uint8_t(std::clamp(nearest_even(x[16 * s + l] / d), -32, 31) + 32);
+  }
   for (int i = 0; i < kQK_K; ++i) {
-    float step = d * float(b.scales[i / 16]);
-    int q = (step ? std::clamp(nearest(x[i] / step), -32, 31) : 0) + 32;
-    int half = i / 128, quarter = (i % 128) / 32, l = i % 32;
-    b.ql[half * 64 + l + (quarter % 2) * 32] |= uint8_t((q & 15) << (quarter < 2 ? 0 : 4));
-    b.qh[half * 32 + l] |= uint8_t((q >> 4) << (2 * quarter));
+    int h = i / 128, qq = (i % 128) / 32, l = i % 32;
+    b.ql[64 * h + 32 * (qq % 2) + l] |= uint8_t((L[i] & 15) << (qq < 2 ? 0 : 4));
+    b.qh[32 * h + l] |= uint8_t((L[i] >> 4) << (2 * qq));
   }
 }
 
-template <class Block, int N, class F>
-void quantize_blocks(const float *x, void *dst, int64_t n, F f) {
-  auto *out = static_cast<unsigned char *>(dst);
-  for (int64_t i = 0; i < n / N; ++i) {
-    Block b{};
-    f(x + i * N, b);
-    std::memcpy(out + i * int64_t(sizeof(Block)), &b, sizeof(Block));
+// Plain floats are blocks of one (f32 is copied whole, below).
+void quantize_block(const float *x, half &b) { b = half(*x); }
+void quantize_block(const float *x, bfloat16 &b) { b = bfloat16(*x); }
+
+template <class Block, int N>
+void quantize_blocks(const float *x, void *dst, int64_t n) {
+  if constexpr (std::is_void_v<Block>) {
+    throw Error("quantize: a type with no layout; this is a bug in kdsl");  // refused by quantize_row
+  } else if constexpr (std::is_same_v<Block, float>) {
+    std::memcpy(dst, x, size_t(n) * sizeof(float));
+  } else {
+    auto *out = static_cast<unsigned char *>(dst);
+    for (int64_t i = 0; i < n / N; ++i) {
+      Block b{};
+      quantize_block(x + i * N, b);
+      std::memcpy(out + i * int64_t(sizeof(Block)), &b, sizeof(Block));
+    }
   }
 }
 
@@ -134,30 +287,17 @@ void quantize_blocks(const float *x, void *dst, int64_t n, F f) {
 
 void quantize_row(GgmlType type, const float *x, void *dst, int64_t n) {
   const GgmlTypeTraits &traits = ggml_type_traits(type);
-  if (!traits.supported) throw Error(fmt::format("quantize: tensor type {} is not supported", traits.name));
+  if (!traits.readable) throw Error(fmt::format("quantize: tensor type {} is not supported", traits.ggml_name));
   if (n < 0 || n % traits.block_elements != 0)
     throw Error(fmt::format("quantize: {} elements of type {}: expected a multiple of the block size {}", n,
-                            traits.name, traits.block_elements));
-  auto *out = static_cast<unsigned char *>(dst);
+                            traits.ggml_name, traits.block_elements));
   switch (type) {
-    case GgmlType::F32: std::memcpy(dst, x, size_t(n) * 4); return;
-    case GgmlType::F16:
-    case GgmlType::BF16:
-      for (int64_t i = 0; i < n; ++i) {
-        uint16_t h = type == GgmlType::F16 ? f32_to_f16(x[i]) : f32_to_bf16(x[i]);
-        std::memcpy(out + 2 * i, &h, 2);
-      }
-      return;
-    case GgmlType::Q8_0: return quantize_blocks<BlockQ8_0, 32>(x, dst, n, [](const float *v, BlockQ8_0 &b) { quantize(v, b); });
-    case GgmlType::Q4_0: return quantize_blocks<BlockQ4_0, 32>(x, dst, n, [](const float *v, BlockQ4_0 &b) { quantize_symmetric(v, b, 8); });
-    case GgmlType::Q5_0: return quantize_blocks<BlockQ5_0, 32>(x, dst, n, [](const float *v, BlockQ5_0 &b) { quantize_symmetric(v, b, 16); });
-    case GgmlType::Q4_1: return quantize_blocks<BlockQ4_1, 32>(x, dst, n, [](const float *v, BlockQ4_1 &b) { quantize_affine(v, b, 16); });
-    case GgmlType::Q5_1: return quantize_blocks<BlockQ5_1, 32>(x, dst, n, [](const float *v, BlockQ5_1 &b) { quantize_affine(v, b, 32); });
-    case GgmlType::Q4_K: return quantize_blocks<BlockQ4_K, 256>(x, dst, n, [](const float *v, BlockQ4_K &b) { quantize_k(v, b, 16); });
-    case GgmlType::Q5_K: return quantize_blocks<BlockQ5_K, 256>(x, dst, n, [](const float *v, BlockQ5_K &b) { quantize_k(v, b, 32); });
-    case GgmlType::Q6_K: return quantize_blocks<BlockQ6_K, 256>(x, dst, n, [](const float *v, BlockQ6_K &b) { quantize(v, b); });
-    default: throw Error(fmt::format("quantize: tensor type {} is not supported", traits.name));
+#define KDSL_WEIGHT_TYPE(Name, id, name, elements, bytes, Layout, kernels, ftype) \
+  case GgmlType::Name: return quantize_blocks<Layout, elements>(x, dst, n);
+#include <kdsl/formats/weight_types.def>
+#undef KDSL_WEIGHT_TYPE
   }
+  throw Error(fmt::format("quantize: tensor type {} is not supported", traits.ggml_name));
 }
 
 }  // namespace kdsl::models

@@ -1,4 +1,4 @@
-// quantize.h - simple reference quantizers into every supported ggml type, for synthetic models and tests
+// quantize.h - ggml's reference quantizers into every readable weight type: kdsl-quantize, synthetic models, self-drafts, tests
 #pragma once
 #include <cstdint>
 
@@ -7,9 +7,10 @@
 namespace kdsl::models {
 
 // Quantizes `n` floats (a multiple of the type's block size) into `dst`, which must hold
-// GgufWriter::tensor_bytes(type, {n}) bytes. Scales come from each block's range and values
-// round to the nearest level: plain round-to-nearest, not ggml's error-minimizing search, so
-// dequantizing gives back every value within about half a quantization step.
+// GgufWriter::tensor_bytes(type, {n}) bytes, with ggml's reference algorithms (those of
+// llama.cpp's quantize without an importance matrix): round to nearest with ggml's scale for
+// the 32-element types, the k-quants' weighted scale and min searches, so the bytes match
+// ggml's up to float rounding. Throws kdsl::Error for a type with no layout or a ragged n.
 void quantize_row(GgmlType type, const float *x, void *dst, int64_t n);
 
 }  // namespace kdsl::models

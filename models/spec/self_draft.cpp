@@ -13,19 +13,6 @@
 namespace kdsl::models {
 namespace {
 
-GgmlType ggml_type(kernels::WeightType t) {
-  switch (t) {
-    case kernels::WeightType::F32: return GgmlType::F32;
-    case kernels::WeightType::F16: return GgmlType::F16;
-    case kernels::WeightType::BF16: return GgmlType::BF16;
-    case kernels::WeightType::Q8_0: return GgmlType::Q8_0;
-    case kernels::WeightType::Q4_0: return GgmlType::Q4_0;
-    case kernels::WeightType::Q4_K: return GgmlType::Q4_K;
-    case kernels::WeightType::Q6_K: return GgmlType::Q6_K;
-  }
-  throw Error("self_draft_weights: an unknown weight type (a bug in kdsl)");
-}
-
 // The target's memory kept alive, and the requantized matrices.
 struct SelfDraftMemory {
   std::shared_ptr<const void> target;
@@ -34,7 +21,7 @@ struct SelfDraftMemory {
 
 void requantize(Weight &w, GgmlType type, kernels::WeightType wtype, SelfDraftMemory &memory) {
   if (!w || w.type == wtype || w.cols % 32 != 0) return;
-  const GgmlType from = ggml_type(w.type);
+  const GgmlType from = w.type;
   const int64_t row_in = kernels::weight_bytes(w.type, w.cols), row_out = kernels::weight_bytes(wtype, w.cols);
   std::vector<uint8_t> &out = memory.matrices.emplace_back(size_t(w.rows * row_out));
   std::vector<float> row(static_cast<size_t>(w.cols));
@@ -48,14 +35,24 @@ void requantize(Weight &w, GgmlType type, kernels::WeightType wtype, SelfDraftMe
 
 }  // namespace
 
+bool is_self_draft_type(GgmlType t) {
+  const formats::WeightTypeInfo &info = ggml_type_traits(t);
+  return info.runs_in_kernels() && info.block_elements == 32;
+}
+
+std::string self_draft_type_names() {
+  return formats::weight_type_names([](const formats::WeightTypeInfo &t) { return is_self_draft_type(t.type); });
+}
+
 ModelWeights self_draft_weights(const ModelWeights &target, const SelfDraftOptions &options) {
   const int n_layer = int(target.layers.size());
   if (options.layers < 0 || options.layers > n_layer)
     throw Error(fmt::format("--draft-layers {}: expected 1 to the target's {} layers", options.layers, n_layer));
-  if (options.type && *options.type != GgmlType::Q8_0 && *options.type != GgmlType::Q4_0)
-    throw Error(fmt::format("--draft-type {}: expected q8_0 or q4_0", ggml_type_name(*options.type)));
+  if (options.type && !is_self_draft_type(*options.type))
+    throw Error(fmt::format("--draft-type {}: expected one of {}", ggml_type_traits(*options.type).name, self_draft_type_names()));
   if (!options.type && (options.layers == 0 || options.layers == n_layer))
-    throw Error("a self-draft needs --draft-type (q8_0, q4_0) or --draft-layers fewer than the target's: as it is, it is the target itself");
+    throw Error(fmt::format("a self-draft needs --draft-type ({}) or --draft-layers fewer than the target's: as it is, it is the target itself",
+                            self_draft_type_names()));
   ModelWeights d;
   d.path = target.path;
   d.hparams = target.hparams;

@@ -1,13 +1,14 @@
 // self_draft.h - self-speculation: the target's own weights as its draft model, requantized at load time and/or cut to its first layers
 #pragma once
 #include <optional>
+#include <string>
 
 #include "models/engine/model_weights.h"
 
 namespace kdsl::models {
 
 struct SelfDraftOptions {
-  std::optional<GgmlType> type = std::nullopt;  // requantize every matrix (classifier included) to this: Q8_0 or Q4_0
+  std::optional<GgmlType> type = std::nullopt;  // requantize every matrix (classifier included) to this: is_self_draft_type
   int layers = 0;                // > 0: only the first `layers` layers run (the rest are skipped)
 };
 
@@ -16,8 +17,13 @@ struct SelfDraftOptions {
 // token table keeps its type, since only one row of it is read a token), and/or the layers past
 // options.layers dropped (the final norm and classifier kept: LayerSkip's early exit). The
 // requantized matrices are owned by the result; everything else is the target's memory, so the
-// result must not outlive `target`. Throws kdsl::Error for a type other than Q8_0 and Q4_0, a
+// result must not outlive `target`. Throws kdsl::Error for a type is_self_draft_type refuses, a
 // layer count outside 1..n_layer, or options that change nothing.
 ModelWeights self_draft_weights(const ModelWeights &target, const SelfDraftOptions &options);
+
+// The types a self-draft may requantize to: those the kernels run in 32-element blocks (Q8_0,
+// Q4_0, ...: rows of any multiple of 32 take them), and their spellings for a message.
+bool is_self_draft_type(GgmlType t);
+std::string self_draft_type_names();
 
 }  // namespace kdsl::models

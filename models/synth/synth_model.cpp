@@ -47,22 +47,9 @@ namespace {
 // llama.cpp guesses ("Q4_K - Medium" for a pure Q4_K file). The k-quants are the "_S" mixes,
 // which are the ones all of whose matrices have the one type.
 uint32_t llama_file_type(GgmlType t) {
-  switch (t) {
-    case GgmlType::F32: return 0;
-    case GgmlType::F16: return 1;
-    case GgmlType::Q4_0: return 2;
-    case GgmlType::Q4_1: return 3;
-    case GgmlType::Q8_0: return 7;
-    case GgmlType::Q5_0: return 8;
-    case GgmlType::Q5_1: return 9;
-    case GgmlType::Q2_K: return 10;
-    case GgmlType::Q3_K: return 11;
-    case GgmlType::Q4_K: return 14;
-    case GgmlType::Q5_K: return 16;
-    case GgmlType::Q6_K: return 18;
-    case GgmlType::BF16: return 32;
-    default: throw Error(fmt::format("synthetic model: no llama.cpp file type for {} matrices", ggml_type_traits(t).name));
-  }
+  int ftype = ggml_type_traits(t).llama_ftype;
+  if (ftype < 0) throw Error(fmt::format("synthetic model: no llama.cpp file type for {} matrices", ggml_type_traits(t).ggml_name));
+  return uint32_t(ftype);
 }
 
 // "110M", "8.0B": general.size_label as llama.cpp's converter writes it.
@@ -136,7 +123,7 @@ uint64_t add_synthetic_model(GgufWriter &w, const SynthConfig &config) {
       total_bytes += GgufWriter::tensor_bytes(type, spec.shape);
     } catch (const Error &e) {
       throw Error(fmt::format("synthetic model: tensor '{}' cannot be stored as {}: {}", name,
-                              ggml_type_traits(type).name, e.what()));
+                              ggml_type_traits(type).ggml_name, e.what()));
     }
     bool is_norm = !matrix && name.find("norm") != std::string::npos;
     float range = matrix ? 1.0f / std::sqrt(float(spec.shape[0])) : 0.05f;

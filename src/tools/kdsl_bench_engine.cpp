@@ -237,7 +237,12 @@ std::vector<SpecRow> bench_spec(const std::string &target_path, const std::strin
 }
 
 // The kernels' name of a type the engine runs (--type admits no other).
-std::string type_name(GgmlType t) { return std::string(kernels::weight_type_info(*kernel_weight_type(t)).name); }
+std::string type_name(GgmlType t) { return std::string(kernels::weight_type_info(t).name); }
+
+// The spellings --type and --draft-type take: the types the engine runs.
+std::string kernel_type_names() {
+  return formats::weight_type_names([](const formats::WeightTypeInfo &t) { return t.runs_in_kernels(); });
+}
 
 }  // namespace
 
@@ -252,7 +257,7 @@ int main(int argc, char **argv) {
   int spec_tokens = 64, draft_max = 7, spec_repeats = 2;
   app.add_option("-m,--model", models, "model files to measure (GGUF or llama2.c); default: synthetic models of --preset in each --type");
   app.add_option("--preset", preset, "synthetic model preset (tiny, 110m, qwen3-tiny)");
-  app.add_option("--type", types, "synthetic weight types: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k (k-quants need a preset whose sizes are multiples of 256: 110m, llama3-8b)")->delimiter(',');
+  app.add_option("--type", types, "synthetic weight types: " + kernel_type_names() + " (k-quants need a preset whose sizes are multiples of 256: 110m, llama3-8b)")->delimiter(',');
   app.add_option("--dir", dir, "folder for the synthetic models (default: a fresh temporary folder, removed afterwards)");
   app.add_flag("--keep", keep, "keep the synthetic models");
   app.add_option("--threads", threads, "CPU threads (0: all)");
@@ -282,7 +287,7 @@ int main(int argc, char **argv) {
     for (const std::string &name : types) {
       // The types the engine runs (parse_ggml_type also knows ones it refuses, such as q5_k).
       std::optional<GgmlType> parsed = parse_ggml_type(name);
-      if (!parsed || !kernel_weight_type(*parsed)) throw Error(fmt::format("--type '{}': expected f32, f16, bf16, q8_0, q4_0, q4_k or q6_k", name));
+      if (!parsed || !kernel_weight_type(*parsed)) throw Error(fmt::format("--type '{}': expected one of {}", name, kernel_type_names()));
       synthetic_types.push_back(*parsed);
     }
     if (models.empty()) {
@@ -313,7 +318,7 @@ int main(int argc, char **argv) {
       std::vector<GgmlType> drafts;
       for (const std::string &name : draft_types) {
         std::optional<GgmlType> parsed = parse_ggml_type(name);
-        if (!parsed || !kernel_weight_type(*parsed)) throw Error(fmt::format("--draft-type '{}': expected f32, f16, bf16, q8_0, q4_0, q4_k or q6_k", name));
+        if (!parsed || !kernel_weight_type(*parsed)) throw Error(fmt::format("--draft-type '{}': expected one of {}", name, kernel_type_names()));
         drafts.push_back(*parsed);
       }
       for (size_t i = 0; i < runs.size(); ++i) {

@@ -228,8 +228,8 @@ std::unique_ptr<Drafter> make_drafter(const Options &o, const Device &dev, const
     so.layers = o.draft_layers;
     if (!o.draft_type.empty()) {
       so.type = parse_ggml_type(o.draft_type);
-      if (!so.type || (*so.type != GgmlType::Q8_0 && *so.type != GgmlType::Q4_0))
-        throw Error(fmt::format("--draft-type {}: expected q8_0 or q4_0", o.draft_type));
+      if (!so.type || !is_self_draft_type(*so.type))
+        throw Error(fmt::format("--draft-type {}: expected one of {}", o.draft_type, self_draft_type_names()));
     }
     draft_weights = std::make_unique<ModelWeights>(self_draft_weights(model, so));
   } else if (!o.model_draft.empty()) {
@@ -366,7 +366,7 @@ int main(int argc, char **argv) {
   app.add_flag("--bandwidth", o.bandwidth, "measure the device's memory bandwidth again for the summary (it is measured once and recorded in the cache directory)");
   app.add_flag("--spec-ngram", o.spec_ngram, "speculative decoding with n-gram (prompt) lookup: drafts from the prompt and the text so far");
   app.add_option("--model-draft", o.model_draft, "speculative decoding with this draft model (-md; the target's vocabulary, GGUF or llama2.c)");
-  app.add_option("--draft-type", o.draft_type, "self-speculation: the target's own matrices requantized to q8_0 or q4_0 at load time draft");
+  app.add_option("--draft-type", o.draft_type, "self-speculation: the target's own matrices requantized at load time to TYPE (" + self_draft_type_names() + ") draft");
   app.add_option("--draft-layers", o.draft_layers, "self-speculation: the target's first N layers draft (alone, or with --draft-type)")
       ->check(CLI::Range(1, 1 << 16));
   app.add_option("--draft-max", o.draft_max, "at most this many drafted tokens per check (adapted below it to the acceptance rate)")

@@ -18,9 +18,8 @@ namespace {
 
 GgmlType type_option(const std::string &option, const std::string &name) {
   if (auto t = parse_ggml_type(name)) return *t;
-  throw kdsl::Error(fmt::format("{} '{}' is not a tensor type (expected one of f32, f16, bf16, q8_0, q4_0, q4_1, "
-                                "q5_0, q5_1, q4_k, q5_k, q6_k)",
-                                option, name));
+  throw kdsl::Error(fmt::format("{} '{}' is not a tensor type (expected one of {})", option, name,
+                                kdsl::formats::weight_type_names([](const kdsl::formats::WeightTypeInfo &t) { return t.readable; })));
 }
 
 // A Jinja snippet carrying the markers detect_chat_template looks for.
@@ -109,7 +108,7 @@ int main(int argc, char **argv) {
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     fmt::print("kdsl-synth: wrote {} ({} {} layers, dim {}, {} heads / {} kv, ff {}, vocab {}, {}; {:.1f} MiB in {:.1f} s)\n",
                out, arch_name(h.arch), h.n_layer, h.n_embd, h.n_head, h.n_head_kv, h.n_ff, h.n_vocab,
-               ggml_type_traits(c.weight_type).name, double(std::filesystem::file_size(out)) / (1 << 20), seconds);
+               ggml_type_traits(c.weight_type).ggml_name, double(std::filesystem::file_size(out)) / (1 << 20), seconds);
     return 0;
   });
 }

@@ -7,13 +7,14 @@
 
 namespace {
 using namespace kernels_test;
+using kdsl::formats::WeightKernels;
 using kdsl::kernels::WeightType;
 
 // One super-block per row (K 256) and several (768, 1280); N = 64 is whole 8-row programs and
 // 64-column tiles, 37 and 3 are not.
 TEST_CASE("kernels: k-quant matmul, one row (decode), aligned and ragged, Q6_K / Q4_K") {
   KDSL_TEST_RNG(rng);
-  for (WeightType t : {WeightType::Q6_K, WeightType::Q4_K}) {
+  for (WeightType t : kernel_formats(WeightKernels::Decoded, 256)) {
     for (auto [N, K] : {std::pair{64, 256}, std::pair{37, 768}, std::pair{3, 1280}}) check_quantized_matmul(rng, t, 1, N, K, false);
     check_quantized_matmul(rng, t, 1, 37, 512, true);
   }
@@ -21,7 +22,7 @@ TEST_CASE("kernels: k-quant matmul, one row (decode), aligned and ragged, Q6_K /
 
 TEST_CASE("kernels: k-quant matmul, a few rows and batched rows (prefill), Q6_K / Q4_K") {
   KDSL_TEST_RNG(rng);
-  for (WeightType t : {WeightType::Q6_K, WeightType::Q4_K}) {
+  for (WeightType t : kernel_formats(WeightKernels::Decoded, 256)) {
     for (int rows : {2, 8, 11, 16, 70}) {
       check_quantized_matmul(rng, t, rows, 64, 256, false);
       check_quantized_matmul(rng, t, rows, 37, 768, rows == 8);
@@ -34,7 +35,7 @@ TEST_CASE("kernels: k-quant embedding rows equal the reference dequantizer's, Q6
   KDSL_TEST_RNG(rng);
   const int vocab = 40;
   // 512 columns are one whole 2-block program; 256 and 768 end in a program with a block past the row.
-  for (WeightType t : {WeightType::Q6_K, WeightType::Q4_K})
+  for (WeightType t : kernel_formats(WeightKernels::Decoded, 256))
     for (int dim : {256, 512, 768}) check_quantized_embedding(rng, t, vocab, dim);
 }
 

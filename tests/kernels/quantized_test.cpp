@@ -3,6 +3,7 @@
 
 namespace {
 using namespace kernels_test;
+using kdsl::formats::WeightKernels;
 using kdsl::kernels::WeightType;
 
 // The decode kernel steps one block at a time; the few-row and tiled kernels two: K = 256 is
@@ -10,7 +11,7 @@ using kdsl::kernels::WeightType;
 // multiple of the 8-row or 64-column blocks.
 TEST_CASE("kernels: quantized matmul, one row (decode), aligned and ragged, Q8_0 / Q4_0") {
   KDSL_TEST_RNG(rng);
-  for (WeightType t : {WeightType::Q8_0, WeightType::Q4_0}) {
+  for (WeightType t : kernel_formats(WeightKernels::Scaled)) {
     for (auto [N, K] : {std::pair{64, 256}, std::pair{37, 96}, std::pair{37, 416}}) check_library_matmul(rng, t, 1, N, K, false);
     check_library_matmul(rng, t, 1, 37, 416, true);
   }
@@ -18,7 +19,7 @@ TEST_CASE("kernels: quantized matmul, one row (decode), aligned and ragged, Q8_0
 
 TEST_CASE("kernels: quantized matmul, a few rows (2..8) and batched rows (prefill tiles), Q8_0 / Q4_0") {
   KDSL_TEST_RNG(rng);
-  for (WeightType t : {WeightType::Q8_0, WeightType::Q4_0}) {
+  for (WeightType t : kernel_formats(WeightKernels::Scaled)) {
     for (int rows : {3, 8, 13, 70}) {
       check_library_matmul(rng, t, rows, 64, 256, false);
       check_library_matmul(rng, t, rows, 37, 416, rows == 8);
@@ -33,7 +34,7 @@ TEST_CASE("kernels: quantized embedding rows equal the reference dequantizer's, 
   KDSL_TEST_RNG(rng);
   const int vocab = 50;
   // 256 columns are one whole 8-block program; 416 are two, the second ragged.
-  for (WeightType t : {WeightType::Q8_0, WeightType::Q4_0})
+  for (WeightType t : kernel_formats(WeightKernels::Scaled))
     for (int dim : {32, 256, 416}) check_quantized_embedding(rng, t, vocab, dim);
 }
 

@@ -5,25 +5,48 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/weight_type.h"
 #include "models/gguf/dequantize.h"
-#include "models/gguf/half.h"
+#include <kdsl/formats/half.h>
 #include "tests/kernels/library_test_util.h"
 
 namespace kernels_test {
 
-inline kdsl::models::GgmlType ggml_type(kdsl::kernels::WeightType t) {
-  using kdsl::kernels::WeightType;
-  using kdsl::models::GgmlType;
+// The block formats the kernels run with protocol k (weight_types.def's kernels column), and
+// of those the ones with `block_elements` values per block (0: any).
+inline std::vector<kdsl::kernels::WeightType> kernel_formats(kdsl::formats::WeightKernels k, int block_elements = 0) {
+  std::vector<kdsl::kernels::WeightType> out;
+  for (const kdsl::formats::WeightTypeInfo &t : kdsl::formats::kWeightTypes)
+    if (t.kernels == k && (block_elements == 0 || t.block_elements == block_elements)) out.push_back(t.type);
+  return out;
+}
+
+// Byte offsets of a block's f16 factors (d, and m, dmin where the layout has them).
+template <class Layout>
+std::vector<size_t> half_factor_offsets() {
+  std::vector<size_t> at;
+  if constexpr (requires { Layout::d; }) at.push_back(offsetof(Layout, d));
+  if constexpr (requires { Layout::m; }) at.push_back(offsetof(Layout, m));
+  if constexpr (requires { Layout::dmin; }) at.push_back(offsetof(Layout, dmin));
+  return at;
+}
+
+inline std::vector<size_t> half_factor_offsets(kdsl::kernels::WeightType t) {
+  using namespace kdsl;
+  using namespace kdsl::formats;
   switch (t) {
-    case WeightType::Q8_0: return GgmlType::Q8_0;
-    case WeightType::Q4_0: return GgmlType::Q4_0;
-    case WeightType::Q6_K: return GgmlType::Q6_K;
-    case WeightType::Q4_K: return GgmlType::Q4_K;
-    default: FAIL("not a block-quantized weight type"); return GgmlType::F32;
+#define KDSL_WEIGHT_TYPE(Name, id, name, elements, bytes, Layout, kernels, ftype) \
+  case WeightType::Name:                                                        \
+    if constexpr (std::is_class_v<Layout> && (elements) > 1) return half_factor_offsets<Layout>();  \
+    break;
+#include <kdsl/formats/weight_types.def>
+#undef KDSL_WEIGHT_TYPE
   }
+  FAIL("not a block-quantized weight type");
+  return {};
 }
 
 // rows x cols values of block format t as random blocks: every quant and scale byte random (so
@@ -31,21 +54,16 @@ inline kdsl::models::GgmlType ggml_type(kdsl::kernels::WeightType t) {
 // factors (d, and Q4_K's dmin) finite: in [-0.1, 0.1] for the 32-element formats, [-0.01, 0.01]
 // for the k-quants, whose sub-block scales multiply them again.
 inline std::vector<uint8_t> random_quantized(std::mt19937 &rng, kdsl::kernels::WeightType t, int64_t rows, int64_t cols) {
-  using kdsl::kernels::WeightType;
-  using kdsl::models::BlockQ4_K;
-  using kdsl::models::BlockQ6_K;
-  auto info = kdsl::kernels::weight_type_info(t);
+  const auto &info = kdsl::kernels::weight_type_info(t);
   std::vector<uint8_t> bytes(size_t(kdsl::kernels::weight_bytes(t, rows * cols)));
   std::uniform_int_distribution<int> byte(0, 255);
-  const bool k_quant = t == WeightType::Q6_K || t == WeightType::Q4_K;
+  const bool k_quant = info.block_elements == kdsl::formats::kQK_K;
   std::uniform_real_distribution<float> factor(k_quant ? -0.01f : -0.1f, k_quant ? 0.01f : 0.1f);
   for (uint8_t &b : bytes) b = uint8_t(byte(rng));
-  std::vector<size_t> factors = {0};  // d leads the Q8_0 and Q4_0 blocks
-  if (t == WeightType::Q6_K) factors = {offsetof(BlockQ6_K, d)};
-  if (t == WeightType::Q4_K) factors = {offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin)};
+  const std::vector<size_t> factors = half_factor_offsets(t);
   for (size_t at = 0; at < bytes.size(); at += size_t(info.block_bytes)) {
     for (size_t offset : factors) {
-      uint16_t h = kdsl::models::f32_to_f16(factor(rng));
+      uint16_t h = kdsl::f32_to_f16_bits(factor(rng));
       std::memcpy(&bytes[at + offset], &h, 2);
     }
   }
@@ -55,7 +73,7 @@ inline std::vector<uint8_t> random_quantized(std::mt19937 &rng, kdsl::kernels::W
 // The reference dequantizer's values, rows x cols.
 inline std::vector<float> dequantized(kdsl::kernels::WeightType t, const std::vector<uint8_t> &bytes, int64_t rows, int64_t cols) {
   std::vector<float> out(size_t(rows * cols));
-  kdsl::models::dequantize_row(ggml_type(t), bytes.data(), out.data(), rows * cols);
+  kdsl::models::dequantize_row(t, bytes.data(), out.data(), rows * cols);
   return out;
 }
 

@@ -6,10 +6,12 @@
 #include <kdsl/error.h>
 
 #include "models/gguf/dequantize.h"
-#include "models/gguf/half.h"
+#include <kdsl/formats/half.h>
 #include "models/sampler/rng.h"
 
+using namespace kdsl;
 using namespace kdsl::models;
+using namespace kdsl::formats;
 
 namespace {
 
@@ -21,25 +23,25 @@ Block random_block(Rng &rng) {
   for (size_t i = 0; i < sizeof b; ++i) p[i] = uint8_t(rng.next());
   return b;
 }
-uint16_t random_half(Rng &rng) { return f32_to_f16(float(rng.uniform() * 0.2 - 0.1)); }
+uint16_t random_half(Rng &rng) { return f32_to_f16_bits(float(rng.uniform() * 0.2 - 0.1)); }
 
 // Element i of each format, indexed directly instead of looped over, from ggml's definitions.
 float q4_0(const BlockQ4_0 &b, int i) {
   int q = i < 16 ? b.qs[i] & 15 : b.qs[i - 16] >> 4;
-  return float(q - 8) * f16_to_f32(b.d);
+  return float(q - 8) * f16_bits_to_f32(b.d);
 }
 float q4_1(const BlockQ4_1 &b, int i) {
   int q = i < 16 ? b.qs[i] & 15 : b.qs[i - 16] >> 4;
-  return float(q) * f16_to_f32(b.d) + f16_to_f32(b.m);
+  return float(q) * f16_bits_to_f32(b.d) + f16_bits_to_f32(b.m);
 }
 int five_bit(const uint8_t *qs, const uint8_t *qh, int i) {
   uint32_t high = (uint32_t(qh[0]) | uint32_t(qh[1]) << 8 | uint32_t(qh[2]) << 16 | uint32_t(qh[3]) << 24) >> i & 1;
   int low = i < 16 ? qs[i] & 15 : qs[i - 16] >> 4;
   return low + 16 * int(high);
 }
-float q5_0(const BlockQ5_0 &b, int i) { return float(five_bit(b.qs, b.qh, i) - 16) * f16_to_f32(b.d); }
-float q5_1(const BlockQ5_1 &b, int i) { return float(five_bit(b.qs, b.qh, i)) * f16_to_f32(b.d) + f16_to_f32(b.m); }
-float q8_0(const BlockQ8_0 &b, int i) { return float(b.qs[i]) * f16_to_f32(b.d); }
+float q5_0(const BlockQ5_0 &b, int i) { return float(five_bit(b.qs, b.qh, i) - 16) * f16_bits_to_f32(b.d); }
+float q5_1(const BlockQ5_1 &b, int i) { return float(five_bit(b.qs, b.qh, i)) * f16_bits_to_f32(b.d) + f16_bits_to_f32(b.m); }
+float q8_0(const BlockQ8_0 &b, int i) { return float(b.qs[i]) * f16_bits_to_f32(b.d); }
 
 // Q4_K/Q5_K scales: 8 six-bit scales then 8 six-bit mins, as a 96-bit layout where sub-blocks
 // 0-3 sit in the low 6 bits of bytes 0-3 (scales) and 4-7 (mins), and sub-blocks 4-7 take 4
@@ -59,14 +61,14 @@ float q4_k(const BlockQ4_K &b, int i) {
   scale_min(b.scales, sub, &sc, &m);
   uint8_t byte = b.qs[(sub / 2) * 32 + i % 32];
   int q = sub % 2 ? byte >> 4 : byte & 15;
-  return f16_to_f32(b.d) * float(sc) * float(q) - f16_to_f32(b.dmin) * float(m);
+  return f16_bits_to_f32(b.d) * float(sc) * float(q) - f16_bits_to_f32(b.dmin) * float(m);
 }
 float q5_k(const BlockQ5_K &b, int i) {
   int sub = i / 32, sc, m;
   scale_min(b.scales, sub, &sc, &m);
   uint8_t byte = b.qs[(sub / 2) * 32 + i % 32];
   int q = (sub % 2 ? byte >> 4 : byte & 15) + 16 * ((b.qh[i % 32] >> sub) & 1);
-  return f16_to_f32(b.d) * float(sc) * float(q) - f16_to_f32(b.dmin) * float(m);
+  return f16_bits_to_f32(b.d) * float(sc) * float(q) - f16_bits_to_f32(b.dmin) * float(m);
 }
 float q6_k(const BlockQ6_K &b, int i) {
   int half = i / 128, quarter = (i % 128) / 32, l = i % 32;
@@ -74,7 +76,7 @@ float q6_k(const BlockQ6_K &b, int i) {
   int low = quarter < 2 ? low_byte & 15 : low_byte >> 4;
   int high = (b.qh[half * 32 + l] >> (2 * quarter)) & 3;
   int scale = b.scales[half * 8 + quarter * 2 + l / 16];
-  return f16_to_f32(b.d) * float(scale) * float(low + 16 * high - 32);
+  return f16_bits_to_f32(b.d) * float(scale) * float(low + 16 * high - 32);
 }
 
 template <class Block, int N>
@@ -89,7 +91,7 @@ void check_random(GgmlType type, float (*element)(const Block &, int), void (*fi
       for (int i = 0; i < N; ++i) {
         float want = element(blocks[k], i), got = out[k * N + i];
         if (std::fabs(got - want) > 1e-6f * (1 + std::fabs(want))) {
-          FAIL_CHECK(ggml_type_traits(type).name << " block " << k << " element " << i << ": got " << got
+          FAIL_CHECK(ggml_type_traits(type).ggml_name << " block " << k << " element " << i << ": got " << got
                                                  << ", expected " << want);
           return;
         }
@@ -107,12 +109,12 @@ TEST_CASE("dequantize: random blocks match the per-element definitions") {
   check_random<BlockQ8_0, 32>(GgmlType::Q8_0, q8_0, [](BlockQ8_0 &b, Rng &r) { b.d = random_half(r); });
   check_random<BlockQ4_K, 256>(GgmlType::Q4_K, q4_k, [](BlockQ4_K &b, Rng &r) { b.d = random_half(r), b.dmin = random_half(r); });
   check_random<BlockQ5_K, 256>(GgmlType::Q5_K, q5_k, [](BlockQ5_K &b, Rng &r) { b.d = random_half(r), b.dmin = random_half(r); });
-  check_random<BlockQ6_K, 256>(GgmlType::Q6_K, q6_k, [](BlockQ6_K &b, Rng &) { b.d = f32_to_f16(0.01f); });
+  check_random<BlockQ6_K, 256>(GgmlType::Q6_K, q6_k, [](BlockQ6_K &b, Rng &) { b.d = f32_to_f16_bits(0.01f); });
 }
 
 TEST_CASE("dequantize: hand-made blocks give hand-computed values") {
   BlockQ4_0 a{};
-  a.d = f32_to_f16(0.5f);
+  a.d = f32_to_f16_bits(0.5f);
   a.qs[0] = 0x3A;  // element 0: nibble A (10) -> (10 - 8) * 0.5 = 1; element 16: 3 -> -2.5
   float out[256];
   dequantize_row(GgmlType::Q4_0, &a, out, 32);
@@ -121,7 +123,7 @@ TEST_CASE("dequantize: hand-made blocks give hand-computed values") {
   CHECK(out[1] == -4.0f);  // nibble 0
 
   BlockQ5_0 c{};
-  c.d = f32_to_f16(2.0f);
+  c.d = f32_to_f16_bits(2.0f);
   c.qs[1] = 0x0F;
   c.qh[0] = 0x02;  // bit 1: element 1 becomes 15 + 16 = 31 -> (31 - 16) * 2 = 30
   c.qh[2] = 0x01;  // bit 16: element 16 becomes 0 + 16 -> 0
@@ -131,8 +133,8 @@ TEST_CASE("dequantize: hand-made blocks give hand-computed values") {
   CHECK(out[0] == -32.0f);
 
   BlockQ4_K k{};
-  k.d = f32_to_f16(1.0f);
-  k.dmin = f32_to_f16(0.25f);
+  k.d = f32_to_f16_bits(1.0f);
+  k.dmin = f32_to_f16_bits(0.25f);
   k.scales[1] = 3;             // sub-block 1 scale 3
   k.scales[5] = 8;             // sub-block 1 min 8
   k.scales[9] = 0x21;          // sub-block 5: scale low 1, min low 2
@@ -145,7 +147,7 @@ TEST_CASE("dequantize: hand-made blocks give hand-computed values") {
   CHECK(out[0] == 0.0f);
 
   BlockQ6_K s{};
-  s.d = f32_to_f16(0.5f);
+  s.d = f32_to_f16_bits(0.5f);
   s.scales[2] = -4;   // elements 32..47 of the first half
   s.ql[32] = 0x09;    // element 32: low 9
   s.qh[0] = 0x04;     // element 32: high bits (bits 2-3) = 1 -> q = 9 + 16 - 32 = -7
@@ -154,24 +156,24 @@ TEST_CASE("dequantize: hand-made blocks give hand-computed values") {
 }
 
 TEST_CASE("dequantize: f16 and bf16 conversions") {
-  CHECK(f16_to_f32(0x3C00) == 1.0f);
-  CHECK(f16_to_f32(0xC000) == -2.0f);
-  CHECK(f16_to_f32(0x7BFF) == 65504.0f);
-  CHECK(f16_to_f32(0x0001) == std::ldexp(1.0f, -24));
-  CHECK(std::isinf(f16_to_f32(0x7C00)));
-  CHECK(f32_to_f16(1.0f + std::ldexp(1.0f, -11)) == 0x3C00);      // tie: to even
-  CHECK(f32_to_f16(1.0f + 3 * std::ldexp(1.0f, -11)) == 0x3C02);  // tie: to even (up)
-  CHECK(f32_to_f16(65520.0f) == 0x7C00);
-  CHECK(f32_to_f16(std::ldexp(1.0f, -25)) == 0x0000);  // tie between 0 and the least subnormal
-  CHECK(f32_to_f16(std::ldexp(3.0f, -26)) == 0x0001);
+  CHECK(f16_bits_to_f32(0x3C00) == 1.0f);
+  CHECK(f16_bits_to_f32(0xC000) == -2.0f);
+  CHECK(f16_bits_to_f32(0x7BFF) == 65504.0f);
+  CHECK(f16_bits_to_f32(0x0001) == std::ldexp(1.0f, -24));
+  CHECK(std::isinf(f16_bits_to_f32(0x7C00)));
+  CHECK(f32_to_f16_bits(1.0f + std::ldexp(1.0f, -11)) == 0x3C00);      // tie: to even
+  CHECK(f32_to_f16_bits(1.0f + 3 * std::ldexp(1.0f, -11)) == 0x3C02);  // tie: to even (up)
+  CHECK(f32_to_f16_bits(65520.0f) == 0x7C00);
+  CHECK(f32_to_f16_bits(std::ldexp(1.0f, -25)) == 0x0000);  // tie between 0 and the least subnormal
+  CHECK(f32_to_f16_bits(std::ldexp(3.0f, -26)) == 0x0001);
   for (uint32_t h = 0; h < 0x10000; ++h) {
     bool nan = (h & 0x7C00) == 0x7C00 && (h & 0x3FF);
-    if (!nan && f32_to_f16(f16_to_f32(uint16_t(h))) != h) FAIL_CHECK("f16 " << h << " does not round-trip");
+    if (!nan && f32_to_f16_bits(f16_bits_to_f32(uint16_t(h))) != h) FAIL_CHECK("f16 " << h << " does not round-trip");
   }
-  CHECK(bf16_to_f32(0x3F80) == 1.0f);
-  CHECK(f32_to_bf16(1.0f) == 0x3F80);
-  CHECK(f32_to_bf16(std::bit_cast<float>(0x3F808000u)) == 0x3F80);  // tie: to even
-  CHECK(f32_to_bf16(std::bit_cast<float>(0x3F818000u)) == 0x3F82);
+  CHECK(bf16_bits_to_f32(0x3F80) == 1.0f);
+  CHECK(f32_to_bf16_bits(1.0f) == 0x3F80);
+  CHECK(f32_to_bf16_bits(std::bit_cast<float>(0x3F808000u)) == 0x3F80);  // tie: to even
+  CHECK(f32_to_bf16_bits(std::bit_cast<float>(0x3F818000u)) == 0x3F82);
   uint16_t h[3] = {0x3C00, 0xC000, 0x3800};
   float out[3];
   dequantize_row(GgmlType::F16, h, out, 3);

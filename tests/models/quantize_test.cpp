@@ -36,7 +36,7 @@ TEST_CASE("quantize: round trips within each type's resolution") {
       for (int i = b; i < b + std::max(block, 32); ++i)
         worst = std::max(worst, std::fabs(double(x[size_t(i)]) - y[size_t(i)]) / amax);
     }
-    INFO(std::string(ggml_type_traits(type).name) << " worst relative error " << worst);
+    INFO(std::string(ggml_type_traits(type).ggml_name) << " worst relative error " << worst);
     CHECK(worst <= tolerance);
   }
 }

@@ -68,20 +68,8 @@ class ReferenceForward {
   static std::vector<double> row(const models::Weight &w, int64_t r) {
     std::vector<float> values(size_t(w.cols));
     const auto *bytes = static_cast<const uint8_t *>(w.data) + kernels::weight_bytes(w.type, r * w.cols);
-    models::dequantize_row(ggml_type(w.type), bytes, values.data(), w.cols);
+    models::dequantize_row(w.type, bytes, values.data(), w.cols);
     return std::vector<double>(values.begin(), values.end());
-  }
-  static models::GgmlType ggml_type(kernels::WeightType t) {
-    switch (t) {
-      case kernels::WeightType::F32: return models::GgmlType::F32;
-      case kernels::WeightType::F16: return models::GgmlType::F16;
-      case kernels::WeightType::BF16: return models::GgmlType::BF16;
-      case kernels::WeightType::Q8_0: return models::GgmlType::Q8_0;
-      case kernels::WeightType::Q4_0: return models::GgmlType::Q4_0;
-      case kernels::WeightType::Q4_K: return models::GgmlType::Q4_K;
-      case kernels::WeightType::Q6_K: return models::GgmlType::Q6_K;
-    }
-    return models::GgmlType::F32;
   }
   static std::vector<double> matvec(const models::Weight &w, const std::vector<double> &x, const models::Weight &bias) {
     std::vector<double> out(size_t(w.rows));

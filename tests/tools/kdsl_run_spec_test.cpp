@@ -74,7 +74,7 @@ TEST_CASE("kdsl-run: speculative options that cannot work are refused in one lin
   check_refused(run_tool_process(kRun, {"-m", target, "-p", "x", "--spec-ngram", "-md", target}), "choose one");
   check_refused(run_tool_process(kRun, {"-m", target, "-p", "x", "--draft-max", "4"}), "add --spec-ngram, --model-draft FILE (-md) or --draft-type TYPE");
   check_refused(run_tool_process(kRun, {"-m", target, "-p", "x", "--draft-type", "q4_0", "-md", target}), "choose one");
-  check_refused(run_tool_process(kRun, {"-m", target, "-p", "x", "--draft-type", "q5_k"}), "--draft-type q5_k: expected q8_0 or q4_0");
+  check_refused(run_tool_process(kRun, {"-m", target, "-p", "x", "--draft-type", "q5_k"}), "--draft-type q5_k: expected one of q4_0");
   check_refused(run_tool_process(kRun, {"-m", target, "-p", "x", "--spec-ngram", "--draft-max", "2", "--draft-min", "3"}),
                 "--draft-min 3: expected at most --draft-max (2)");
   check_refused(run_tool_process(kRun, {"-m", target, "-p", "x", "-md", other_vocab}), "the draft model's vocabulary has 600 tokens but the target's has 512");

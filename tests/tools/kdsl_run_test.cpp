@@ -16,6 +16,7 @@
 #include "models/gguf/gguf_writer.h"
 #include "runtime/cuda/cuda_driver.h"
 #include "models/synth/synth_model.h"
+#include "tests/models/gguf_patch.h"
 #include "tests/models/shared_models.h"
 
 using namespace kdsl::models;
@@ -161,12 +162,13 @@ TEST_CASE("kdsl-run: an unsupported architecture is named") {
 
 TEST_CASE("kdsl-run: an unsupported tensor type names the tensor and the type") {
   SynthConfig c = synth_preset("tiny");
-  c.hparams.n_embd = c.hparams.n_ff = 256;  // Q5_K rows are whole 256-element super-blocks
-  c.weight_type = GgmlType::Q5_K;  // matrices quantized, embeddings f32: the first matrix met is blk.0.attn_q
+  c.hparams.n_embd = c.hparams.n_ff = 256;  // whole 256-element super-blocks
+  c.weight_type = GgmlType::Q4_K;  // then one matrix marked Q2_K, which kdsl knows by id only
   c.embedding_type = GgmlType::F32;
-  std::string path = kdsl::test::scratch_path("kdsl_run_q5_k.gguf");
+  std::string path = kdsl::test::scratch_path("kdsl_run_q2_k.gguf");
   write_synthetic_model(c, path);
-  check_user_error(kdsl_run({"-m", path, "-p", "hi"}), {path, "'blk.0.attn_q.weight'", "Q5_K"});
+  kdsl::test::set_tensor_type_id(path, "blk.0.attn_q.weight", uint32_t(GgmlType::Q2_K));
+  check_user_error(kdsl_run({"-m", path, "-p", "hi"}), {path, "'blk.0.attn_q.weight'", "Q2_K"});
 }
 
 TEST_CASE("kdsl-run: a prompt longer than the context is refused before anything is printed") {

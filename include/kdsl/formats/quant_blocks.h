@@ -1,10 +1,10 @@
-// quant_blocks.h - ggml's quantized block layouts, defined once for the reader, the reference dequantizer and kernels
+// quant_blocks.h - ggml's quantized block layouts, defined once for the file readers, the reference (de)quantizers and the kernels
 #pragma once
-// Plain structs with no dependencies, so kernel code can include this header too. Field
+// Plain structs with no dependencies, so kernels/ and models/ both include this header. Field
 // names and order follow ggml-common.h; `uint16_t` halves hold IEEE f16 bits.
 #include <cstdint>
 
-namespace kdsl::models {
+namespace kdsl::formats {
 
 constexpr int kQK4_0 = 32, kQK4_1 = 32, kQK5_0 = 32, kQK5_1 = 32, kQK8_0 = 32;
 constexpr int kQK_K = 256;          // elements in a k-quant super-block
@@ -79,4 +79,4 @@ struct BlockQ6_K {
 };
 static_assert(sizeof(BlockQ6_K) == kQK_K / 2 + kQK_K / 4 + kQK_K / 16 + 2, "BlockQ6_K must be 210 bytes, as in ggml");
 
-}  // namespace kdsl::models
+}  // namespace kdsl::formats

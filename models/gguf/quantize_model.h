@@ -1,0 +1,63 @@
+// quantize_model.h - a whole GGUF model requantized to one type or one of llama.cpp's mixes (Q4_K_M, Q5_K_M), as kdsl-quantize runs it
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/gguf/gguf_file.h"
+
+namespace kdsl::models {
+
+// What kdsl-quantize was asked for: a readable type ("q8_0", "Q4_K") or a mix ("Q4_K_M",
+// "Q5_K_M"). `base` is the type of the ordinary matrices; a mix (and, unless pure, every
+// quantized type) keeps some tensors at higher precision (quantize_type_for says which).
+struct QuantizeTarget {
+  std::string name;        // as llama.cpp spells it: "Q4_K_M", "Q8_0"
+  GgmlType base;
+  bool medium_mix = false;  // the "_M" mixes: attn_v and ffn_down of some layers in Q6_K
+  uint32_t llama_ftype;    // general.file_type
+};
+
+// Parses a TYPE argument (case-insensitive); nullopt for anything else.
+std::optional<QuantizeTarget> parse_quantize_target(std::string_view text);
+// "f32, f16, ..., q6_k, Q4_K_M, Q5_K_M": what parse_quantize_target accepts.
+std::string quantize_target_names();
+
+// The type tensor `name` of `shape` (ggml order) gets, as llama.cpp's llama-quantize chooses it:
+// tensors of fewer than 2 dimensions are not quantized (F32 here; quantize_model keeps their
+// type); with `pure` every other tensor gets the
+// base type; otherwise, for a quantized base other than Q8_0, the classifier (output.weight, or
+// token_embd.weight when there is no output.weight) takes Q6_K, and with the _M mixes attn_v and
+// ffn_down take Q6_K in the first and last eighths of the layers and every third layer between
+// (llama.cpp's use_more_bits). A row length the chosen type's blocks do not divide falls back as
+// llama.cpp's does (Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0), then to F16.
+GgmlType quantize_type_for(const QuantizeTarget &target, bool pure, const std::string &name, const std::vector<int64_t> &shape,
+                           bool has_output, int n_layer);
+
+struct QuantizeProgress {
+  int index, count;  // tensor index (0-based) of count
+  const GgufTensorInfo *tensor;
+  GgmlType to;
+};
+
+struct QuantizeSummary {
+  int tensors = 0, quantized = 0;  // all tensors written; those whose type changed
+  uint64_t bytes_in = 0, bytes_out = 0;
+  int64_t elements = 0;
+  double seconds = 0;
+  double bits_per_weight() const { return elements ? double(bytes_out) * 8 / double(elements) : 0; }
+};
+
+// Reads `in` (memory-mapped; any readable tensor types, usually F32 / F16 / BF16), writes `out`
+// (a temporary file renamed into place) with every tensor in the type quantize_type_for gives,
+// quantized row by row with quantize_row from the reference dequantizer's values (tensors whose
+// type does not change are copied byte for byte), the metadata copied with general.file_type
+// and general.quantization_version set. `progress` (if set) is called before each tensor;
+// `threads` (<= 0: one per CPU) share each tensor's rows. The bytes do not depend on it.
+QuantizeSummary quantize_model(const std::string &in, const std::string &out, const QuantizeTarget &target, bool pure,
+                               const std::function<void(const QuantizeProgress &)> &progress = {}, int threads = 0);
+
+}  // namespace kdsl::models
