@@ -11,7 +11,7 @@ std::string RecordedKernel::text() const {
   return options.checked ? out + ",checked" : out;
 }
 
-void LaunchRecorder::record(const void *identity, detail::KernelSignature (*signature)(), const CompileOptions &options, const ArgValue *args,
+void LaunchRecorder::record(const void *identity, kdsl::detail::KernelSignature (*signature)(), const CompileOptions &options, const ArgValue *args,
                             size_t count) {
   ++launches_;
   auto it = by_kernel_.find(identity);

@@ -14,7 +14,7 @@ namespace kdsl::kernels {
 // One compiled specialization a launch looks up: the kernel (its signature traces it for
 // compile_for), the options it is compiled with and one class per argument.
 struct RecordedKernel {
-  detail::KernelSignature signature;
+  kdsl::detail::KernelSignature signature;
   CompileOptions options;
   Specialization specialization;
   int64_t launches = 0;  // launches recorded with it
@@ -47,7 +47,7 @@ class LaunchRecorder {
 
   // One launch of the kernel whose signature `signature()` gives, `identity` one address per
   // kernel (the Library's), each argument classified as the launch classifies it.
-  void record(const void *identity, detail::KernelSignature (*signature)(), const CompileOptions &options, const ArgValue *args, size_t count);
+  void record(const void *identity, kdsl::detail::KernelSignature (*signature)(), const CompileOptions &options, const ArgValue *args, size_t count);
 
   // Every recorded (kernel, specialization, options), ordered by text().
   std::vector<RecordedKernel> kernels() const;
@@ -56,7 +56,7 @@ class LaunchRecorder {
 
  private:
   struct Kernel {
-    detail::KernelSignature signature;
+    kdsl::detail::KernelSignature signature;
     CompileOptions options;
     std::unordered_map<uint64_t, int64_t> packed;             // up to 32 arguments: 2 bits each
     std::map<std::vector<ArgSpec>, int64_t> wide;             // more

@@ -31,7 +31,7 @@ struct LibraryKernel {
   void operator()(const Grid &g, Args... args) const {
     if (recorder) {
       const ArgValue values[] = {make_arg(place(args))..., ArgValue{}};
-      recorder->record(identity, &detail::kernel_signature<K>, options, values, sizeof...(Args));
+      recorder->record(identity, &kdsl::detail::kernel_signature<K>, options, values, sizeof...(Args));
     }
     if (kernel) (*kernel)(g, place(args)...);
   }

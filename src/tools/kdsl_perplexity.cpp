@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include "models/eval/logprob_file.h"
 #include "models/engine/model_tokenizer.h"
 #include "models/eval/perplexity.h"
+#include "models/spec/self_draft.h"
 #include "models/tokenizer/tokenizer.h"
 #include "src/tools/tool_main.h"
 
@@ -21,7 +23,7 @@ using namespace kdsl::models;
 namespace {
 
 struct Options {
-  std::string model, tokenizer_path, text_file, kld_base, device = "cpu";
+  std::string model, tokenizer_path, text_file, kld_base, requantize, device = "cpu";
   bool kl_divergence = false, json = false;
   int context = 512, chunks = 0, threads = 0;
 };
@@ -38,9 +40,19 @@ int run(const Options &o) {
   auto start = std::chrono::steady_clock::now();
   Device dev = o.device == "cuda" ? Device::cuda(0) : o.device == "cpu" ? Device::cpu(o.threads)
                                                                         : throw Error(fmt::format("--device {}: expected cpu or cuda", o.device));
-  ModelWeights model = load_model_weights(o.model);
+  ModelWeights loaded = load_model_weights(o.model);
   tools::report_sigbus_for("kdsl-perplexity", o.model);
-  std::unique_ptr<Tokenizer> tok = open_model_tokenizer(model, o.model, o.tokenizer_path);
+  std::unique_ptr<Tokenizer> tok = open_model_tokenizer(loaded, o.model, o.tokenizer_path);
+  // --requantize: the model's matrices requantized in memory (as a self-draft is), so a model
+  // with no quantized file (a llama2.c checkpoint) can be measured against itself.
+  std::optional<ModelWeights> requantized;
+  if (!o.requantize.empty()) {
+    std::optional<GgmlType> type = parse_ggml_type(o.requantize);
+    if (!type || !is_self_draft_type(*type))
+      throw Error(fmt::format("--requantize {}: expected one of {}", o.requantize, self_draft_type_names()));
+    requantized = self_draft_weights(loaded, SelfDraftOptions{.type = type});
+  }
+  const ModelWeights &model = requantized ? *requantized : loaded;
   // The whole text at once, BOS first as the model's tokenizer says; each chunk then starts
   // with BOS in place of its first token, as llama.cpp does.
   bool bos = tok->vocab().add_bos && tok->bos_id() >= 0;
@@ -71,7 +83,7 @@ int run(const Options &o) {
   if (save) save->finish();
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  nlohmann::json j = {{"model", o.model}, {"tokens", tokens.size()}, {"chunks", r.chunks}, {"context", o.context}, {"scored", r.scored},
+  nlohmann::json j = {{"model", o.model}, {"requantize", o.requantize}, {"tokens", tokens.size()}, {"chunks", r.chunks}, {"context", o.context}, {"scored", r.scored},
                       {"ppl", r.perplexity()}, {"ppl_stderr", r.perplexity_stderr()}, {"seconds", seconds}};
   if (!o.json) fmt::print("Final estimate: PPL = {:.4f} +/- {:.5f} ({} tokens scored, {:.1f} s)\n", r.perplexity(), r.perplexity_stderr(), r.scored, seconds);
   if (save && !o.json) fmt::print("saved the log-probabilities to {}\n", o.kld_base);
@@ -105,6 +117,7 @@ int main(int argc, char **argv) {
   app.add_option("--chunks", o.chunks, "score at most this many chunks (0: all)")->check(CLI::NonNegativeNumber);
   app.add_option("--kl-divergence-base", o.kld_base,
                  "without --kl-divergence: save this model's log-probabilities to FILE; with it: compare with those saved in FILE");
+  app.add_option("--requantize", o.requantize, "score the model's matrices requantized in memory to TYPE (" + self_draft_type_names() + ")");
   app.add_flag("--kl-divergence", o.kl_divergence, "report the KL divergence from the log-probabilities in --kl-divergence-base FILE");
   app.add_option("-t,--threads", o.threads, "CPU threads (0: all cores)")->check(CLI::NonNegativeNumber);
   app.add_option("--device", o.device, "cpu or cuda");

@@ -56,6 +56,15 @@ TEST_CASE("kdsl-perplexity: perplexity, a saved base and the KL divergence of a 
   CHECK(q["kld_median"].get<double>() <= q["kld_p99"].get<double>());
   CHECK(q["base_ppl"].get<double>() == doctest::Approx(ppl).epsilon(1e-6));
 
+  // The same model requantized in memory: a divergence above 0, smaller for Q8_0 than Q4_0.
+  json r8 = run_json({"-m", model, "-f", text, "-c", "32", "--kl-divergence-base", saved, "--kl-divergence", "--requantize", "q8_0"});
+  json r4 = run_json({"-m", model, "-f", text, "-c", "32", "--kl-divergence-base", saved, "--kl-divergence", "--requantize", "q4_0"});
+  CHECK(r8["kld_mean"].get<double>() > 0);
+  CHECK(r8["kld_mean"].get<double>() < r4["kld_mean"].get<double>());
+  ToolRun bad_type = run_tool_process(kPerplexity, {"-m", model, "-f", text, "--requantize", "q6_k"});
+  CHECK(bad_type.status == 1);
+  CHECK(bad_type.err.find("--requantize q6_k: expected one of") != std::string::npos);
+
   ToolRun text_run = run_tool_process(kPerplexity, {"-m", model, "-f", text, "-c", "32", "--chunks", "1"});
   CHECK(text_run.status == 0);
   CHECK(text_run.out.find("Final estimate: PPL = ") != std::string::npos);
