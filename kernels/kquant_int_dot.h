@@ -35,17 +35,31 @@ struct SubBlock32IntDot {
 
   template <int BR, int BN, class XP, class SP>
   static auto block_dot(Ptr<const u8> wq, const Block<i64, 1, BN, 1> &block, const XP &x, const SP &xs) {
-    std::vector<Block<f32, BN, 1>> scale, min;
-    load_scales_mins_k4<Layout>(wq, reshape<BN, 1>(block), scale, min);
     auto base = block * kBlockBytes;  // [1, BN, 1]
     auto lane = wide(reshape<1, 1, 32>(arange<32>()));
+    // Each weight row's scale and minimum of sub-block j as [1, BN, 8]: every lane holds the row's
+    // value, loaded so (a zero-stride run), so that it meets dot4's [.., 8] lanes without moving
+    // between vector lanes (the host backend vectorizes along the last axis).
+    auto splat = wide(zeros<i32, 1, 1, 8>());
+    auto byte = [&](int i) { return load(wq + (base + (int(offsetof(Layout, scales)) + i) + splat)); };  // [1, BN, 8]
+    auto half8 = [&](size_t offset) { return cast<f32>(load(reinterpret<f16>(wq) + (block * (kBlockBytes / 2) + int(offset / 2) + splat))); };
+    auto d = half8(offsetof(Layout, d)), dmin = half8(offsetof(Layout, dmin));
+    std::vector<Block<u8, 1, BN, 8>> s;
+    for (int i = 0; i < formats::kKScaleSize; ++i) s.push_back(byte(i));
+    std::vector<Block<f32, 1, BN, 8>> scale, min;
+    for (int j = 0; j < 8; ++j) {
+      auto sc = j < 4 ? (s[size_t(j)] & 63) : ((s[size_t(j + 4)] & 15) | ((s[size_t(j - 4)] >> 6) << 4));
+      auto m = j < 4 ? (s[size_t(j + 4)] & 63) : ((s[size_t(j + 4)] >> 4) | ((s[size_t(j)] >> 6) << 4));
+      scale.push_back(cast<f32>(sc) * d);
+      min.push_back(cast<f32>(m) * dmin);
+    }
     auto high_bits = [&] {  // Q5_K's qh (zeros, unused, for Q4_K)
       if constexpr (kHighBit) return load(wq + (base + int(offsetof(Layout, qh)) + lane));
       else return zeros<u8, 1, BN, 32>();
     };
     auto qh = high_bits();
     auto lanes = zeros<f32, BR, BN, 8>();
-    auto offset = zeros<f32, BR, BN>();
+    auto minimums = zeros<f32, BR, BN, 8>();  // every lane the same: sum_j dmin * m[j] * (sum of x_j)
     for (int c = 0; c < 4; ++c) {
       auto qs = load(wq + (base + (int(offsetof(Layout, qs)) + c * 32) + lane));  // [1, BN, 32]
       for (int h = 0; h < 2; ++h) {
@@ -54,11 +68,12 @@ struct SubBlock32IntDot {
         // bit j of qh moved to bit 4 with one constant shift and one mask
         if constexpr (kHighBit) q = q | (j <= 4 ? ((qh << (4 - j)) & 16) : ((qh >> (j - 4)) & 16));
         auto sums = dot4(q, load(x + (lane + 32 * j)));  // [BR, BN, 8]
-        lanes = lanes + cast<f32>(sums) * reshape<1, BN, 1>(scale[size_t(j)]);
+        lanes = lanes + cast<f32>(sums) * scale[size_t(j)];
         auto group = load(xs + 2 * j) + load(xs + (2 * j + 1));  // [BR, 1, 1]: the sub-block's sum of x
-        offset = offset - reshape<1, BN>(min[size_t(j)]) * reshape<BR, 1>(cast<f32>(group));
+        minimums = minimums + min[size_t(j)] * cast<f32>(group);
       }
     }
+    auto offset = -sum<2>(minimums) * 0.125f;  // the 8 equal lanes' sum / 8: exact
     return BlockSums<decltype(lanes), decltype(offset)>{lanes, offset};
   }
 };
@@ -79,6 +94,8 @@ struct Q6_KIntDot {
     auto base = expand_dims<3>(block * kBlockBytes);  // [1, BN, 1, 1]
     auto lane = wide(reshape<1, 1, 2, 16>(arange<32>()));
     auto pair = wide(reshape<1, 1, 2, 1>(arange<2>()));
+    // (Unlike SubBlock32IntDot, the scales stay [1, BN, 2, 1]: loading them into every lane, as
+    // there, measured slower here.)
     auto d = reshape<1, BN, 1, 1>(block_half_factor<Layout>(wq, block, offsetof(Layout, d)));
     auto x4 = expand_dims<3>(x);    // [BR, 1, 1, 1]
     auto xs4 = expand_dims<3>(xs);  // [BR, 1, 1, 1]
