@@ -55,7 +55,7 @@ std::string find_lld() {
 }
 
 std::string lld_search_text() {
-  if (const char *v = std::getenv("KDSL_LLD")) return fmt::format("$KDSL_LLD ('{}')", v);
+  if (const char *v = std::getenv("KDSL_LLD")) return fmt::format("$KDSL_LLD ('{}'; unset it to search for Debian's lld-19)", v);
   return "/usr/lib/llvm-19/bin/ld.lld and ld.lld-19 on PATH (install Debian's lld-19, or set KDSL_LLD)";
 }
 
@@ -67,7 +67,8 @@ std::string find_device_libs() {
 }
 
 std::string device_libs_search_text() {
-  if (const char *v = std::getenv("KDSL_ROCM_DEVICE_LIBS")) return fmt::format("$KDSL_ROCM_DEVICE_LIBS ('{}')", v);
+  if (const char *v = std::getenv("KDSL_ROCM_DEVICE_LIBS"))
+    return fmt::format("$KDSL_ROCM_DEVICE_LIBS ('{}'; unset it to search for ROCm or Debian's rocm-device-libs)", v);
   std::string dirs;
   for (const std::string &dir : device_lib_dirs()) dirs += (dirs.empty() ? "" : ", ") + dir;
   return dirs + " (install Debian's rocm-device-libs, or set ROCM_PATH or KDSL_ROCM_DEVICE_LIBS)";
