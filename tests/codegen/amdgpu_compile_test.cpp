@@ -233,7 +233,9 @@ TEST_CASE("amdgpu: device_print is refused by name on AMD GPUs; device_assert tr
 TEST_CASE("amdgpu: the metadata reader refuses what is not an AMDGPU ELF") {
   CHECK_THROWS_WITH_AS(amd::read_code_object_metadata({1, 2, 3}), doctest::Contains("not a 64-bit little-endian ELF"), Error);
   if (!have_lld()) return;
-  codegen::CompiledObject host = codegen::compile(tools::trace_kernel(nvptx_test::find("vector_add").signature, {}), "host_add", codegen::Target::host());
+  const tools::NamedKernel &add = nvptx_test::find("vector_add");
+  codegen::CompiledObject host =
+      codegen::compile(tools::trace_kernel(add.signature, tools::parse_specialization("none", add.signature)), "host_add", codegen::Target::host());
   CHECK_THROWS_WITH_AS(amd::read_code_object_metadata(host.object), doctest::Contains("expected 224 (EM_AMDGPU)"), Error);
 }
 
