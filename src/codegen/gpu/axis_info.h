@@ -5,7 +5,7 @@
 
 #include "ir/ir.h"
 
-namespace kdsl::codegen::nvptx {
+namespace kdsl::codegen::gpu {
 
 // For the last axis of a block (Triton's AxisInfo, one axis only), in aligned groups:
 //   contiguity: each aligned group of this many elements is x, x+1, x+2, ... (pointers: in
@@ -23,4 +23,4 @@ struct AxisInfo {
 // bounds. Unknown values get {1, 1, 1} (pointers: divisibility of their element size).
 std::vector<AxisInfo> analyze_axis_info(const ir::Function &fn);
 
-}  // namespace kdsl::codegen::nvptx
+}  // namespace kdsl::codegen::gpu

@@ -4,10 +4,9 @@
 
 #include <kdsl/error.h>
 
-#include "codegen/nvptx/gpu_lowering.h"
-#include "codegen/nvptx/nvptx_intrinsics.h"
+#include "codegen/gpu/gpu_lowering.h"
 
-namespace kdsl::codegen::nvptx {
+namespace kdsl::codegen::gpu {
 
 void GpuLowering::set_regs(ir::ValueId v, std::vector<llvm::Value *> regs) {
   ValueState &st = state_[size_t(v)];
@@ -196,26 +195,26 @@ LoweringResult GpuLowering::run(const std::string &symbol) {
   std::vector<llvm::Type *> params;
   for (const ir::Argument &a : fn_.args) {
     const ir::Type &t = fn_.type(a.value);
-    params.push_back(t.is_ptr ? llvm::PointerType::get(ctx_, kGlobalAddressSpace) : storage_type(t.elem));
+    params.push_back(t.is_ptr ? llvm::PointerType::get(ctx_, hooks_.global_address_space()) : storage_type(t.elem));
   }
   auto *f = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), params, false), llvm::Function::ExternalLinkage, symbol, m_);
   f->addFnAttr(llvm::Attribute::NoUnwind);
-  mark_kernel(f, threads_);
+  hooks_.mark_kernel(f, threads_);
   for (size_t i = 0; i < fn_.args.size(); ++i) f->getArg(unsigned(i))->setName(fn_.args[i].name);
   shared_base_ = new llvm::GlobalVariable(m_, llvm::ArrayType::get(b_.getInt8Ty(), 0), false, llvm::GlobalValue::ExternalLinkage, nullptr,
-                                          symbol + "_shared", nullptr, llvm::GlobalValue::NotThreadLocal, kSharedAddressSpace);
+                                          symbol + "_shared", nullptr, llvm::GlobalValue::NotThreadLocal, hooks_.shared_address_space());
   shared_base_->setAlignment(llvm::Align(16));
 
   auto *entry = llvm::BasicBlock::Create(ctx_, "prologue", f);
   auto *body = llvm::BasicBlock::Create(ctx_, "body", f);
   b_.SetInsertPoint(entry);
-  tid_ = thread_id(b_);
+  tid_ = hooks_.thread_id(b_);
   b_.CreateAssumption(b_.CreateICmpULT(tid_, b_.getInt32(uint32_t(threads_))));
   lane_ = b_.CreateAnd(tid_, uint64_t(target_.warp_size - 1), "lane");
   warp_ = b_.CreateLShr(tid_, uint64_t(__builtin_ctz(unsigned(target_.warp_size))), "warp");
   for (int i = 0; i < 3; ++i) {
-    pid_[size_t(i)] = block_id(b_, i);
-    grid_[size_t(i)] = grid_size(b_, i);
+    pid_[size_t(i)] = hooks_.block_id(b_, i);
+    grid_[size_t(i)] = hooks_.grid_size(b_, i);
   }
   prologue_end_ = b_.CreateBr(body);
   b_.SetInsertPoint(body);
@@ -225,9 +224,9 @@ LoweringResult GpuLowering::run(const std::string &symbol) {
   return {int((shared_top_ + 15) / 16 * 16), threads_};
 }
 
-LoweringResult lower_to_nvptx(const ir::Function &fn, const LayoutPlan &plan, const TargetInfo &target, llvm::Module &module,
+LoweringResult lower_to_gpu(const ir::Function &fn, const LayoutPlan &plan, GpuTarget &target, llvm::Module &module,
                               const std::string &symbol) {
   return GpuLowering(fn, plan, target, module).run(symbol);
 }
 
-}  // namespace kdsl::codegen::nvptx
+}  // namespace kdsl::codegen::gpu

@@ -1,10 +1,10 @@
 // plan_pipelining.h - picks the loads in for_range bodies to copy into shared memory with cp.async, num_stages - 1 iterations ahead
 #pragma once
-#include "codegen/nvptx/layout.h"
+#include "codegen/gpu/layout.h"
 #include "codegen/target_info.h"
 #include "ir/ir.h"
 
-namespace kdsl::codegen::nvptx {
+namespace kdsl::codegen::gpu {
 
 // Assumes `plan` from assign_layouts. Lists in plan.pipelined each load that
 //  - sits at the top level of a for_range body and whose tile is read only as the A or B
@@ -17,4 +17,4 @@ namespace kdsl::codegen::nvptx {
 // Only where the target has cp.async and num_stages >= 2; sets plan.num_stages.
 void plan_pipelining(const ir::Function &fn, const TargetInfo &target, int num_stages, LayoutPlan &plan);
 
-}  // namespace kdsl::codegen::nvptx
+}  // namespace kdsl::codegen::gpu

@@ -7,10 +7,9 @@
 
 #include <kdsl/error.h>
 
-#include "codegen/nvptx/gpu_lowering.h"
-#include "codegen/nvptx/nvptx_intrinsics.h"
+#include "codegen/gpu/gpu_lowering.h"
 
-namespace kdsl::codegen::nvptx {
+namespace kdsl::codegen::gpu {
 namespace {
 
 // sum, max or min of two elements, and the element that changes nothing: -0.0 for float sums
@@ -72,7 +71,7 @@ void GpuLowering::emit_scan(const ir::Op &op) {
   const int axis = int(op.ints[0]);
   const bool reverse = op.ints[1] != 0;
   const Layout &l = plan_.layout[size_t(v)];
-  if (l.kind != LayoutKind::Blocked) internal_error(fmt::format("nvptx lowering: a scan's result is in {}, not a blocked layout", l.str()));
+  if (l.kind != LayoutKind::Blocked) internal_error(fmt::format("GPU lowering: a scan's result is in {}, not a blocked layout", l.str()));
   ScanCombiner c(b_, op.kind, t.elem, compute_type(t.elem));
 
   std::vector<llvm::Value *> xs = regs_as(x, v);
@@ -114,7 +113,7 @@ void GpuLowering::emit_scan(const ir::Op &op) {
     run.before = c.identity();
     run.warp_total = run.total;
     for (int k = 1; k < lanes; k *= 2) {
-      llvm::Value *partner = shuffle_xor_any(b_, run.warp_total, k * lane_stride);
+      llvm::Value *partner = shuffle_xor_any(hooks_, b_, run.warp_total, k * lane_stride);
       llvm::Value *upper = b_.CreateICmpNE(b_.CreateAnd(lane_a, uint64_t(k)), b_.getInt32(0));
       llvm::Value *partner_first = reverse ? b_.CreateNot(upper) : upper;
       run.before = b_.CreateSelect(partner_first, c.combine(partner, run.before), run.before);
@@ -227,4 +226,4 @@ void GpuLowering::emit_gather(const ir::Op &op) {
   set_regs(v, std::move(out));
 }
 
-}  // namespace kdsl::codegen::nvptx
+}  // namespace kdsl::codegen::gpu

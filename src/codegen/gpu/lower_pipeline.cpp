@@ -3,11 +3,10 @@
 
 #include <kdsl/error.h>
 
-#include "codegen/nvptx/gpu_lowering.h"
-#include "codegen/nvptx/mma_fragments.h"
-#include "codegen/nvptx/nvptx_intrinsics.h"
+#include "codegen/gpu/gpu_lowering.h"
+#include "codegen/gpu/staged_tile.h"
 
-namespace kdsl::codegen::nvptx {
+namespace kdsl::codegen::gpu {
 
 // With S = num_stages buffers per pipelined load and iterations i = 0, 1, ...:
 //   before the loop:  copy iterations 0 .. S-2 into buffers 0 .. S-2, one commit each
@@ -36,7 +35,7 @@ void GpuLowering::copy_tile_async(const PipelinedLoad &p, llvm::Value *iv, llvm:
     llvm::Value *offset = b_.CreateAdd(b_.CreateMul(idx.coords[0], b_.getInt32(uint32_t(row_bytes))), b_.CreateMul(idx.coords[1], b_.getInt32(uint32_t(eb))));
     llvm::Value *dst = b_.CreateInBoundsGEP(b_.getInt8Ty(), buffer, offset);
     llvm::Value *bytes = masked ? b_.CreateSelect(element(load.operands[1], idx), b_.getInt32(16), b_.getInt32(0)) : b_.getInt32(16);
-    cp_async_16(b_, dst, src, bytes);
+    hooks_.async_copy_16(b_, dst, src, bytes);
   }
   state_[size_t(iv_value)] = saved;
 }
@@ -61,7 +60,7 @@ bool GpuLowering::pipeline_prologue(const ir::Op &loop, llvm::Value *lo, llvm::V
       for (size_t i = 0; i < pl.loads.size(); ++i)
         copy_tile_async(*pl.loads[i], iv, b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), pl.buffers[i], uint64_t(s * pl.stage_bytes[i])), pl.row_bytes[i]);
     });
-    cp_async_commit_group(b_);
+    hooks_.async_commit(b_);
   }
   pipelines_[&loop] = std::move(pl);
   return true;
@@ -76,8 +75,8 @@ void GpuLowering::pipeline_header(const ir::Op &loop, llvm::BasicBlock *pre) {
 void GpuLowering::pipeline_body(const ir::Op &loop, llvm::Value *iv, llvm::Value *hi, llvm::Value *step) {
   LoopPipeline &pl = pipelines_.at(&loop);
   int stages = plan_.num_stages;
-  cp_async_wait_group(b_, stages - 2);
-  barrier(b_);
+  hooks_.async_wait(b_, stages - 2);
+  hooks_.barrier(b_);
   shared_dirty_ = false;
   llvm::Value *ahead = b_.CreateAdd(pl.stage, b_.getInt32(uint32_t(stages - 1)));
   ahead = b_.CreateSelect(b_.CreateICmpUGE(ahead, b_.getInt32(uint32_t(stages))), b_.CreateSub(ahead, b_.getInt32(uint32_t(stages))), ahead);
@@ -88,7 +87,7 @@ void GpuLowering::pipeline_body(const ir::Op &loop, llvm::Value *iv, llvm::Value
   when(b_.CreateICmpSLT(iv_ahead, hi), [&] {
     for (size_t i = 0; i < pl.loads.size(); ++i) copy_tile_async(*pl.loads[i], iv_ahead, tile(i, ahead), pl.row_bytes[i]);
   });
-  cp_async_commit_group(b_);
+  hooks_.async_commit(b_);
   for (size_t i = 0; i < pl.loads.size(); ++i) {
     ir::ValueId v = pl.loads[i]->load->results[0];
     state_[size_t(v)] = {};
@@ -105,4 +104,4 @@ void GpuLowering::pipeline_latch(const ir::Op &loop, llvm::BasicBlock *latch) {
   pl.stage->addIncoming(next, latch);
 }
 
-}  // namespace kdsl::codegen::nvptx
+}  // namespace kdsl::codegen::gpu

@@ -4,10 +4,9 @@
 #include <kdsl/error.h>
 
 #include "codegen/atomic_semantics.h"
-#include "codegen/nvptx/gpu_lowering.h"
-#include "codegen/nvptx/nvptx_intrinsics.h"
+#include "codegen/gpu/gpu_lowering.h"
 
-namespace kdsl::codegen::nvptx {
+namespace kdsl::codegen::gpu {
 
 namespace {
 llvm::Value *both(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) { return !x ? y : !y ? x : b.CreateAnd(x, y); }
@@ -160,4 +159,4 @@ void GpuLowering::emit_atomic(const ir::Op &op) {
   set_regs(op.results[0], std::move(olds));
 }
 
-}  // namespace kdsl::codegen::nvptx
+}  // namespace kdsl::codegen::gpu

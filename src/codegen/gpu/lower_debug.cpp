@@ -1,12 +1,11 @@
-// lower_debug.cpp - device_print through CUDA's vprintf and device_assert through __assertfail, per thread
+// lower_debug.cpp - device_print and device_assert: which thread reports which element, through the target's print and assert hooks
 #include <fmt/format.h>
 
 #include <kdsl/error.h>
 
-#include "codegen/nvptx/gpu_lowering.h"
-#include "codegen/nvptx/nvptx_intrinsics.h"
+#include "codegen/gpu/gpu_lowering.h"
 
-namespace kdsl::codegen::nvptx {
+namespace kdsl::codegen::gpu {
 namespace {
 
 // printf's text for a label or message: '%' doubled.
@@ -16,13 +15,6 @@ std::string literal(const std::string &text) {
   return out;
 }
 
-// A NUL-terminated string in global memory, as a generic pointer (what vprintf and
-// __assertfail take).
-llvm::Value *global_string(llvm::IRBuilder<> &b, llvm::Module &m, const std::string &text, const char *name) {
-  llvm::GlobalVariable *g = b.CreateGlobalString(text, name, kGlobalAddressSpace, &m);
-  return b.CreateAddrSpaceCast(g, b.getPtrTy());
-}
-
 // The printf conversion and the promoted value of one element (C's varargs rules: floats as
 // double, narrow integers as int).
 std::pair<const char *, llvm::Value *> printf_argument(llvm::IRBuilder<> &b, DType t, llvm::Value *v) {
@@ -30,19 +22,6 @@ std::pair<const char *, llvm::Value *> printf_argument(llvm::IRBuilder<> &b, DTy
   if (t == DType::I64) return {"%lld", v};
   if (t == DType::U32) return {"%u", v};
   return {is_unsigned(t) ? "%u" : "%d", is_unsigned(t) ? b.CreateZExt(v, b.getInt32Ty()) : b.CreateSExt(v, b.getInt32Ty())};
-}
-
-// vprintf(format, buffer): the arguments laid out as a C struct of their types on the stack.
-void emit_vprintf(llvm::IRBuilder<> &b, llvm::Module &m, const std::string &format, const std::vector<llvm::Value *> &args) {
-  llvm::Function *f = b.GetInsertBlock()->getParent();
-  std::vector<llvm::Type *> types;
-  for (llvm::Value *a : args) types.push_back(a->getType());
-  llvm::StructType *layout = llvm::StructType::get(b.getContext(), types);
-  llvm::IRBuilder<> entry(&f->getEntryBlock(), f->getEntryBlock().begin());
-  llvm::AllocaInst *buffer = entry.CreateAlloca(layout, nullptr, "printf.args");
-  for (size_t i = 0; i < args.size(); ++i) b.CreateStore(args[i], b.CreateStructGEP(layout, buffer, unsigned(i)));
-  llvm::FunctionCallee vprintf = m.getOrInsertFunction("vprintf", llvm::FunctionType::get(b.getInt32Ty(), {b.getPtrTy(), b.getPtrTy()}, false));
-  b.CreateCall(vprintf, {global_string(b, m, format, "printf.format"), buffer});
 }
 
 }  // namespace
@@ -65,7 +44,7 @@ void GpuLowering::emit_print(const ir::Op &op) {
       }
       args.push_back(promoted);
       std::string where = t.shape.rank ? fmt::format(" idx ({})", coords) : "";
-      emit_vprintf(b_, m_, fmt::format("pid (%d, %d, %d){} {}: {}\n", where, name, conversion), args);
+      hooks_.print(b_, m_, fmt::format("pid (%d, %d, %d){} {}: {}\n", where, name, conversion), args);
     };
     if (t.shape.rank == 0) {
       llvm::Value *value = element(x, {});
@@ -81,8 +60,8 @@ void GpuLowering::emit_print(const ir::Op &op) {
   }
 }
 
-// A thread holding a false element prints where it is and calls __assertfail, CUDA's assert:
-// the kernel stops and the launch fails with an assert error (the driver prints the message).
+// A thread holding a false element reports where it is and stops the kernel (NVIDIA:
+// vprintf and __assertfail, the launch fails with an assert error).
 void GpuLowering::emit_assert(const ir::Op &op) {
   ir::ValueId cond = op.operands[0];
   const ir::Type &t = fn_.type(cond);
@@ -94,11 +73,7 @@ void GpuLowering::emit_assert(const ir::Op &op) {
       args.push_back(idx.coords[size_t(d)]);
     }
     std::string where = t.shape.rank ? fmt::format(" idx ({})", coords) : "";
-    emit_vprintf(b_, m_, fmt::format("pid (%d, %d, %d){} device_assert failed: {}\n", where, literal(op.text)), args);
-    llvm::FunctionCallee assertfail = m_.getOrInsertFunction(
-        "__assertfail", llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy(), b_.getPtrTy(), b_.getInt32Ty(), b_.getPtrTy(), b_.getInt64Ty()}, false));
-    b_.CreateCall(assertfail, {global_string(b_, m_, op.text, "assert.message"), global_string(b_, m_, "kdsl kernel", "assert.file"), b_.getInt32(0),
-                               global_string(b_, m_, fn_.name, "assert.function"), b_.getInt64(1)});
+    hooks_.assert_fail(b_, m_, fmt::format("pid (%d, %d, %d){} device_assert failed: {}\n", where, literal(op.text)), args, op.text, fn_.name);
   };
   if (t.shape.rank == 0) {
     llvm::Value *failed = b_.CreateAnd(b_.CreateNot(element(cond, {})), b_.CreateICmpEQ(thread_index(), b_.getInt32(0)));
@@ -114,4 +89,4 @@ void GpuLowering::emit_assert(const ir::Op &op) {
   }
 }
 
-}  // namespace kdsl::codegen::nvptx
+}  // namespace kdsl::codegen::gpu

@@ -1,9 +1,9 @@
 // axis_info.cpp - contiguity, constancy and divisibility along the last axis, op by op
-#include "codegen/nvptx/axis_info.h"
+#include "codegen/gpu/axis_info.h"
 
 #include <algorithm>
 
-namespace kdsl::codegen::nvptx {
+namespace kdsl::codegen::gpu {
 namespace {
 
 constexpr int64_t kHuge = int64_t(1) << 30;
@@ -158,4 +158,4 @@ class Analysis {
 
 std::vector<AxisInfo> analyze_axis_info(const ir::Function &fn) { return Analysis(fn).run(); }
 
-}  // namespace kdsl::codegen::nvptx
+}  // namespace kdsl::codegen::gpu

@@ -1,10 +1,10 @@
 // assign_layouts.h - gives every block value of a kernel a distributed layout: blocked, or a matrix instruction's accumulator layout
 #pragma once
-#include "codegen/nvptx/layout.h"
+#include "codegen/gpu/layout.h"
 #include "codegen/target_info.h"
 #include "ir/ir.h"
 
-namespace kdsl::codegen::nvptx {
+namespace kdsl::codegen::gpu {
 
 // Assumes a verified function after the block-IR pipeline. Guarantees:
 //  - every value of rank >= 1 gets a blocked layout over num_warps * warp_size threads, one
@@ -24,4 +24,4 @@ namespace kdsl::codegen::nvptx {
 //    one aligned to the whole access, and the mask constant over it.
 LayoutPlan assign_layouts(const ir::Function &fn, const TargetInfo &target, int num_warps);
 
-}  // namespace kdsl::codegen::nvptx
+}  // namespace kdsl::codegen::gpu

@@ -4,10 +4,9 @@
 
 #include <kdsl/error.h>
 
-#include "codegen/nvptx/gpu_lowering.h"
-#include "codegen/nvptx/nvptx_intrinsics.h"
+#include "codegen/gpu/gpu_lowering.h"
 
-namespace kdsl::codegen::nvptx {
+namespace kdsl::codegen::gpu {
 
 llvm::Value *GpuLowering::compute(const ir::Op &op, const Index &idx) {
   const ir::Type &out = fn_.type(op.results[0]);
@@ -57,7 +56,7 @@ llvm::Value *GpuLowering::compute(const ir::Op &op, const Index &idx) {
       return b_.CreateGEP(storage_type(out.elem), arg(0), offset);
     }
     default: {
-      if (!ir::is_elementwise(op.kind)) internal_error(fmt::format("nvptx lowering: {} cannot be computed per element", ir::op_name(op.kind)));
+      if (!ir::is_elementwise(op.kind)) internal_error(fmt::format("GPU lowering: {} cannot be computed per element", ir::op_name(op.kind)));
       return el_.elementwise(op, fn_, arg);
     }
   }
@@ -65,4 +64,4 @@ llvm::Value *GpuLowering::compute(const ir::Op &op, const Index &idx) {
 
 llvm::Value *GpuLowering::cast(llvm::Value *v, DType from, DType to) { return el_.cast(v, from, to); }
 
-}  // namespace kdsl::codegen::nvptx
+}  // namespace kdsl::codegen::gpu

@@ -1,13 +1,13 @@
 // plan_pipelining.cpp - which loads feeding tensor-core dots are copied ahead with cp.async
-#include "codegen/nvptx/plan_pipelining.h"
+#include "codegen/gpu/plan_pipelining.h"
 
 #include <map>
 #include <set>
 
-#include "codegen/nvptx/gpu_lowering.h"
-#include "codegen/nvptx/mma_fragments.h"
+#include "codegen/gpu/gpu_lowering.h"
+#include "codegen/gpu/staged_tile.h"
 
-namespace kdsl::codegen::nvptx {
+namespace kdsl::codegen::gpu {
 namespace {
 
 struct Defs {
@@ -68,4 +68,4 @@ void plan_pipelining(const ir::Function &fn, const TargetInfo &target, int num_s
   });
 }
 
-}  // namespace kdsl::codegen::nvptx
+}  // namespace kdsl::codegen::gpu

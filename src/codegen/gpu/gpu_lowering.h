@@ -6,11 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "codegen/nvptx/nvptx_elements.h"
-#include "codegen/nvptx/layout.h"
-#include "codegen/nvptx/lower_nvptx.h"
+#include "codegen/gpu/gpu_elements.h"
+#include "codegen/gpu/gpu_target.h"
+#include "codegen/gpu/layout.h"
+#include "codegen/gpu/lower_gpu.h"
 
-namespace kdsl::codegen::nvptx {
+namespace kdsl::codegen::gpu {
 
 // An element position of a block: one i32 per axis. When it is a thread's own register r of
 // the layout (and shape) the value is held in, `layout` says so and registers are read
@@ -61,10 +62,10 @@ struct LoopPipeline {
 
 class GpuLowering {
  public:
-  GpuLowering(const ir::Function &fn, const LayoutPlan &plan, const TargetInfo &target, llvm::Module &m);
+  GpuLowering(const ir::Function &fn, const LayoutPlan &plan, GpuTarget &hooks, llvm::Module &m);
   LoweringResult run(const std::string &symbol);
 
-  // --- lower_nvptx.cpp: values, memory, control flow -------------------------------------
+  // --- lower_gpu.cpp: values, memory, control flow -------------------------------------
   llvm::Type *compute_type(DType t);
   llvm::Type *compute_type(const ir::Type &t);
   llvm::Type *storage_type(DType t);
@@ -112,19 +113,18 @@ class GpuLowering {
   void set_regs(ir::ValueId v, std::vector<llvm::Value *> regs);
   void set_scalar(ir::ValueId v, llvm::Value *s);
 
-  // --- lower_reduce.cpp / lower_dot.cpp / lower_mma.cpp ---------------------------------------
+  // --- lower_reduce.cpp / lower_dot.cpp (matrix instructions: GpuTarget::matrix_dot) ---------------------------------------
   void emit_reduce(const ir::Op &op);
   llvm::Value *read_partials(ir::ValueId v, const Index &idx);
   // --- lower_scan.cpp: inclusive scans (shuffles, then shared memory across warps), gather ----
   void emit_scan(const ir::Op &op);
   void emit_gather(const ir::Op &op);
-  // --- lower_debug.cpp: device_print through vprintf, device_assert through __assertfail ------
+  // --- lower_debug.cpp: device_print and device_assert, per thread, through the target's hooks --
   void emit_print(const ir::Op &op);
   void emit_assert(const ir::Op &op);
   llvm::Value *program_id(int axis) { return pid_[size_t(axis)]; }
   llvm::Value *thread_index() { return tid_; }
   void emit_dot(const ir::Op &op);
-  void emit_mma_dot(const ir::Op &op, const MatrixInstruction &instruction);
 
   // --- lower_pipeline.cpp: loads feeding tensor-core dots copied ahead with cp.async ----------
   // Called by emit_for: before the loop (allocate, copy the first num_stages - 1 iterations;
@@ -139,11 +139,12 @@ class GpuLowering {
 
   const ir::Function &fn_;
   const LayoutPlan &plan_;
-  const TargetInfo &target_;
+  GpuTarget &hooks_;           // what differs per GPU vendor
+  const TargetInfo &target_;  // hooks_.info()
   llvm::Module &m_;
   llvm::LLVMContext &ctx_;
   llvm::IRBuilder<> b_;
-  NvptxElements el_;  // what each element of an elementwise op computes (shared with the host)
+  GpuElements el_;  // what each element of an elementwise op computes (shared with the host)
   std::vector<ValueState> state_;
   std::vector<const ir::Op *> def_;
   std::map<std::string, std::vector<llvm::Value *>> thread_coords_;  // per layout and axis
@@ -151,7 +152,7 @@ class GpuLowering {
   llvm::Instruction *prologue_end_ = nullptr;  // thread coordinates are computed before this
   llvm::Value *tid_ = nullptr, *lane_ = nullptr, *warp_ = nullptr;
   std::array<llvm::Value *, 3> pid_{}, grid_{};
-  llvm::GlobalVariable *shared_base_ = nullptr;
+  llvm::GlobalVariable *shared_base_ = nullptr;  // dynamic shared memory (LDS), sized at launch
   int64_t shared_top_ = 0;
   bool shared_dirty_ = false;  // shared memory was read since the last barrier
   int depth_ = 0;
@@ -171,4 +172,4 @@ void GpuLowering::when(llvm::Value *cond, F &&then) {
   b_.SetInsertPoint(done);
 }
 
-}  // namespace kdsl::codegen::nvptx
+}  // namespace kdsl::codegen::gpu

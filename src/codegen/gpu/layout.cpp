@@ -1,9 +1,9 @@
 // layout.cpp - distributed layouts: printing, comparing, the mma layout and the per-thread register map
-#include "codegen/nvptx/layout.h"
+#include "codegen/gpu/layout.h"
 
 #include <fmt/format.h>
 
-namespace kdsl::codegen::nvptx {
+namespace kdsl::codegen::gpu {
 
 bool Layout::operator==(const Layout &o) const {
   if (kind != o.kind || rank != o.rank) return false;
@@ -62,4 +62,4 @@ RegisterMap register_map(const Layout &layout, const ir::Shape &shape) {
   return map;
 }
 
-}  // namespace kdsl::codegen::nvptx
+}  // namespace kdsl::codegen::gpu

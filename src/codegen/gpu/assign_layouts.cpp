@@ -1,5 +1,5 @@
 // assign_layouts.cpp - blocked layouts from num_warps and shapes, mma layouts for dots on tensor cores; vector widths from axis info
-#include "codegen/nvptx/assign_layouts.h"
+#include "codegen/gpu/assign_layouts.h"
 
 #include <fmt/format.h>
 
@@ -8,10 +8,10 @@
 
 #include <kdsl/error.h>
 
-#include "codegen/nvptx/axis_info.h"
-#include "codegen/nvptx/gpu_lowering.h"
+#include "codegen/gpu/axis_info.h"
+#include "codegen/gpu/gpu_lowering.h"
 
-namespace kdsl::codegen::nvptx {
+namespace kdsl::codegen::gpu {
 namespace {
 
 int pow2_floor(int64_t v) {
@@ -240,4 +240,4 @@ LayoutPlan assign_layouts(const ir::Function &fn, const TargetInfo &target, int 
   return plan;
 }
 
-}  // namespace kdsl::codegen::nvptx
+}  // namespace kdsl::codegen::gpu

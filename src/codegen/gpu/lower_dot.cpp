@@ -1,18 +1,18 @@
-// lower_dot.cpp - dot on the GPU: tensor cores where the plan says so, else operands through shared memory and each thread's outputs by FMA
+// lower_dot.cpp - dot on the GPU: matrix instructions where the plan says so, else operands through shared memory and each thread's outputs by FMA
 #include <llvm/IR/Intrinsics.h>
 
-#include "codegen/nvptx/gpu_lowering.h"
+#include "codegen/gpu/gpu_lowering.h"
 
-namespace kdsl::codegen::nvptx {
+namespace kdsl::codegen::gpu {
 
 // c[m, n] = acc[m, n] + sum_k a[m, k] * b[k, n]. Dots the layout plan put on a matrix
-// instruction go to emit_mma_dot (lower_mma.cpp). The rest: for the (m, n) each thread holds
+// instruction go to the target's matrix_dot hook (NVIDIA: nvptx/lower_mma.cpp). The rest: for the (m, n) each thread holds
 // in the result's layout (any layout), k in a run-time loop over shared copies of a and b
 // (a's rows padded so the column reads of a warp hit distinct banks). Correct for every
 // dtype and shape: f32, shapes that are not whole instruction tiles, targets without matrix
 // instructions, and the SIMT emulator by default.
 void GpuLowering::emit_dot(const ir::Op &op) {
-  if (int i = plan_.instruction_of(&op); i >= 0) return emit_mma_dot(op, target_.matrix_instructions[size_t(i)]);
+  if (int i = plan_.instruction_of(&op); i >= 0) return hooks_.matrix_dot(*this, op, target_.matrix_instructions[size_t(i)]);
   ir::ValueId a = op.operands[0], b = op.operands[1], v = op.results[0];
   const ir::Type &at = fn_.type(a), &bt = fn_.type(b), &ct = fn_.type(v);
   bool fp = is_float(ct.elem);
@@ -57,4 +57,4 @@ void GpuLowering::emit_dot(const ir::Op &op) {
   set_regs(v, std::move(result));
 }
 
-}  // namespace kdsl::codegen::nvptx
+}  // namespace kdsl::codegen::gpu

@@ -7,7 +7,7 @@
 #include "codegen/target_info.h"
 #include "ir/ir.h"
 
-namespace kdsl::codegen::nvptx {
+namespace kdsl::codegen::gpu {
 
 enum class LayoutKind {
   Blocked,  // Triton's blocked layout: for loads, stores, elementwise math, reductions
@@ -116,4 +116,4 @@ struct LayoutPlan {
   }
 };
 
-}  // namespace kdsl::codegen::nvptx
+}  // namespace kdsl::codegen::gpu

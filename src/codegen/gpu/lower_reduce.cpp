@@ -6,10 +6,9 @@
 
 #include <kdsl/error.h>
 
-#include "codegen/nvptx/gpu_lowering.h"
-#include "codegen/nvptx/nvptx_intrinsics.h"
+#include "codegen/gpu/gpu_lowering.h"
 
-namespace kdsl::codegen::nvptx {
+namespace kdsl::codegen::gpu {
 namespace {
 
 struct Partial {
@@ -107,7 +106,7 @@ void GpuLowering::emit_reduce(const ir::Op &op) {
   }
   for (int k = l.threads_per_warp[size_t(axis)] / 2; k >= 1; k /= 2)
     for (Partial &p : partials) {
-      Partial other{shuffle_xor_any(b_, p.value, k * lane_stride), p.index ? shuffle_xor_any(b_, p.index, k * lane_stride) : nullptr};
+      Partial other{shuffle_xor_any(hooks_, b_, p.value, k * lane_stride), p.index ? shuffle_xor_any(hooks_, b_, p.index, k * lane_stride) : nullptr};
       p = combiner.combine(p, other);
     }
 
@@ -167,4 +166,4 @@ llvm::Value *GpuLowering::read_partials(ir::ValueId v, const Index &idx) {
   return is_float(in.elem) ? round_to(acc.value, in.elem) : acc.value;
 }
 
-}  // namespace kdsl::codegen::nvptx
+}  // namespace kdsl::codegen::gpu

@@ -1,5 +1,5 @@
-// lower_nvptx.cpp - block IR to LLVM IR for NVIDIA GPUs: per-thread registers, shared memory, control flow
-#include "codegen/nvptx/lower_nvptx.h"
+// lower_gpu.cpp - block IR to LLVM IR for a GPU: per-thread registers, shared memory, control flow
+#include "codegen/gpu/lower_gpu.h"
 
 #include <fmt/format.h>
 #include <llvm/IR/Intrinsics.h>
@@ -7,10 +7,9 @@
 #include <kdsl/error.h>
 
 #include "codegen/host/element_math.h"
-#include "codegen/nvptx/gpu_lowering.h"
-#include "codegen/nvptx/nvptx_intrinsics.h"
+#include "codegen/gpu/gpu_lowering.h"
 
-namespace kdsl::codegen::nvptx {
+namespace kdsl::codegen::gpu {
 
 // Index arithmetic is recomputed wherever it is read (as the host lowering fuses it), so
 // views of it never need shared memory and LLVM sees affine addresses.
@@ -25,14 +24,14 @@ bool is_index_math(const ir::Op &op, const ir::Type &t) {
   return ir::is_elementwise(op.kind) && (t.is_ptr || !is_float(t.elem));
 }
 
-GpuLowering::GpuLowering(const ir::Function &fn, const LayoutPlan &plan, const TargetInfo &target, llvm::Module &m)
-    : fn_(fn), plan_(plan), target_(target), m_(m), ctx_(m.getContext()), b_(ctx_), el_(b_, m) {
+GpuLowering::GpuLowering(const ir::Function &fn, const LayoutPlan &plan, GpuTarget &hooks, llvm::Module &m)
+    : fn_(fn), plan_(plan), hooks_(hooks), target_(hooks.info()), m_(m), ctx_(m.getContext()), b_(ctx_), el_(b_, m, hooks) {
   state_.assign(fn.values.size(), {});
   def_.assign(fn.values.size(), nullptr);
   ir::walk(fn.body, [&](const ir::Op &op) {
     for (ir::ValueId r : op.results) def_[size_t(r)] = &op;
   });
-  threads_ = plan.num_warps * target.warp_size;
+  threads_ = plan.num_warps * target_.warp_size;
 }
 
 // --- types --------------------------------------------------------------------------------
@@ -98,7 +97,7 @@ llvm::Value *GpuLowering::element(ir::ValueId v, const Index &idx) {
   const ir::Type &t = fn_.type(v);
   ValueState &st = state_[size_t(v)];
   if (t.shape.rank == 0) {
-    if (!st.scalar) internal_error(fmt::format("nvptx lowering: scalar value {} read before it was computed", v));
+    if (!st.scalar) internal_error(fmt::format("GPU lowering: scalar value {} read before it was computed", v));
     return st.scalar;
   }
   if (st.has_regs && idx.layout && *idx.shape == t.shape && *idx.layout == plan_.layout[size_t(v)]) return st.regs[size_t(idx.reg)];
@@ -106,7 +105,7 @@ llvm::Value *GpuLowering::element(ir::ValueId v, const Index &idx) {
   if (st.partials) return read_partials(v, idx);
   const ir::Op *def = def_[size_t(v)];
   if (st.has_regs || !def || !is_index_math(*def, t))
-    internal_error(fmt::format("nvptx lowering: value {} ({}) read at another thread's element without a shared copy", v, t.str()));
+    internal_error(fmt::format("GPU lowering: value {} ({}) read at another thread's element without a shared copy", v, t.str()));
   return compute(*def, idx);
 }
 
@@ -194,11 +193,11 @@ void GpuLowering::store_shared(llvm::Value *base, const ir::Type &t, const std::
 }
 
 void GpuLowering::barrier_before_write() {
-  if (shared_dirty_) barrier(b_);
+  if (shared_dirty_) hooks_.barrier(b_);
   shared_dirty_ = false;
 }
 void GpuLowering::barrier_after_write() {
-  barrier(b_);
+  hooks_.barrier(b_);
   shared_dirty_ = false;
 }
 
@@ -216,4 +215,4 @@ llvm::Value *GpuLowering::shared_copy(ir::ValueId v) {
   return base;
 }
 
-}  // namespace kdsl::codegen::nvptx
+}  // namespace kdsl::codegen::gpu
