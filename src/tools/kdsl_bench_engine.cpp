@@ -23,6 +23,7 @@
 #include "models/spec/ngram_drafter.h"
 #include "models/synth/synth_model.h"
 #include "runtime/device_bandwidth.h"
+#include "src/tools/llama_bench_reference.h"
 
 using namespace kdsl;
 using namespace kdsl::models;
@@ -40,6 +41,7 @@ struct Row {
   double achieved_gbs = 0;  // weight bytes per token x decode tokens/s
   double prompt_tps = 0;    // one batched prefill of the prompt
   double warmup_ms = 0;     // first prefill and first decode steps (compiles or cache loads)
+  tools::LlamaBenchFigures llama;  // llama-bench on the same file and threads, with --llama-bench
 };
 
 int argmax(std::span<const float> x) { return int(std::max_element(x.begin(), x.end()) - x.begin()); }
@@ -253,7 +255,8 @@ int main(int argc, char **argv) {
   std::vector<std::string> types = {"f32", "f16"};
   std::string preset = "110m", dir, device_name = "cpu";
   int threads = 0, int_dot_rows = -1, decode_tokens = 32, warmup_tokens = 4, prompt_tokens = 512, prompt_repeats = 1;
-  bool quick = false, keep = false, no_kernels = false, spec = false, spec_fixed = false;
+  bool quick = false, keep = false, no_kernels = false, spec = false, spec_fixed = false, llama_shapes = false;
+  std::string llama_bench;
   std::vector<std::string> draft_types = {"q4_0", "q8_0"};
   int spec_tokens = 64, draft_max = 7, spec_repeats = 2;
   app.add_option("-m,--model", models, "model files to measure (GGUF or llama2.c); default: synthetic models of --preset in each --type");
@@ -276,9 +279,14 @@ int main(int argc, char **argv) {
   app.add_option("--draft-max", draft_max, "with --spec: at most this many drafts per check")->check(CLI::Range(1, 64));
   app.add_flag("--spec-fixed", spec_fixed, "with --spec: always draft --draft-max tokens (no adaptive length)");
   app.add_option("--spec-repeats", spec_repeats, "with --spec: plain and speculative runs alternated, the best of each counts")->check(CLI::PositiveNumber);
+  app.add_option("--llama-bench", llama_bench,
+                 "a llama-bench binary: run it on each model with the same threads and shapes, and print its figures and kdsl's ratio to them")
+      ->check(CLI::ExistingFile);
+  app.add_flag("--llama-shapes", llama_shapes, "llama-bench's default shapes: tg128 (--decode 128) and pp512 (--prompt 512)");
   app.add_flag("--quick", quick, "tiny preset, 8 decode steps, a 64-token prompt (a smoke run)");
   CLI11_PARSE(app, argc, argv);
   if (quick) preset = "tiny", decode_tokens = 8, prompt_tokens = 64;
+  if (llama_shapes) decode_tokens = 128, prompt_tokens = 512;
 
   std::filesystem::path tmp;
   bool remove_tmp = models.empty() && dir.empty() && !keep;
@@ -314,6 +322,12 @@ int main(int argc, char **argv) {
     for (auto &[path, label] : runs) {
       fmt::print(stderr, "measuring {}...\n", label);
       rows.push_back(bench_model(path, label, dev, decode_tokens, warmup_tokens, prompt_tokens, prompt_repeats, int_dot_rows));
+      if (!llama_bench.empty()) {
+        // Run after kdsl's own figures, never alongside them: the two share the machine.
+        fmt::print(stderr, "measuring {} with llama-bench...\n", label);
+        rows.back().llama = tools::run_llama_bench(llama_bench, path, dev.threads(), dev.kind() == Device::Kind::Cpu ? 0 : 99, prompt_tokens,
+                                                   decode_tokens, std::max(prompt_repeats, 2));
+      }
     }
     std::vector<SpecRow> spec_rows;
     if (spec) {
@@ -365,6 +379,20 @@ int main(int argc, char **argv) {
       fmt::print("| {:<24} | {:>14.2f} | {:>12.1f} MB | {:>8.2f} GB/s | {:>12.2f} GB/s | {:>10.0f}% | {:>19} |\n", r.model, r.decode_tps,
                  r.bytes_per_token / 1e6, r.achieved_gbs, read_gbs, 100 * r.achieved_gbs / read_gbs,
                  prompt_tokens > 0 ? fmt::format("{:.1f}", r.prompt_tps) : "-");
+    if (!llama_bench.empty()) {
+      // kdsl's decode here is over the whole timed run, as llama-bench's tg is; both prompt
+      // figures are the best of their repeats.
+      fmt::print("\nagainst llama-bench ({}), same files and {} threads: tg{} and pp{}, the best of its runs; kdsl/llama.cpp is the ratio\n\n",
+                 llama_bench, dev.threads(), decode_tokens, prompt_tokens);
+      fmt::print("| {:<24} | {:>12} | {:>13} | {:>10} | {:>12} | {:>13} | {:>10} |\n", "model", "kdsl decode", "llama.cpp tg", "kdsl/llama", "kdsl prompt",
+                 "llama.cpp pp", "kdsl/llama");
+      fmt::print("|{:-<26}|{:->14}|{:->15}|{:->12}|{:->14}|{:->15}|{:->12}|\n", "", "", "", "", "", "", "");
+      auto ratio = [](double kdsl, double llama) { return llama > 0 && kdsl > 0 ? fmt::format("{:.2f}x", kdsl / llama) : std::string("-"); };
+      auto rate = [](double tps) { return tps > 0 ? fmt::format("{:.2f}", tps) : std::string("-"); };
+      for (const Row &r : rows)
+        fmt::print("| {:<24} | {:>12} | {:>13} | {:>10} | {:>12} | {:>13} | {:>10} |\n", r.model, rate(r.decode_mean_tps), rate(r.llama.decode_tps),
+                   ratio(r.decode_mean_tps, r.llama.decode_tps), rate(r.prompt_tps), rate(r.llama.prompt_tps), ratio(r.prompt_tps, r.llama.prompt_tps));
+    }
     if (!matvecs.empty()) {
       fmt::print("\nsingle matrix-vector products (median call):\n\n");
       fmt::print("| {:<32} | {:>10} | {:>10} | {:>13} | {:>17} | {:>9} |\n", "weights", "bytes", "time", "achieved", "bandwidth", "fraction");
