@@ -6,6 +6,7 @@
 #include <kdsl/device.h>
 
 #include "kernels/launch_recorder.h"
+#include "kernels/library.h"
 #include "models/engine/model_weights.h"
 
 namespace kdsl::models {
