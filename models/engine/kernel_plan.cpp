@@ -49,7 +49,7 @@ class Walk {
   void trees(int draft_max) {
     const int most = std::min({draft_max + 1, Engine::kMaxTreeNodes, engine_.max_batch(), engine_.context() - 1});
     for (int n = 2; n <= most; ++n) {
-      std::vector<int> parents(size_t(n));
+      std::vector<int> parents(static_cast<size_t>(n));
       for (int i = 0; i < n; ++i) parents[size_t(i)] = i <= 1 ? i - 1 : (i == 2 ? 0 : i - 1);
       engine_.forward_tree(std::span<const int>(tokens_.data(), size_t(n)), parents, 1);
       ++steps_;
