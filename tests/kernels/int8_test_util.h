@@ -3,7 +3,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "models/gguf/quant_blocks.h"
+#include <kdsl/formats/half.h>
+#include <kdsl/formats/quant_blocks.h>
 #include "tests/kernels/quantized_test_util.h"
 
 namespace kernels_test {
@@ -38,14 +39,14 @@ struct WeightBlock {
 inline WeightBlock weight_block(WeightType t, const std::vector<uint8_t> &w, int64_t block) {
   WeightBlock out;
   if (t == WeightType::Q8_0) {
-    kdsl::models::BlockQ8_0 blk;
+    kdsl::formats::BlockQ8_0 blk;
     std::memcpy(&blk, w.data() + block * int64_t(sizeof blk), sizeof blk);
-    out.d = kdsl::models::f16_to_f32(blk.d);
+    out.d = kdsl::f16_bits_to_f32(blk.d);
     for (int j = 0; j < 32; ++j) out.levels[j] = blk.qs[j];
   } else {
-    kdsl::models::BlockQ4_0 blk;
+    kdsl::formats::BlockQ4_0 blk;
     std::memcpy(&blk, w.data() + block * int64_t(sizeof blk), sizeof blk);
-    out.d = kdsl::models::f16_to_f32(blk.d);
+    out.d = kdsl::f16_bits_to_f32(blk.d);
     for (int j = 0; j < 16; ++j) out.levels[j] = (blk.qs[j] & 15) - 8, out.levels[j + 16] = (blk.qs[j] >> 4) - 8;
   }
   return out;
