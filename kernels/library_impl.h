@@ -109,26 +109,21 @@ void require(bool ok, std::string_view what, Message &&message) {
 }
 
 // Calls f.template operator()<KT, VT>() with the kdsl element types of a KV cache's keys and
-// values (f32, f16 or bf16 each); any other type is a user error naming the operation.
+// values: f32, f16 or bf16, the same for both. Each type pair compiles every attention kernel
+// variant again (attention_dispatch.h), so mixed pairs, which no common setup uses, are not
+// built; they and any other type are user errors naming the operation.
 template <class F>
 void with_kv_types(std::string_view what, KvTypes types, F &&f) {
-  auto with_v = [&]<class KT>() {
-    switch (types.v) {
-      case DType::F32: return f.template operator()<KT, f32>();
-      case DType::F16: return f.template operator()<KT, f16>();
-      case DType::BF16: return f.template operator()<KT, bf16>();
-      default: break;
-    }
-    throw Error(std::string("kdsl::kernels::") + std::string(what) + ": a KV cache of values in " + std::string(dtype_name(types.v)) +
-                " is not supported (f32, f16 or bf16)");
-  };
+  if (types.k != types.v)
+    throw Error(std::string("kdsl::kernels::") + std::string(what) + ": keys in " + std::string(dtype_name(types.k)) + " and values in " +
+                std::string(dtype_name(types.v)) + ": a KV cache holds keys and values of one type");
   switch (types.k) {
-    case DType::F32: return with_v.template operator()<f32>();
-    case DType::F16: return with_v.template operator()<f16>();
-    case DType::BF16: return with_v.template operator()<bf16>();
+    case DType::F32: return f.template operator()<f32, f32>();
+    case DType::F16: return f.template operator()<f16, f16>();
+    case DType::BF16: return f.template operator()<bf16, bf16>();
     default: break;
   }
-  throw Error(std::string("kdsl::kernels::") + std::string(what) + ": a KV cache of keys in " + std::string(dtype_name(types.k)) +
+  throw Error(std::string("kdsl::kernels::") + std::string(what) + ": a KV cache of " + std::string(dtype_name(types.k)) +
               " is not supported (f32, f16 or bf16)");
 }
 

@@ -98,6 +98,9 @@ Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions op
   for (DType t : {options.kv_types.k, options.kv_types.v})
     if (t != DType::F32 && t != DType::F16 && t != DType::BF16)
       throw Error(fmt::format("KV cache type {}: expected f32, f16 or bf16 (--cache-type-k, --cache-type-v)", dtype_name(t)));
+  if (options.kv_types.k != options.kv_types.v)
+    throw Error(fmt::format("KV cache types: keys {} and values {}; expected one type for both (--cache-type-k, --cache-type-v)",
+                            dtype_name(options.kv_types.k), dtype_name(options.kv_types.v)));
   if (options.context != 0) check_context(h, device, options.context, options.page_size, options.kv_types, !records_only(options));
   context_ = options.context > 0 ? options.context : default_context(h, device, options.kv_types);
   dim_ = int(h.n_embd);

@@ -35,7 +35,7 @@ namespace {
 
 struct Options {
   std::string model, model_draft, draft_type, cache_dir, targets = "host", batches = "512";
-  std::string cache_type_k = "f32", cache_type_v = "f32";
+  std::string cache_type_k, cache_type_v;
   int ctx = 0, jobs = 0, threads = 0, gpu_sms = 0, draft_max = 7, draft_layers = 0, draft_branches = 1;
   bool spec_ngram = false, json = false, list = false, tune = false;
 };
@@ -187,7 +187,7 @@ int run(const Options &o) {
   po.draft_max = speculative ? o.draft_max : 0;
   po.draft_model = draft.get();
   po.draft_trees = o.spec_ngram && o.draft_branches > 1;
-  po.kv_types = {tools::kv_cache_type("--cache-type-k", o.cache_type_k), tools::kv_cache_type("--cache-type-v", o.cache_type_v)};
+  po.kv_types = tools::kv_cache_types(o.cache_type_k, o.cache_type_v);
   std::vector<KernelPlan> plans;
   std::vector<Job> jobs;
   for (const Target &target : targets) {
@@ -279,8 +279,8 @@ int main(int argc, char **argv) {
   app.add_option("--draft-layers", o.draft_layers, "as kdsl-run --draft-layers")->check(CLI::Range(1, 1 << 16));
   app.add_option("--draft-max", o.draft_max, "as kdsl-run --draft-max (default 7)")->check(CLI::Range(1, 64));
   app.add_option("--draft-branches", o.draft_branches, "as kdsl-run --draft-branches: with --spec-ngram, token trees' kernels too")->check(CLI::Range(1, 8));
-  app.add_option("--cache-type-k", o.cache_type_k, "as kdsl-run --cache-type-k (-ctk): f32, f16 or bf16");
-  app.add_option("--cache-type-v", o.cache_type_v, "as kdsl-run --cache-type-v (-ctv): f32, f16 or bf16");
+  app.add_option("--cache-type-k", o.cache_type_k, "the KV cache's element type: f32 (default), f16 or bf16, for keys and values (-ctk; alone it sets both)");
+  app.add_option("--cache-type-v", o.cache_type_v, "as --cache-type-k (-ctv; alone it sets both; the two must agree)");
   app.add_option("-t,--threads", o.threads, "as kdsl-run -t: the CPU threads the host plan is for (0: every CPU)")->check(CLI::NonNegativeNumber);
   app.add_option("--gpu-sms", o.gpu_sms, "multiprocessors of the GPU the CUDA targets' plans are for (default: sm_75 40, sm_80 108, sm_90 132)")
       ->check(CLI::NonNegativeNumber);

@@ -55,7 +55,7 @@ struct Options {
   bool spec_ngram = false;
   std::string model_draft, draft_type;  // draft_type, draft_layers: self-speculation (the target's own weights)
   int draft_max = 7, draft_min = 0, draft_layers = 0, draft_branches = 1;
-  std::string cache_type_k = "f32", cache_type_v = "f32";  // the KV cache's element types
+  std::string cache_type_k, cache_type_v;  // the KV cache's element types
   float draft_p_min = 0.75f;  // llama.cpp's default
 };
 
@@ -277,7 +277,7 @@ int run(const Options &o) {
   eo.context = o.ctx;
   eo.max_batch = o.batch;
   eo.sampled_vocab = tok->vocab_size();  // a tokenizer smaller than the embedding: its padding rows are never sampled
-  eo.kv_types = {tools::kv_cache_type("--cache-type-k", o.cache_type_k), tools::kv_cache_type("--cache-type-v", o.cache_type_v)};
+  eo.kv_types = tools::kv_cache_types(o.cache_type_k, o.cache_type_v);
   if (speculative) eo.max_logit_rows = o.draft_max + 1;
   GenerateOptions go;
   go.max_tokens = o.n, go.ignore_eos = o.ignore_eos, go.stop_strings = o.reverse_prompts;
@@ -360,8 +360,8 @@ int main(int argc, char **argv) {
   app.add_option("-b,--batch-size", o.batch, "prompt tokens per prefill pass")->check(CLI::Range(1, 1 << 16));
   app.add_option("--device", o.device, "cpu, cuda or auto");
   app.add_option("-t,--threads", o.threads, "CPU threads (0: every CPU this process may run on)")->check(CLI::NonNegativeNumber);
-  app.add_option("--cache-type-k", o.cache_type_k, "the KV cache's key type: f32 (default), f16 or bf16 (-ctk)");
-  app.add_option("--cache-type-v", o.cache_type_v, "the KV cache's value type: f32 (default), f16 or bf16 (-ctv)");
+  app.add_option("--cache-type-k", o.cache_type_k, "the KV cache's element type: f32 (default), f16 or bf16, for keys and values (-ctk; alone it sets both)");
+  app.add_option("--cache-type-v", o.cache_type_v, "as --cache-type-k (-ctv; alone it sets both; the two must agree)");
   app.add_option("--flash-attn", o.flash_attn, "on or auto (kdsl's attention is always fused); off is refused")->check(CLI::IsMember({"on", "off", "auto"}));
   app.add_flag("--chat,--conversation", o.chat, "interactive chat with the model's chat template (-cnv)");
   app.add_option("--system-prompt", o.system_prompt, "with --chat: the system message (-sys)");

@@ -130,8 +130,8 @@ TEST_CASE("kernel plan: every kernel generation launches is planned (f16 and Q4_
 TEST_CASE("kernel plan: token trees and f16 / bf16 KV caches are planned as they run") {
   std::string f16 = synthetic("tiny", GgmlType::F16, "plan-tiny-f16.gguf");
   check_plan_covers_generation(f16, Drafting::NgramTree);
-  check_plan_covers_generation(f16, Drafting::NgramTree, {DType::F16, DType::BF16});
-  check_plan_covers_generation(f16, Drafting::None, {DType::BF16, DType::F16});
+  check_plan_covers_generation(f16, Drafting::NgramTree, {DType::F16, DType::F16});
+  check_plan_covers_generation(f16, Drafting::None, {DType::BF16, DType::BF16});
 }
 
 TEST_CASE("kernel plan: autotuned products plan every candidate until their winners are recorded, then the winners alone") {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/synth/synth_model.h"
+#include "src/tools/kv_cache_type.h"
 #include "src/tools/llama_cpp_flags.h"
 #include "tests/tools/tool_process.h"
 
@@ -75,6 +76,11 @@ TEST_CASE("kdsl-run: llama.cpp options it does not support are refused by name, 
   check_refused(run_tool_process(kRun, {"-m", tiny_model(), "-i"}), "-i is a llama.cpp option");
   check_refused(run_tool_process(kRun, {"-m", tiny_model(), "-p", "x", "--mirostat", "2"}), "--mirostat");
   check_refused(run_tool_process(kRun, {"-m", tiny_model(), "-p", "x", "-ctk", "q8_0"}), "--cache-type-k q8_0: expected f32, f16 or bf16");
+  check_refused(run_tool_process(kRun, {"-m", tiny_model(), "-p", "x", "-ctk", "f16", "-ctv", "bf16"}),
+                "--cache-type-k f16 --cache-type-v bf16: keys and values of the KV cache share one type");
+  CHECK(kdsl::tools::kv_cache_types("f16", "").v == kdsl::DType::F16);  // one flag alone sets both
+  CHECK(kdsl::tools::kv_cache_types("", "bf16").k == kdsl::DType::BF16);
+  CHECK(kdsl::tools::kv_cache_types("", "").k == kdsl::DType::F32);
   check_refused(run_tool_process(kRun, {"-m", tiny_model(), "-p", "x", "-fa", "off"}), "always fused");
   check_refused(run_tool_process(kRun, {"-m", tiny_model(), "-p", "x", "-sys", "Be brief."}), "add --chat (-cnv)");
 }

@@ -1,0 +1,30 @@
+// attention_dispatch.h - the attention dispatch for one pair of KV cache element types, compiled one pair per file
+#pragma once
+#include <cstdint>
+
+#include "kernels/library.h"
+
+namespace kdsl::kernels::detail {
+
+// One attention call's arguments once checked (library_attention.cpp checks them); the page
+// pointers are the cache's storage, typed by the dispatch for its KT / VT.
+struct AttentionCall {
+  const float *q;
+  const void *k_pages, *v_pages;
+  const int32_t *block_table;
+  const int64_t *ancestors;  // attention_tree only
+  float *out;
+  int rows, pos0, n_heads, n_kv_heads, head_dim, page_size;
+  float scale;
+};
+
+// Launch the prefill, decode or tree kernels for keys of KT and values of VT. Each (KT, VT)
+// pair is instantiated in a file of its own (kernels/CMakeLists.txt writes them): every pair
+// brings every head size, page step and grouping (about 210 kernels), and all pairs in one
+// file took about 12 GB and ten minutes to compile.
+template <class KT, class VT>
+void run_attention(Library::Impl &im, const AttentionCall &call);
+template <class KT, class VT>
+void run_attention_tree(Library::Impl &im, const AttentionCall &call);
+
+}  // namespace kdsl::kernels::detail
