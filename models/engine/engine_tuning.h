@@ -9,7 +9,8 @@ namespace kdsl::models {
 
 struct EngineTuning {
   int64_t passes = 0;  // forward passes run
-  TuneStats stats;     // what kdsl::autotune did during them (this call's share)
+  TuneStats stats;     // what kdsl::autotune did during them (this call's share); a choice read from its record by the
+                       // plan before is `remembered` here
 };
 
 // Runs engines on `device` (the target model, and the draft model where the options name one)

@@ -238,7 +238,7 @@ int run(const Options &o) {
                           {"already_cached", cached},   {"failed", failed},          {"not_stored", unstored},  {"plan_seconds", plan_s},
                           {"compile_seconds", compile_s}, {"seconds", plan_s + compile_s + tune_s}, {"jobs", threads}};
     if (o.tune)
-      out["tuning"] = {{"passes", tuning.passes}, {"timed", tuning.stats.timed}, {"recorded", tuning.stats.recorded},
+      out["tuning"] = {{"passes", tuning.passes}, {"timed", tuning.stats.timed}, {"recorded", tuning.stats.recorded + tuning.stats.remembered},
                        {"rejected", tuning.stats.rejected}, {"seconds", tune_s}};
     for (size_t t = 0; t < targets.size(); ++t)
       out["targets"].push_back({{"target", targets[t].name()}, {"kernels", plans[t].kernels.size()}, {"context", plans[t].context},
@@ -254,7 +254,7 @@ int run(const Options &o) {
                jobs.size(), compiled, cached, failed, plan_s + compile_s, plan_s, threads, cache);
     if (o.tune)
       fmt::print(stderr, "kdsl-prewarm: tuned on {}: {} kernel shapes timed, {} already recorded ({} forward passes, {:.1f} s)\n", cpu.name(),
-                 tuning.stats.timed, tuning.stats.recorded, tuning.passes, tune_s);
+                 tuning.stats.timed, tuning.stats.recorded + tuning.stats.remembered, tuning.passes, tune_s);
   }
   if (unstored)
     throw Error(fmt::format("{} compiled kernels could not be stored in the cache {} (see the warnings above): later runs will compile them again",
