@@ -19,6 +19,8 @@ using detail::with_block;
 Library::Library(const Device &device, LaunchRecorder *recorder) : impl_(std::make_unique<Impl>(device, recorder)) {}
 Library::~Library() = default;
 
+void Library::set_integer_dot_rows(int max_rows) { impl_->integer_dot_rows = max_rows; }
+
 void Library::rmsnorm(const float *x, const float *w, float *y, int rows, int dim, float eps) {
   require(rows >= 0 && dim > 0, "rmsnorm",
           [&] { return "rows and dim must be positive (got rows " + std::to_string(rows) + ", dim " + std::to_string(dim) + ")"; });

@@ -48,13 +48,19 @@ class Library {
   // The same for any WeightType (library_quantized.cpp): the block formats weight_types.def gives
   // kernels (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 with K a multiple of 32; Q4_K, Q5_K, Q6_K with K a
   // multiple of 256) are read in place in their GGUF block layout, plain types go to the
-  // overload above; a type with no kernels is refused. On the CPU, Q8_0 and Q4_0 with rows <= 16
-  // quantize x to 8 bits per 32-value block (scale d_x = amax / 127, as llama.cpp's q8_0
-  // activations) and use exact integer dot products (matvec_int8.h); their result differs from
-  // the f32 product of the dequantized weights by at most sum over blocks of (d_x / 2) * sum |w|
-  // over the block (the activations' rounding), plus f32 rounding; elsewhere the weights are
-  // dequantized to f32.
+  // overload above; a type with no kernels is refused. On the CPU, products of up to
+  // set_integer_dot_rows rows quantize x to 8 bits per block (32 values; 256 for the k-quants;
+  // d_x = amax / 127, as llama.cpp's q8 activations) and use exact integer dot products
+  // (library_int_dot.h); the result differs from the f32 product of the dequantized weights by
+  // at most the sum over values of (d_x / 2) * |w| (the activations' rounding), plus f32
+  // rounding; elsewhere the weights are dequantized to f32.
   void matmul(const float *x, const void *w, WeightType wtype, const float *bias, float *out, int rows, int N, int K);
+  // The most rows of x the quantized matmul above takes through integer dot products on the
+  // CPU (kDefaultIntegerDotRows unless set); products of more rows, and every product with 0,
+  // dequantize the weights to f32 as on a GPU: for the tests of that path and for benchmarks
+  // that compare the two.
+  static constexpr int kDefaultIntegerDotRows = 16;
+  void set_integer_dot_rows(int max_rows);
   // Rotary embedding in place. q: [rows][n_heads][head_dim], k: [rows][n_kv_heads][head_dim];
   // token r is at position pos0 + r; freq_i = theta^(-2i/head_dim) (computed in double, the
   // angle pos * freq_i in f32); neox = false rotates pairs (2i, 2i+1) (llama2.c, GGUF llama),

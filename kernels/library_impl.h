@@ -81,6 +81,8 @@ struct Library::Impl {
   std::vector<float> rope_divisors;  // those rope_inv_freq was divided by (empty: none)
   Buffer<int8_t> activation_quants;  // the integer-dot kernels' quantized x (quantize_activations.h)
   Buffer<float> activation_scales;
+  int integer_dot_rows = Library::kDefaultIntegerDotRows;
+  Buffer<int32_t> activation_sums;    // their integer group sums (quantize_activations_sums)
 };
 
 namespace detail {

@@ -1,15 +1,13 @@
 // library_quantized.cpp - Library::matmul and Library::embedding over any WeightType: the block formats' kernels as weight_types.def lists them, plain types passed on
 #include <algorithm>
-#include <type_traits>
 
 #include "kernels/decoded_formats.h"
 #include "kernels/embedding_quantized.h"
 #include "kernels/library_impl.h"
+#include "kernels/library_int_dot.h"
 #include "kernels/matmul_quantized.h"
 #include "kernels/matvec_kquant.h"
-#include "kernels/matvec_int8.h"
 #include "kernels/matvec_quantized.h"
-#include "kernels/quantize_activations.h"
 
 namespace kdsl::kernels {
 namespace {
@@ -26,9 +24,6 @@ constexpr int kMatvecRows = 8, kPrefetchBytes = 512;
 constexpr int kMaxFewRows = 16, kFewRowsBlocks = 2;
 constexpr int kTileM = 64, kShortTileM = 32, kTileN = 64, kTileBlocks = 2;
 constexpr int kEmbeddingBlocks = 8;
-// On the CPU, decode and few-row products quantize x to 8 bits per 32-element block and use
-// integer dot products (matvec_int8.h); a quantize program takes kQuantizeBlocks blocks.
-constexpr int kQuantizeBlocks = 8;
 // The k-quant kernels (matvec_kquant.h) count 256-element super-blocks: decode takes one per
 // step of kMatvecRows rows, prefetching kKQuantPrefetchBytes ahead; the batched kernel
 // computes kKQuantTileM x kKQuantTileN outputs (kMaxFewRows rows for small batches); an
@@ -44,31 +39,10 @@ const typename F::Quant::storage *quants(const void *w) {
   return static_cast<const typename F::Quant::storage *>(w);
 }
 
-// x quantized into the Library's scratch (quantize_activations.h), then the integer-dot product.
-template <class P>
-void run_matmul_int8(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K) {
-  using F = typename P::Format;
-  auto wq = quants<F>(w);
-  const float *b = bias ? bias : out;  // unread without a bias
-  const int blocks = K / F::kBlockElements;
-  int8_t *xq = detail::reserve(im.device, im.activation_quants, size_t(rows) * size_t(K));
-  float *xd = detail::reserve(im.device, im.activation_scales, size_t(rows) * size_t(blocks));
-  im.kernel<quantize_activations_q8<kQuantizeBlocks>>()(grid(cdiv(blocks, kQuantizeBlocks), rows), x, xq, xd, K);
-  const int8_t *cxq = xq;
-  const float *cxd = xd;
-  auto g = grid(cdiv(N, kMatvecRows));
-  auto run = [&]<int BR>() {
-    if (bias) im.kernel<matvec_int8<P, BR, kMatvecRows, true, kPrefetchBytes>>()(g, cxq, cxd, wq, b, out, rows, N, K);
-    else im.kernel<matvec_int8<P, BR, kMatvecRows, false, kPrefetchBytes>>()(g, cxq, cxd, wq, b, out, rows, N, K);
-  };
-  if (rows == 1) run.template operator()<1>();
-  else detail::with_block<2, kMaxFewRows>("matmul", "rows", rows, run);
-}
-
 template <class F>
 void run_matmul(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K) {
-  if constexpr (using P = typename int_dot_policy<F>::type; !std::is_void_v<P>)
-    if (im.device.kind() == Device::Kind::Cpu && rows <= kMaxFewRows) return run_matmul_int8<P>(im, x, w, bias, out, rows, N, K);
+  // On the CPU, decode and few-row products quantize x and take integer dot products (library_int_dot.h).
+  if (detail::matmul_int_dot<F>(im, x, w, bias, out, rows, N, K)) return;
   auto wq = quants<F>(w);
   // Without a bias the kernels get `out` for it, unread.
   const float *b = bias ? bias : out;
@@ -103,6 +77,8 @@ void run_embedding(Library::Impl &im, const int32_t *ids, const void *table, flo
 
 template <class F>
 void run_matmul_kquant(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K) {
+  // On the CPU, decode and few-row products quantize x and take integer dot products (library_int_dot.h).
+  if (detail::matmul_int_dot<F>(im, x, w, bias, out, rows, N, K)) return;
   auto wq = quants<F>(w);
   const float *b = bias ? bias : out;  // unread without a bias
   if (rows == 1) {

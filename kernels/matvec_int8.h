@@ -37,23 +37,9 @@ struct Q4_0IntDot {
   }
 };
 
-// The integer-dot policy of a weight format, where it has one (void: the format's products
-// stay on the f32 dequantize path).
-template <class F>
-struct int_dot_policy {
-  using type = void;
-};
-template <>
-struct int_dot_policy<Q8_0Format> {
-  using type = Q8_0IntDot;
-};
-template <>
-struct int_dot_policy<Q4_0Format> {
-  using type = Q4_0IntDot;
-};
-
 // W is [N][K] in P's format, K a multiple of 32; x arrives as activation blocks xq / xd of
-// `rows` rows (1 for decode, up to BR). One program per BN weight rows spread N/BN apart
+// `rows` rows (1 for decode, up to BR per program: program (i, j) takes rows j*BR .. j*BR +
+// BR - 1, so a grid of cdiv(rows, BR) along axis 1 covers a prefill). One program per BN weight rows spread N/BN apart
 // (spread_rows in common.h), one block of each per step: its quant bytes are read once for
 // every row of x, turned into [BR, BN, kGroups] integer sums by dot4, and each block's groups
 // are added in i32 (exact) and scaled once by the weight's and the activation's block scales
@@ -76,7 +62,7 @@ void matvec_int8(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const typename P::Form
   using F = typename P::Format;
   auto wd = reinterpret<f16>(wq);  // the weight scales, at half index block * kScaleStride
   auto blocks = K / F::kBlockElements;
-  auto r = arange<BR>();
+  auto r = program_id(1) * BR + arange<BR>();  // this program's rows of x
   auto rn = spread_rows<BN>(N);
   auto x_row = reshape<BR, 1, 1>(wide(minimum(r, rows - 1)));
   auto w_block = reshape<1, BN, 1>(wide(minimum(rn, N - 1)) * wide(blocks));  // each weight row's first block

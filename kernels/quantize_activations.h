@@ -1,4 +1,4 @@
-// quantize_activations.h - f32 rows to Q8_0-style blocks (32 int8 and one f32 scale each), the activation side of the integer-dot kernels
+// quantize_activations.h - f32 rows to 8-bit activation blocks (Q8_0-style; Q8_K- and Q8_1-style with integer group sums), the activation side of the integer-dot kernels
 #pragma once
 #include "kernels/common.h"
 
@@ -24,6 +24,35 @@ void quantize_activations_q8(Ptr<const f32> x, Ptr<i8> xq, Ptr<f32> xd, Scalar<i
   auto inverse = where(amax > 0.0f, 127.0f / amax, 0.0f);
   store(xq + idx, cast<i8>(floor(v * col(inverse) + 0.5f)), in_row);
   store(xd + wide(program_id(1)) * wide(blocks) + wide(rb), amax / 127.0f, rb < blocks);
+}
+
+// The activation blocks of the formats whose weights carry an offset or a minimum (the
+// k-quants' dmin * m and Q6_K's -32, Q4_1's and Q5_1's m, Q5_0's -16): BLOCK values per f32
+// scale, quantized exactly as quantize_activations_q8 quantizes its 32, plus the integer sum of
+// every GROUP consecutive quants. An offset o shared by a group then meets the activations once,
+// o * d_x * (sum of the group's quants), instead of once per value. BLOCK 256 with GROUP 16
+// is ggml's Q8_K (the k-quants: Q6_K's scales cover 16 values, Q4_K's and Q5_K's 32 = two
+// groups), BLOCK 32 with GROUP 32 its Q8_1 (the 32-element formats); the sums stay i32 (ggml
+// keeps Q8_1's as d * sum in f16), so the offset term is exact until it is scaled. Row r's block b
+// is xq[r*K + BLOCK*b ..] and xd[r*K/BLOCK + b], its groups xs[r*K/GROUP + (BLOCK/GROUP)*b ..].
+// K is a multiple of BLOCK. Grid (cdiv(K/BLOCK, BB), rows): BB blocks of one row per program.
+template <int BLOCK, int GROUP, int BB>
+void quantize_activations_sums(Ptr<const f32> x, Ptr<i8> xq, Ptr<f32> xd, Ptr<i32> xs, Scalar<i32> K) {
+  static_assert(BLOCK % GROUP == 0 && GROUP % 4 == 0, "quantize_activations_sums: GROUP must divide BLOCK");
+  constexpr int G = BLOCK / GROUP;
+  auto blocks = K / BLOCK;
+  auto rb = program_id(0) * BB + arange<BB>();  // this program's blocks of the row
+  auto row_start = wide(program_id(1)) * wide(K);
+  auto at = reshape<BB, 1, 1>(rb) * BLOCK + reshape<1, G, GROUP>(arange<BLOCK>());  // [BB, G, GROUP]: each value's column
+  auto in_row = at < K;  // whole blocks past the row's end are masked
+  auto v = load(x + (row_start + wide(at)), in_row, 0.0f);
+  auto amax = max<1>(max<2>(abs(v)));  // [BB]
+  auto inverse = where(amax > 0.0f, 127.0f / amax, 0.0f);
+  auto q = floor(v * reshape<BB, 1, 1>(inverse) + 0.5f);  // integers in [-127, 127], exact in f32
+  store(xq + (row_start + wide(at)), cast<i8>(q), in_row);
+  store(xd + wide(program_id(1)) * wide(blocks) + wide(rb), amax / 127.0f, rb < blocks);
+  auto group = col(rb) * G + row(arange<G>());  // [BB, G]: each group's index within the row
+  store(xs + (wide(program_id(1)) * wide(K / GROUP) + wide(group)), cast<i32>(sum<2>(q)), group < K / GROUP);
 }
 
 }  // namespace kdsl::kernels

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # install-deps.sh - installs kdsl's build and test dependencies (Debian packages); idempotent.
+# lld-19 and rocm-device-libs are run-time tools of the AMDGPU backend (ld.lld links code objects,
+# ocml.bc holds device math): nothing needs them to build, and their tests skip, saying so, without
+# them. The HIP runtime (libamdhip64) is not installed: its launch path is tested with a fake.
 set -euo pipefail
 packages=(
   cmake ninja-build ccache g++ clang-19 pkg-config
   llvm-19-dev libfmt-dev doctest-dev
   nlohmann-json3-dev libxxhash-dev libcli11-dev zlib1g-dev libzstd-dev
   python3-venv
+  lld-19 rocm-device-libs
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -10,14 +10,15 @@
 
 namespace kdsl {
 
-// What code is compiled for: "host" (this machine's CPU, as Device::cpu() runs it) or a CUDA
-// architecture kdsl knows ("sm_80": A100 and every sm_8x GPU; "sm_90": H100/H200).
+// What code is compiled for: "host" (this machine's CPU, as Device::cpu() runs it), a CUDA
+// architecture kdsl knows ("sm_80": A100 and every sm_8x GPU; "sm_90": H100/H200) or an AMD
+// one ("gfx90a": MI200; "gfx942": MI300; "gfx1100": RX 7900).
 class Target {
  public:
   // Throws kdsl::Error naming the known targets when `name` is none of them.
   explicit Target(std::string name);
   static Target host() { return Target("host"); }
-  // "host", then every CUDA architecture: what Target accepts.
+  // "host", then every GPU architecture: what Target accepts.
   static std::vector<std::string> names();
 
   const std::string &name() const { return name_; }
@@ -28,15 +29,20 @@ class Target {
   std::string name_;
 };
 
-// What the compiled code needs per program, CUDA's from ptxas -v; -1 where not known (the host,
-// or no ptxas found).
+// What the compiled code needs per program, CUDA's from ptxas -v, AMD's from the code object's
+// metadata; -1 where not known (the host, no ptxas found, a field the target does not have).
 struct KernelResources {
-  int threads = 0;  // per block: num_warps * 32 (0 on the host)
-  int registers = -1, spill_store_bytes = -1, spill_load_bytes = -1, stack_frame_bytes = -1;
-  int static_shared_bytes = -1;
+  int threads = 0;  // per block: num_warps * warp size (0 on the host)
+  int registers = -1;            // CUDA: registers per thread; AMD: VGPRs
+  int spill_store_bytes = -1, spill_load_bytes = -1;  // CUDA
+  int stack_frame_bytes = -1;    // CUDA: stack frame; AMD: scratch per work-item
+  int static_shared_bytes = -1;  // CUDA: static smem; AMD: static LDS
+  int scalar_registers = -1, accumulation_registers = -1, vector_spills = -1, scalar_spills = -1;  // AMD: SGPRs, AGPRs, spilled VGPRs and SGPRs
+  int kernarg_bytes = -1;        // AMD: the kernel-argument segment
+  int wavefront_size = -1;       // AMD: as the code object records it
   int dynamic_shared_bytes = 0;  // allocated by kdsl's lowering, passed at launch
-  bool assembled = false;        // CUDA: ptxas made a cubin; false: `object` is PTX for the driver's JIT
-  std::string report;            // CUDA: the above as text, with ptxas's own log (kdsl-compile's .resources.txt)
+  bool assembled = false;        // CUDA: ptxas made a cubin (false: `object` is PTX for the driver's JIT); AMD: always
+  std::string report;            // GPUs: the above as text, CUDA's with ptxas's own log (kdsl-compile's .resources.txt)
 };
 
 // Every stage of one ahead-of-time compile.
@@ -50,9 +56,9 @@ struct CompileResult {
   std::string llvm_ir;         // LLVM IR as lowered
   std::string optimized_llvm_ir;
   std::string ptx;             // CUDA only
-  std::string assembly;        // host only: the object's machine code as assembly text
-  std::vector<uint8_t> object;  // host: a relocatable object; CUDA: a cubin, or NUL-terminated PTX without ptxas
-  std::string format;           // what `object` is: "object" (host), "cubin", or "ptx" (the PTX, for the driver's JIT)
+  std::string assembly;        // host: the object's machine code as assembly text; AMD: the amdgcn assembly
+  std::vector<uint8_t> object;  // host: a relocatable object; CUDA: a cubin, or NUL-terminated PTX without ptxas; AMD: a code object (HSACO)
+  std::string format;           // what `object` is: "object" (host), "cubin", "ptx" (the PTX, for the driver's JIT) or "hsaco"
   KernelResources resources;
   std::string cache_digest;    // the kernel cache key a launch on this target computes (32 hex digits)
   std::string cache_file;      // where the entry was stored; empty when the disk cache refused it (logged)

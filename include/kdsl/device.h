@@ -35,12 +35,17 @@ class Device {
   // kdsl::Error naming libcuda.so.1 when no driver is installed, CUDA_ERROR_NO_DEVICE when it
   // sees no GPU. One handle per ordinal: later calls return the same device.
   static Device cuda(int ordinal = 0);
-  // The best device present: CUDA GPU 0 when it initializes, else the CPU. Never throws for a
-  // missing GPU; KDSL_DEVICE=cpu picks the CPU even where a GPU is present. Chosen once.
+  // AMD GPU `ordinal` (gfx90a, gfx942, gfx1100), through the HIP runtime loaded at run time.
+  // Throws kdsl::Error naming libamdhip64.so when no runtime is installed, hipErrorNoDevice
+  // when it sees no GPU, the architectures kdsl knows for another. One handle per ordinal.
+  static Device hip(int ordinal = 0);
+  // The best device present: CUDA GPU 0 when it initializes, else HIP GPU 0, else the CPU.
+  // Never throws for a missing GPU; KDSL_DEVICE=cpu picks the CPU even where a GPU is present.
+  // Chosen once.
   static Device best();
 
   Kind kind() const;
-  std::string name() const;  // "cpu (znver3, 2 threads)", "cuda:0 (NVIDIA H200, sm_90, 132 SMs)"
+  std::string name() const;  // "cpu (znver3, 2 threads)", "cuda:0 (NVIDIA H200, sm_90, 132 SMs)", "hip:0 (AMD Instinct MI300X, gfx942, 304 CUs)"
   int threads() const;       // CPU: worker threads; GPU: multiprocessors
   // Host for the CPU, Device for a GPU: whether pointer arguments must be Buffers on the device.
   MemorySpace memory_space() const;

@@ -92,6 +92,7 @@ void check_context(const ModelHParams &h, const Device &device, int context, int
 Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions options)
     : model_(model), device_(device), kernels_(device, options.recorder), options_(options), weights_(place_weights(model, device, options)) {
   const ModelHParams &h = model.hparams;
+  if (options.integer_dot_rows >= 0) kernels_.set_integer_dot_rows(options.integer_dot_rows);
   if (options.page_size < 1 || options.page_size > 4096) throw Error(fmt::format("KV page size: expected 1 to 4096, got {}", options.page_size));
   if (options.max_logit_rows < 1 || options.max_logit_rows > 1024)
     throw Error(fmt::format("rows of logits per forward pass: expected 1 to 1024, got {} (--draft-max is at most 1023)", options.max_logit_rows));

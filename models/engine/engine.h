@@ -30,6 +30,9 @@ struct EngineOptions {
   // page (no kernel reads it) and, standing in for a GPU, the weights are not uploaded but
   // placed where an upload puts them (an aligned address nothing reads).
   kernels::LaunchRecorder *recorder = nullptr;
+  // The most rows a quantized product on the CPU takes through integer dot products
+  // (Library::set_integer_dot_rows; -1: the Library's default, 0: none), for comparing paths.
+  int integer_dot_rows = -1;
 };
 
 // The weights as the kernels read them, in the device's memory: on the CPU the ModelWeights'

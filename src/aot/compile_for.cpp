@@ -35,6 +35,12 @@ KernelResources resources_of(const codegen::CompiledObject &obj) {
   out.spill_load_bytes = r.spill_load_bytes;
   out.stack_frame_bytes = r.stack_frame_bytes;
   out.static_shared_bytes = r.static_shared_bytes;
+  out.scalar_registers = r.scalar_registers;
+  out.accumulation_registers = r.accumulation_registers;
+  out.vector_spills = r.vector_spills;
+  out.scalar_spills = r.scalar_spills;
+  out.kernarg_bytes = r.kernarg_bytes;
+  out.wavefront_size = r.wavefront_size;
   out.dynamic_shared_bytes = r.dynamic_shared_bytes;
   out.assembled = r.assembled;
   out.report = stage(obj, ".resources.txt");
@@ -108,7 +114,7 @@ CompileResult compile_for(const KernelSignature &signature, const Target &target
   out.llvm_ir = stage(obj, ".ll");
   out.optimized_llvm_ir = stage(obj, ".opt.ll");
   out.ptx = obj.ptx;
-  out.assembly = stage(obj, ".s");
+  out.assembly = obj.format == "hsaco" ? obj.assembly : stage(obj, ".s");
   out.object = std::move(obj.object);
   out.resources = resources_of(obj);
   out.cache_digest = t.key.digest();

@@ -12,9 +12,9 @@ namespace kdsl::codegen {
 
 // The machine code is compiled for; part of every cache key.
 struct TargetDesc {
-  std::string backend;   // "host", "cuda"
-  std::string arch;      // host CPU name ("znver3") or "sm_90"
-  std::string features;  // host CPU features ("+avx2,+fma,..."), empty for GPUs
+  std::string backend;   // "host", "cuda", "hip"
+  std::string arch;      // host CPU name ("znver3"), "sm_90" or "gfx942"
+  std::string features;  // host CPU features ("+avx2,+fma,..."); GPUs: the toolchain's versions (ptxas, libdevice; ld.lld, device libraries)
   std::string triple;
 };
 
@@ -35,23 +35,32 @@ struct DumpOptions {
 // `args` holds one 8-byte slot per kernel argument; `grid` the three grid extents.
 using HostEntry = void (*)(const uint64_t *args, int64_t begin, int64_t end, const int32_t *grid);
 
-// What ptxas reported for a kernel, plus the shared memory kdsl's lowering allocates
-// dynamically. -1: not known (no ptxas).
+// What ptxas (NVIDIA) or the code object's metadata (AMD) reported for a kernel, plus the
+// shared memory kdsl's lowering allocates dynamically. -1: not known (no ptxas; a field the
+// target does not have).
 struct ResourceReport {
-  int registers = -1, spill_store_bytes = -1, spill_load_bytes = -1, stack_frame_bytes = -1, static_shared_bytes = -1;
+  int registers = -1;            // NVIDIA: registers per thread; AMD: VGPRs
+  int spill_store_bytes = -1, spill_load_bytes = -1;  // NVIDIA
+  int stack_frame_bytes = -1;    // NVIDIA: stack frame; AMD: scratch (private segment) per work-item
+  int static_shared_bytes = -1;  // NVIDIA: static smem; AMD: static LDS (group segment)
+  int scalar_registers = -1, accumulation_registers = -1;  // AMD: SGPRs, AGPRs
+  int vector_spills = -1, scalar_spills = -1;             // AMD: VGPRs and SGPRs spilled
+  int kernarg_bytes = -1;        // AMD: the kernel-argument segment
+  int wavefront_size = -1;       // AMD: as the code object records it
   int dynamic_shared_bytes = 0;  // passed at launch
   int threads = 0;               // per block: num_warps * warp size
-  bool assembled = false;        // a cubin was made; false: PTX left to the driver's JIT
+  bool assembled = false;        // machine code was made (cubin, HSACO); false: PTX left to the driver's JIT
   std::string ptxas_log;
 };
 
 struct CompiledObject {
-  std::vector<uint8_t> object;  // host: a relocatable object file; cuda: a cubin, or PTX (NUL-terminated) for the driver's JIT
+  std::vector<uint8_t> object;  // host: a relocatable object file; cuda: a cubin, or PTX (NUL-terminated) for the driver's JIT; hip: a code object (HSACO)
   std::string symbol;
-  std::string format;           // "object" (host: relocatable, for the JIT), "cubin", "ptx"
+  std::string format;           // "object" (host: relocatable, for the JIT), "cubin", "ptx", "hsaco"
   double passes_ms = 0, lower_ms = 0, llvm_ms = 0;
   std::string ptx;             // cuda only
-  ResourceReport resources;    // cuda only
+  std::string assembly;        // hip only: the amdgcn assembly LLVM printed for the code object
+  ResourceReport resources;    // GPUs only
   std::map<std::string, std::string> stages;  // DumpOptions::keep_text: each stage's text by its file's extension (".kir", ".ptx")
 };
 
@@ -79,24 +88,25 @@ enum class IntDotPath { Auto, Vnni, Pmaddwd, Portable };
 // The machine code is compiled for: this host's CPU, or a GPU of target_info.cpp's table. The
 // pipeline (pipeline.cpp) gates its steps on `kind`; a GPU's details are data, its TargetInfo.
 struct Target {
-  enum class Kind { Host, Nvptx };
+  enum class Kind { Host, Nvptx, Amdgpu };
   Kind kind = Kind::Host;
   const TargetInfo *gpu = nullptr;  // the GPU's description; null for the host
 
   static Target host() { return {}; }
-  // "host", or a GPU target_info() knows ("sm_80", "sm_90"); throws kdsl::Error naming them.
+  // "host", or a GPU target_info() knows ("sm_80", "sm_90", "gfx942"); throws kdsl::Error naming them.
   static Target named(const std::string &name);
   // "host", then every GPU: what named() accepts.
   static std::vector<std::string> names();
   std::string name() const { return gpu ? gpu->name : "host"; }
   bool is_host() const { return kind == Kind::Host; }
+  bool is_gpu() const { return kind != Kind::Host; }
 };
 
 // How to compile, beside the target: each field is read by the targets it names.
 struct Options {
   int num_warps = 4;           // GPU: threads per program, num_warps * warp size
   int num_stages = 2;          // GPU: >= 2 copies loads feeding tensor-core dots in for_range ahead with cp.async (sm_80+)
-  bool assemble = true;        // NVPTX: run ptxas where found (else the object is PTX for the driver's JIT)
+  bool assemble = true;        // NVPTX: run ptxas where found (else the object is PTX for the driver's JIT); AMDGPU always links
   bool bounds_checks = false;  // host: checked mode, see BoundsViolation
   IntDotPath int_dot = IntDotPath::Auto;  // host: dot4's lowering (tests force one)
 };
@@ -106,10 +116,13 @@ struct Options {
 //   host: a relocatable object whose `symbol` is a HostEntry;
 //   NVPTX: PTX (libdevice linked where its math is called) and, where ptxas is found and
 //   options.assemble asks, a cubin with its resource report; threads and dynamic shared
-//   memory in `resources`.
+//   memory in `resources`;
+//   AMDGPU: a code object (HSACO) linked by ld.lld (ROCm's ocml linked where its math is
+//   called), its resources from the object's amdhsa metadata.
 // DumpOptions: ir writes .traced.kir and .kir, llvm .ll and .opt.ll, asm_text .s (host) or
-// .ptx, .cubin and .resources.txt (NVPTX). Throws kdsl::Error for a kernel that does not fit
-// the target (shared memory, libdevice missing).
+// .ptx, .cubin and .resources.txt (NVPTX), .amdgcn, .hsaco and .resources.txt (AMDGPU).
+// Throws kdsl::Error for a kernel that does not fit the target (shared memory, libdevice or
+// ocml missing, no ld.lld for AMDGPU).
 CompiledObject compile(const ir::Function &traced, const std::string &symbol, const Target &target, const Options &options = {},
                        const DumpOptions &dump = {});
 

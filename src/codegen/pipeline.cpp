@@ -10,13 +10,16 @@
 
 #include <kdsl/error.h>
 
+#include "codegen/amdgpu/amdgpu_target.h"
+#include "codegen/amdgpu/code_object.h"
 #include "codegen/codegen.h"
 #include "codegen/host/lower_host.h"
 #include "codegen/host/target_machine.h"
 #include "codegen/module_steps.h"
-#include "codegen/nvptx/assign_layouts.h"
-#include "codegen/nvptx/lower_nvptx.h"
-#include "codegen/nvptx/plan_pipelining.h"
+#include "codegen/gpu/assign_layouts.h"
+#include "codegen/gpu/lower_gpu.h"
+#include "codegen/gpu/plan_pipelining.h"
+#include "codegen/nvptx/nvptx_target.h"
 #include "codegen/nvptx/ptx_compiler.h"
 #include "codegen/passes/cse.h"
 #include "codegen/passes/dce.h"
@@ -52,8 +55,36 @@ void run_pipeline(ir::Function &fn) {
   }
 }
 
+namespace {
+
+// The GPU lowering's hooks for a GPU target; null for the host.
+std::unique_ptr<gpu::GpuTarget> gpu_hooks(const Target &target) {
+  switch (target.kind) {
+    case Target::Kind::Host: return nullptr;
+    case Target::Kind::Nvptx: return std::make_unique<nvptx::NvptxTarget>(*target.gpu);
+    case Target::Kind::Amdgpu: return std::make_unique<amdgpu::AmdgpuTarget>(*target.gpu);
+  }
+  return nullptr;
+}
+
+std::unique_ptr<llvm::TargetMachine> target_machine(const Target &target) {
+  switch (target.kind) {
+    case Target::Kind::Host: return make_host_target_machine();
+    case Target::Kind::Nvptx: return nvptx::make_nvptx_target_machine(*target.gpu);
+    case Target::Kind::Amdgpu: return amdgpu::make_amdgpu_target_machine(*target.gpu);
+  }
+  return nullptr;
+}
+
+const char *lowering_name(const Target &target) {
+  return target.kind == Target::Kind::Nvptx ? "nvptx" : target.kind == Target::Kind::Amdgpu ? "amdgpu" : "host";
+}
+
+}  // namespace
+
 CompiledObject compile(const ir::Function &traced, const std::string &symbol, const Target &target, const Options &options, const DumpOptions &dump) {
-  const bool gpu = target.kind == Target::Kind::Nvptx;
+  const bool gpu = target.is_gpu();
+  const bool nvidia = target.kind == Target::Kind::Nvptx, amd = target.kind == Target::Kind::Amdgpu;
   CompiledObject out;
   out.symbol = symbol;
   StageDump stages(dump, out);
@@ -61,10 +92,10 @@ CompiledObject compile(const ir::Function &traced, const std::string &symbol, co
   ir::Function fn = traced;
   if (dump.ir) stages.write(".traced.kir", ir::print(fn));
   run_pipeline(fn);                                                                   // 1. block-IR passes
-  nvptx::LayoutPlan plan;
+  gpu::LayoutPlan plan;
   if (gpu) {
-    plan = nvptx::assign_layouts(fn, *target.gpu, options.num_warps);                 // 2. GPU: layouts, vector widths, mma dots,
-    nvptx::plan_pipelining(fn, *target.gpu, options.num_stages, plan);                //    cp.async for loads feeding them
+    plan = gpu::assign_layouts(fn, *target.gpu, options.num_warps);                   // 2. GPU: layouts, vector widths, mma dots,
+    gpu::plan_pipelining(fn, *target.gpu, options.num_stages, plan);                  //    async copies for loads feeding them
   }
   if (dump.ir) stages.write(".kir", ir::print(fn));
   out.passes_ms = elapsed_ms(start);
@@ -72,13 +103,14 @@ CompiledObject compile(const ir::Function &traced, const std::string &symbol, co
   start = std::chrono::steady_clock::now();
   llvm::LLVMContext context;
   llvm::Module module(symbol, context);
-  std::unique_ptr<llvm::TargetMachine> tm = gpu ? nvptx::make_nvptx_target_machine(*target.gpu) : make_host_target_machine();
+  std::unique_ptr<llvm::TargetMachine> tm = target_machine(target);
   module.setDataLayout(tm->createDataLayout());
   module.setTargetTriple(tm->getTargetTriple().str());
-  nvptx::LoweringResult lowered;
-  if (gpu) lowered = nvptx::lower_to_nvptx(fn, plan, *target.gpu, module, symbol);   // 3. LLVM IR: one CTA per program,
+  gpu::LoweringResult lowered;
+  std::unique_ptr<gpu::GpuTarget> hooks = gpu_hooks(target);
+  if (gpu) lowered = gpu::lower_to_gpu(fn, plan, *hooks, module, symbol);             // 3. LLVM IR: one block of threads per program,
   else lower_to_llvm(fn, module, symbol, options.bounds_checks, options.int_dot);  //    or a loop over programs on the host
-  verify_lowering(module, gpu ? "nvptx" : "host", fn.name);
+  verify_lowering(module, lowering_name(target), fn.name);
   if (dump.llvm) stages.write(".ll", module_text(module));
   if (gpu && lowered.shared_bytes > target.gpu->shared_bytes_optin)
     throw Error(fmt::format("kernel '{}' needs {} bytes of shared memory per program; {} has {} (use smaller blocks)", fn.name, lowered.shared_bytes,
@@ -86,10 +118,12 @@ CompiledObject compile(const ir::Function &traced, const std::string &symbol, co
   out.lower_ms = elapsed_ms(start);
 
   start = std::chrono::steady_clock::now();
-  if (gpu) nvptx::link_libdevice(module, symbol);                                     // 4. GPU: libdevice math
+  if (nvidia) nvptx::link_libdevice(module, symbol);                                  // 4. GPU: libdevice math (NVIDIA)
+  if (amd) amdgpu::link_device_libs(module, *target.gpu, symbol);                     //    or ocml (AMD)
   optimize_module(module, *tm, /*slp_vectorize=*/!gpu);                               // 5. O3
   if (dump.llvm) stages.write(".opt.ll", module_text(module));
-  if (gpu) nvptx::emit_gpu_code(module, *tm, *target.gpu, lowered, options.assemble, fn.name, out, stages);  // 6. PTX, cubin
+  if (nvidia) nvptx::emit_gpu_code(module, *tm, *target.gpu, lowered, options.assemble, fn.name, out, stages);  // 6. PTX, cubin,
+  else if (amd) amdgpu::emit_code_object(module, *tm, *target.gpu, lowered, fn.name, out, stages);             //    HSACO
   else emit_host_object(module, *tm, out, stages);                                    //    or a host object
   out.llvm_ms = elapsed_ms(start);
   return out;

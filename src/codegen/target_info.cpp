@@ -25,7 +25,7 @@ std::vector<TargetInfo> make_targets() {
   sm75.name = "sm_75";
   sm75.backend = "cuda";
   sm75.triple = "nvptx64-nvidia-cuda";
-  sm75.ptx_features = "+ptx70";
+  sm75.llvm_features = "+ptx70";
   sm75.compute_capability = 75;
   sm75.shared_bytes_optin = 64 * 1024;
 
@@ -33,7 +33,7 @@ std::vector<TargetInfo> make_targets() {
   sm80.name = "sm_80";
   sm80.backend = "cuda";
   sm80.triple = "nvptx64-nvidia-cuda";
-  sm80.ptx_features = "+ptx70";
+  sm80.llvm_features = "+ptx70";
   sm80.compute_capability = 80;
   sm80.shared_bytes_optin = 163 * 1024;
   sm80.matrix_instructions = ampere_mma();
@@ -41,11 +41,34 @@ std::vector<TargetInfo> make_targets() {
 
   TargetInfo sm90 = sm80;
   sm90.name = "sm_90";
-  sm90.ptx_features = "+ptx78";
+  sm90.llvm_features = "+ptx78";
   sm90.compute_capability = 90;
   sm90.shared_bytes_optin = 227 * 1024;
   // wgmma (m64nNk16) comes with its own layouts; until then Hopper runs the sm_80 mma path.
-  return {sm75, sm80, sm90};
+
+  // AMD CDNA (MI200: gfx90a, MI300: gfx942): waves of 64, 64 KiB of LDS per workgroup.
+  // Their MFMA instructions are not lowered yet (amdgpu/amdgpu_target.h), so dot runs on FMAs.
+  TargetInfo gfx90a;
+  gfx90a.name = "gfx90a";
+  gfx90a.backend = "hip";
+  gfx90a.triple = "amdgcn-amd-amdhsa";
+  gfx90a.llvm_features = "+wavefrontsize64";
+  gfx90a.isa_version = 9010;
+  gfx90a.warp_size = 64;
+  gfx90a.shared_bytes_static = 64 * 1024;
+  gfx90a.shared_bytes_optin = 64 * 1024;
+
+  TargetInfo gfx942 = gfx90a;
+  gfx942.name = "gfx942";
+  gfx942.isa_version = 9402;
+
+  // AMD RDNA3 (Radeon RX 7900): waves of 32 (its wave64 mode is not used), 64 KiB of LDS.
+  TargetInfo gfx1100 = gfx90a;
+  gfx1100.name = "gfx1100";
+  gfx1100.llvm_features = "+wavefrontsize32";
+  gfx1100.isa_version = 11000;
+  gfx1100.warp_size = 32;
+  return {sm75, sm80, sm90, gfx90a, gfx942, gfx1100};
 }
 
 const std::vector<TargetInfo> &targets() {
@@ -64,7 +87,7 @@ const TargetInfo &target_info(const std::string &arch) {
 Target Target::named(const std::string &name) {
   if (name == "host") return host();
   for (const TargetInfo &t : targets())
-    if (t.name == name) return Target{Kind::Nvptx, &t};
+    if (t.name == name) return Target{t.backend == "hip" ? Kind::Amdgpu : Kind::Nvptx, &t};
   throw Error(fmt::format("unknown target '{}': kdsl compiles for {}", name, fmt::join(names(), ", ")));
 }
 

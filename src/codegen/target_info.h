@@ -27,17 +27,18 @@ struct MatrixInstruction {
 };
 
 // Targets are data (CONVENTIONS point 5): the lowering reads these fields and never tests
-// an architecture name. An AMDGPU target adds an entry with warp_size 64 and its MFMA shapes.
+// an architecture name. AMD targets (wave64 CDNA, wave32 RDNA) are rows like NVIDIA's.
 struct TargetInfo {
-  std::string name;          // "sm_80"
-  std::string backend;       // "cuda"
-  std::string triple;        // "nvptx64-nvidia-cuda"
-  std::string ptx_features;  // LLVM features: the PTX ISA version ("+ptx70")
-  int compute_capability = 0;  // 80, 90
-  int warp_size = 32;
+  std::string name;          // "sm_80", "gfx942": LLVM's CPU name for the target
+  std::string backend;       // "cuda", "hip"
+  std::string triple;        // "nvptx64-nvidia-cuda", "amdgcn-amd-amdhsa"
+  std::string llvm_features; // LLVM features: the PTX ISA version ("+ptx70"), the wave size ("+wavefrontsize64")
+  int compute_capability = 0;  // 80, 90; 0 for AMD
+  int isa_version = 0;         // AMD: the ISA version the device libraries test (9010 for gfx90a); 0 for NVIDIA
+  int warp_size = 32;          // threads of a warp (NVIDIA) or wave (AMD: 64 on CDNA, 32 on RDNA)
   int max_threads_per_block = 1024;
   int shared_bytes_static = 48 * 1024;  // without opting in
-  int shared_bytes_optin = 0;           // per block, after cuFuncSetAttribute
+  int shared_bytes_optin = 0;           // per block, after cuFuncSetAttribute (AMD: the LDS a workgroup may use)
   int global_vector_bytes = 16;         // widest global load or store per thread
   bool async_copy = false;              // cp.async global -> shared (sm_80+): loads feeding dot are software-pipelined
   int sm_count = 0;                     // filled in from a device query; 0 when compiling offline

@@ -4,6 +4,7 @@
 #include <kdsl/error.h>
 
 #include "runtime/cuda/cuda_target.h"
+#include "runtime/hip/hip_target.h"
 
 namespace kdsl::detail {
 
@@ -19,6 +20,7 @@ codegen::TargetDesc cache_identity(const codegen::Target &target) {
   switch (target.kind) {
     case codegen::Target::Kind::Host: return codegen::host_target();
     case codegen::Target::Kind::Nvptx: return cuda_target(*target.gpu, target.gpu->name);
+    case codegen::Target::Kind::Amdgpu: return hip_target(*target.gpu);
   }
   internal_error("cache_identity: a target kind without a backend");
 }

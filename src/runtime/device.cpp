@@ -1,4 +1,4 @@
-// device.cpp - Device handles (CPU, CUDA, the best present), each answered by its Backend
+// device.cpp - Device handles (CPU, CUDA, HIP, the best present), each answered by its Backend
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -8,6 +8,7 @@
 #include <kdsl/error.h>
 
 #include "runtime/cuda/cuda_device.h"
+#include "runtime/hip/hip_device.h"
 #include "runtime/host_backend.h"
 #include "support/log.h"
 
@@ -15,22 +16,31 @@ namespace kdsl {
 
 Device Device::cpu(int threads) { return Device(std::make_shared<detail::CpuDevice>(threads)); }
 
-Device Device::cuda(int ordinal) {
-  // One CudaDevice (stream, events) per GPU; a failed open is retried on the next call.
+namespace {
+
+// One backend (stream, events) per GPU of a kind; a failed open is retried on the next call.
+template <class GpuBackend>
+std::shared_ptr<detail::Backend> opened_once(int ordinal) {
   static std::mutex mutex;
   static std::map<int, std::shared_ptr<detail::Backend>> opened;
   std::lock_guard lock(mutex);
   auto &device = opened[ordinal];
   if (!device) {
     try {
-      device = std::make_shared<detail::CudaDevice>(ordinal);
+      device = std::make_shared<GpuBackend>(ordinal);
     } catch (...) {
       opened.erase(ordinal);
       throw;
     }
   }
-  return Device(device);
+  return device;
 }
+
+}  // namespace
+
+Device Device::cuda(int ordinal) { return Device(opened_once<detail::CudaDevice>(ordinal)); }
+
+Device Device::hip(int ordinal) { return Device(opened_once<detail::HipDevice>(ordinal)); }
 
 Device Device::best() {
   static Device chosen = [] {
@@ -39,9 +49,14 @@ Device Device::best() {
     try {
       return cuda(0);
     } catch (const Error &e) {
-      log_info("Device::best(): no CUDA device ({}); using the CPU", e.what());
-      return cpu();
+      log_info("Device::best(): no CUDA device ({})", e.what());
     }
+    try {
+      return hip(0);
+    } catch (const Error &e) {
+      log_info("Device::best(): no HIP device ({}); using the CPU", e.what());
+    }
+    return cpu();
   }();
   return chosen;
 }

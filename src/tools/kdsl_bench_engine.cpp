@@ -53,13 +53,14 @@ std::vector<int> prompt_ids(int n, int vocab) {
 }
 
 Row bench_model(const std::string &path, const std::string &label, const Device &dev, int decode_tokens, int warmup_tokens, int prompt_tokens,
-                int prompt_repeats) {
+                int prompt_repeats, int integer_dot_rows) {
   Row row;
   row.model = label;
   ModelWeights model = load_model_weights(path);
   row.bytes_per_token = model.bytes_per_token();
   EngineOptions eo;
   eo.context = std::max(prompt_tokens, 1 + warmup_tokens + decode_tokens) + 16;
+  eo.integer_dot_rows = integer_dot_rows;
   Engine engine(model, dev, eo);
   int vocab = int(model.hparams.n_vocab);
 
@@ -251,7 +252,7 @@ int main(int argc, char **argv) {
   std::vector<std::string> models;
   std::vector<std::string> types = {"f32", "f16"};
   std::string preset = "110m", dir, device_name = "cpu";
-  int threads = 0, decode_tokens = 32, warmup_tokens = 4, prompt_tokens = 512, prompt_repeats = 1;
+  int threads = 0, int_dot_rows = -1, decode_tokens = 32, warmup_tokens = 4, prompt_tokens = 512, prompt_repeats = 1;
   bool quick = false, keep = false, no_kernels = false, spec = false, spec_fixed = false;
   std::vector<std::string> draft_types = {"q4_0", "q8_0"};
   int spec_tokens = 64, draft_max = 7, spec_repeats = 2;
@@ -266,6 +267,7 @@ int main(int argc, char **argv) {
   app.add_option("--warmup", warmup_tokens, "decode steps before timing")->check(CLI::NonNegativeNumber);
   app.add_option("--prompt", prompt_tokens, "prompt tokens for prompt processing (0: skip)")->check(CLI::NonNegativeNumber);
   app.add_option("--prompt-repeats", prompt_repeats, "timed prefills after the warm-up one (the best counts)")->check(CLI::PositiveNumber);
+  app.add_option("--int-dot-rows", int_dot_rows, "the most rows a quantized product on the CPU takes through integer dot products (-1: the library's default, 0: none: the f32 dequantize path everywhere, to compare the two)");
   app.add_flag("--no-kernels", no_kernels, "skip the table of single matrix-vector products at the preset's shapes");
   app.add_flag("--spec", spec, "also speculative decoding against plain decoding, greedy, in the same run: n-gram lookup on a repetitive prompt, "
                                "and each synthetic target drafted by its own weights in --draft-type");
@@ -311,7 +313,7 @@ int main(int argc, char **argv) {
     std::vector<Row> rows;
     for (auto &[path, label] : runs) {
       fmt::print(stderr, "measuring {}...\n", label);
-      rows.push_back(bench_model(path, label, dev, decode_tokens, warmup_tokens, prompt_tokens, prompt_repeats));
+      rows.push_back(bench_model(path, label, dev, decode_tokens, warmup_tokens, prompt_tokens, prompt_repeats, int_dot_rows));
     }
     std::vector<SpecRow> spec_rows;
     if (spec) {
@@ -340,6 +342,7 @@ int main(int argc, char **argv) {
       const ModelHParams h = synth_preset(preset).hparams;
       const int dim = int(h.n_embd), ff = int(h.n_ff), vocab = int(h.n_vocab);
       kernels::Library lib(dev);
+      if (int_dot_rows >= 0) lib.set_integer_dot_rows(int_dot_rows);
       for (GgmlType g : synthetic_types) {
         const kernels::WeightType t = *kernel_weight_type(g);
         fmt::print(stderr, "measuring {} matrix-vector products...\n", type_name(g));

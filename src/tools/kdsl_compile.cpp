@@ -23,8 +23,9 @@ void write_file(const fs::path &path, const void *data, size_t size) {
 }
 void write_file(const fs::path &path, const std::string &text) { write_file(path, text.data(), text.size()); }
 
-// Every stage the target produced: <name>.traced.kir .kir .ll .opt.ll, then .s .o for the host
-// or .ptx .cubin .resources.txt for a GPU; the object by its format (PTX is the .ptx itself).
+// Every stage the target produced: <name>.traced.kir .kir .ll .opt.ll, then .s .o for the host,
+// .ptx .cubin .resources.txt for NVIDIA or .amdgcn .hsaco .resources.txt for AMD; the object by
+// its format (PTX is the .ptx itself).
 void write_stages(const fs::path &dir, const std::string &name, const CompileResult &r) {
   fs::create_directories(dir);
   auto file = [&](const char *extension) { return dir / (name + extension); };
@@ -32,10 +33,11 @@ void write_stages(const fs::path &dir, const std::string &name, const CompileRes
   write_file(file(".kir"), r.optimized_ir);
   write_file(file(".ll"), r.llvm_ir);
   write_file(file(".opt.ll"), r.optimized_llvm_ir);
-  if (!r.assembly.empty()) write_file(file(".s"), r.assembly);
+  if (!r.assembly.empty()) write_file(file(r.format == "hsaco" ? ".amdgcn" : ".s"), r.assembly);
   if (!r.ptx.empty()) write_file(file(".ptx"), r.ptx);
   if (r.format == "object") write_file(file(".o"), r.object.data(), r.object.size());
   if (r.format == "cubin") write_file(file(".cubin"), r.object.data(), r.object.size());
+  if (r.format == "hsaco") write_file(file(".hsaco"), r.object.data(), r.object.size());
   if (!r.resources.report.empty()) write_file(file(".resources.txt"), r.resources.report);
 }
 
@@ -43,6 +45,11 @@ void print_result(const std::string &name, const CompileResult &r) {
   const KernelResources &res = r.resources;
   if (r.format == "object")
     fmt::print("{:18} host   object {} bytes  ({:.1f} ms)\n", name, r.object.size(), r.compile_ms);
+  else if (r.format == "hsaco")
+    fmt::print("{:18} {}  {} threads (wave{})  {:3} VGPRs  {:3} SGPRs  spills {}/{}  scratch {} bytes  LDS {} + {} dynamic  kernargs {} bytes  "
+               "hsaco {} bytes  ({:.1f} ms)\n",
+               name, r.target, res.threads, res.wavefront_size, res.registers, res.scalar_registers, res.vector_spills, res.scalar_spills,
+               res.stack_frame_bytes, res.static_shared_bytes, res.dynamic_shared_bytes, res.kernarg_bytes, r.object.size(), r.compile_ms);
   else if (res.assembled)
     fmt::print("{:18} {}  {} threads  {:3} registers  spills {}/{} bytes  smem {} + {} dynamic  cubin {} bytes  ({:.1f} ms)\n", name, r.target,
                res.threads, res.registers, res.spill_store_bytes, res.spill_load_bytes, res.static_shared_bytes, res.dynamic_shared_bytes,
@@ -56,18 +63,18 @@ void print_result(const std::string &name, const CompileResult &r) {
 
 int main(int argc, char **argv) {
   CLI::App app{"kdsl-compile: compile registered kernels (the examples, and those of libraries given with --load) for a target "
-               "(host, sm_80, sm_90) without a device, writing every stage to a folder and the code to the kernel cache"};
+               "(host, sm_80, sm_90, gfx90a, gfx942, ...) without a device, writing every stage to a folder and the code to the kernel cache"};
   std::string target = "sm_80", out_dir = "kdsl-compile-out", spec = "aligned";
   std::vector<std::string> names, libraries;
   int num_warps = 0, num_stages = 0;
   bool list = false;
-  app.add_option("--target", target, "host, sm_80 or sm_90")->capture_default_str();
+  app.add_option("--target", target, "host, an NVIDIA sm_XX or an AMD gfxNNN (see --list)")->capture_default_str();
   app.add_option("--kernel", names, "registered kernel names (default: all; see --list)");
   app.add_option("--load", libraries, "a shared library whose KDSL_REGISTER_KERNEL lines register kernels (repeatable)");
   app.add_option("--spec", spec, "argument specialization: aligned, none, or one of 16/1/_ per argument (\"16,16,_\")")->capture_default_str();
   app.add_option("--num-warps", num_warps, "warps per program (default: the kernel's registered options)");
   app.add_option("--num-stages", num_stages, "pipeline stages for loads feeding dot (default: the kernel's registered options)");
-  app.add_option("--out", out_dir, "folder for the stages: .traced.kir .kir .ll .opt.ll .ptx .cubin .resources.txt (host: .s .o)")->capture_default_str();
+  app.add_option("--out", out_dir, "folder for the stages: .traced.kir .kir .ll .opt.ll .ptx .cubin .resources.txt (host: .s .o; AMD: .amdgcn .hsaco)")->capture_default_str();
   app.add_flag("--list", list, "list the registered kernels and the targets");
   if (int status = tools::parse_command_line(app, "kdsl-compile", argc, argv); status >= 0) return status;
 

@@ -94,7 +94,8 @@ void lock_in_memory() {
                std::strerror(errno));
 }
 
-// cpu; cuda (GPU 0, or a clear error saying what is missing); auto: GPU 0 where one opens, else the CPU.
+// cpu; cuda or hip (GPU 0, or a clear error saying what is missing); auto: a CUDA GPU, else
+// a HIP GPU, else the CPU.
 Device pick_device(const Options &o) {
   check_thread_count(o.threads);
   if (o.device == "cpu") return Device::cpu(o.threads);
@@ -102,11 +103,18 @@ Device pick_device(const Options &o) {
     try {  // Device::cuda opens the driver as every caller does ($KDSL_LIBCUDA, else libcuda.so.1)
       return Device::cuda(0);
     } catch (const Error &e) {
-      if (o.device == "auto") return Device::cpu(o.threads);
-      throw Error(fmt::format("--device cuda: {}; use --device cpu", e.what()));
+      if (o.device == "cuda") throw Error(fmt::format("--device cuda: {}; use --device cpu", e.what()));
     }
   }
-  throw Error(fmt::format("--device {}: expected cpu, cuda or auto", o.device));
+  if (o.device == "hip" || o.device == "auto") {
+    try {  // Device::hip opens the HIP runtime ($KDSL_LIBAMDHIP64, else libamdhip64.so)
+      return Device::hip(0);
+    } catch (const Error &e) {
+      if (o.device == "auto") return Device::cpu(o.threads);
+      throw Error(fmt::format("--device hip: {}; use --device cpu", e.what()));
+    }
+  }
+  throw Error(fmt::format("--device {}: expected cpu, cuda, hip or auto", o.device));
 }
 
 std::string read_prompt(const Options &o) {
@@ -358,7 +366,7 @@ int main(int argc, char **argv) {
   app.add_option("-c,--ctx-size,--ctx", o.ctx, "context length in tokens (default: the model's, capped so the KV cache uses at most a quarter of free memory)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("-b,--batch-size", o.batch, "prompt tokens per prefill pass")->check(CLI::Range(1, 1 << 16));
-  app.add_option("--device", o.device, "cpu, cuda or auto");
+  app.add_option("--device", o.device, "cpu, cuda, hip or auto");
   app.add_option("-t,--threads", o.threads, "CPU threads (0: every CPU this process may run on)")->check(CLI::NonNegativeNumber);
   app.add_option("--cache-type-k", o.cache_type_k, "the KV cache's element type: f32 (default), f16 or bf16, for keys and values (-ctk; alone it sets both)");
   app.add_option("--cache-type-v", o.cache_type_v, "as --cache-type-k (-ctv; alone it sets both; the two must agree)");

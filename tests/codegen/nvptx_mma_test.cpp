@@ -7,9 +7,9 @@
 #include <kdsl/kdsl.h>
 
 #include "codegen/codegen.h"
-#include "codegen/nvptx/assign_layouts.h"
-#include "codegen/nvptx/layout.h"
-#include "codegen/nvptx/plan_pipelining.h"
+#include "codegen/gpu/assign_layouts.h"
+#include "codegen/gpu/layout.h"
+#include "codegen/gpu/plan_pipelining.h"
 #include "codegen/pipeline.h"
 #include "codegen/nvptx/mma_fragments.h"
 #include "codegen/nvptx/ptxas.h"
@@ -18,6 +18,7 @@
 
 using namespace kdsl;
 using namespace kdsl::codegen::nvptx;
+using namespace kdsl::codegen::gpu;
 using kdsl::codegen::MatrixInstruction;
 
 namespace mma_test {

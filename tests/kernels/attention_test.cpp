@@ -246,33 +246,35 @@ std::vector<S> narrowed(std::vector<float> &pages) {
   return out;
 }
 
-// Keys and values share one type (attention_dispatch.h): each of f16 and bf16 in turn.
+// A cache of S (kdsl::half or kdsl::bfloat16, DType t) for keys and values: appending rounds,
+// decode, prefill and tree attention read it against the float64 reference.
 template <class S>
-void check_narrow_cache(std::mt19937 &rng, kdsl::DType type) {
-  CAPTURE(kdsl::dtype_name(type));
+void check_narrow_kv_cache(kdsl::DType t) {
+  CAPTURE(kdsl::dtype_name(t));
+  KDSL_TEST_RNG(rng);
   const int n_heads = 4, n_kv = 2, D = 40, page_size = 16, pos0 = 37, rows = 9;
   PagedCache c(rng, pos0 + rows, page_size, n_kv, D);
   c.fill(rng, pos0 + rows);
   std::vector<S> k16 = narrowed<S>(c.k_pages);
   std::vector<S> v16 = narrowed<S>(c.v_pages);
-  const kdsl::kernels::KvTypes types{type, type};
+  const kdsl::kernels::KvTypes types{t, t};
   const float scale = 0.15f;
   auto q = random_floats(rng, size_t(rows) * n_heads * D);
   std::vector<double> ref, size;
   attention_ref(c, q, rows, pos0, n_heads, scale, ref, size);
   std::vector<float> out(ref.size());
   library().attention(q.data(), k16.data(), v16.data(), c.block_table.data(), out.data(), rows, pos0, n_heads, n_kv, D, page_size, scale, types);
-  expect_close_scaled("prefill over the narrow cache", out, ref, size, 2e-5);
+  expect_close_scaled("prefill over a narrow cache", out, ref, size, 2e-5);
   std::vector<float> q1(q.begin(), q.begin() + n_heads * D), out1(size_t(n_heads) * D);
   attention_ref(c, q1, 1, pos0, n_heads, scale, ref, size);
   library().attention(q1.data(), k16.data(), v16.data(), c.block_table.data(), out1.data(), 1, pos0, n_heads, n_kv, D, page_size, scale, types);
-  expect_close_scaled("decode over the narrow cache", out1, ref, size, 2e-5);
+  expect_close_scaled("decode over a narrow cache", out1, ref, size, 2e-5);
   std::vector<int64_t> chain(static_cast<size_t>(rows));
   for (int i = 0; i < rows; ++i) chain[size_t(i)] = (int64_t(1) << (i + 1)) - 1;
   attention_ref(c, q, rows, pos0, n_heads, scale, ref, size);
   library().attention_tree(q.data(), k16.data(), v16.data(), c.block_table.data(), chain.data(), out.data(), rows, pos0, n_heads, n_kv, D, page_size,
                            scale, types);
-  expect_close_scaled("tree over the narrow cache", out, ref, size, 2e-5);
+  expect_close_scaled("tree over a narrow cache", out, ref, size, 2e-5);
 
   // Appending rounds to nearest even; moving copies the stored bits.
   auto k = random_floats(rng, size_t(rows) * n_kv * D), v = random_floats(rng, size_t(rows) * n_kv * D);
@@ -288,24 +290,30 @@ void check_narrow_cache(std::mt19937 &rng, kdsl::DType type) {
   std::vector<int32_t> moves = {pos0 + 3, pos0 + 1};
   library().kv_move(k16.data(), v16.data(), c.block_table.data(), moves.data(), 1, n_kv, D, page_size, types);
   CHECK(k16[c.at(pos0 + 1, 1)].bits == S(k[(size_t(3) * n_kv + 1) * D]).bits);
+}
+
+TEST_CASE("kernels: f16 and bf16 KV caches: append rounds, decode, prefill and tree attention read them") {
+  check_narrow_kv_cache<kdsl::half>(kdsl::DType::F16);
+  check_narrow_kv_cache<kdsl::bfloat16>(kdsl::DType::BF16);
+
+  // Keys and values share one type; other types are refused by name.
+  KDSL_TEST_RNG(rng);
+  const int n_heads = 4, n_kv = 2, D = 40, page_size = 16, pos0 = 37, rows = 9;
+  PagedCache c(rng, pos0 + rows, page_size, n_kv, D);
+  auto q = random_floats(rng, size_t(rows) * n_heads * D);
+  std::vector<float> out(q.size());
 
   std::vector<int8_t> bytes(64);
   std::string text = kdsl_test::error_text([&] {
-    library().attention(q.data(), bytes.data(), bytes.data(), c.block_table.data(), out.data(), rows, pos0, n_heads, n_kv, D, page_size, scale,
+    library().attention(q.data(), bytes.data(), bytes.data(), c.block_table.data(), out.data(), rows, pos0, n_heads, n_kv, D, page_size, 0.1f,
                         {kdsl::DType::I8, kdsl::DType::I8});
   });
   CHECK(kdsl_test::contains(text, "a KV cache of i8 is not supported (f32, f16 or bf16)"));
   text = kdsl_test::error_text([&] {
-    library().attention(q.data(), k16.data(), v16.data(), c.block_table.data(), out.data(), rows, pos0, n_heads, n_kv, D, page_size, scale,
+    library().attention(q.data(), bytes.data(), bytes.data(), c.block_table.data(), out.data(), rows, pos0, n_heads, n_kv, D, page_size, 0.1f,
                         {kdsl::DType::F16, kdsl::DType::BF16});
   });
   CHECK(kdsl_test::contains(text, "keys in f16 and values in bf16: a KV cache holds keys and values of one type"));
-}
-
-TEST_CASE("kernels: f16 and bf16 KV caches: append rounds, decode, prefill and tree attention read them") {
-  KDSL_TEST_RNG(rng);
-  check_narrow_cache<kdsl::half>(rng, kdsl::DType::F16);
-  check_narrow_cache<kdsl::bfloat16>(rng, kdsl::DType::BF16);
 }
 
 }  // namespace

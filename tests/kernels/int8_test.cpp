@@ -1,4 +1,6 @@
-// int8_test.cpp - the integer-dot decode and few-row products (activation quantization + dot4) against a scalar quantize-then-integer-dot reference and the f32 dequantize path
+// int8_test.cpp - the integer-dot decode and few-row products (activation quantization + dot4) of every format with a policy against a scalar quantize-then-integer-dot reference and the f32 dequantize path
+#include <algorithm>
+
 #include "kernels/quantize_activations.h"
 #include "tests/kernels/int8_test_util.h"
 
@@ -26,12 +28,55 @@ TEST_CASE("kernels: the activation quantizer equals its scalar specification bit
   }
 }
 
-TEST_CASE("kernels: integer-dot decode (one row) and few-row products, Q8_0 / Q4_0, aligned and ragged N, several K, with and without bias") {
+TEST_CASE("kernels: the activation quantizer with group sums equals its scalar specification bit for bit (Q8_K- and Q8_1-style, zero blocks, ragged rows)") {
   KDSL_TEST_RNG(rng);
-  for (WeightType t : {WeightType::Q8_0, WeightType::Q4_0}) {
-    for (int rows : {1, 2, 3, 8, 13, 16})
-      for (auto [N, K] : {std::pair{64, 256}, std::pair{37, 96}, std::pair{37, 416}, std::pair{5, 32}}) check_int8_matmul(rng, t, rows, N, K, rows % 2 == 1);
+  struct Case {
+    int rows, K;
+  };
+  auto check = [&]<int BLOCK, int GROUP, int BB>(Case c) {
+    CAPTURE(BLOCK);
+    CAPTURE(c.rows);
+    CAPTURE(c.K);
+    auto x = random_floats(rng, size_t(c.rows) * size_t(c.K), -3, 3);
+    for (int j = 0; j < BLOCK; ++j) x[size_t(j)] = 0;  // a block of zeros: scale 0, quants and sums 0
+    x[size_t(c.K - 1)] = 1e-30f;                       // a tiny amax
+    x[size_t(c.K)] = -3, x[size_t(c.K) + 1] = 3;        // (row 1) +-amax: quants -127 and 127
+    QuantizedRows want = quantize_reference(x, c.rows, c.K, BLOCK, GROUP);
+    std::vector<int8_t> q(want.q.size(), 99);
+    std::vector<float> d(want.d.size() + 1, -5.0f);
+    std::vector<int32_t> sums(want.sums.size() + 1, -5);
+    auto k = kdsl::compile<kdsl::kernels::quantize_activations_sums<BLOCK, GROUP, BB>>(kdsl_test::cpu());
+    k(kdsl::grid(kdsl::cdiv(c.K / BLOCK, BB), c.rows), x.data(), q.data(), d.data(), sums.data(), c.K);
+    CHECK(std::memcmp(q.data(), want.q.data(), q.size()) == 0);
+    CHECK(std::memcmp(d.data(), want.d.data(), want.d.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(sums.data(), want.sums.data(), want.sums.size() * sizeof(int32_t)) == 0);
+    CHECK(d.back() == -5.0f);  // nothing past the last scale or sum
+    CHECK(sums.back() == -5);
+    CHECK(*std::min_element(q.begin(), q.end()) == -127);
+  };
+  // Q8_K: one and two super-blocks per program, the second program of 3 blocks half past the row.
+  for (Case c : {Case{2, 256}, Case{3, 768}}) {
+    check.template operator()<256, 16, 1>(c);
+    check.template operator()<256, 16, 2>(c);
   }
+  // Q8_1: 8 blocks per program, 13 blocks a row.
+  for (Case c : {Case{2, 32}, Case{3, 416}}) check.template operator()<32, 32, 8>(c);
+}
+
+// Every format with an integer-dot policy: decode and 2..16 rows (the few-row kernels' 2, 4,
+// 8 and 16-row specializations), N aligned (64) and ragged (37, 5), K of 1, 3 and 13 blocks
+// (13: more than one prefetch distance).
+TEST_CASE("kernels: integer-dot decode (one row) and few-row products of every format with a policy, aligned and ragged N, several K, with and without bias") {
+  KDSL_TEST_RNG(rng);
+  int checked = 0;
+  for (const kdsl::formats::WeightTypeInfo &info : kdsl::formats::kWeightTypes) {
+    if (!has_int_dot(info.type)) continue;
+    ++checked;
+    const int block = info.block_elements;
+    for (int rows : {1, 2, 3, 8, 13, 16})
+      for (auto [N, blocks] : {std::pair{64, 1}, std::pair{37, 3}, std::pair{5, 13}}) check_int8_matmul(rng, info.type, rows, N, blocks * block, rows % 2 == 1);
+  }
+  CHECK(checked == 6);  // Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K
 }
 
 }  // namespace

@@ -1,9 +1,9 @@
-// kquant_test.cpp - Library::matmul and Library::embedding over Q6_K / Q4_K weights read in place, against the reference dequantizer
+// kquant_test.cpp - Library::matmul and Library::embedding over k-quant weights read in place, against the reference dequantizer (and the integer-dot reference where the CPU takes that path)
 #include "codegen/codegen.h"
 #include "codegen/nvptx/ptxas.h"
 #include "kernels/matvec_kquant.h"
 #include "src/tools/example_kernels.h"
-#include "tests/kernels/quantized_test_util.h"
+#include "tests/kernels/int8_test_util.h"
 
 namespace {
 using namespace kernels_test;
@@ -15,8 +15,8 @@ using kdsl::kernels::WeightType;
 TEST_CASE("kernels: k-quant matmul, one row (decode), aligned and ragged, Q6_K / Q4_K") {
   KDSL_TEST_RNG(rng);
   for (WeightType t : kernel_formats(WeightKernels::Decoded, 256)) {
-    for (auto [N, K] : {std::pair{64, 256}, std::pair{37, 768}, std::pair{3, 1280}}) check_quantized_matmul(rng, t, 1, N, K, false);
-    check_quantized_matmul(rng, t, 1, 37, 512, true);
+    for (auto [N, K] : {std::pair{64, 256}, std::pair{37, 768}, std::pair{3, 1280}}) check_library_matmul(rng, t, 1, N, K, false);
+    check_library_matmul(rng, t, 1, 37, 512, true);
   }
 }
 
@@ -24,10 +24,10 @@ TEST_CASE("kernels: k-quant matmul, a few rows and batched rows (prefill), Q6_K 
   KDSL_TEST_RNG(rng);
   for (WeightType t : kernel_formats(WeightKernels::Decoded, 256)) {
     for (int rows : {2, 8, 11, 16, 70}) {
-      check_quantized_matmul(rng, t, rows, 64, 256, false);
-      check_quantized_matmul(rng, t, rows, 37, 768, rows == 8);
+      check_library_matmul(rng, t, rows, 64, 256, false);
+      check_library_matmul(rng, t, rows, 37, 768, rows == 8);
     }
-    check_quantized_matmul(rng, t, 33, 130, 512, true);
+    check_library_matmul(rng, t, 33, 130, 512, true);
   }
 }
 

@@ -3,6 +3,8 @@
 // sampling repeats, and the JSON output carries the summary figures.
 #include <doctest/doctest.h>
 #include <dlfcn.h>
+
+#include <cstdlib>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -189,7 +191,18 @@ TEST_CASE("kdsl-run: --device cuda without an NVIDIA driver says so") {
     return;
   }
   check_user_error(kdsl_run({"-m", path, "-p", "hi", "--device", "cuda"}), {"--device cuda", "no NVIDIA driver", "libcuda.so.1"});
-  check_user_error(kdsl_run({"-m", path, "-p", "hi", "--device", "tpu"}), {"--device tpu", "cpu, cuda or auto"});
+  check_user_error(kdsl_run({"-m", path, "-p", "hi", "--device", "tpu"}), {"--device tpu", "cpu, cuda, hip or auto"});
+}
+
+TEST_CASE("kdsl-run: --device hip without a HIP runtime says so") {
+  std::string path = write_tiny_gguf("kdsl_run_hip.gguf");
+  const char *chosen = std::getenv("KDSL_LIBAMDHIP64");
+  if (void *runtime = dlopen(chosen && *chosen ? chosen : "libamdhip64.so", RTLD_LAZY | RTLD_LOCAL)) {
+    dlclose(runtime);
+    MESSAGE("skipped: this machine has a HIP runtime");
+    return;
+  }
+  check_user_error(kdsl_run({"-m", path, "-p", "hi", "--device", "hip"}), {"--device hip", "no HIP runtime found", "libamdhip64.so", "--device cpu"});
 }
 
 TEST_CASE("kdsl-run: bad command-line options are refused") {

@@ -19,7 +19,7 @@ std::string resources_text(const CompiledObject &out, const TargetInfo &target) 
 
 }  // namespace
 
-void emit_gpu_code(llvm::Module &m, llvm::TargetMachine &tm, const TargetInfo &target, const LoweringResult &lowered, bool assemble,
+void emit_gpu_code(llvm::Module &m, llvm::TargetMachine &tm, const TargetInfo &target, const gpu::LoweringResult &lowered, bool assemble,
                    const std::string &kernel, CompiledObject &out, StageDump &stages) {
   out.ptx = emit_ptx(m, tm);
   out.resources.threads = lowered.threads;

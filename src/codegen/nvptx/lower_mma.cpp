@@ -5,9 +5,10 @@
 
 #include <kdsl/error.h>
 
-#include "codegen/nvptx/gpu_lowering.h"
+#include "codegen/gpu/gpu_lowering.h"
 #include "codegen/nvptx/mma_fragments.h"
 #include "codegen/nvptx/nvptx_intrinsics.h"
+#include "codegen/nvptx/nvptx_target.h"
 
 namespace kdsl::codegen::nvptx {
 namespace {
@@ -26,74 +27,75 @@ struct StagedTile {
 // and its registers there are the C fragment (mma_fragments.h). Per k step of the
 // instruction: one ldmatrix.x4 per m tile for A, one per two n tiles for B (x2 for a last
 // odd one), then an mma.sync per (tm, tn). The k steps are unrolled (K is a block extent).
-void GpuLowering::emit_mma_dot(const ir::Op &op, const MatrixInstruction &mi) {
+void emit_mma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstruction &mi) {
+  using gpu::Index, gpu::IrInt, gpu::Layout, gpu::LayoutKind, gpu::RegisterMap;
   ir::ValueId a = op.operands[0], b = op.operands[1], v = op.results[0];
-  const ir::Type &at = fn_.type(a), &ct = fn_.type(v);
-  const Layout &l = plan_.layout[size_t(v)];
-  if (l.kind != LayoutKind::Mma) internal_error(fmt::format("nvptx: mma dot of '{}' without an mma result layout ({})", fn_.name, l.str()));
+  const ir::Type &at = g.fn_.type(a), &ct = g.fn_.type(v);
+  const Layout &l = g.plan_.layout[size_t(v)];
+  if (l.kind != LayoutKind::Mma) internal_error(fmt::format("nvptx: mma dot of '{}' without an mma result layout ({})", g.fn_.name, l.str()));
   int64_t M = ct.shape[0], N = ct.shape[1], K = at.shape[1];
   int eb = dtype_bytes(at.elem);
   bool b_as_stored = mma_b_transposed_load(mi);  // else staged transposed, [n][k]
 
-  std::vector<llvm::Value *> acc = regs_as(op.operands[2], v);
+  std::vector<llvm::Value *> acc = g.regs_as(op.operands[2], v);
   // An operand a pipelined load copied with cp.async is already staged (lower_pipeline.cpp).
-  llvm::Value *a_staged = state_[size_t(a)].staged, *b_staged = state_[size_t(b)].staged;
-  std::vector<llvm::Value *> a_regs = a_staged ? std::vector<llvm::Value *>{} : to_regs(a);
-  std::vector<llvm::Value *> b_regs = b_staged ? std::vector<llvm::Value *>{} : to_regs(b);
+  llvm::Value *a_staged = g.state_[size_t(a)].staged, *b_staged = g.state_[size_t(b)].staged;
+  std::vector<llvm::Value *> a_regs = a_staged ? std::vector<llvm::Value *>{} : g.to_regs(a);
+  std::vector<llvm::Value *> b_regs = b_staged ? std::vector<llvm::Value *>{} : g.to_regs(b);
 
   // 1. Operands into shared memory, one barrier pair around the writes.
   StagedTile sa{a_staged, staged_row_bytes(K * eb)};
   StagedTile sb{b_staged, staged_row_bytes((b_as_stored ? N : K) * eb)};
   if (b_staged && !b_as_stored) internal_error("nvptx mma: a pipelined B operand must be staged as stored");
-  if (!sa.base) sa.base = allocate_shared(M * sa.row_bytes);
-  if (!sb.base) sb.base = allocate_shared((b_as_stored ? K : N) * sb.row_bytes);
-  if (!a_staged || !b_staged) barrier_before_write();
+  if (!sa.base) sa.base = g.allocate_shared(M * sa.row_bytes);
+  if (!sb.base) sb.base = g.allocate_shared((b_as_stored ? K : N) * sb.row_bytes);
+  if (!a_staged || !b_staged) g.barrier_before_write();
   auto stage = [&](ir::ValueId x, const std::vector<llvm::Value *> &regs, const StagedTile &tile, bool transpose) {
-    const ir::Type &t = fn_.type(x);
-    const Layout &xl = plan_.layout[size_t(x)];
-    const RegisterMap &map = registers(x);
-    llvm::Type *mem = storage_type(t.elem);
+    const ir::Type &t = g.fn_.type(x);
+    const Layout &xl = g.plan_.layout[size_t(x)];
+    const RegisterMap &map = g.registers(x);
+    llvm::Type *mem = g.storage_type(t.elem);
     // to_storage stores a value that is a bf16 already (a loaded operand) as its bits.
-    auto stored = [&](llvm::Value *x) { return to_storage(x, t.elem); };
+    auto stored = [&](llvm::Value *x) { return g.to_storage(x, t.elem); };
     int width = transpose ? 1 : std::min(xl.size_per_thread[1], 16 / eb);
     for (int r = 0; r < map.count; r += width) {
-      Index idx = own_index(x, r);
+      Index idx = g.own_index(x, r);
       llvm::Value *row = idx.coords[0], *col = idx.coords[1];
       if (transpose) std::swap(row, col);
-      llvm::Value *offset = b_.CreateAdd(b_.CreateMul(row, b_.getInt32(uint32_t(tile.row_bytes))), b_.CreateMul(col, b_.getInt32(uint32_t(eb))));
-      llvm::Value *p = b_.CreateInBoundsGEP(b_.getInt8Ty(), tile.base, offset);
+      llvm::Value *offset = g.b_.CreateAdd(g.b_.CreateMul(row, g.b_.getInt32(uint32_t(tile.row_bytes))), g.b_.CreateMul(col, g.b_.getInt32(uint32_t(eb))));
+      llvm::Value *p = g.b_.CreateInBoundsGEP(g.b_.getInt8Ty(), tile.base, offset);
       if (width == 1) {
-        b_.CreateStore(stored(regs[size_t(r)]), p);
+        g.b_.CreateStore(stored(regs[size_t(r)]), p);
         continue;
       }
       llvm::Value *vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(mem, unsigned(width)));
       for (int i = 0; i < width; ++i) {
         if (map.offset[size_t(r + i)][1] != map.offset[size_t(r)][1] + i) internal_error("nvptx mma: a register group is not contiguous");
-        vec = b_.CreateInsertElement(vec, stored(regs[size_t(r + i)]), uint64_t(i));
+        vec = g.b_.CreateInsertElement(vec, stored(regs[size_t(r + i)]), uint64_t(i));
       }
-      b_.CreateAlignedStore(vec, p, llvm::Align(uint64_t(width) * uint64_t(eb)));
+      g.b_.CreateAlignedStore(vec, p, llvm::Align(uint64_t(width) * uint64_t(eb)));
     }
   };
   if (!a_staged) stage(a, a_regs, sa, false);
   if (!b_staged) stage(b, b_regs, sb, !b_as_stored);
-  if (!a_staged || !b_staged) barrier_after_write();
+  if (!a_staged || !b_staged) g.barrier_after_write();
 
   // 2. Where this lane points ldmatrix (the same formulas the host tests check).
-  IrInt lane{&b_, lane_}, warp{&b_, warp_}, zero{&b_, b_.getInt32(0)};
+  IrInt lane{&g.b_, g.lane_}, warp{&g.b_, g.warp_}, zero{&g.b_, g.b_.getInt32(0)};
   llvm::Value *warp_row = thread_offset(l, 0, zero, warp).v, *warp_col = thread_offset(l, 1, zero, warp).v;
   int64_t tiles_m = M / l.tile(0), tiles_n = N / l.tile(1);
   TileCoord<IrInt> a_row = ldmatrix_a_row(lane, eb);
   TileCoord<IrInt> b_pair = b_as_stored ? ldmatrix_b_trans_row(lane, l.tile(1)) : ldmatrix_b_row(lane, eb, l.tile(1));
   TileCoord<IrInt> b_single = b_as_stored ? ldmatrix_b_trans_row(lane, 0) : ldmatrix_b_row(lane, eb, 0);
   auto address = [&](const StagedTile &tile, llvm::Value *row, llvm::Value *col) {
-    llvm::Value *offset = b_.CreateAdd(b_.CreateMul(row, b_.getInt32(uint32_t(tile.row_bytes))), b_.CreateMul(col, b_.getInt32(uint32_t(eb))));
-    return b_.CreateInBoundsGEP(b_.getInt8Ty(), tile.base, offset);
+    llvm::Value *offset = g.b_.CreateAdd(g.b_.CreateMul(row, g.b_.getInt32(uint32_t(tile.row_bytes))), g.b_.CreateMul(col, g.b_.getInt32(uint32_t(eb))));
+    return g.b_.CreateInBoundsGEP(g.b_.getInt8Ty(), tile.base, offset);
   };
-  auto plus = [&](llvm::Value *x, int64_t c) { return b_.CreateAdd(x, b_.getInt32(uint32_t(c))); };
+  auto plus = [&](llvm::Value *x, int64_t c) { return g.b_.CreateAdd(x, g.b_.getInt32(uint32_t(c))); };
 
   // The accumulator register holding C element i of tile (tm, tn): its offset from this
   // thread's first element is the tile origin plus lane 0's position of element i.
-  const RegisterMap &map = registers(v);
+  const RegisterMap &map = g.registers(v);
   std::map<std::pair<int, int>, int> reg_at;
   for (int r = 0; r < map.count; ++r) reg_at[{map.offset[size_t(r)][0], map.offset[size_t(r)][1]}] = r;
   auto c_reg = [&](int64_t tm, int64_t tn, int i) {
@@ -107,16 +109,16 @@ void GpuLowering::emit_mma_dot(const ir::Op &op, const MatrixInstruction &mi) {
   for (int64_t k0 = 0; k0 < K; k0 += mi.k) {
     std::vector<std::vector<llvm::Value *>> fa(static_cast<size_t>(tiles_m)), fb(static_cast<size_t>(tiles_n));
     for (int64_t tm = 0; tm < tiles_m; ++tm) {
-      llvm::Value *row = b_.CreateAdd(plus(warp_row, tm * l.tile(0)), a_row.row.v);
-      fa[size_t(tm)] = ldmatrix(b_, address(sa, row, plus(a_row.col.v, k0)), 4, false);
+      llvm::Value *row = g.b_.CreateAdd(plus(warp_row, tm * l.tile(0)), a_row.row.v);
+      fa[size_t(tm)] = ldmatrix(g.b_, address(sa, row, plus(a_row.col.v, k0)), 4, false);
     }
     for (int64_t tn = 0; tn < tiles_n; tn += 2) {
       bool pair = tn + 1 < tiles_n;
       const TileCoord<IrInt> &at_lane = pair ? b_pair : b_single;
       llvm::Value *n = b_as_stored ? at_lane.col.v : at_lane.row.v, *k = b_as_stored ? at_lane.row.v : at_lane.col.v;
-      n = b_.CreateAdd(plus(warp_col, tn * l.tile(1)), n);
+      n = g.b_.CreateAdd(plus(warp_col, tn * l.tile(1)), n);
       k = plus(k, k0);
-      std::vector<llvm::Value *> regs = b_as_stored ? ldmatrix(b_, address(sb, k, n), pair ? 4 : 2, true) : ldmatrix(b_, address(sb, n, k), pair ? 4 : 2, false);
+      std::vector<llvm::Value *> regs = b_as_stored ? ldmatrix(g.b_, address(sb, k, n), pair ? 4 : 2, true) : ldmatrix(g.b_, address(sb, n, k), pair ? 4 : 2, false);
       fb[size_t(tn)] = {regs[0], regs[1]};
       if (pair) fb[size_t(tn + 1)] = {regs[2], regs[3]};
     }
@@ -124,12 +126,12 @@ void GpuLowering::emit_mma_dot(const ir::Op &op, const MatrixInstruction &mi) {
       for (int64_t tn = 0; tn < tiles_n; ++tn) {
         std::vector<llvm::Value *> c;
         for (int i = 0; i < kMmaCElements; ++i) c.push_back(acc[c_reg(tm, tn, i)]);
-        std::vector<llvm::Value *> d = mma_sync(b_, mi, fa[size_t(tm)], fb[size_t(tn)], c);
+        std::vector<llvm::Value *> d = mma_sync(g.b_, mi, fa[size_t(tm)], fb[size_t(tn)], c);
         for (int i = 0; i < kMmaCElements; ++i) acc[c_reg(tm, tn, i)] = d[size_t(i)];
       }
   }
-  shared_dirty_ = true;  // ldmatrix read the staged tiles
-  set_regs(v, std::move(acc));
+  g.shared_dirty_ = true;  // ldmatrix read the staged tiles
+  g.set_regs(v, std::move(acc));
 }
 
 }  // namespace kdsl::codegen::nvptx

@@ -5,6 +5,7 @@
 
 #include <kdsl/dtype.h>
 
+#include "codegen/gpu/staged_tile.h"
 #include "codegen/target_info.h"
 
 namespace kdsl::codegen::nvptx {
@@ -76,15 +77,8 @@ int mma_a_elements(const MatrixInstruction &instruction);  // per lane: 8 (f16),
 int mma_b_elements(const MatrixInstruction &instruction);  // per lane: 4 (f16), 8 (s8)
 constexpr int kMmaCElements = 4;
 
-// The row pitch of an operand tile staged in shared memory for ldmatrix: `bytes` rounded up
-// to an odd number of 16-byte chunks, so the 8 rows of a matrix hit 8 different bank groups.
-inline int64_t staged_row_bytes(int64_t bytes) {
-  int64_t chunks = (bytes + 15) / 16;
-  return (chunks % 2 ? chunks : chunks + 1) * 16;
-}
-
-// Whether ldmatrix can load B as it is stored ([k][n]) and transpose it: 16-bit elements.
-inline bool mma_b_transposed_load(const MatrixInstruction &instruction) { return dtype_bytes(instruction.b) == 2; }
+using gpu::mma_b_transposed_load;  // staged_tile.h: the staged tiles these fragments are read from
+using gpu::staged_row_bytes;
 
 // The element (row, col) of an operand tile in shared memory whose row `lane` gives ldmatrix
 // the address of. Templates over the integer type: the lowering emits them as IR (IrInt),

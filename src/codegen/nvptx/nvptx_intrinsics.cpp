@@ -40,17 +40,6 @@ llvm::Value *shuffle_xor(llvm::IRBuilder<> &b, llvm::Value *v, int lane_mask) {
   return b.CreateIntrinsic(id, {}, {b.getInt32(-1), v, b.getInt32(lane_mask), b.getInt32(0x1f)});
 }
 
-llvm::Value *shuffle_xor_any(llvm::IRBuilder<> &b, llvm::Value *v, int lane_mask) {
-  llvm::Type *ty = v->getType();
-  if (ty->isFloatTy() || ty->isIntegerTy(32)) return shuffle_xor(b, v, lane_mask);
-  if (ty->isIntegerTy(64)) {
-    llvm::Value *lo = shuffle_xor(b, b.CreateTrunc(v, b.getInt32Ty()), lane_mask);
-    llvm::Value *hi = shuffle_xor(b, b.CreateTrunc(b.CreateLShr(v, 32), b.getInt32Ty()), lane_mask);
-    return b.CreateOr(b.CreateZExt(lo, ty), b.CreateShl(b.CreateZExt(hi, ty), 32));
-  }
-  return b.CreateTrunc(shuffle_xor(b, b.CreateZExt(v, b.getInt32Ty()), lane_mask), ty);
-}
-
 std::vector<llvm::Value *> ldmatrix(llvm::IRBuilder<> &b, llvm::Value *row_address, int count, bool trans) {
   llvm::Intrinsic::ID id = count == 4 ? (trans ? llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16 : llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16)
                                       : (trans ? llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_trans_b16 : llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_b16);

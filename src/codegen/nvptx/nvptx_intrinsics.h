@@ -17,8 +17,6 @@ llvm::Value *grid_size(llvm::IRBuilder<> &b, int axis);    // %nctaid
 void barrier(llvm::IRBuilder<> &b);                        // bar.sync 0
 // The value of `v` (f32 or i32) in the lane whose id is this lane's xor `lane_mask`.
 llvm::Value *shuffle_xor(llvm::IRBuilder<> &b, llvm::Value *v, int lane_mask);
-// The same for any integer or f32 value: narrower integers widen, 64-bit ones move in halves.
-llvm::Value *shuffle_xor_any(llvm::IRBuilder<> &b, llvm::Value *v, int lane_mask);
 
 // ldmatrix.sync.aligned.m8n8.x{count}[.trans].shared.b16 (count 2 or 4): each lane gives the
 // shared address of one 8 x 8 matrix row and gets `count` i32 registers (mma_fragments.h).

@@ -73,7 +73,7 @@ std::unique_ptr<llvm::TargetMachine> make_nvptx_target_machine(const TargetInfo 
   if (!t) throw Error(fmt::format("this LLVM has no NVPTX backend ({}): {}", target.triple, error));
   llvm::TargetOptions options;
   std::unique_ptr<llvm::TargetMachine> tm(
-      t->createTargetMachine(target.triple, target.name, target.ptx_features, options, std::nullopt, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+      t->createTargetMachine(target.triple, target.name, target.llvm_features, options, std::nullopt, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
   if (!tm) throw Error(fmt::format("LLVM could not create an NVPTX target machine for {}", target.name));
   return tm;
 }

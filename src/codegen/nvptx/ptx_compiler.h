@@ -8,7 +8,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include "codegen/codegen.h"
-#include "codegen/nvptx/lower_nvptx.h"
+#include "codegen/gpu/lower_gpu.h"
 #include "codegen/nvptx/ptxas.h"
 #include "codegen/target_info.h"
 
@@ -32,7 +32,7 @@ std::string emit_ptx(llvm::Module &m, llvm::TargetMachine &tm);
 // The optimized module to PTX and, where ptxas is found and `assemble` asks, a cubin with
 // ptxas's resource report (cuda_compiler.cpp); the code's format, threads and dynamic
 // shared memory into `out`. Dumps .ptx, .cubin and .resources.txt.
-void emit_gpu_code(llvm::Module &m, llvm::TargetMachine &tm, const TargetInfo &target, const LoweringResult &lowered, bool assemble,
+void emit_gpu_code(llvm::Module &m, llvm::TargetMachine &tm, const TargetInfo &target, const gpu::LoweringResult &lowered, bool assemble,
                    const std::string &kernel, CompiledObject &out, StageDump &stages);
 
 }  // namespace kdsl::codegen::nvptx

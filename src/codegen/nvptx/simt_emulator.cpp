@@ -23,10 +23,11 @@
 
 #include "codegen/codegen.h"
 #include "codegen/host/target_machine.h"
-#include "codegen/nvptx/assign_layouts.h"
-#include "codegen/nvptx/lower_nvptx.h"
+#include "codegen/gpu/assign_layouts.h"
+#include "codegen/gpu/lower_gpu.h"
 #include "codegen/nvptx/mma_fragments.h"
-#include "codegen/nvptx/plan_pipelining.h"
+#include "codegen/gpu/plan_pipelining.h"
+#include "codegen/nvptx/nvptx_target.h"
 #include "codegen/pipeline.h"
 
 namespace kdsl::codegen::nvptx {
@@ -247,14 +248,15 @@ EmulatedKernel compile_for_emulation(const ir::Function &traced, const std::stri
   if (!tensor_cores) target.matrix_instructions.clear();
   ir::Function fn = traced;
   run_pipeline(fn);
-  LayoutPlan plan = assign_layouts(fn, target, num_warps);
-  plan_pipelining(fn, target, num_stages, plan);
+  gpu::LayoutPlan plan = gpu::assign_layouts(fn, target, num_warps);
+  gpu::plan_pipelining(fn, target, num_stages, plan);
   llvm::LLVMContext context;
   auto module = std::make_unique<llvm::Module>(symbol, context);
   std::unique_ptr<llvm::TargetMachine> tm = make_host_target_machine();
   module->setDataLayout(tm->createDataLayout());
   module->setTargetTriple(tm->getTargetTriple().str());
-  LoweringResult lowered = lower_to_nvptx(fn, plan, target, *module, symbol + "_kernel");
+  NvptxTarget hooks(target);
+  gpu::LoweringResult lowered = gpu::lower_to_gpu(fn, plan, hooks, *module, symbol + "_kernel");
   if (lowered.shared_bytes > int(sizeof(machine.shared))) throw Error(fmt::format("emulator: {} needs {} bytes of shared memory", fn.name, lowered.shared_bytes));
   llvm::Function *kernel = module->getFunction(symbol + "_kernel");
   kernel->setCallingConv(llvm::CallingConv::C);

@@ -1,43 +1,15 @@
-// cuda_toolchain.cpp - ptxas --version and libdevice's hash, remembered per file, for CUDA cache keys
+// cuda_toolchain.cpp - ptxas --version and libdevice's hash, for CUDA cache keys
 #include "runtime/cuda/cuda_toolchain.h"
 
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <map>
-#include <mutex>
 #include <regex>
-#include <sstream>
 
 #include "codegen/nvptx/ptxas.h"
-#include "jit_cache/cache_key.h"
+#include "runtime/tool_identity.h"
 
 namespace kdsl::cuda {
-namespace fs = std::filesystem;
-
-namespace {
-
-// path, size and modification time: a file replaced in place is another file.
-std::string file_identity(const std::string &path) {
-  std::error_code ec;
-  auto size = fs::file_size(path, ec);
-  if (ec) return path;
-  auto time = fs::last_write_time(path, ec).time_since_epoch().count();
-  return fmt::format("{}|{}|{}", path, size, time);
-}
-
-std::string remembered(const std::string &identity, auto &&compute) {
-  static std::mutex mutex;
-  static std::map<std::string, std::string> known;
-  std::lock_guard lock(mutex);
-  auto it = known.find(identity);
-  if (it == known.end()) it = known.emplace(identity, compute()).first;
-  return it->second;
-}
-
-}  // namespace
 
 std::string ptxas_version(const std::string &ptxas) {
   std::string command = "'" + std::regex_replace(ptxas, std::regex("'"), "'\\''") + "' --version 2>&1";
@@ -57,13 +29,8 @@ std::string ptxas_version(const std::string &ptxas) {
 
 std::string toolchain_features() {
   std::string ptxas = codegen::nvptx::find_ptxas(), libdevice = codegen::nvptx::find_libdevice();
-  std::string ptxas_part = ptxas.empty() ? "none" : remembered("ptxas " + file_identity(ptxas), [&] { return ptxas_version(ptxas); });
-  std::string libdevice_part = libdevice.empty() ? "none" : remembered("libdevice " + file_identity(libdevice), [&] {
-    std::ifstream in(libdevice, std::ios::binary);
-    std::stringstream bytes;
-    bytes << in.rdbuf();
-    return jit_cache::hash_text_hex(bytes.str()).substr(0, 16);
-  });
+  std::string ptxas_part = ptxas.empty() ? "none" : detail::remembered_for_file("ptxas", ptxas, [&] { return ptxas_version(ptxas); });
+  std::string libdevice_part = libdevice.empty() ? "none" : detail::remembered_for_file("libdevice", libdevice, [&] { return detail::file_hash_hex(libdevice); });
   return fmt::format("ptxas {}; libdevice {}", ptxas_part, libdevice_part);
 }
 

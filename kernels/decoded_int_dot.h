@@ -1,0 +1,34 @@
+// decoded_int_dot.h - how Q4_1 blocks meet Q8_1-style activation blocks in dot4: exact integer sums, the offset through the activations' block sums
+#pragma once
+#include <cstddef>
+
+#include "kernels/decoded_formats.h"
+#include "kernels/matvec_int8_sums.h"
+
+namespace kdsl::kernels {
+
+// The integer-dot policy of Q4_1, for matvec_int8_sums.h. The activations come as ggml's Q8_1
+// does them (quantize_activations_sums<32, 32>): an f32 scale d_x and the integer sum of the
+// block's 32 quants. The nibbles q (u8, 0..15) meet the i8 activations in one vpdpbusd each,
+// and the offset m comes off once per block:
+//   w = d * q + m     x . w = d_x * (d * (q . x) + m * (sum of x))
+// Elements 0..15 are the low nibbles of qs, 16..31 the high ones. block_dot's arguments are
+// matvec_int8_sums.h's (kquant_int_dot.h describes them); it returns BlockSums with the 4
+// lanes of dot4 over 16 quants. (Q5_0 and Q5_1 have no policy: int_dot_policy.h says why.)
+struct Q4_1IntDot {
+  using Layout = formats::BlockQ4_1;
+  static constexpr int kBlockElements = 32, kSumGroup = 32, kBlockBytes = int(sizeof(Layout)), kLanes = 4;
+
+  template <int BR, int BN, class XP, class SP>
+  static auto block_dot(Ptr<const u8> wq, const Block<i64, 1, BN, 1> &block, const XP &x, const SP &xs) {
+    auto base = block * kBlockBytes;  // [1, BN, 1]
+    auto sixteen = wide(reshape<1, 1, 16>(arange<16>()));
+    auto qs = load(wq + (base + int(offsetof(Layout, qs)) + sixteen));                       // [1, BN, 16]
+    auto sums = dot4(qs & 15, load(x + sixteen)) + dot4(qs >> 4, load(x + (sixteen + 16)));  // [BR, BN, 4]
+    auto lanes = cast<f32>(sums) * reshape<1, BN, 1>(block_half_factor<Layout>(wq, block, offsetof(Layout, d)));
+    auto offset = block_half_factor<Layout>(wq, block, offsetof(Layout, m)) * reshape<BR, 1>(cast<f32>(load(xs)));  // [BR, BN]
+    return BlockSums<decltype(lanes), decltype(offset)>{lanes, offset};
+  }
+};
+
+}  // namespace kdsl::kernels

@@ -1,0 +1,45 @@
+// int_dot_policy.h - which weight formats the CPU multiplies by integer dot products, and with which policy
+#pragma once
+#include "kernels/decoded_int_dot.h"
+#include "kernels/kquant_int_dot.h"
+#include "kernels/matvec_int8.h"
+
+namespace kdsl::kernels {
+
+// The integer-dot policy of a weight format, where it has one (void: the format's products
+// stay on the f32 dequantize path). Q8_0 and Q4_0 (matvec_int8.h) meet 32-value activation
+// blocks with no sums; the others (matvec_int8_sums.h) need the activations' group sums for
+// their offsets: the k-quants per 256 values (kquant_int_dot.h), Q4_1 per 32
+// (decoded_int_dot.h). Q5_0 and Q5_1 stay on the f32 path: their integer-dot kernel (the
+// fifth bits spread from qh's bytes to the lanes) measured slower than dequantizing
+// (bench/RESULTS.md, 2026-12-03 kquant).
+template <class F>
+struct int_dot_policy {
+  using type = void;
+};
+template <>
+struct int_dot_policy<Q8_0Format> {
+  using type = Q8_0IntDot;
+};
+template <>
+struct int_dot_policy<Q4_0Format> {
+  using type = Q4_0IntDot;
+};
+template <>
+struct int_dot_policy<Q4_KFormat> {
+  using type = Q4_KIntDot;
+};
+template <>
+struct int_dot_policy<Q5_KFormat> {
+  using type = Q5_KIntDot;
+};
+template <>
+struct int_dot_policy<Q6_KFormat> {
+  using type = Q6_KIntDot;
+};
+template <>
+struct int_dot_policy<Q4_1Format> {
+  using type = Q4_1IntDot;
+};
+
+}  // namespace kdsl::kernels

@@ -1,0 +1,106 @@
+// library_int_dot.cpp - the Library's integer-dot products on the CPU: x quantized into scratch, then the format's dot4 kernel
+#include "kernels/library_int_dot.h"
+
+#include <type_traits>
+
+#include "kernels/int_dot_policy.h"
+#include "kernels/matvec_int8_sums.h"
+#include "kernels/quantize_activations.h"
+
+namespace kdsl::kernels::detail {
+namespace {
+
+// Block sizes: the product kernels take kRows weight rows one block at a time (as the f32
+// decode kernels do, library_quantized.cpp) and up to kTileRows rows of x, prefetching a
+// block's bytes kPrefetchBytes ahead: one line for the 32-element formats, kKQuantLines for a
+// k-quant super-block (Q6_K's 210 bytes span up to 5 lines); a quantize program takes
+// kQuantizeBlocks 32-value blocks or kQuantizeSuperBlocks 256-value ones.
+constexpr int kRows = 8, kTileRows = 16;
+constexpr int kPrefetchBytes = 512, kKQuantPrefetchBytes = 1024, kKQuantLines = 4;
+constexpr int kQuantizeBlocks = 8, kQuantizeSuperBlocks = 1;
+
+// run.template operator()<BR>() for the rows of x a program takes: 1 for decode, the smallest
+// power of two that holds a few rows, kTileRows for more (a prefill: cdiv(rows, kTileRows)
+// programs along axis 1 of the grid, each reading the weights once for its rows).
+template <class Run>
+void run_rows(int rows, Run &&run) {
+  if (rows == 1) run.template operator()<1>();
+  else if (rows <= kTileRows) with_block<2, kTileRows>("matmul", "rows", rows, run);
+  else run.template operator()<kTileRows>();
+}
+
+// Q8_0 / Q4_0 (matvec_int8.h): 32-value activation blocks with a scale each.
+template <class P>
+void run_int8(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K) {
+  using F = typename P::Format;
+  auto wq = static_cast<const typename F::Quant::storage *>(w);
+  const float *b = bias ? bias : out;  // unread without a bias
+  const int blocks = K / F::kBlockElements;
+  int8_t *xq = reserve(im.device, im.activation_quants, size_t(rows) * size_t(K));
+  float *xd = reserve(im.device, im.activation_scales, size_t(rows) * size_t(blocks));
+  im.kernel<quantize_activations_q8<kQuantizeBlocks>>()(grid(cdiv(blocks, kQuantizeBlocks), rows), x, xq, xd, K);
+  const int8_t *cxq = xq;
+  const float *cxd = xd;
+  auto run = [&]<int BR>() {
+    auto g = grid(cdiv(N, kRows), cdiv(rows, BR));
+    if (bias) im.kernel<matvec_int8<P, BR, kRows, true, kPrefetchBytes>>()(g, cxq, cxd, wq, b, out, rows, N, K);
+    else im.kernel<matvec_int8<P, BR, kRows, false, kPrefetchBytes>>()(g, cxq, cxd, wq, b, out, rows, N, K);
+  };
+  run_rows(rows, run);
+}
+
+// The formats with offsets (matvec_int8_sums.h): activation blocks with their group sums.
+template <class P>
+void run_int8_sums(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K) {
+  constexpr int BE = P::kBlockElements, GS = P::kSumGroup;
+  constexpr bool kSuper = BE > 32;
+  constexpr int kPrefetch = kSuper ? kKQuantPrefetchBytes : kPrefetchBytes, kLines = kSuper ? kKQuantLines : 1;
+  constexpr int kQuantize = kSuper ? kQuantizeSuperBlocks : kQuantizeBlocks;
+  auto wq = static_cast<const uint8_t *>(w);
+  const float *b = bias ? bias : out;  // unread without a bias
+  const int blocks = K / BE;
+  int8_t *xq = reserve(im.device, im.activation_quants, size_t(rows) * size_t(K));
+  float *xd = reserve(im.device, im.activation_scales, size_t(rows) * size_t(blocks));
+  int32_t *xs = reserve(im.device, im.activation_sums, size_t(rows) * size_t(K / GS));
+  im.kernel<quantize_activations_sums<BE, GS, kQuantize>>()(grid(cdiv(blocks, kQuantize), rows), x, xq, xd, xs, K);
+  const int8_t *cxq = xq;
+  const float *cxd = xd;
+  const int32_t *cxs = xs;
+  auto run = [&]<int BR>() {
+    auto g = grid(cdiv(N, kRows), cdiv(rows, BR));
+    if (bias) im.kernel<matvec_int8_sums<P, BR, kRows, true, kPrefetch, kLines>>()(g, cxq, cxd, cxs, wq, b, out, rows, N, K);
+    else im.kernel<matvec_int8_sums<P, BR, kRows, false, kPrefetch, kLines>>()(g, cxq, cxd, cxs, wq, b, out, rows, N, K);
+  };
+  run_rows(rows, run);
+}
+
+}  // namespace
+
+template <class F>
+bool matmul_int_dot(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K) {
+  using P = typename int_dot_policy<F>::type;
+  if constexpr (std::is_void_v<P>) {
+    return false;
+  } else {
+    if (im.device.kind() != Device::Kind::Cpu || rows > im.integer_dot_rows) return false;
+    if constexpr (requires { P::kSumGroup; }) run_int8_sums<P>(im, x, w, bias, out, rows, N, K);
+    else run_int8<P>(im, x, w, bias, out, rows, N, K);
+    return true;
+  }
+}
+
+// One instantiation per row of weight_types.def with block kernels.
+#define KDSL_INT_DOT_None(Name)
+#define KDSL_INT_DOT_Plain(Name)
+#define KDSL_INT_DOT_Scaled(Name) \
+  template bool matmul_int_dot<Name##Format>(Library::Impl &, const float *, const void *, const float *, float *, int, int, int);
+#define KDSL_INT_DOT_Decoded(Name) KDSL_INT_DOT_Scaled(Name)
+#define KDSL_WEIGHT_TYPE(Name, id, name, elements, bytes, Layout, kernels, ftype) KDSL_INT_DOT_##kernels(Name)
+#include <kdsl/formats/weight_types.def>
+#undef KDSL_WEIGHT_TYPE
+#undef KDSL_INT_DOT_None
+#undef KDSL_INT_DOT_Plain
+#undef KDSL_INT_DOT_Scaled
+#undef KDSL_INT_DOT_Decoded
+
+}  // namespace kdsl::kernels::detail

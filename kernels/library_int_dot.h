@@ -1,0 +1,14 @@
+// library_int_dot.h - the Library's integer-dot products on the CPU (library_int_dot.cpp), for the quantized matmul dispatch
+#pragma once
+#include "kernels/library_impl.h"
+
+namespace kdsl::kernels::detail {
+
+// Library::matmul over weights of format F (a Name##Format of weight_types.def) by activation
+// quantization and integer dot products, where F has an integer-dot policy
+// (int_dot_policy.h), the device is the CPU and rows <= the Library's integer_dot_rows; false
+// (nothing run) elsewhere, for the caller's f32 dequantize path.
+template <class F>
+bool matmul_int_dot(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K);
+
+}  // namespace kdsl::kernels::detail

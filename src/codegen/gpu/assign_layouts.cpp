@@ -1,0 +1,243 @@
+// assign_layouts.cpp - blocked layouts from num_warps and shapes, mma layouts for dots on tensor cores; vector widths from axis info
+#include "codegen/gpu/assign_layouts.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include <kdsl/error.h>
+
+#include "codegen/gpu/axis_info.h"
+#include "codegen/gpu/gpu_lowering.h"
+
+namespace kdsl::codegen::gpu {
+namespace {
+
+int pow2_floor(int64_t v) {
+  int p = 1;
+  while (int64_t(p) * 2 <= v) p *= 2;
+  return p;
+}
+int pow2_ceil(int64_t v) {
+  int p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+Layout blocked_for(const ir::Shape &s, int vec, int warp_size, int num_warps) {
+  Layout l;
+  l.rank = s.rank;
+  int last = s.rank - 1;
+  for (int d = 0; d < s.rank; ++d) {
+    l.size_per_thread[size_t(d)] = 1;
+    l.order[size_t(d)] = last - d;
+  }
+  l.size_per_thread[size_t(last)] = std::min(vec, pow2_floor(s[last]));
+  int threads = warp_size;
+  for (int d = last; d >= 0; --d) {
+    int room = pow2_ceil((s[d] + l.size_per_thread[size_t(d)] - 1) / l.size_per_thread[size_t(d)]);
+    l.threads_per_warp[size_t(d)] = std::min(threads, room);
+    threads /= l.threads_per_warp[size_t(d)];
+  }
+  l.threads_per_warp[0] *= threads;  // a block smaller than a warp: lanes hold duplicates
+  int warps = num_warps;
+  for (int d = last; d >= 0; --d) {
+    int covered = l.size_per_thread[size_t(d)] * l.threads_per_warp[size_t(d)];
+    int room = pow2_ceil((s[d] + covered - 1) / covered);
+    l.warps_per_cta[size_t(d)] = std::min(warps, room);
+    warps /= l.warps_per_cta[size_t(d)];
+  }
+  l.warps_per_cta[0] *= warps;
+  for (int d = 0; d < s.rank; ++d) l.warp_tile[size_t(d)] = l.lane_tile(d);
+  return l;
+}
+
+// How num_warps warps tile an m x n accumulator in whole instruction tiles: halving the
+// longer side of each warp's share first (square warp tiles load the fewest operand
+// fragments per mma). {0, 0}: too few tiles for every warp to own some.
+std::array<int, 2> mma_warps(int64_t m, int64_t n, const MatrixInstruction &mi, int num_warps) {
+  int64_t tiles_m = m / (mi.m / mi.warps_per_instruction), tiles_n = n / mi.n;
+  int wm = 1, wn = 1;
+  while (wm * wn < num_warps) {
+    bool can_m = tiles_m % (2 * wm) == 0, can_n = tiles_n % (2 * wn) == 0;
+    if (can_m && (!can_n || m / wm >= n / wn)) wm *= 2;
+    else if (can_n) wn *= 2;
+    else return {0, 0};
+  }
+  return {wm, wn};
+}
+
+// Values that must be held in one layout: a loop's carried value (init, body argument,
+// yield, result), an if's results and their yields, and dot's accumulator and result.
+class LayoutClasses {
+ public:
+  explicit LayoutClasses(const ir::Function &fn) : parent_(fn.values.size()) {
+    for (size_t v = 0; v < parent_.size(); ++v) parent_[v] = ir::ValueId(v);
+    walk(fn.body, [&](const ir::Op &op) {
+      if (op.kind == OpKind::For) {
+        const ir::Region &body = op.regions[0];
+        const ir::Op &yield = body.ops.back();
+        for (size_t i = 0; i < op.results.size(); ++i) {
+          join(op.operands[i + 3], body.args[i + 1]);
+          join(op.results[i], body.args[i + 1]);
+          join(yield.operands[i], body.args[i + 1]);
+        }
+      } else if (op.kind == OpKind::If) {
+        for (const ir::Region &r : op.regions)
+          for (size_t i = 0; i < op.results.size(); ++i) join(r.ops.back().operands[i], op.results[i]);
+      } else if (op.kind == OpKind::Dot) {
+        join(op.operands[2], op.results[0]);
+      }
+    });
+  }
+  ir::ValueId find(ir::ValueId v) {
+    while (parent_[size_t(v)] != v) v = parent_[size_t(v)] = parent_[size_t(parent_[size_t(v)])];
+    return v;
+  }
+  bool alone(ir::ValueId v) {
+    for (size_t u = 0; u < parent_.size(); ++u)
+      if (ir::ValueId(u) != v && find(ir::ValueId(u)) == find(v)) return false;
+    return true;
+  }
+
+ private:
+  void join(ir::ValueId a, ir::ValueId b) { parent_[size_t(find(a))] = find(b); }
+  std::vector<ir::ValueId> parent_;
+};
+
+// Dots on a matrix instruction of the target, with the accumulator layout each needs: the
+// operand and accumulator types match an instruction and the shapes are whole instruction
+// tiles, enough of them for every warp. Others (f32, ragged shapes, targets without matrix
+// instructions) multiply with FMAs in whatever layout their result has.
+void choose_mma_layouts(const ir::Function &fn, const TargetInfo &target, int num_warps, LayoutPlan &plan, LayoutClasses &classes) {
+  std::vector<std::pair<const ir::Op *, Layout>> chosen;
+  walk(fn.body, [&](const ir::Op &op) {
+    if (op.kind != OpKind::Dot) return;
+    const ir::Type &at = fn.type(op.operands[0]), &bt = fn.type(op.operands[1]), &ct = fn.type(op.results[0]);
+    int64_t m = ct.shape[0], n = ct.shape[1], k = at.shape[1];
+    for (size_t i = 0; i < target.matrix_instructions.size(); ++i) {
+      const MatrixInstruction &mi = target.matrix_instructions[i];
+      if (mi.a != at.elem || mi.b != bt.elem || mi.acc != ct.elem || m % mi.m || n % mi.n || k % mi.k) continue;
+      std::array<int, 2> warps = mma_warps(m, n, mi, num_warps);
+      if (warps[0] == 0) continue;
+      plan.dot_instruction.emplace_back(&op, int(i));
+      chosen.emplace_back(&op, mma_layout(mi, warps));
+      break;
+    }
+  });
+  // Every value joined to an mma dot's result takes its layout; then, in program order until
+  // nothing changes (loops feed back), elementwise ops of an mma value (casts, scaling,
+  // activations of the accumulator) keep it, so the accumulator is not converted for them.
+  auto set_class = [&](ir::ValueId v, const Layout &l) {
+    ir::ValueId root = classes.find(v);
+    bool changed = false;
+    for (size_t u = 0; u < plan.layout.size(); ++u)
+      if (classes.find(ir::ValueId(u)) == root && !(plan.layout[u] == l)) {
+        plan.layout[u] = l;
+        changed = true;
+      }
+    return changed;
+  };
+  for (auto &[op, layout] : chosen) set_class(op->results[0], layout);
+  for (bool changed = !chosen.empty(); changed;) {
+    changed = false;
+    walk(fn.body, [&](const ir::Op &op) {
+      if (!ir::is_elementwise(op.kind) || op.results.empty()) return;
+      ir::ValueId v = op.results[0];
+      if (plan.layout[size_t(v)].kind == LayoutKind::Mma) return;
+      for (ir::ValueId x : op.operands)
+        if (plan.layout[size_t(x)].kind == LayoutKind::Mma && fn.type(x).shape == fn.type(v).shape) {
+          changed |= set_class(v, plan.layout[size_t(x)]);
+          return;
+        }
+    });
+  }
+  // A dot whose result ended up in another dot's layout (the same block shape, a different
+  // warp tiling) multiplies with FMAs.
+  for (auto &[op, layout] : chosen)
+    if (!(plan.layout[size_t(op->results[0])] == layout))
+      std::erase_if(plan.dot_instruction, [&](auto &entry) { return entry.first == op; });
+}
+
+// A store of an mma value with elements of 4 bytes or more writes straight from the
+// accumulator fragments: a warp's row segments are 8 lanes x 2 elements = 32 bytes or more,
+// whole sectors. Narrower elements (f16 outputs) go through shared memory to a blocked
+// layout, whose 16-byte vector stores keep rows whole. The store's pointers and mask are
+// recomputed at the elements the store's pointer layout gives each thread.
+void store_in_mma_layout(const ir::Function &fn, LayoutPlan &plan, LayoutClasses &classes, const std::vector<const ir::Op *> &def) {
+  walk(fn.body, [&](const ir::Op &op) {
+    if (op.kind != OpKind::Store) return;
+    const Layout &value = plan.layout[size_t(op.operands[1])];
+    if (value.kind != LayoutKind::Mma || dtype_bytes(fn.type(op.operands[0]).elem) < 4) return;
+    for (size_t i = 0; i < op.operands.size(); ++i) {
+      ir::ValueId x = op.operands[i];
+      const ir::Op *d = def[size_t(x)];
+      if (i == 1 || !d || !is_index_math(*d, fn.type(x)) || !classes.alone(x)) continue;
+      plan.layout[size_t(x)] = value;
+    }
+  });
+}
+
+}  // namespace
+
+LayoutPlan assign_layouts(const ir::Function &fn, const TargetInfo &target, int num_warps) {
+  if (num_warps < 1 || (num_warps & (num_warps - 1)) || num_warps * target.warp_size > target.max_threads_per_block)
+    throw Error(fmt::format("kernel '{}': num_warps = {} must be a power of two with at most {} threads per program on {}", fn.name, num_warps,
+                            target.max_threads_per_block, target.name));
+  LayoutPlan plan;
+  plan.num_warps = num_warps;
+  // The narrowest element each shape is moved to or from global memory with.
+  std::map<std::vector<int64_t>, int> narrowest;
+  auto note = [&](ir::ValueId ptrs) {
+    const ir::Type &t = fn.type(ptrs);
+    if (t.shape.rank == 0) return;
+    int &bytes = narrowest.try_emplace(t.shape.vec(), 4).first->second;
+    bytes = std::min(bytes, dtype_bytes(t.elem));
+  };
+  walk(fn.body, [&](const ir::Op &op) {
+    if (op.kind == OpKind::Load || ir::writes_memory(op.kind)) note(op.operands[0]);
+  });
+
+  std::map<std::vector<int64_t>, Layout> by_shape;
+  plan.layout.resize(fn.values.size());
+  for (size_t v = 0; v < fn.values.size(); ++v) {
+    const ir::Shape &s = fn.values[v].shape;
+    if (s.rank == 0) continue;
+    auto it = by_shape.find(s.vec());
+    if (it == by_shape.end()) {
+      auto n = narrowest.find(s.vec());
+      int vec = target.global_vector_bytes / (n == narrowest.end() ? 4 : n->second);
+      it = by_shape.emplace(s.vec(), blocked_for(s, vec, target.warp_size, num_warps)).first;
+    }
+    plan.layout[v] = it->second;
+  }
+
+  LayoutClasses classes(fn);
+  std::vector<const ir::Op *> def(fn.values.size(), nullptr);
+  walk(fn.body, [&](const ir::Op &op) {
+    for (ir::ValueId r : op.results) def[size_t(r)] = &op;
+  });
+  choose_mma_layouts(fn, target, num_warps, plan, classes);
+  store_in_mma_layout(fn, plan, classes, def);
+
+  std::vector<AxisInfo> info = analyze_axis_info(fn);
+  walk(fn.body, [&](const ir::Op &op) {
+    if (op.kind != OpKind::Load && op.kind != OpKind::Store) return;
+    const ir::Type &pt = fn.type(op.operands[0]);
+    if (pt.shape.rank == 0) return;
+    int bytes = dtype_bytes(pt.elem);
+    const AxisInfo &p = info[size_t(op.operands[0])];
+    ir::ValueId iterated = op.kind == OpKind::Load ? op.results[0] : op.operands[0];  // whose registers the access walks
+    int64_t width = std::min<int64_t>({plan.layout[size_t(iterated)].size_per_thread[size_t(pt.shape.rank - 1)], p.contiguity,
+                                       p.divisibility / bytes, target.global_vector_bytes / bytes});
+    size_t mask = op.kind == OpKind::Load ? 1 : 2;
+    if (op.operands.size() > mask) width = std::min(width, info[size_t(op.operands[mask])].constancy);
+    if (op.kind == OpKind::Load && op.operands.size() > 2) width = std::min(width, info[size_t(op.operands[2])].constancy);
+    width = pow2_floor(std::max<int64_t>(width, 1));
+    if (width > 1) plan.vector_width.emplace_back(&op, int(width));
+  });
+  return plan;
+}
+
+}  // namespace kdsl::codegen::gpu

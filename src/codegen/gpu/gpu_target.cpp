@@ -1,0 +1,30 @@
+// gpu_target.cpp - the hooks' shared parts: wide shuffles from 32-bit ones, refusals for features a target does not list
+#include "codegen/gpu/gpu_target.h"
+
+#include <kdsl/error.h>
+
+namespace kdsl::codegen::gpu {
+
+// The layout plan and the pipelining plan only ask for these where TargetInfo lists matrix
+// instructions or async copies, so reaching them is a bug in kdsl, not a user error.
+void GpuTarget::matrix_dot(GpuLowering &, const ir::Op &, const MatrixInstruction &instruction) {
+  internal_error(std::string("GPU lowering: ") + info_.name + " has no lowering for the matrix instruction " + instruction.name);
+}
+void GpuTarget::async_copy_16(llvm::IRBuilder<> &, llvm::Value *, llvm::Value *, llvm::Value *) {
+  internal_error("GPU lowering: " + info_.name + " has no asynchronous copies");
+}
+void GpuTarget::async_commit(llvm::IRBuilder<> &) { internal_error("GPU lowering: " + info_.name + " has no asynchronous copies"); }
+void GpuTarget::async_wait(llvm::IRBuilder<> &, int) { internal_error("GPU lowering: " + info_.name + " has no asynchronous copies"); }
+
+llvm::Value *shuffle_xor_any(GpuTarget &target, llvm::IRBuilder<> &b, llvm::Value *v, int lane_mask) {
+  llvm::Type *ty = v->getType();
+  if (ty->isFloatTy() || ty->isIntegerTy(32)) return target.shuffle_xor(b, v, lane_mask);
+  if (ty->isIntegerTy(64)) {
+    llvm::Value *lo = target.shuffle_xor(b, b.CreateTrunc(v, b.getInt32Ty()), lane_mask);
+    llvm::Value *hi = target.shuffle_xor(b, b.CreateTrunc(b.CreateLShr(v, 32), b.getInt32Ty()), lane_mask);
+    return b.CreateOr(b.CreateZExt(lo, ty), b.CreateShl(b.CreateZExt(hi, ty), 32));
+  }
+  return b.CreateTrunc(target.shuffle_xor(b, b.CreateZExt(v, b.getInt32Ty()), lane_mask), ty);
+}
+
+}  // namespace kdsl::codegen::gpu

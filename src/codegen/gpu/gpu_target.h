@@ -1,0 +1,80 @@
+// gpu_target.h - the hooks the target-neutral GPU lowering calls for what differs per GPU vendor (Triton's TargetInfoBase)
+#pragma once
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include <string>
+#include <vector>
+
+#include "codegen/target_info.h"
+#include "ir/ir.h"
+
+namespace kdsl::codegen::gpu {
+
+class GpuLowering;
+
+// Everything the generic lowering (gpu_lowering.h) needs of a GPU beside its TargetInfo
+// data: the few instructions, address spaces and calling conventions that are spelled
+// differently by NVVM and AMDGCN. One implementation per backend (nvptx/nvptx_target.h,
+// amdgpu/amdgpu_target.h); the SIMT emulator supplies one that runs on CPU threads. The
+// lowering never names an intrinsic itself.
+class GpuTarget {
+ public:
+  explicit GpuTarget(const TargetInfo &info) : info_(info) {}
+  virtual ~GpuTarget() = default;
+  const TargetInfo &info() const { return info_; }
+
+  // Address spaces of kernel pointer arguments (global memory) and of shared memory (LDS).
+  virtual unsigned global_address_space() const = 0;
+  virtual unsigned shared_address_space() const = 0;
+
+  // The thread's index in its block (x only: kdsl blocks are one-dimensional), the block's
+  // index in the grid and the grid's extent along `axis` (0..2), all i32.
+  virtual llvm::Value *thread_id(llvm::IRBuilder<> &b) = 0;
+  virtual llvm::Value *block_id(llvm::IRBuilder<> &b, int axis) = 0;
+  virtual llvm::Value *grid_size(llvm::IRBuilder<> &b, int axis) = 0;
+
+  // Every thread of the block waits here, and shared-memory writes before it are visible to
+  // reads after it.
+  virtual void barrier(llvm::IRBuilder<> &b) = 0;
+
+  // The value of `v` (f32 or i32) in the lane of this warp (wave) whose id is this lane's
+  // xor `lane_mask`; lane_mask < info().warp_size.
+  virtual llvm::Value *shuffle_xor(llvm::IRBuilder<> &b, llvm::Value *v, int lane_mask) = 0;
+
+  // f32 math for one elementwise op (Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Sin, Cos, Tanh,
+  // Sigmoid, Erf, Rem, Pow): the target's instructions or its device library's functions
+  // (which compile() links in afterwards).
+  virtual llvm::Value *math(llvm::IRBuilder<> &b, llvm::Module &m, OpKind kind, llvm::Value *x, llvm::Value *y) = 0;
+
+  // Makes `f` a kernel entry launched with at most `threads` threads per block.
+  virtual void mark_kernel(llvm::Function *f, int threads) = 0;
+
+  // device_print: one formatted line (C printf conversions, doubles and 32/64-bit integers)
+  // from this thread. device_assert failed in this thread: report `format` with `args`
+  // (where it failed) where the target can, then stop the kernel so that the launch fails;
+  // `message` is the assertion's text, `kernel` the kernel's name.
+  virtual void print(llvm::IRBuilder<> &b, llvm::Module &m, const std::string &format, const std::vector<llvm::Value *> &args) = 0;
+  virtual void assert_fail(llvm::IRBuilder<> &b, llvm::Module &m, const std::string &format, const std::vector<llvm::Value *> &args,
+                           const std::string &message, const std::string &kernel) = 0;
+
+  // A dot the layout plan put on one of info().matrix_instructions, its result in that
+  // instruction's accumulator layout. Only targets listing matrix instructions are asked.
+  virtual void matrix_dot(GpuLowering &lowering, const ir::Op &op, const MatrixInstruction &instruction);
+
+  // Asynchronous 16-byte copies global -> shared for software pipelining (info().async_copy):
+  // `src_bytes` (16 or 0) are read and the rest zero-filled; commit closes this thread's
+  // copies since the last commit into a group; wait lets at most `groups` stay in flight.
+  // Only targets with async_copy are asked.
+  virtual void async_copy_16(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *global, llvm::Value *src_bytes);
+  virtual void async_commit(llvm::IRBuilder<> &b);
+  virtual void async_wait(llvm::IRBuilder<> &b, int groups);
+
+ private:
+  const TargetInfo &info_;
+};
+
+// shuffle_xor for any integer or f32 value: narrower integers widen, 64-bit ones move in halves.
+llvm::Value *shuffle_xor_any(GpuTarget &target, llvm::IRBuilder<> &b, llvm::Value *v, int lane_mask);
+
+}  // namespace kdsl::codegen::gpu

@@ -1,0 +1,107 @@
+// lower_pipeline.cpp - software pipelining: tiles feeding tensor-core dots copied global -> shared with cp.async, num_stages - 1 iterations ahead
+#include <fmt/format.h>
+
+#include <kdsl/error.h>
+
+#include "codegen/gpu/gpu_lowering.h"
+#include "codegen/gpu/staged_tile.h"
+
+namespace kdsl::codegen::gpu {
+
+// With S = num_stages buffers per pipelined load and iterations i = 0, 1, ...:
+//   before the loop:  copy iterations 0 .. S-2 into buffers 0 .. S-2, one commit each
+//   iteration i:      wait_group S-2 (this thread's copies of iteration i have landed)
+//                     bar.sync (everyone's have; everyone finished iteration i-1's reads)
+//                     copy iteration i+S-1 into buffer (i+S-1) % S (read in i-1), commit
+//                     the dot reads buffer i % S with ldmatrix
+// A copy is skipped for iterations past the end (its group is committed empty, so the
+// counting stays uniform); every copy issued is waited for by the iteration that reads it.
+// Each thread copies the 16-byte groups its registers of the load would hold, into the
+// padded row-major tile the dot's ldmatrix reads (mma_fragments.h); masked-off groups copy
+// 0 bytes and are zero-filled (the plan only takes loads whose `other` is 0).
+
+void GpuLowering::copy_tile_async(const PipelinedLoad &p, llvm::Value *iv, llvm::Value *buffer, int64_t row_bytes) {
+  const ir::Op &load = *p.load;
+  ir::ValueId v = load.results[0], iv_value = p.loop->regions[0].args[0];
+  const ir::Type &t = fn_.type(v);
+  int eb = dtype_bytes(t.elem), width = 16 / eb;
+  ValueState saved = state_[size_t(iv_value)];
+  set_scalar(iv_value, iv);  // the pointers and mask of iteration `iv` (index arithmetic only)
+  for (size_t i = 0; i < 2 && i < load.operands.size(); ++i) prepare(load.operands[i], &plan_.layout[size_t(v)]);
+  bool masked = load.operands.size() == 3;
+  for (int r = 0; r < registers(v).count; r += width) {
+    Index idx = own_index(v, r);
+    llvm::Value *src = element(load.operands[0], idx);
+    llvm::Value *offset = b_.CreateAdd(b_.CreateMul(idx.coords[0], b_.getInt32(uint32_t(row_bytes))), b_.CreateMul(idx.coords[1], b_.getInt32(uint32_t(eb))));
+    llvm::Value *dst = b_.CreateInBoundsGEP(b_.getInt8Ty(), buffer, offset);
+    llvm::Value *bytes = masked ? b_.CreateSelect(element(load.operands[1], idx), b_.getInt32(16), b_.getInt32(0)) : b_.getInt32(16);
+    hooks_.async_copy_16(b_, dst, src, bytes);
+  }
+  state_[size_t(iv_value)] = saved;
+}
+
+bool GpuLowering::pipeline_prologue(const ir::Op &loop, llvm::Value *lo, llvm::Value *hi, llvm::Value *step) {
+  LoopPipeline pl;
+  for (const PipelinedLoad &p : plan_.pipelined)
+    if (p.loop == &loop) pl.loads.push_back(&p);
+  if (pl.loads.empty()) return false;
+  int stages = plan_.num_stages;
+  for (const PipelinedLoad *p : pl.loads) {
+    const ir::Type &t = fn_.type(p->load->results[0]);
+    int64_t row_bytes = staged_row_bytes(t.shape[1] * dtype_bytes(t.elem));
+    pl.row_bytes.push_back(row_bytes);
+    pl.stage_bytes.push_back(t.shape[0] * row_bytes);
+    pl.buffers.push_back(allocate_shared(stages * t.shape[0] * row_bytes));
+  }
+  barrier_before_write();  // inside an outer loop, its previous iteration read these buffers
+  for (int s = 0; s + 1 < stages; ++s) {
+    llvm::Value *iv = b_.CreateAdd(lo, b_.CreateMul(step, b_.getInt32(uint32_t(s))));
+    when(b_.CreateICmpSLT(iv, hi), [&] {
+      for (size_t i = 0; i < pl.loads.size(); ++i)
+        copy_tile_async(*pl.loads[i], iv, b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), pl.buffers[i], uint64_t(s * pl.stage_bytes[i])), pl.row_bytes[i]);
+    });
+    hooks_.async_commit(b_);
+  }
+  pipelines_[&loop] = std::move(pl);
+  return true;
+}
+
+void GpuLowering::pipeline_header(const ir::Op &loop, llvm::BasicBlock *pre) {
+  LoopPipeline &pl = pipelines_.at(&loop);
+  pl.stage = b_.CreatePHI(b_.getInt32Ty(), 2, "stage");
+  pl.stage->addIncoming(b_.getInt32(0), pre);
+}
+
+void GpuLowering::pipeline_body(const ir::Op &loop, llvm::Value *iv, llvm::Value *hi, llvm::Value *step) {
+  LoopPipeline &pl = pipelines_.at(&loop);
+  int stages = plan_.num_stages;
+  hooks_.async_wait(b_, stages - 2);
+  hooks_.barrier(b_);
+  shared_dirty_ = false;
+  llvm::Value *ahead = b_.CreateAdd(pl.stage, b_.getInt32(uint32_t(stages - 1)));
+  ahead = b_.CreateSelect(b_.CreateICmpUGE(ahead, b_.getInt32(uint32_t(stages))), b_.CreateSub(ahead, b_.getInt32(uint32_t(stages))), ahead);
+  llvm::Value *iv_ahead = b_.CreateAdd(iv, b_.CreateMul(step, b_.getInt32(uint32_t(stages - 1))));
+  auto tile = [&](size_t i, llvm::Value *stage) {
+    return b_.CreateInBoundsGEP(b_.getInt8Ty(), pl.buffers[i], b_.CreateMul(stage, b_.getInt32(uint32_t(pl.stage_bytes[i]))));
+  };
+  when(b_.CreateICmpSLT(iv_ahead, hi), [&] {
+    for (size_t i = 0; i < pl.loads.size(); ++i) copy_tile_async(*pl.loads[i], iv_ahead, tile(i, ahead), pl.row_bytes[i]);
+  });
+  hooks_.async_commit(b_);
+  for (size_t i = 0; i < pl.loads.size(); ++i) {
+    ir::ValueId v = pl.loads[i]->load->results[0];
+    state_[size_t(v)] = {};
+    state_[size_t(v)].staged = tile(i, pl.stage);
+    state_[size_t(v)].depth = depth_;
+  }
+}
+
+void GpuLowering::pipeline_latch(const ir::Op &loop, llvm::BasicBlock *latch) {
+  LoopPipeline &pl = pipelines_.at(&loop);
+  llvm::IRBuilder<> lb(latch->getTerminator());
+  llvm::Value *next = lb.CreateAdd(pl.stage, lb.getInt32(1));
+  next = lb.CreateSelect(lb.CreateICmpEQ(next, lb.getInt32(uint32_t(plan_.num_stages))), lb.getInt32(0), next);
+  pl.stage->addIncoming(next, latch);
+}
+
+}  // namespace kdsl::codegen::gpu

@@ -1,0 +1,20 @@
+// plan_pipelining.h - picks the loads in for_range bodies to copy into shared memory with cp.async, num_stages - 1 iterations ahead
+#pragma once
+#include "codegen/gpu/layout.h"
+#include "codegen/target_info.h"
+#include "ir/ir.h"
+
+namespace kdsl::codegen::gpu {
+
+// Assumes `plan` from assign_layouts. Lists in plan.pipelined each load that
+//  - sits at the top level of a for_range body and whose tile is read only as the A or B
+//    operand of a dot the plan put on a matrix instruction, in the same body, in the
+//    orientation the dot stages it in (A always; B when ldmatrix transposes it: 16-bit);
+//  - moves 16 bytes per access (plan vector width: contiguous, aligned, mask constant over
+//    the group), with `other` 0 where masked (cp.async zero-fills the masked groups);
+//  - has pointers and mask that are index arithmetic of the loop's induction variable and
+//    values from outside the loop, so they can be computed for a later iteration.
+// Only where the target has cp.async and num_stages >= 2; sets plan.num_stages.
+void plan_pipelining(const ir::Function &fn, const TargetInfo &target, int num_stages, LayoutPlan &plan);
+
+}  // namespace kdsl::codegen::gpu

@@ -1,0 +1,35 @@
+// nvptx_target.h - the GPU lowering's hooks for NVIDIA: NVVM special registers, bar.sync, shfl.sync, libdevice math, vprintf, mma.sync
+#pragma once
+#include "codegen/gpu/gpu_target.h"
+
+namespace kdsl::codegen::nvptx {
+
+// Global memory is address space 1, shared memory 3 (NVPTX's numbering); the instructions
+// are nvptx_intrinsics.h's; dot on a matrix instruction is lower_mma.cpp's ldmatrix and
+// mma.sync; async copies are cp.async (sm_80+).
+class NvptxTarget final : public gpu::GpuTarget {
+ public:
+  using GpuTarget::GpuTarget;
+  unsigned global_address_space() const override;
+  unsigned shared_address_space() const override;
+  llvm::Value *thread_id(llvm::IRBuilder<> &b) override;
+  llvm::Value *block_id(llvm::IRBuilder<> &b, int axis) override;
+  llvm::Value *grid_size(llvm::IRBuilder<> &b, int axis) override;
+  void barrier(llvm::IRBuilder<> &b) override;
+  llvm::Value *shuffle_xor(llvm::IRBuilder<> &b, llvm::Value *v, int lane_mask) override;
+  llvm::Value *math(llvm::IRBuilder<> &b, llvm::Module &m, OpKind kind, llvm::Value *x, llvm::Value *y) override;
+  void mark_kernel(llvm::Function *f, int threads) override;
+  void print(llvm::IRBuilder<> &b, llvm::Module &m, const std::string &format, const std::vector<llvm::Value *> &args) override;
+  void assert_fail(llvm::IRBuilder<> &b, llvm::Module &m, const std::string &format, const std::vector<llvm::Value *> &args,
+                   const std::string &message, const std::string &kernel) override;
+  void matrix_dot(gpu::GpuLowering &lowering, const ir::Op &op, const MatrixInstruction &instruction) override;
+  void async_copy_16(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *global, llvm::Value *src_bytes) override;
+  void async_commit(llvm::IRBuilder<> &b) override;
+  void async_wait(llvm::IRBuilder<> &b, int groups) override;
+};
+
+// dot on tensor cores (lower_mma.cpp): operands staged in shared memory, ldmatrix
+// fragments, mma.sync into the accumulator layout.
+void emit_mma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstruction &instruction);
+
+}  // namespace kdsl::codegen::nvptx
