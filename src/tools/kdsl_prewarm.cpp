@@ -5,6 +5,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -13,10 +14,12 @@
 #include <mutex>
 #include <thread>
 
+#include <kdsl/autotune.h>
 #include <kdsl/compile_for.h>
 #include <kdsl/kdsl.h>
 
 #include "jit_cache/disk_cache.h"
+#include "models/engine/engine_tuning.h"
 #include "models/engine/kernel_plan.h"
 #include "models/gguf/gguf_types.h"
 #include "models/spec/self_draft.h"
@@ -34,7 +37,7 @@ struct Options {
   std::string model, model_draft, draft_type, cache_dir, targets = "host", batches = "512";
   std::string cache_type_k, cache_type_v;
   int ctx = 0, jobs = 0, threads = 0, gpu_sms = 0, draft_max = 7, draft_layers = 0, draft_branches = 1;
-  bool spec_ngram = false, json = false, list = false;
+  bool spec_ngram = false, json = false, list = false, tune = false;
 };
 
 // Multiprocessors (AMD: compute units) of the GPU a target's plan assumes unless --gpu-sms
@@ -164,6 +167,11 @@ int run(const Options &o) {
   std::vector<Target> targets;
   for (const std::string &name : split_list(o.targets)) targets.emplace_back(name);  // an unknown name names the known ones
   if (targets.empty()) throw Error(fmt::format("--target '{}': expected targets separated by commas ({})", o.targets, fmt::join(Target::names(), ", ")));
+  const bool tunes_host = std::any_of(targets.begin(), targets.end(), [](const Target &t) { return t.is_host(); });
+  if (o.tune && !tunes_host)
+    throw Error(fmt::format("--tune times kernels on the device they run on, and of the targets only host is tuned (here): add host to --target {}",
+                            o.targets));
+  if (o.tune && !autotune_enabled()) throw Error("--tune with KDSL_AUTOTUNE=0: tuning is off, every kernel takes its default; unset it to tune");
   if (o.jobs < 0) throw Error(fmt::format("-j {}: expected 0 (every CPU) or more", o.jobs));
   if (o.threads > runtime::available_cpus())
     throw Error(fmt::format("--threads {}: kdsl-run refuses more threads than the {} CPUs this process may run on", o.threads, runtime::available_cpus()));
@@ -206,6 +214,19 @@ int run(const Options &o) {
   run_jobs(jobs, std::min<int>(threads, int(std::max<size_t>(1, jobs.size()))));
   double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - compile_start).count();
 
+  // With --tune the host plan held every candidate of each tuned kernel not yet recorded (all
+  // compiled above); the engine's passes now time them on this CPU and record the winners.
+  EngineTuning tuning;
+  double tune_s = 0;
+  if (o.tune) {
+    auto tune_start = std::chrono::steady_clock::now();
+    KernelPlanOptions host = po;
+    host.gpu = false;
+    host.threads = 0;
+    tuning = tune_engine(model, cpu, host);
+    tune_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - tune_start).count();
+  }
+
   size_t compiled = 0, cached = 0, failed = 0, unstored = 0;
   for (const Job &j : jobs) {
     if (!j.failure.empty()) ++failed;
@@ -216,7 +237,10 @@ int run(const Options &o) {
   if (o.json) {
     nlohmann::json out = {{"model", o.model},           {"cache_dir", cache},        {"kernels", jobs.size()},  {"compiled", compiled},
                           {"already_cached", cached},   {"failed", failed},          {"not_stored", unstored},  {"plan_seconds", plan_s},
-                          {"compile_seconds", compile_s}, {"seconds", plan_s + compile_s}, {"jobs", threads}};
+                          {"compile_seconds", compile_s}, {"seconds", plan_s + compile_s + tune_s}, {"jobs", threads}};
+    if (o.tune)
+      out["tuning"] = {{"passes", tuning.passes}, {"timed", tuning.stats.timed}, {"recorded", tuning.stats.recorded + tuning.stats.remembered},
+                       {"rejected", tuning.stats.rejected}, {"seconds", tune_s}};
     for (size_t t = 0; t < targets.size(); ++t)
       out["targets"].push_back({{"target", targets[t].name()}, {"kernels", plans[t].kernels.size()}, {"context", plans[t].context},
                                 {"steps", plans[t].steps}, {"launches", plans[t].launches}});
@@ -229,6 +253,9 @@ int run(const Options &o) {
                  plans[t].steps, plans[t].context);
     fmt::print(stderr, "kdsl-prewarm: {} kernels: {} compiled, {} already cached, {} failed in {:.1f} s ({:.1f} s planning, -j {}); cache {}\n",
                jobs.size(), compiled, cached, failed, plan_s + compile_s, plan_s, threads, cache);
+    if (o.tune)
+      fmt::print(stderr, "kdsl-prewarm: tuned on {}: {} kernel shapes timed, {} already recorded ({} forward passes, {:.1f} s)\n", cpu.name(),
+                 tuning.stats.timed, tuning.stats.recorded + tuning.stats.remembered, tuning.passes, tune_s);
   }
   if (unstored)
     throw Error(fmt::format("{} compiled kernels could not be stored in the cache {} (see the warnings above): later runs will compile them again",
@@ -261,6 +288,9 @@ int main(int argc, char **argv) {
   app.add_option("--cache-dir", o.cache_dir, "kernel cache folder (default $KDSL_CACHE_DIR or ~/.cache/kdsl)");
   app.add_option("-j,--jobs", o.jobs, "compile threads (default: every CPU)");
   app.add_flag("--json", o.json, "print the summary as JSON on stdout");
+  app.add_flag("--tune", o.tune,
+               "time the tuned kernels' candidates on this CPU for the host plan's shapes and record the winners in the cache (kdsl-run "
+               "then times nothing); the plan compiles every candidate not yet recorded");
   app.add_flag("--list", o.list, "print the plan (target, kernel [specialization] options, launches walked) and compile nothing");
   return tools::run_tool("kdsl-prewarm", "", [&] {
     // kdsl-run's (llama.cpp's) single-dash spelling of the draft model, which CLI11 would read as -m d.

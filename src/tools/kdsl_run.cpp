@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include <kdsl/autotune.h>
 #include <kdsl/kdsl.h>
 
 #include "jit_cache/disk_cache.h"
@@ -149,6 +150,7 @@ SamplerParams sampler_params(const Options &o) {
 void print_summary(const ModelWeights &m, const Device &dev, const GenerationResult &r, double load_ms, const runtime::MeasuredBandwidth &bandwidth,
                    const std::string &spec_drafter, bool json, nlohmann::json &out) {
   CacheStats cs = cache_stats();
+  TuneStats ts = tune_stats();
   // Rates leave out the first-use kernel compiles (reported apart), so a cold cache does not
   // masquerade as a slow engine.
   double prompt_ms = std::max(r.prompt_ms - r.prompt_compile_ms, 1e-3), gen_ms = std::max(r.generation_ms - r.generation_compile_ms, 1e-3);
@@ -180,6 +182,8 @@ void print_summary(const ModelWeights &m, const Device &dev, const GenerationRes
                       {"kernel_cache_memory_hits", cs.memory_hits},
                       {"kernel_cache_disk_hits", cs.disk_hits},
                       {"compile_ms", cs.compile_ms},
+                      {"autotune_timed", ts.timed},
+                      {"autotune_recorded", ts.recorded},
                       {"stop_reason", r.stop_reason}};
     if (!spec_drafter.empty()) {
       out["summary"]["spec_drafter"] = spec_drafter;
@@ -211,6 +215,8 @@ void print_summary(const ModelWeights &m, const Device &dev, const GenerationRes
                spec_drafter, r.spec_drafted, r.spec_accepted, 100 * acceptance, r.spec_checks, mean_accepted, histogram.empty() ? " none" : histogram);
   }
   fmt::print(stderr, "kernels         {} compiled in {:.0f} ms, {} memory and {} disk cache hits\n", cs.compiled, cs.compile_ms, cs.memory_hits, cs.disk_hits);
+  if (ts.timed || ts.recorded)
+    fmt::print(stderr, "autotune        {} kernel shapes timed (first use on this device), {} read from tuning records\n", ts.timed, ts.recorded);
 }
 
 // A draft model must share the target's tokens: the same count, and in a GGUF the same pieces

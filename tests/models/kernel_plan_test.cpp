@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <set>
 
+#include <kdsl/autotune.h>
 #include <kdsl/kdsl.h>
 
 #include "kernels/launch_recorder.h"
@@ -18,6 +20,7 @@
 #include "models/spec/self_draft.h"
 #include "models/synth/synth_model.h"
 #include "tests/models/shared_models.h"
+#include "tests/scratch_cache.h"
 #include "tests/test_util.h"
 
 using namespace kdsl;
@@ -129,6 +132,39 @@ TEST_CASE("kernel plan: token trees and f16 / bf16 KV caches are planned as they
   check_plan_covers_generation(f16, Drafting::NgramTree);
   check_plan_covers_generation(f16, Drafting::NgramTree, {DType::F16, DType::F16});
   check_plan_covers_generation(f16, Drafting::None, {DType::BF16, DType::BF16});
+}
+
+TEST_CASE("kernel plan: autotuned products plan every candidate until their winners are recorded, then the winners alone") {
+  kdsl::test::ScratchCache cache("plan_tuned_cache");
+  const char *saved = std::getenv("KDSL_AUTOTUNE");
+  const std::optional<std::string> restore = saved ? std::optional<std::string>(saved) : std::nullopt;
+  ::setenv("KDSL_AUTOTUNE", "1", 1);
+  kdsl::detail::forget_tuning_choices();
+  std::string f16 = synthetic("tiny", GgmlType::F16, "plan-tiny-f16.gguf");
+  ModelWeights model = load_model_weights(f16);
+  KernelPlanOptions po;
+  po.batch_sizes = {8};
+  po.context = 96;
+  po.draft_max = 5;
+  const std::set<std::string> every = texts(plan_kernels(model, kdsl_test::cpu(), po).kernels);
+  // Generation times the candidates (each launch recorded) and records the winners.
+  const int64_t timed = kdsl::tune_stats().timed;
+  check_plan_covers_generation(f16, Drafting::Ngram);
+  CHECK(kdsl::tune_stats().timed > timed);
+  // A new process plans the recorded winners alone, and launches only them.
+  kdsl::detail::forget_tuning_choices();
+  const std::set<std::string> winners = texts(plan_kernels(model, kdsl_test::cpu(), po).kernels);
+  CHECK(winners.size() < every.size());
+  for (const std::string &k : winners) {
+    CAPTURE(k);
+    CHECK(every.count(k) == 1);
+  }
+  kdsl::detail::forget_tuning_choices();
+  const int64_t timed_before_rerun = kdsl::tune_stats().timed;
+  check_plan_covers_generation(f16, Drafting::Ngram);
+  CHECK(kdsl::tune_stats().timed == timed_before_rerun);
+  if (restore) ::setenv("KDSL_AUTOTUNE", restore->c_str(), 1);
+  else ::unsetenv("KDSL_AUTOTUNE");
 }
 
 TEST_CASE("kernel plan: qwen3 (QK norm, tied embeddings) is planned as it runs") {

@@ -1,0 +1,100 @@
+// library_dense.h - Library::matmul over f32, f16 and bf16 weights: its tuned decode, few-row and prefill dispatch, one file per type instantiating it
+#pragma once
+#include <algorithm>
+#include <string>
+
+#include "kernels/library_tuning.h"
+#include "kernels/matmul.h"
+#include "kernels/matvec.h"
+#include "kernels/matvec_rows.h"
+
+namespace kdsl::kernels::detail {
+
+// The matrix-vector kernels stream BN spread weight rows BK columns at a time (for up to
+// kMaxFewRows rows of x at once, in blocks of a power of two rows), prefetching one step ahead
+// (matvec.h says why and what it measured); the tiled kernel computes BM x BN outputs over
+// BK-deep steps. Each list's first entry is the hand-set default; kdsl::autotune may choose
+// another per shape bucket on the CPU (library_tuning.h). 8 x 128 was the best of the 4-16 row,
+// 64-256 column spread tiles tried (and of the 1-32 x 64-1024 neighbouring-row tiles before
+// them); the others listed are its nearest neighbours, which were close. With dot
+// register-blocked on the host, 64 x 64 x 32 tiles prefilled 512 tokens of the synthetic 110M
+// faster than 32 x 64 x 32 and 128 x 64 x 32 (bench/RESULTS.md, session 3): each step
+// transposes its W tile for dot, and taller tiles share that cost among more rows of x.
+// kMaxFewRows is 16, not 8, for short prompts (a chat turn, a 9-token prompt): 9-16 rows in a
+// 32-row dot tile did 2-3.5x the arithmetic, and a 9-token prompt on the 110M f16 model took
+// about 0.19 s of CPU against 0.13 s streamed once (perf stat; bench/RESULTS.md).
+struct MatvecConfig {
+  int rows, cols;
+  std::string label() const { return std::to_string(rows) + "x" + std::to_string(cols); }
+};
+struct TileConfig {
+  int m, n, k;
+  std::string label() const { return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k); }
+};
+inline constexpr MatvecConfig kDecodeCandidates[] = {{8, 128}, {4, 128}, {16, 64}, {8, 256}};
+inline constexpr MatvecConfig kFewRowsCandidates[] = {{8, 128}, {4, 128}};
+inline constexpr int kMaxFewRows = 16;
+// Up to kShortTileM rows take tiles that tall: a taller tile would multiply its clamped rows
+// past `rows` too.
+inline constexpr int kShortTileM = 32;
+inline constexpr TileConfig kShortPrefillCandidates[] = {{32, 64, 32}, {32, 128, 32}};
+inline constexpr TileConfig kPrefillCandidates[] = {{64, 64, 32}, {128, 64, 32}, {64, 128, 32}, {32, 64, 32}};
+
+enum class DensePoint { Decode, FewRows, Prefill };
+
+// The tuned points' names in records and logs, one per weight type and bias.
+template <class T>
+const std::string &dense_point_name(DensePoint point, bool bias) {
+  static const std::string names[3][2] = {
+      {"matmul.decode<" + std::string(T::text) + ">", "matmul.decode<" + std::string(T::text) + ",bias>"},
+      {"matmul.few_rows<" + std::string(T::text) + ">", "matmul.few_rows<" + std::string(T::text) + ",bias>"},
+      {"matmul.prefill<" + std::string(T::text) + ">", "matmul.prefill<" + std::string(T::text) + ",bias>"}};
+  return names[int(point)][bias];
+}
+
+template <class T>
+void run_dense_matmul(Library::Impl &im, const float *x, const typename T::storage *w, const float *bias, float *out, int rows, int N, int K) {
+  // Without a bias the kernels get `out` for it, unread.
+  const float *b = bias ? bias : out;
+  const bool has_bias = bias != nullptr;
+  const int64_t nb = tune_bucket(N), kb = tune_bucket(K);
+  if (rows == 1) {
+    launch_tuned<kDecodeCandidates>(im, dense_point_name<T>(DensePoint::Decode, has_bias), "N,K", nb, kb, 0, [&]<class Use>(int i, Use use) {
+      with_candidate<kDecodeCandidates>(i, [&]<MatvecConfig C>() {
+        auto g = grid(cdiv(N, C.rows));
+        if (has_bias) use(im.kernel<matvec<T, C.rows, C.cols, true, C.cols>>(), g, x, w, b, out, N, K);
+        else use(im.kernel<matvec<T, C.rows, C.cols, false, C.cols>>(), g, x, w, b, out, N, K);
+      });
+    });
+    return;
+  }
+  if (rows <= kMaxFewRows) {
+    with_block<2, kMaxFewRows>("matmul", "rows", rows, [&]<int BR>() {
+      launch_tuned<kFewRowsCandidates>(im, dense_point_name<T>(DensePoint::FewRows, has_bias), "rows,N,K", BR, nb, kb, [&]<class Use>(int i, Use use) {
+        with_candidate<kFewRowsCandidates>(i, [&]<MatvecConfig C>() {
+          auto g = grid(cdiv(N, C.rows));
+          if (has_bias) use(im.kernel<matvec_rows<T, BR, C.rows, C.cols, true, C.cols>>(), g, x, w, b, out, rows, N, K);
+          else use(im.kernel<matvec_rows<T, BR, C.rows, C.cols, false, C.cols>>(), g, x, w, b, out, rows, N, K);
+        });
+      });
+    });
+    return;
+  }
+  auto tiles = [&]<const auto &Cs>() {
+    launch_tuned<Cs>(im, dense_point_name<T>(DensePoint::Prefill, has_bias), "rows,N,K", tune_bucket(rows), nb, kb, [&]<class Use>(int i, Use use) {
+      with_candidate<Cs>(i, [&]<TileConfig C>() {
+        auto g = grid(cdiv(rows, C.m), cdiv(N, C.n));
+        if (has_bias) use(im.kernel<kernels::matmul<T, C.m, C.n, C.k, true>>(), g, x, w, b, out, rows, N, K);
+        else use(im.kernel<kernels::matmul<T, C.m, C.n, C.k, false>>(), g, x, w, b, out, rows, N, K);
+      });
+    });
+  };
+  if (rows <= kShortTileM) tiles.template operator()<kShortPrefillCandidates>();
+  else tiles.template operator()<kPrefillCandidates>();
+}
+
+extern template void run_dense_matmul<f32>(Library::Impl &, const float *, const float *, const float *, float *, int, int, int);
+extern template void run_dense_matmul<f16>(Library::Impl &, const float *, const half *, const float *, float *, int, int, int);
+extern template void run_dense_matmul<bf16>(Library::Impl &, const float *, const bfloat16 *, const float *, float *, int, int, int);
+
+}  // namespace kdsl::kernels::detail
