@@ -7,6 +7,7 @@
 #include "kernels/matmul.h"
 #include "kernels/matvec.h"
 #include "kernels/matvec_rows.h"
+#include "kernels/row_chunks.h"
 
 namespace kdsl::kernels::detail {
 
@@ -58,23 +59,28 @@ void run_dense_matmul(Library::Impl &im, const float *x, const typename T::stora
   const float *b = bias ? bias : out;
   const bool has_bias = bias != nullptr;
   const int64_t nb = tune_bucket(N), kb = tune_bucket(K);
-  if (rows == 1) {
+  auto decode = [&](const float *xr, float *outr) {
     launch_tuned<kDecodeCandidates>(im, dense_point_name<T>(DensePoint::Decode, has_bias), "N,K", nb, kb, 0, [&]<class Use>(int i, Use use) {
       with_candidate<kDecodeCandidates>(i, [&]<MatvecConfig C>() {
         auto g = grid(cdiv(N, C.rows));
-        if (has_bias) use(im.kernel<matvec<T, C.rows, C.cols, true, C.cols>>(), g, x, w, b, out, N, K);
-        else use(im.kernel<matvec<T, C.rows, C.cols, false, C.cols>>(), g, x, w, b, out, N, K);
+        if (has_bias) use(im.kernel<matvec<T, C.rows, C.cols, true, C.cols>>(), g, xr, w, b, outr, N, K);
+        else use(im.kernel<matvec<T, C.rows, C.cols, false, C.cols>>(), g, xr, w, b, outr, N, K);
       });
     });
-    return;
-  }
+  };
+  if (rows == 1) return decode(x, out);
   if (rows <= kMaxFewRows) {
-    with_block<2, kMaxFewRows>("matmul", "rows", rows, [&]<int BR>() {
-      launch_tuned<kFewRowsCandidates>(im, dense_point_name<T>(DensePoint::FewRows, has_bias), "rows,N,K", BR, nb, kb, [&]<class Use>(int i, Use use) {
-        with_candidate<kFewRowsCandidates>(i, [&]<MatvecConfig C>() {
-          auto g = grid(cdiv(N, C.rows));
-          if (has_bias) use(im.kernel<matvec_rows<T, BR, C.rows, C.cols, true, C.cols>>(), g, x, w, b, out, rows, N, K);
-          else use(im.kernel<matvec_rows<T, BR, C.rows, C.cols, false, C.cols>>(), g, x, w, b, out, rows, N, K);
+    for_row_chunks(rows, [&](int first, int count) {
+      const float *xr = x + int64_t(first) * K;
+      float *outr = out + int64_t(first) * N;
+      if (count == 1) return decode(xr, outr);
+      with_block<2, kMaxFewRows>("matmul", "rows", count, [&]<int BR>() {
+        launch_tuned<kFewRowsCandidates>(im, dense_point_name<T>(DensePoint::FewRows, has_bias), "rows,N,K", BR, nb, kb, [&]<class Use>(int i, Use use) {
+          with_candidate<kFewRowsCandidates>(i, [&]<MatvecConfig C>() {
+            auto g = grid(cdiv(N, C.rows));
+            if (has_bias) use(im.kernel<matvec_rows<T, BR, C.rows, C.cols, true, C.cols>>(), g, xr, w, b, outr, count, N, K);
+            else use(im.kernel<matvec_rows<T, BR, C.rows, C.cols, false, C.cols>>(), g, xr, w, b, outr, count, N, K);
+          });
         });
       });
     });

@@ -6,6 +6,7 @@
 #include "kernels/int_dot_policy.h"
 #include "kernels/matvec_int8_sums.h"
 #include "kernels/quantize_activations.h"
+#include "kernels/row_chunks.h"
 
 namespace kdsl::kernels::detail {
 namespace {
@@ -19,14 +20,23 @@ constexpr int kRows = 8, kTileRows = 16;
 constexpr int kPrefetchBytes = 512, kKQuantPrefetchBytes = 1024, kKQuantLines = 4;
 constexpr int kQuantizeBlocks = 8, kQuantizeSuperBlocks = 1;
 
-// run.template operator()<BR>() for the rows of x a program takes: 1 for decode, the smallest
-// power of two that holds a few rows, kTileRows for more (a prefill: cdiv(rows, kTileRows)
-// programs along axis 1 of the grid, each reading the weights once for its rows).
+// run.template operator()<BR>(first, count) for each launch over rows [first, first + count)
+// of x: 1 row for decode; a few rows in power-of-two chunks, each launch's BR its own count
+// (row_chunks.h: a kernel computes all BR of its rows, clamped copies included); kTileRows for
+// more (a prefill: cdiv(rows, kTileRows) programs along axis 1 of the grid, each reading the
+// weights once for its rows).
 template <class Run>
 void run_rows(int rows, Run &&run) {
-  if (rows == 1) run.template operator()<1>();
-  else if (rows <= kTileRows) with_block<2, kTileRows>("matmul", "rows", rows, run);
-  else run.template operator()<kTileRows>();
+  if (rows == 1) {
+    run.template operator()<1>(0, 1);
+  } else if (rows <= kTileRows) {
+    for_row_chunks(rows, [&](int first, int count) {
+      if (count == 1) run.template operator()<1>(first, 1);
+      else with_block<2, kTileRows>("matmul", "rows", count, [&]<int BR>() { run.template operator()<BR>(first, count); });
+    });
+  } else {
+    run.template operator()<kTileRows>(0, rows);
+  }
 }
 
 // Q8_0 / Q4_0 (matvec_int8.h): 32-value activation blocks with a scale each.
@@ -41,10 +51,13 @@ void run_int8(Library::Impl &im, const float *x, const void *w, const float *bia
   im.kernel<quantize_activations_q8<kQuantizeBlocks>>()(grid(cdiv(blocks, kQuantizeBlocks), rows), x, xq, xd, K);
   const int8_t *cxq = xq;
   const float *cxd = xd;
-  auto run = [&]<int BR>() {
-    auto g = grid(cdiv(N, kRows), cdiv(rows, BR));
-    if (bias) im.kernel<matvec_int8<P, BR, kRows, true, kPrefetchBytes>>()(g, cxq, cxd, wq, b, out, rows, N, K);
-    else im.kernel<matvec_int8<P, BR, kRows, false, kPrefetchBytes>>()(g, cxq, cxd, wq, b, out, rows, N, K);
+  auto run = [&]<int BR>(int first, int count) {
+    auto g = grid(cdiv(N, kRows), cdiv(count, BR));
+    const int8_t *q = cxq + int64_t(first) * K;
+    const float *d = cxd + int64_t(first) * blocks;
+    float *o = out + int64_t(first) * N;
+    if (bias) im.kernel<matvec_int8<P, BR, kRows, true, kPrefetchBytes>>()(g, q, d, wq, b, o, count, N, K);
+    else im.kernel<matvec_int8<P, BR, kRows, false, kPrefetchBytes>>()(g, q, d, wq, b, o, count, N, K);
   };
   run_rows(rows, run);
 }
@@ -66,10 +79,14 @@ void run_int8_sums(Library::Impl &im, const float *x, const void *w, const float
   const int8_t *cxq = xq;
   const float *cxd = xd;
   const int32_t *cxs = xs;
-  auto run = [&]<int BR>() {
-    auto g = grid(cdiv(N, kRows), cdiv(rows, BR));
-    if (bias) im.kernel<matvec_int8_sums<P, BR, kRows, true, kPrefetch, kLines>>()(g, cxq, cxd, cxs, wq, b, out, rows, N, K);
-    else im.kernel<matvec_int8_sums<P, BR, kRows, false, kPrefetch, kLines>>()(g, cxq, cxd, cxs, wq, b, out, rows, N, K);
+  auto run = [&]<int BR>(int first, int count) {
+    auto g = grid(cdiv(N, kRows), cdiv(count, BR));
+    const int8_t *q = cxq + int64_t(first) * K;
+    const float *d = cxd + int64_t(first) * blocks;
+    const int32_t *sums = cxs + int64_t(first) * (K / GS);
+    float *o = out + int64_t(first) * N;
+    if (bias) im.kernel<matvec_int8_sums<P, BR, kRows, true, kPrefetch, kLines>>()(g, q, d, sums, wq, b, o, count, N, K);
+    else im.kernel<matvec_int8_sums<P, BR, kRows, false, kPrefetch, kLines>>()(g, q, d, sums, wq, b, o, count, N, K);
   };
   run_rows(rows, run);
 }

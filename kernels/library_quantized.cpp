@@ -8,6 +8,7 @@
 #include "kernels/matmul_quantized.h"
 #include "kernels/matvec_kquant.h"
 #include "kernels/matvec_quantized.h"
+#include "kernels/row_chunks.h"
 
 namespace kdsl::kernels {
 namespace {
@@ -46,17 +47,23 @@ void run_matmul(Library::Impl &im, const float *x, const void *w, const float *b
   auto wq = quants<F>(w);
   // Without a bias the kernels get `out` for it, unread.
   const float *b = bias ? bias : out;
-  if (rows == 1) {
+  auto decode = [&](const float *xr, float *outr) {
     auto g = grid(cdiv(N, kMatvecRows));
-    if (bias) im.kernel<matvec_quantized<F, kMatvecRows, true, kPrefetchBytes>>()(g, x, wq, b, out, N, K);
-    else im.kernel<matvec_quantized<F, kMatvecRows, false, kPrefetchBytes>>()(g, x, wq, b, out, N, K);
-    return;
-  }
+    if (bias) im.kernel<matvec_quantized<F, kMatvecRows, true, kPrefetchBytes>>()(g, xr, wq, b, outr, N, K);
+    else im.kernel<matvec_quantized<F, kMatvecRows, false, kPrefetchBytes>>()(g, xr, wq, b, outr, N, K);
+  };
+  if (rows == 1) return decode(x, out);
   if (rows <= kMaxFewRows) {
-    detail::with_block<2, kMaxFewRows>("matmul", "rows", rows, [&]<int BR>() {
-      auto g = grid(cdiv(N, kMatvecRows));
-      if (bias) im.kernel<matvec_rows_quantized<F, BR, kMatvecRows, kFewRowsBlocks, true>>()(g, x, wq, b, out, rows, N, K);
-      else im.kernel<matvec_rows_quantized<F, BR, kMatvecRows, kFewRowsBlocks, false>>()(g, x, wq, b, out, rows, N, K);
+    // Power-of-two chunks, as the dense few-row products take them (row_chunks.h says why).
+    detail::for_row_chunks(rows, [&](int first, int count) {
+      const float *xr = x + int64_t(first) * K;
+      float *outr = out + int64_t(first) * N;
+      if (count == 1) return decode(xr, outr);
+      detail::with_block<2, kMaxFewRows>("matmul", "rows", count, [&]<int BR>() {
+        auto g = grid(cdiv(N, kMatvecRows));
+        if (bias) im.kernel<matvec_rows_quantized<F, BR, kMatvecRows, kFewRowsBlocks, true>>()(g, xr, wq, b, outr, count, N, K);
+        else im.kernel<matvec_rows_quantized<F, BR, kMatvecRows, kFewRowsBlocks, false>>()(g, xr, wq, b, outr, count, N, K);
+      });
     });
     return;
   }

@@ -52,6 +52,8 @@ TEST_CASE("kernels: matmul, a few rows (2..16, streamed once) and batched rows (
   check_matmul<kdsl::f32>(rng, 33, 37, 300, true);
   check_matmul<kdsl::f16>(rng, 16, 64, 96, true);
   check_matmul<kdsl::f32>(rng, 9, 37, 300, true);
+  check_matmul<kdsl::f16>(rng, 11, 37, 300, true);  // 8 + 2 + 1 rows: three launches into one output
+  check_matmul<kdsl::f32>(rng, 12, 64, 96, false);  // 8 + 4
   check_matmul<kdsl::bf16>(rng, 13, 64, 96, false);
   check_matmul<kdsl::f16>(rng, 17, 37, 300, false);
 }
