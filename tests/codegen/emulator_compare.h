@@ -1,4 +1,4 @@
-// emulator_compare.h - runs a kernel on the CPU backend and in the SIMT emulator (the NVPTX lowering on CPU threads) and compares every array
+// emulator_compare.h - runs a kernel on the CPU backend and in the SIMT emulator (the GPU lowering on CPU threads, NVIDIA or AMD flavoured) and compares every array
 #pragma once
 #include <doctest/doctest.h>
 
@@ -9,8 +9,8 @@
 
 #include <kdsl/kdsl.h>
 
-#include "codegen/nvptx/simt_emulator.h"
 #include "src/tools/example_kernels.h"
+#include "tests/support/simt_emulator.h"
 
 using namespace kdsl;
 
@@ -35,6 +35,28 @@ Arg value(T v) {
   Arg a;
   a.scalar = make_arg(v);
   return a;
+}
+
+// The GPU lowering a comparison runs: a target's hooks and warp size; with `tensor_cores`
+// (sm_80 only), dots the plan puts on mma.sync run as emulated ldmatrix and mma.sync, their
+// loads pipelined over `num_stages`.
+struct Flavour {
+  std::string arch = "sm_80";
+  bool tensor_cores = false;
+  int num_stages = 2;
+};
+
+// The targets every emulated kernel test runs on: NVIDIA's warps of 32 (NVVM) and AMD CDNA's
+// waves of 64 (AMDGCN: ds_bpermute over the wave, the dispatch packet, 64 KiB of LDS).
+inline const char *const kEmulatedArchs[] = {"sm_80", "gfx942"};
+
+// One doctest subcase per emulated target: the test case runs once for each, its failures
+// naming the target.
+inline Flavour each_emulated_target() {
+  Flavour f;
+  for (const char *arch : kEmulatedArchs)
+    SUBCASE(arch) f.arch = arch;
+  return f;
 }
 
 inline double element(const Arg &a, size_t i) {
@@ -81,9 +103,8 @@ inline bool remove_guard(std::vector<Arg> &args, const char *run) {
 
 // Runs `k` on the CPU backend and in the emulator on copies of the same arrays; returns the
 // largest relative difference over every array (inputs included: in-place kernels), or
-// infinity if either run wrote past an array. With `tensor_cores`, dots the sm_80 plan puts
-// on mma.sync run as emulated ldmatrix and mma.sync.
-inline double compare(const tools::NamedKernel &k, const Grid &g, const std::vector<Arg> &args, bool tensor_cores = false, int num_stages = 2) {
+// infinity if either run wrote past an array.
+inline double compare(const tools::NamedKernel &k, const Grid &g, const std::vector<Arg> &args, const Flavour &flavour = {}) {
   std::vector<Arg> host = args, emu = args;
   add_guard(host);
   add_guard(emu);
@@ -110,10 +131,10 @@ inline double compare(const tools::NamedKernel &k, const Grid &g, const std::vec
     }
   }
   static int serial = 0;
-  codegen::nvptx::EmulatedKernel kernel =
-      codegen::nvptx::compile_for_emulation(tools::trace_kernel(k.signature, classes), "kdsl_emulated_" + std::to_string(serial++), k.num_warps, tensor_cores, num_stages);
+  simt::EmulatedKernel kernel = simt::compile_for_emulation(tools::trace_kernel(k.signature, classes), "kdsl_emulated_" + std::to_string(serial++),
+                                                            {flavour.arch, k.num_warps, flavour.tensor_cores, flavour.num_stages});
   int32_t grid[3] = {int32_t(g.x), int32_t(g.y), int32_t(g.z)};
-  codegen::nvptx::emulate_launch(kernel, grid, slots.data());
+  simt::emulate_launch(kernel, grid, slots.data());
   bool host_ok = remove_guard(host, "the CPU backend"), emu_ok = remove_guard(emu, "the emulator");
   if (!host_ok || !emu_ok) return INFINITY;
 

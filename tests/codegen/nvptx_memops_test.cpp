@@ -1,4 +1,4 @@
-// nvptx_memops_test.cpp - scans and gather through the NVPTX lowering (run in the SIMT emulator against the CPU backend); atomics, printing and asserts in PTX that ptxas assembles
+// nvptx_memops_test.cpp - scans and gather through the GPU lowering (NVIDIA and AMD flavoured, run in the SIMT emulator against the CPU backend); atomics, printing and asserts in PTX that ptxas assembles
 #include <doctest/doctest.h>
 
 #include <kdsl/kdsl.h>
@@ -79,20 +79,21 @@ std::vector<T> small_integers(size_t n, std::mt19937 &rng) {
 }
 
 template <class T, int BLOCK, bool REVERSE>
-double compare_scan_1d(int warps, int n, std::mt19937 &rng) {
+double compare_scan_1d(const Flavour &f, int warps, int n, std::mt19937 &rng) {
   using S = typename T::storage;
   auto k = tools::named_kernel<scan_1d<T, BLOCK, REVERSE>>("scan_1d", warps);
   return compare(k, grid(cdiv(n, BLOCK)), {array(small_integers<S>(size_t(n), rng)), array(std::vector<S>(size_t(n))), array(std::vector<S>(size_t(n))),
-                                           array(std::vector<S>(size_t(n))), value(n)});
+                                           array(std::vector<S>(size_t(n))), value(n)},
+                 f);
 }
 
 template <class T, int R, int C, int AXIS, bool REVERSE>
-double compare_scan_2d(int warps, int rows, int cols, std::mt19937 &rng) {
+double compare_scan_2d(const Flavour &f, int warps, int rows, int cols, std::mt19937 &rng) {
   using S = typename T::storage;
   auto k = tools::named_kernel<scan_2d<T, R, C, AXIS, REVERSE>>("scan_2d", warps);
   size_t n = size_t(rows) * size_t(cols);
   return compare(k, grid(cdiv(rows, R)),
-                 {array(small_integers<S>(n, rng)), array(std::vector<S>(n)), array(std::vector<S>(n)), array(std::vector<S>(n)), value(rows), value(cols)});
+                 {array(small_integers<S>(n, rng)), array(std::vector<S>(n)), array(std::vector<S>(n)), array(std::vector<S>(n)), value(rows), value(cols)}, f);
 }
 
 codegen::CompiledObject compile_ptx(const tools::NamedKernel &k, const std::string &arch) {
@@ -108,37 +109,40 @@ bool contains(const std::string &text, const char *what) { return text.find(what
 
 // Layouts: several registers per thread and repetitions of the CTA tile (1024 over 4 warps),
 // lanes and warps past the block's end (64 and 100 elements over 4 warps), one warp, 8 warps.
-TEST_CASE("nvptx emulated: 1-D cumsum, cummax and cummin over lanes, warps and tile repetitions, forward and reverse") {
+TEST_CASE("emulated: 1-D cumsum, cummax and cummin over lanes, warps and tile repetitions, forward and reverse") {
+  const Flavour f = each_emulated_target();
   std::mt19937 rng(21);
   for (int warps : {1, 4, 8}) {
     CAPTURE(warps);
-    CHECK(compare_scan_1d<f32, 1024, false>(warps, 3000, rng) == 0);
-    CHECK(compare_scan_1d<f32, 1024, true>(warps, 3000, rng) == 0);
-    CHECK(compare_scan_1d<i32, 64, false>(warps, 200, rng) == 0);
-    CHECK(compare_scan_1d<i32, 64, true>(warps, 200, rng) == 0);
-    CHECK(compare_scan_1d<f32, 100, true>(warps, 250, rng) == 0);
-    CHECK(compare_scan_1d<f32, 100, false>(warps, 250, rng) == 0);
+    CHECK(compare_scan_1d<f32, 1024, false>(f, warps, 3000, rng) == 0);
+    CHECK(compare_scan_1d<f32, 1024, true>(f, warps, 3000, rng) == 0);
+    CHECK(compare_scan_1d<i32, 64, false>(f, warps, 200, rng) == 0);
+    CHECK(compare_scan_1d<i32, 64, true>(f, warps, 200, rng) == 0);
+    CHECK(compare_scan_1d<f32, 100, true>(f, warps, 250, rng) == 0);
+    CHECK(compare_scan_1d<f32, 100, false>(f, warps, 250, rng) == 0);
   }
 }
 
-TEST_CASE("nvptx emulated: scans along each axis of 2-D blocks of several shapes, ragged rows and columns") {
+TEST_CASE("emulated: scans along each axis of 2-D blocks of several shapes, ragged rows and columns") {
+  const Flavour f = each_emulated_target();
   std::mt19937 rng(22);
   for (int warps : {2, 4}) {
     CAPTURE(warps);
-    CHECK(compare_scan_2d<f32, 16, 64, 0, false>(warps, 40, 50, rng) == 0);
-    CHECK(compare_scan_2d<f32, 16, 64, 1, false>(warps, 40, 50, rng) == 0);
-    CHECK(compare_scan_2d<f32, 16, 64, 0, true>(warps, 40, 64, rng) == 0);
-    CHECK(compare_scan_2d<f32, 16, 64, 1, true>(warps, 40, 64, rng) == 0);
-    CHECK(compare_scan_2d<i32, 64, 8, 0, false>(warps, 100, 8, rng) == 0);
-    CHECK(compare_scan_2d<i32, 64, 8, 1, true>(warps, 100, 7, rng) == 0);
-    CHECK(compare_scan_2d<i32, 4, 128, 1, false>(warps, 9, 128, rng) == 0);
-    CHECK(compare_scan_2d<i32, 4, 128, 0, true>(warps, 9, 100, rng) == 0);
+    CHECK(compare_scan_2d<f32, 16, 64, 0, false>(f, warps, 40, 50, rng) == 0);
+    CHECK(compare_scan_2d<f32, 16, 64, 1, false>(f, warps, 40, 50, rng) == 0);
+    CHECK(compare_scan_2d<f32, 16, 64, 0, true>(f, warps, 40, 64, rng) == 0);
+    CHECK(compare_scan_2d<f32, 16, 64, 1, true>(f, warps, 40, 64, rng) == 0);
+    CHECK(compare_scan_2d<i32, 64, 8, 0, false>(f, warps, 100, 8, rng) == 0);
+    CHECK(compare_scan_2d<i32, 64, 8, 1, true>(f, warps, 100, 7, rng) == 0);
+    CHECK(compare_scan_2d<i32, 4, 128, 1, false>(f, warps, 9, 128, rng) == 0);
+    CHECK(compare_scan_2d<i32, 4, 128, 0, true>(f, warps, 9, 100, rng) == 0);
   }
   CHECK(compare(tools::named_kernel<scan_after_reduce<32, 16>>("scan_after_reduce", 4), grid(1),
-                {array(small_integers<float>(32 * 16, rng)), array(std::vector<float>(32 * 16))}) == 0);
+                {array(small_integers<float>(32 * 16, rng)), array(std::vector<float>(32 * 16))}, f) == 0);
 }
 
-TEST_CASE("nvptx emulated: gather along each axis (shared-memory round trip), out-of-range indices, and from index arithmetic") {
+TEST_CASE("emulated: gather along each axis (shared-memory round trip), out-of-range indices, and from index arithmetic") {
+  const Flavour f = each_emulated_target();
   std::mt19937 rng(23);
   constexpr int R = 16, C = 32, K = 24;
   std::vector<int32_t> rows_index(size_t(K) * C), cols_index(size_t(R) * K), flat(128);
@@ -149,8 +153,8 @@ TEST_CASE("nvptx emulated: gather along each axis (shared-memory round trip), ou
     CAPTURE(warps);
     CHECK(compare(tools::named_kernel<gather_2d<f32, R, C, K>>("gather_2d", warps), grid(1),
                   {array(random_f32(size_t(R) * C, rng)), array(rows_index), array(cols_index), array(std::vector<float>(size_t(K) * C)),
-                   array(std::vector<float>(size_t(R) * K))}) == 0);
-    CHECK(compare(tools::named_kernel<gather_arange<128>>("gather_arange", warps), grid(1), {array(flat), array(std::vector<int32_t>(128))}) == 0);
+                   array(std::vector<float>(size_t(R) * K))}, f) == 0);
+    CHECK(compare(tools::named_kernel<gather_arange<128>>("gather_arange", warps), grid(1), {array(flat), array(std::vector<int32_t>(128))}, f) == 0);
   }
 }
 

@@ -16,8 +16,8 @@ class GpuLowering;
 // Everything the generic lowering (gpu_lowering.h) needs of a GPU beside its TargetInfo
 // data: the few instructions, address spaces and calling conventions that are spelled
 // differently by NVVM and AMDGCN. One implementation per backend (nvptx/nvptx_target.h,
-// amdgpu/amdgpu_target.h); the SIMT emulator supplies one that runs on CPU threads. The
-// lowering never names an intrinsic itself.
+// amdgpu/amdgpu_target.h); the SIMT emulator (tests/support/) runs either one's output on
+// CPU threads. The lowering never names an intrinsic itself.
 class GpuTarget {
  public:
   explicit GpuTarget(const TargetInfo &info) : info_(info) {}

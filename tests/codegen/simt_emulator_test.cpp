@@ -1,0 +1,217 @@
+// simt_emulator_test.cpp - the GPU lowering, NVIDIA (warp 32) and AMD (wave64) flavoured, run on CPU threads (tests/support/simt_emulator) agrees with the host backend
+#include <doctest/doctest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include <kdsl/kdsl.h>
+
+#include "tests/codegen/emulator_compare.h"
+#include "tests/codegen/nvptx_test_kernels.h"
+
+using namespace kdsl;
+
+namespace emulator_test {
+
+// C = A B for [M, K] x [K, N] through a tiled_matmul kernel of BM x BN tiles.
+template <class T, class Acc>
+double compare_matmul(const char *kernel, int bm, int bn, int M, int N, int K, std::mt19937 &rng, const Flavour &flavour) {
+  return compare(nvptx_test::find(kernel), grid(cdiv(M, bm), cdiv(N, bn)),
+                 {array(random_of<T>(size_t(M) * K, rng)), array(random_of<T>(size_t(K) * N, rng)), array(std::vector<Acc>(size_t(M) * N)), value(M),
+                  value(N), value(K)},
+                 flavour);
+}
+
+const Flavour kTensorCores{"sm_80", true};
+
+// Each program writes its coordinates and the grid's extents at its linear index, then
+// doubles x in a grid-stride loop: the block ids and grid sizes as the target reads them
+// (NVIDIA's special registers; AMD's workgroup ids and the dispatch packet).
+template <int BLOCK>
+void grid_stride(Ptr<f32> x, Ptr<f32> out, Ptr<i32> coordinates, Scalar<i32> n) {
+  auto linear = (program_id(2) * num_programs(1) + program_id(1)) * num_programs(0) + program_id(0);
+  auto at = coordinates + linear * 6;
+  store(at, program_id(0)), store(at + 1, program_id(1)), store(at + 2, program_id(2));
+  store(at + 3, num_programs(0)), store(at + 4, num_programs(1)), store(at + 5, num_programs(2));
+  auto programs = num_programs(0) * num_programs(1) * num_programs(2);
+  for_range(linear * BLOCK, n, programs * BLOCK, [&](auto i) {
+    auto offs = i + arange<BLOCK>();
+    store(out + offs, load(x + offs, offs < n, 0) * 2.0f, offs < n);
+  });
+}
+
+tools::NamedKernel with_warps(tools::NamedKernel k, int num_warps) {
+  k.num_warps = num_warps;
+  return k;
+}
+
+}  // namespace emulator_test
+
+using namespace emulator_test;
+using nvptx_test::find;
+
+TEST_CASE("emulated: elementwise kernels with aligned, ragged and duplicated layouts") {
+  const Flavour f = each_emulated_target();
+  std::mt19937 rng(3);
+  for (int n : {4096, 5000, 77}) {
+    CAPTURE(n);
+    CHECK(compare(find("vector_add"), grid(cdiv(n, 1024)), {array(random_f32(size_t(n), rng)), array(random_f32(size_t(n), rng)), array(std::vector<float>(size_t(n))), value(n)}, f) <= 1e-6);
+    CHECK(compare(find("swiglu"), grid(cdiv(n, 1024)), {array(random_f32(size_t(n), rng)), array(random_f32(size_t(n), rng)), array(std::vector<float>(size_t(n))), value(n)}, f) <= 1e-5);
+  }
+  std::vector<bfloat16> x(200);
+  for (auto &v : x) v = bfloat16(std::uniform_real_distribution<float>(0.1f, 4)(rng));
+  CHECK(compare(find("bf16_math"), grid(4), {array(x), array(std::vector<bfloat16>(200)), value(200)}, f) <= 1e-2);
+}
+
+TEST_CASE("emulated: program ids and num_programs on 1- to 3-D grids, a grid-stride loop") {
+  const Flavour f = each_emulated_target();
+  std::mt19937 rng(11);
+  for (int warps : {1, 2}) {
+    CAPTURE(warps);
+    auto k = tools::named_kernel<grid_stride<128>>("grid_stride", warps);
+    for (Grid g : {grid(3), grid(3, 2), grid(2, 3, 2)})
+      for (int n : {5000, 4096, 77}) {
+        CAPTURE(n);
+        size_t programs = size_t(g.x * g.y * g.z);
+        CHECK(compare(k, g, {array(random_f32(size_t(n), rng)), array(std::vector<float>(size_t(n))), array(std::vector<int32_t>(programs * 6)), value(n)}, f) ==
+              0);
+      }
+  }
+}
+
+TEST_CASE("emulated: erf, floor, ceil and pow (libdevice or ocml, run as libm) at aligned and ragged sizes") {
+  const Flavour f = each_emulated_target();
+  std::mt19937 rng(8);
+  for (int n : {1024, 1000, 45}) {
+    CAPTURE(n);
+    // Host: erf is kdsl's polynomial, pow is powf; the emulator runs libdevice's names as libm's.
+    CHECK(compare(find("math_ops"), grid(cdiv(n, 256)), {array(random_f32(size_t(n), rng, -4, 4)), array(random_f32(size_t(n), rng, -3, 3)),
+                                                          array(std::vector<float>(size_t(3 * n))), value(n)}, f) <= 1e-5);
+  }
+}
+
+TEST_CASE("emulated: reinterpret<U> of pointers reads at the same byte address, offsets counting U elements") {
+  const Flavour f = each_emulated_target();
+  std::mt19937 rng(9);
+  for (int n : {128, 77}) {
+    CAPTURE(n);
+    std::vector<uint8_t> records(size_t(n) * 34);
+    for (int r = 0; r < n; ++r) {
+      uint16_t scale = f32_to_f16_bits(std::uniform_real_distribution<float>(-2, 2)(rng));
+      std::memcpy(&records[size_t(r) * 34], &scale, 2);
+      for (int j = 0; j < 32; ++j) records[size_t(r) * 34 + 2 + size_t(j)] = uint8_t(rng());
+    }
+    CHECK(compare(find("reinterpret_records"), grid(cdiv(n, 128)), {array(records), array(std::vector<float>(size_t(n))), value(n)}, f) == 0);
+  }
+}
+
+TEST_CASE("emulated: row reductions (softmax, layer norm, rmsnorm) across lanes and warps") {
+  const Flavour f = each_emulated_target();
+  std::mt19937 rng(4);
+  for (int cols : {1024, 1000, 33}) {
+    CAPTURE(cols);
+    const int rows = 3;
+    size_t n = size_t(rows) * cols;
+    CHECK(compare(find("softmax"), grid(rows), {array(random_f32(n, rng)), array(std::vector<float>(n)), value(cols), value(cols)}, f) <= 1e-5);
+    for (int warps : {1, 8}) {  // one warp: no exchange across warps; eight: 512 threads at wave64
+      CAPTURE(warps);
+      std::mt19937 own(size_t(cols * warps));  // the other kernels' inputs stay as they were
+      CHECK(compare(with_warps(find("softmax"), warps), grid(rows), {array(random_f32(n, own)), array(std::vector<float>(n)), value(cols), value(cols)}, f) <=
+            1e-5);
+    }
+    CHECK(compare(find("softmax_online"), grid(rows), {array(random_f32(n, rng)), value(cols)}, f) <= 1e-5);
+    CHECK(compare(find("layer_norm"), grid(rows),
+                  {array(random_f32(n, rng)), array(random_f32(size_t(cols), rng)), array(random_f32(size_t(cols), rng)), array(std::vector<float>(n)),
+                   value(cols), value(1e-5f)}, f) <= 1e-4);
+    CHECK(compare(find("rmsnorm_residual"), grid(rows),
+                  {array(random_f32(n, rng)), array(random_f32(n, rng)), array(random_f32(size_t(cols), rng)), array(std::vector<float>(n)), value(cols),
+                   value(1e-5f)}, f) <= 1e-4);
+  }
+}
+
+TEST_CASE("emulated: argmax in a loop, 2-D reductions on both axes, transposes and reshapes") {
+  const Flavour f = each_emulated_target();
+  std::mt19937 rng(5);
+  CHECK(compare(find("argmax"), grid(1), {array(random_f32(3000, rng)), array(std::vector<int32_t>(1)), value(3000)}, f) == 0);
+  CHECK(compare(find("row_and_column_sums"), grid(1), {array(random_f32(32 * 64, rng)), array(std::vector<float>(32)), array(std::vector<float>(64))}, f) <= 1e-4);  // summation order differs
+  std::vector<half> t(64 * 32);
+  for (auto &v : t) v = half(std::uniform_real_distribution<float>(-1, 1)(rng));
+  CHECK(compare(find("transpose"), grid(1), {array(t), array(std::vector<half>(64 * 32))}, f) == 0);
+  CHECK(compare(find("reshape_and_argmax"), grid(1), {array(random_f32(256, rng)), array(std::vector<int32_t>(33))}, f) == 0);
+}
+
+TEST_CASE("emulated: for_range, if_ and atomics") {
+  const Flavour f = each_emulated_target();
+  std::mt19937 rng(6);
+  CHECK(compare(find("loops_and_atomics"), grid(3), {array(random_f32(1000, rng)), array(std::vector<float>(1)), array(std::vector<int32_t>(4)), value(1000)}, f) <= 1e-4);
+}
+
+TEST_CASE("emulated: dot through shared memory (f16 tiles in a K loop, i8)") {
+  const Flavour f = each_emulated_target();
+  std::mt19937 rng(7);
+  const int M = 70, N = 40, K = 50;
+  std::vector<half> a(size_t(M) * K), b(size_t(K) * N);
+  for (auto &v : a) v = half(std::uniform_real_distribution<float>(-1, 1)(rng));
+  for (auto &v : b) v = half(std::uniform_real_distribution<float>(-1, 1)(rng));
+  CHECK(compare(find("matmul"), grid(cdiv(M, 32), cdiv(N, 32)), {array(a), array(b), array(std::vector<float>(size_t(M) * N)), value(M), value(N), value(K)}, f) <= 1e-4);
+  std::vector<int8_t> ia(32 * 64), ib(64 * 32);
+  for (auto &v : ia) v = int8_t(std::uniform_int_distribution<int>(-128, 127)(rng));
+  for (auto &v : ib) v = int8_t(std::uniform_int_distribution<int>(-128, 127)(rng));
+  CHECK(compare(find("int8_dot"), grid(1), {array(ia), array(ib), array(std::vector<int32_t>(32 * 32))}, f) == 0);
+  std::vector<uint8_t> ua(32 * 64), ub(64 * 32);  // u8: zero-extended (255 * 255 per product)
+  for (auto &v : ua) v = uint8_t(std::uniform_int_distribution<int>(0, 255)(rng));
+  for (auto &v : ub) v = uint8_t(std::uniform_int_distribution<int>(0, 255)(rng));
+  CHECK(compare(find("uint8_dot"), grid(1), {array(ua), array(ub), array(std::vector<int32_t>(32 * 32))}, f) == 0);
+}
+
+TEST_CASE("emulated: f32 matmul and tiles that are not whole instruction tiles (the FMA path, also on sm_80's plan)") {
+  const Flavour f = each_emulated_target();
+  std::mt19937 rng(8);
+  for (bool tensor_cores : {false, true}) {
+    if (tensor_cores && f.arch != "sm_80") continue;  // AMD: no matrix instructions emulated, dot on FMAs
+    CAPTURE(tensor_cores);
+    const Flavour plan{f.arch, tensor_cores};
+    CHECK(compare_matmul<float, float>("matmul_f32", 32, 32, 70, 40, 50, rng, plan) <= 1e-4);
+    CHECK(compare_matmul<half, float>("matmul_f16_k8", 32, 32, 70, 40, 50, rng, plan) <= 1e-4);
+    CHECK(compare_matmul<half, float>("matmul_f16_n4", 32, 4, 33, 10, 40, rng, plan) <= 1e-4);
+    CHECK(compare_matmul<half, float>("matmul_f16_one_tile", 16, 16, 20, 20, 33, rng, plan) <= 1e-4);
+  }
+}
+
+// The tensor-core lowering run end to end: operands staged in shared memory, ldmatrix at the
+// lowering's row addresses, mma.sync on the ISA's fragments, the accumulator layout through
+// loops, stores, conversions, reductions and a second dot.
+// mma.sync sums each k step in its own order (the emulator: in double, rounded once), so
+// sums that cancel to near zero differ from the host's FMA chain in the last bits: 1e-3
+// against a floor of 1e-3 (a misplaced element is off by O(1)).
+TEST_CASE("emulated sm_80 tensor cores: f16, bf16 and i8 matmuls (ragged sizes), epilogues on the accumulator, chained dots") {
+  std::mt19937 rng(9);
+  CHECK(compare_matmul<half, float>("matmul", 32, 32, 70, 40, 50, rng, kTensorCores) <= 1e-3);
+  CHECK(compare_matmul<half, float>("matmul_f16_128x128", 128, 128, 130, 129, 40, rng, kTensorCores) <= 1e-3);
+  CHECK(compare_matmul<bfloat16, float>("matmul_bf16", 64, 64, 100, 70, 80, rng, kTensorCores) <= 1e-3);
+  CHECK(compare_matmul<int8_t, int32_t>("matmul_i8", 64, 64, 64, 128, 192, rng, kTensorCores) == 0);
+  const int K = 64;
+  CHECK(compare(find("matmul_relu_f16"), grid(1),
+                {array(random_of<half>(64 * K, rng)), array(random_of<half>(K * 32, rng)), array(std::vector<half>(64 * 32)), array(std::vector<float>(64)),
+                 value(K)},
+                kTensorCores) <= 2e-3);
+  CHECK(compare(find("attention_tile"), grid(1),
+                {array(random_of<half>(32 * 64, rng)), array(random_of<half>(32 * 64, rng)), array(random_of<half>(32 * 64, rng)),
+                 array(std::vector<float>(32 * 64))},
+                kTensorCores) <= 5e-3);
+}
+
+// Software pipelining: iteration counts below, at and above the number of stages, ragged K
+// (the masked-off groups are zero-filled), one stage (no cp.async) for comparison.
+TEST_CASE("emulated sm_80 tensor cores: cp.async pipelines of 1 to 4 stages over 1 to 5 iterations") {
+  std::mt19937 rng(10);
+  for (int stages : {1, 2, 3, 4})
+    for (int K : {20, 64, 96, 150}) {
+      CAPTURE(stages);
+      CAPTURE(K);
+      CHECK(compare_matmul<half, float>("matmul", 32, 32, 40, 64, K, rng, {"sm_80", true, stages}) <= 1e-3);
+    }
+  CHECK(compare_matmul<int8_t, int32_t>("matmul_i8", 64, 64, 64, 64, 130, rng, {"sm_80", true, 3}) == 0);
+}

@@ -1,0 +1,30 @@
+// host_calls.h - rewriting a GPU kernel's vendor calls (intrinsics, device-library functions) into host code and emulator calls
+#pragma once
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Instructions.h>
+#include <llvm/IR/Module.h>
+
+#include <optional>
+#include <vector>
+
+namespace kdsl::simt {
+
+// One vendor's table: what replaces `call` (built with `b`, placed before it). nullopt leaves
+// the call alone (not the vendor's); a null value removes a call whose result is unused.
+using CallRewrite = std::optional<llvm::Value *> (*)(llvm::IRBuilder<> &b, llvm::CallInst *call);
+
+// Applies `rewrite` to every direct call in `m`.
+void rewrite_calls(llvm::Module &m, CallRewrite rewrite);
+
+// A call of the host function `fn` (an emulator entry point or libm) at its address.
+llvm::Value *call_host(llvm::IRBuilder<> &b, const void *fn, llvm::Type *ret, const std::vector<llvm::Value *> &args);
+
+// `n` i32 words on the stack of `at`'s function, allocated once in its entry block (the calls
+// that need them sit in loops).
+llvm::Value *stack_words(llvm::CallInst *at, unsigned n);
+
+// The instruction tables: NVVM (the NVPTX hooks' output) and AMDGCN (the AMDGPU hooks').
+std::optional<llvm::Value *> nvvm_on_host(llvm::IRBuilder<> &b, llvm::CallInst *call);
+std::optional<llvm::Value *> amdgcn_on_host(llvm::IRBuilder<> &b, llvm::CallInst *call);
+
+}  // namespace kdsl::simt

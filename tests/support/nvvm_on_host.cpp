@@ -1,0 +1,93 @@
+// nvvm_on_host.cpp - the NVPTX hooks' instructions for the host: special registers, bar.sync, shfl.sync, ldmatrix, mma.sync, cp.async, libdevice as libm
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+#include <kdsl/error.h>
+
+#include "codegen/codegen.h"
+#include "tests/support/host_calls.h"
+#include "tests/support/simt_machine.h"
+
+namespace kdsl::simt {
+namespace {
+
+using llvm::Intrinsic::ID;
+
+int mma_instruction_index(ID id) {
+  DType a = id == llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32 ? DType::F16 : id == llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16 ? DType::BF16 : DType::I8;
+  const auto &list = codegen::target_info("sm_80").matrix_instructions;
+  for (size_t i = 0; i < list.size(); ++i)
+    if (list[i].a == a) return int(i);
+  internal_error("emulator: no sm_80 instruction for an mma intrinsic");
+}
+
+llvm::Value *ldmatrix_call(llvm::IRBuilder<> &b, llvm::CallInst *c, ID id) {
+  int count = id == llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_b16 || id == llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_trans_b16 ? 2 : 4;
+  bool trans = id == llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_trans_b16 || id == llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16;
+  llvm::Value *out = stack_words(c, 4);
+  call_host(b, reinterpret_cast<const void *>(&ldmatrix), b.getVoidTy(),
+            {b.CreatePtrToInt(c->getArgOperand(0), b.getInt64Ty()), b.getInt32(uint32_t(count)), b.getInt32(trans), out});
+  llvm::Value *r = llvm::PoisonValue::get(c->getType());
+  for (int i = 0; i < count; ++i) r = b.CreateInsertValue(r, b.CreateLoad(b.getInt32Ty(), b.CreateConstInBoundsGEP1_32(b.getInt32Ty(), out, unsigned(i))), unsigned(i));
+  return r;
+}
+
+llvm::Value *mma_call(llvm::IRBuilder<> &b, llvm::CallInst *c, ID id) {
+  llvm::Type *i32 = b.getInt32Ty();
+  llvm::Value *in = stack_words(c, 10), *out = stack_words(c, 4);
+  for (unsigned i = 0; i < 10; ++i) b.CreateStore(b.CreateBitCast(c->getArgOperand(i), i32), b.CreateConstInBoundsGEP1_32(i32, in, i));
+  call_host(b, reinterpret_cast<const void *>(&mma_sync), b.getVoidTy(), {b.getInt32(uint32_t(mma_instruction_index(id))), in, out});
+  llvm::Value *r = llvm::PoisonValue::get(c->getType());
+  for (unsigned i = 0; i < 4; ++i) {
+    llvm::Type *elem = llvm::cast<llvm::StructType>(c->getType())->getElementType(i);
+    r = b.CreateInsertValue(r, b.CreateBitCast(b.CreateLoad(i32, b.CreateConstInBoundsGEP1_32(i32, out, i)), elem), i);
+  }
+  return r;
+}
+
+// libdevice's __nv_<f> as libm's <f> (rsqrtf, which libm lacks, from the emulator).
+llvm::Value *libdevice_call(llvm::IRBuilder<> &b, llvm::CallInst *c) {
+  llvm::Function *f = c->getCalledFunction();
+  std::vector<llvm::Value *> args(c->arg_begin(), c->arg_end());
+  if (f->getName() == "__nv_rsqrtf") return call_host(b, reinterpret_cast<const void *>(&rsqrtf), b.getFloatTy(), args);
+  llvm::FunctionCallee libm = f->getParent()->getOrInsertFunction(f->getName().substr(5), f->getFunctionType());
+  return b.CreateCall(libm, args);
+}
+
+}  // namespace
+
+std::optional<llvm::Value *> nvvm_on_host(llvm::IRBuilder<> &b, llvm::CallInst *c) {
+  auto host = [&](auto *fn, llvm::Type *ret, std::vector<llvm::Value *> args) { return call_host(b, reinterpret_cast<const void *>(fn), ret, args); };
+  llvm::Type *i32 = b.getInt32Ty(), *f32 = b.getFloatTy(), *none = b.getVoidTy();
+  ID id = c->getCalledFunction()->getIntrinsicID();
+  switch (id) {
+    case llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x: return host(&thread_id, i32, {});
+    case llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x: return host(&block_id, i32, {b.getInt32(0)});
+    case llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_y: return host(&block_id, i32, {b.getInt32(1)});
+    case llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_z: return host(&block_id, i32, {b.getInt32(2)});
+    case llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x: return host(&grid_size, i32, {b.getInt32(0)});
+    case llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_y: return host(&grid_size, i32, {b.getInt32(1)});
+    case llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_z: return host(&grid_size, i32, {b.getInt32(2)});
+    case llvm::Intrinsic::nvvm_barrier0: return host(&barrier, none, {});
+    case llvm::Intrinsic::nvvm_shfl_sync_bfly_f32: return host(&shfl_bfly_f32, f32, {c->getArgOperand(1), c->getArgOperand(2)});
+    case llvm::Intrinsic::nvvm_shfl_sync_bfly_i32: return host(&shfl_bfly_i32, i32, {c->getArgOperand(1), c->getArgOperand(2)});
+    case llvm::Intrinsic::nvvm_ex2_approx_ftz_f: return b.CreateIntrinsic(llvm::Intrinsic::exp2, {f32}, {c->getArgOperand(0)});
+    case llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_b16:
+    case llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_trans_b16:
+    case llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16:
+    case llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16: return ldmatrix_call(b, c, id);
+    case llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32:
+    case llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16:
+    case llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_s8: return mma_call(b, c, id);
+    case llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s:
+      return host(&cp_async_16, none,
+                  {b.CreatePtrToInt(c->getArgOperand(0), b.getInt64Ty()), b.CreatePtrToInt(c->getArgOperand(1), b.getInt64Ty()), c->getArgOperand(2)});
+    // cp.async completes at once here, so a missing wait_group goes unnoticed.
+    case llvm::Intrinsic::nvvm_cp_async_commit_group:
+    case llvm::Intrinsic::nvvm_cp_async_wait_group: return nullptr;
+    default:
+      if (c->getCalledFunction()->getName().starts_with("__nv_")) return libdevice_call(b, c);
+      return std::nullopt;
+  }
+}
+
+}  // namespace kdsl::simt

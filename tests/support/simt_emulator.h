@@ -1,0 +1,44 @@
+// simt_emulator.h - runs the GPU lowering of a kernel on CPU threads, one OS thread per GPU thread, for NVIDIA (warp 32) and AMD (wave64) targets alike
+//
+// A test tool, not a backend: it checks the generic lowering's per-thread logic (layouts,
+// shared memory, barriers, cross-lane shuffles, reductions, scans, dot) and each vendor's
+// hook output on machines without a GPU. It is slow, and it models neither memory
+// coalescing, alignment faults nor the vendors' back ends (PTX, the AMDGPU ISA).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "ir/ir.h"
+
+namespace kdsl::simt {
+
+struct Emulation {
+  // A GPU target of codegen::target_info: its warp size, shared-memory (LDS) size and hooks.
+  // "sm_80" runs the NVPTX hooks (warp 32), "gfx942" / "gfx90a" the AMDGPU hooks (wave64).
+  std::string arch = "sm_80";
+  int num_warps = 4;
+  // sm_80 only: dots its plan puts on mma.sync run as emulated ldmatrix and mma.sync,
+  // following the PTX ISA's fragment tables, their loads pipelined over `num_stages` with
+  // cp.async (a copy that completes at once, so a missing wait_group goes unnoticed).
+  // Otherwise the target's matrix instructions are left out and dot takes the FMA path.
+  bool matrix_instructions = false;
+  int num_stages = 2;
+};
+
+struct EmulatedKernel {
+  void (*entry)(const uint64_t *slots) = nullptr;  // one 8-byte slot per argument, values in the low bytes
+  int threads = 0;
+  int warp_size = 0;
+  int shared_bytes = 0;
+};
+
+// Runs the block-IR passes, the layout plan and the generic GPU lowering with the target's
+// own hooks, then rewrites the module for the host: the vendor's ids, barriers and shuffles
+// become calls into the emulator (NVVM: nvvm_on_host.cpp, AMDGCN: amdgcn_on_host.cpp), its
+// math library's functions libm's, shared memory one buffer.
+EmulatedKernel compile_for_emulation(const ir::Function &fn, const std::string &symbol, const Emulation &emulation);
+
+// Runs every program of the grid, one after another, each on `threads` CPU threads.
+void emulate_launch(const EmulatedKernel &k, const int32_t grid[3], const uint64_t *slots);
+
+}  // namespace kdsl::simt

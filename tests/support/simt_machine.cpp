@@ -1,0 +1,122 @@
+// simt_machine.cpp - the emulated GPU's instructions: ids, barriers, cross-lane exchanges and sm_80's ldmatrix / mma.sync, each run by every thread of the block
+#include "tests/support/simt_machine.h"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include <kdsl/error.h>
+#include <kdsl/half.h>
+
+#include "codegen/codegen.h"
+#include "codegen/nvptx/mma_fragments.h"
+
+namespace kdsl::simt {
+
+Machine machine;
+
+namespace {
+
+thread_local int32_t this_thread = 0;
+
+// Every thread of the block publishes `v`, then reads the value of thread `from(this
+// thread)`. Cross-lane instructions are reached by whole blocks in the lowering's code, so
+// the block barrier stands for the warp's (wave's) convergence.
+template <class From>
+uint32_t exchange(uint32_t v, From from) {
+  machine.exchange[size_t(this_thread)] = v;
+  machine.sync->arrive_and_wait();
+  uint32_t r = machine.exchange[size_t(from(this_thread))];
+  machine.sync->arrive_and_wait();
+  return r;
+}
+
+double fragment_value(DType t, uint32_t reg, int i) {
+  switch (t) {
+    case DType::F16: return f16_bits_to_f32(uint16_t(reg >> (16 * i)));
+    case DType::BF16: return bf16_bits_to_f32(uint16_t(reg >> (16 * i)));
+    default: return int8_t(uint8_t(reg >> (8 * i)));
+  }
+}
+
+}  // namespace
+
+void set_thread(int32_t t) { this_thread = t; }
+
+int32_t thread_id() { return this_thread; }
+int32_t block_id(int32_t axis) { return machine.block[axis]; }
+int32_t grid_size(int32_t axis) { return machine.grid[axis]; }
+void barrier() { machine.sync->arrive_and_wait(); }
+
+int32_t shfl_bfly_i32(int32_t v, int32_t lane_mask) {
+  return int32_t(exchange(uint32_t(v), [&](int32_t t) { return t ^ lane_mask; }));
+}
+float shfl_bfly_f32(float v, int32_t lane_mask) {
+  return std::bit_cast<float>(exchange(std::bit_cast<uint32_t>(v), [&](int32_t t) { return t ^ lane_mask; }));
+}
+
+// ds_bpermute_b32 reads lane address[7:2] of the wave (address / 4 modulo the wave size).
+int32_t ds_bpermute(int32_t address, int32_t v) {
+  int32_t wave = machine.warp_size;
+  return int32_t(exchange(uint32_t(v), [&](int32_t t) { return t - t % wave + ((address >> 2) & (wave - 1)); }));
+}
+
+// ldmatrix.sync.aligned.m8n8.x{count}[.trans].shared.b16, from the PTX ISA's description:
+// lanes 8j .. 8j + 7 give the row addresses of matrix j; lane l receives in register j the
+// 16-bit pair at row l / 4, columns 2 (l % 4) + {0, 1} (with .trans: rows 2 (l % 4) + {0, 1},
+// column l / 4).
+void ldmatrix(uint64_t address, int32_t count, int32_t trans, uint32_t *out) {
+  machine.addresses[size_t(this_thread)] = address;
+  machine.sync->arrive_and_wait();
+  int lane = this_thread % 32, warp_base = this_thread - lane;
+  for (int j = 0; j < count; ++j) {
+    uint16_t pair[2];
+    for (int h = 0; h < 2; ++h) {
+      int row = trans ? 2 * (lane % 4) + h : lane / 4, col = trans ? lane / 4 : 2 * (lane % 4) + h;
+      std::memcpy(&pair[h], reinterpret_cast<const uint8_t *>(machine.addresses[size_t(warp_base + 8 * j + row)]) + 2 * col, 2);
+    }
+    out[j] = uint32_t(pair[0]) | uint32_t(pair[1]) << 16;
+  }
+  machine.sync->arrive_and_wait();
+}
+
+// mma.sync for the sm_80 instruction `index`: every lane of the warp contributes its a, b
+// and c registers; each lane computes its d elements from the ISA's fragment tables.
+void mma_sync(int32_t index, const uint32_t *abc, uint32_t *d) {
+  using namespace codegen::nvptx;
+  const codegen::MatrixInstruction &mi = codegen::target_info("sm_80").matrix_instructions[size_t(index)];
+  std::memcpy(machine.fragments[size_t(this_thread)].data(), abc, 40);
+  machine.sync->arrive_and_wait();
+  int lane = this_thread % 32, warp_base = this_thread - lane;
+  int per_reg = 4 / dtype_bytes(mi.a);
+  std::vector<double> a(size_t(mi.m * mi.k)), b(size_t(mi.k * mi.n));
+  for (int l = 0; l < 32; ++l) {
+    const auto &f = machine.fragments[size_t(warp_base + l)];
+    for (int i = 0; i < mma_a_elements(mi); ++i) {
+      FragmentElement e = mma_a_element(mi, l, i);
+      a[size_t(e.row * mi.k + e.col)] = fragment_value(mi.a, f[size_t(i / per_reg)], i % per_reg);
+    }
+    for (int i = 0; i < mma_b_elements(mi); ++i) {
+      FragmentElement e = mma_b_element(mi, l, i);
+      b[size_t(e.row * mi.n + e.col)] = fragment_value(mi.b, f[size_t(4 + i / per_reg)], i % per_reg);
+    }
+  }
+  for (int i = 0; i < kMmaCElements; ++i) {
+    FragmentElement e = mma_c_element(mi, lane, i);
+    double sum = 0;
+    for (int k = 0; k < mi.k; ++k) sum += a[size_t(e.row * mi.k + k)] * b[size_t(k * mi.n + e.col)];
+    uint32_t c = abc[6 + i];
+    if (mi.acc == DType::F32) d[i] = std::bit_cast<uint32_t>(float(double(std::bit_cast<float>(c)) + sum));
+    else d[i] = c + uint32_t(int64_t(sum));  // s32 wraps, as the non-saturating instruction does
+  }
+  machine.sync->arrive_and_wait();
+}
+
+void cp_async_16(uint64_t dst, uint64_t src, int32_t src_bytes) {
+  std::memset(reinterpret_cast<void *>(dst), 0, 16);
+  if (src_bytes > 0) std::memcpy(reinterpret_cast<void *>(dst), reinterpret_cast<const void *>(src), size_t(src_bytes));
+}
+
+float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+
+}  // namespace kdsl::simt

@@ -1,0 +1,51 @@
+// simt_machine.h - the emulated GPU: one block of CPU threads at a time, and the functions the rewritten kernel calls for each vendor's instructions
+#pragma once
+#include <array>
+#include <barrier>
+#include <cstdint>
+#include <vector>
+
+namespace kdsl::simt {
+
+// What one block sees while it runs. Blocks run one after another, so one machine serves
+// every launch (emulate_launch holds a lock).
+struct Machine {
+  std::barrier<> *sync = nullptr;
+  int warp_size = 32;
+  std::vector<uint32_t> exchange;                   // shuffles: each thread's value
+  std::vector<uint64_t> addresses;                  // ldmatrix: each thread's row address
+  std::vector<std::array<uint32_t, 10>> fragments;  // mma.sync: each thread's a, b, c registers
+  int32_t block[3] = {}, grid[3] = {};
+  // hsa_kernel_dispatch_packet_t as the AMD lowering reads it: workgroup_size_{x,y,z} (u16)
+  // at byte 4, grid_size_{x,y,z} (u32, in work-items) at byte 12; 64 bytes in all.
+  alignas(64) uint8_t dispatch_packet[64] = {};
+  alignas(16) uint8_t shared[228 * 1024];
+};
+extern Machine machine;
+
+// The calling CPU thread is GPU thread `t` of the block (set once per thread by emulate_launch).
+void set_thread(int32_t t);
+
+// Block and thread coordinates, and the block-wide barrier.
+int32_t thread_id();
+int32_t block_id(int32_t axis);
+int32_t grid_size(int32_t axis);
+void barrier();
+
+// NVIDIA: shfl.sync.bfly (the lane `lane_mask` away by xor, in this warp).
+int32_t shfl_bfly_i32(int32_t v, int32_t lane_mask);
+float shfl_bfly_f32(float v, int32_t lane_mask);
+// AMD: ds_bpermute_b32 (the value of the lane at byte address `address`, in this wave).
+int32_t ds_bpermute(int32_t address, int32_t v);
+
+// NVIDIA sm_80 tensor cores: ldmatrix.m8n8.x{count}[.trans] into `out`, and mma.sync for
+// target_info("sm_80").matrix_instructions[index] over the warp's a, b, c registers
+// (`abc`, 10 words) into `d` (4 words).
+void ldmatrix(uint64_t address, int32_t count, int32_t trans, uint32_t *out);
+void mma_sync(int32_t index, const uint32_t *abc, uint32_t *d);
+// cp.async.cg 16 bytes, `src_bytes` read and the rest zero-filled, completing at once.
+void cp_async_16(uint64_t dst, uint64_t src, int32_t src_bytes);
+
+float rsqrtf(float x);
+
+}  // namespace kdsl::simt
