@@ -13,6 +13,13 @@ namespace kdsl::kernels {
 // (decoded_int_dot.h). Q5_0 and Q5_1 stay on the f32 path: their integer-dot kernel (the
 // fifth bits spread from qh's bytes to the lanes) measured slower than dequantizing
 // (bench/RESULTS.md, 2026-12-03 kquant).
+//
+// few_rows_launch: the most rows of x one few-row launch takes (row_chunks.h cuts a few rows
+// into power-of-two launches no larger). Per format because the multi-row kernels' cost per
+// row is not the decode kernel's: on the host, Q4_0's 2-, 4- and 8-row kernels took 1.6-2.1x
+// the single-row kernel's time per row, Q8_0's 2-row kernel half of it and its 4- and 8-row
+// ones 1.3-1.4x, the k-quants' 4-row kernel the least (KDSL_PROFILE, bench/RESULTS.md,
+// 2026-12-03, few-row launches).
 template <class F>
 struct int_dot_policy {
   using type = void;
@@ -20,26 +27,32 @@ struct int_dot_policy {
 template <>
 struct int_dot_policy<Q8_0Format> {
   using type = Q8_0IntDot;
+  static constexpr int few_rows_launch = 2;
 };
 template <>
 struct int_dot_policy<Q4_0Format> {
   using type = Q4_0IntDot;
+  static constexpr int few_rows_launch = 1;
 };
 template <>
 struct int_dot_policy<Q4_KFormat> {
   using type = Q4_KIntDot;
+  static constexpr int few_rows_launch = 4;
 };
 template <>
 struct int_dot_policy<Q5_KFormat> {
   using type = Q5_KIntDot;
+  static constexpr int few_rows_launch = 4;
 };
 template <>
 struct int_dot_policy<Q6_KFormat> {
   using type = Q6_KIntDot;
+  static constexpr int few_rows_launch = 4;
 };
 template <>
 struct int_dot_policy<Q4_1Format> {
   using type = Q4_1IntDot;
+  static constexpr int few_rows_launch = 4;
 };
 
 }  // namespace kdsl::kernels

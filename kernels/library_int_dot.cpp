@@ -21,19 +21,23 @@ constexpr int kPrefetchBytes = 512, kKQuantPrefetchBytes = 1024, kKQuantLines = 
 constexpr int kQuantizeBlocks = 8, kQuantizeSuperBlocks = 1;
 
 // run.template operator()<BR>(first, count) for each launch over rows [first, first + count)
-// of x: 1 row for decode; a few rows in power-of-two chunks, each launch's BR its own count
-// (row_chunks.h: a kernel computes all BR of its rows, clamped copies included); kTileRows for
+// of x: 1 row for decode; a few rows in power-of-two chunks of at most the policy's
+// few_rows_launch, each launch's BR its own count (row_chunks.h: a kernel computes all BR of
+// its rows, clamped copies included); kTileRows for
 // more (a prefill: cdiv(rows, kTileRows) programs along axis 1 of the grid, each reading the
 // weights once for its rows).
 template <class Run>
-void run_rows(int rows, Run &&run) {
+void run_rows(int rows, int few_rows_launch, Run &&run) {
   if (rows == 1) {
     run.template operator()<1>(0, 1);
   } else if (rows <= kTileRows) {
-    for_row_chunks(rows, [&](int first, int count) {
-      if (count == 1) run.template operator()<1>(first, 1);
-      else with_block<2, kTileRows>("matmul", "rows", count, [&]<int BR>() { run.template operator()<BR>(first, count); });
-    });
+    for_row_chunks(
+        rows,
+        [&](int first, int count) {
+          if (count == 1) run.template operator()<1>(first, 1);
+          else with_block<2, kTileRows>("matmul", "rows", count, [&]<int BR>() { run.template operator()<BR>(first, count); });
+        },
+        few_rows_launch);
   } else {
     run.template operator()<kTileRows>(0, rows);
   }
@@ -41,7 +45,7 @@ void run_rows(int rows, Run &&run) {
 
 // Q8_0 / Q4_0 (matvec_int8.h): 32-value activation blocks with a scale each.
 template <class P>
-void run_int8(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K) {
+void run_int8(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K, int few_rows_launch) {
   using F = typename P::Format;
   auto wq = static_cast<const typename F::Quant::storage *>(w);
   const float *b = bias ? bias : out;  // unread without a bias
@@ -59,12 +63,12 @@ void run_int8(Library::Impl &im, const float *x, const void *w, const float *bia
     if (bias) im.kernel<matvec_int8<P, BR, kRows, true, kPrefetchBytes>>()(g, q, d, wq, b, o, count, N, K);
     else im.kernel<matvec_int8<P, BR, kRows, false, kPrefetchBytes>>()(g, q, d, wq, b, o, count, N, K);
   };
-  run_rows(rows, run);
+  run_rows(rows, few_rows_launch, run);
 }
 
 // The formats with offsets (matvec_int8_sums.h): activation blocks with their group sums.
 template <class P>
-void run_int8_sums(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K) {
+void run_int8_sums(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K, int few_rows_launch) {
   constexpr int BE = P::kBlockElements, GS = P::kSumGroup;
   constexpr bool kSuper = BE > 32;
   constexpr int kPrefetch = kSuper ? kKQuantPrefetchBytes : kPrefetchBytes, kLines = kSuper ? kKQuantLines : 1;
@@ -88,7 +92,7 @@ void run_int8_sums(Library::Impl &im, const float *x, const void *w, const float
     if (bias) im.kernel<matvec_int8_sums<P, BR, kRows, true, kPrefetch, kLines>>()(g, q, d, sums, wq, b, o, count, N, K);
     else im.kernel<matvec_int8_sums<P, BR, kRows, false, kPrefetch, kLines>>()(g, q, d, sums, wq, b, o, count, N, K);
   };
-  run_rows(rows, run);
+  run_rows(rows, few_rows_launch, run);
 }
 
 }  // namespace
@@ -100,8 +104,9 @@ bool matmul_int_dot(Library::Impl &im, const float *x, const void *w, const floa
     return false;
   } else {
     if (im.device.kind() != Device::Kind::Cpu || rows > im.integer_dot_rows) return false;
-    if constexpr (requires { P::kSumGroup; }) run_int8_sums<P>(im, x, w, bias, out, rows, N, K);
-    else run_int8<P>(im, x, w, bias, out, rows, N, K);
+    constexpr int few_rows_launch = int_dot_policy<F>::few_rows_launch;
+    if constexpr (requires { P::kSumGroup; }) run_int8_sums<P>(im, x, w, bias, out, rows, N, K, few_rows_launch);
+    else run_int8<P>(im, x, w, bias, out, rows, N, K, few_rows_launch);
     return true;
   }
 }

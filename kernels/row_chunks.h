@@ -1,22 +1,24 @@
 // row_chunks.h - a few rows of x cut into power-of-two launches, so a few-row kernel computes no padded rows
 #pragma once
+#include <algorithm>
 #include <bit>
 
 namespace kdsl::kernels::detail {
 
 // Calls f(first_row, count) over [0, rows) in chunks of a power of two rows, largest first
-// (9 = 8 + 1, 12 = 8 + 4), except that a remainder past 1.5x its power of two (7, 13-15) is
-// one chunk, rounded up by the caller's kernel choice. Why: at these row counts the few-row
-// kernels are bound by arithmetic (their time grows with BR: f16 [768 x 768], 8 rows 123 us,
-// 16 rows 277 us, bench/RESULTS.md's autotuning table), and a kernel of BR rows computes all BR,
-// clamped copies included: 9 rows in a 16-row kernel wasted 7/16 of it. Each further chunk
-// reads W again, mostly from the cache; past 1.5x that costs more than the rounding saves.
+// (9 = 8 + 1, 12 = 8 + 4) and at most `largest` (a power of two), except that a remainder past
+// 1.5x its power of two (7, 13-15) is one chunk, rounded up by the caller's kernel choice,
+// where that stays within `largest`. Why: at these row counts the few-row kernels are bound by
+// arithmetic (their time grows with BR: f16 [768 x 768], 8 rows 123 us, 16 rows 277 us,
+// bench/RESULTS.md's autotuning table), and a kernel of BR rows computes all BR, clamped
+// copies included: 9 rows in a 16-row kernel wasted 7/16 of it. Each further chunk reads W
+// again, mostly from the cache; past 1.5x that costs more than the rounding saves.
 template <class F>
-void for_row_chunks(int rows, F &&f) {
+void for_row_chunks(int rows, F &&f, int largest = 1 << 30) {
   for (int first = 0; first < rows;) {
     const int left = rows - first;
-    int count = int(std::bit_floor(unsigned(left)));
-    if (2 * left > 3 * count) count = left;
+    int count = std::min(int(std::bit_floor(unsigned(left))), largest);
+    if (count < largest && 2 * left > 3 * count) count = left;
     f(first, count);
     first += count;
   }
