@@ -70,7 +70,7 @@ void run_dense_matmul(Library::Impl &im, const float *x, const typename T::stora
   };
   if (rows == 1) return decode(x, out);
   if (rows <= kMaxFewRows) {
-    for_row_chunks(rows, [&](int first, int count) {
+    auto few_rows = [&](int first, int count) {
       const float *xr = x + int64_t(first) * K;
       float *outr = out + int64_t(first) * N;
       if (count == 1) return decode(xr, outr);
@@ -83,7 +83,9 @@ void run_dense_matmul(Library::Impl &im, const float *x, const typename T::stora
           });
         });
       });
-    });
+    };
+    if (cuts_few_rows(im)) for_row_chunks(rows, few_rows);
+    else few_rows(0, rows);
     return;
   }
   auto tiles = [&]<const auto &Cs>() {

@@ -54,8 +54,8 @@ void run_matmul(Library::Impl &im, const float *x, const void *w, const float *b
   };
   if (rows == 1) return decode(x, out);
   if (rows <= kMaxFewRows) {
-    // Power-of-two chunks, as the dense few-row products take them (row_chunks.h says why).
-    detail::for_row_chunks(rows, [&](int first, int count) {
+    // Power-of-two chunks on the CPU, as the dense few-row products take them (row_chunks.h says why).
+    auto few_rows = [&](int first, int count) {
       const float *xr = x + int64_t(first) * K;
       float *outr = out + int64_t(first) * N;
       if (count == 1) return decode(xr, outr);
@@ -64,7 +64,9 @@ void run_matmul(Library::Impl &im, const float *x, const void *w, const float *b
         if (bias) im.kernel<matvec_rows_quantized<F, BR, kMatvecRows, kFewRowsBlocks, true>>()(g, xr, wq, b, outr, count, N, K);
         else im.kernel<matvec_rows_quantized<F, BR, kMatvecRows, kFewRowsBlocks, false>>()(g, xr, wq, b, outr, count, N, K);
       });
-    });
+    };
+    if (detail::cuts_few_rows(im)) detail::for_row_chunks(rows, few_rows);
+    else few_rows(0, rows);
     return;
   }
   // Short prompts take shorter tiles, as in library_matmul.cpp.

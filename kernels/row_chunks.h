@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 
+#include "kernels/library_impl.h"
+
 namespace kdsl::kernels::detail {
 
 // Calls f(first_row, count) over [0, rows) in chunks of a power of two rows, largest first
@@ -22,6 +24,14 @@ void for_row_chunks(int rows, F &&f, int largest = 1 << 30) {
     f(first, count);
     first += count;
   }
+}
+
+// Whether a Library's few-row products are cut so: on the CPU, not on a GPU (nor for the GPU
+// a plan's recording stands for), whose few-row kernels are bound by reading W: there a
+// clamped row costs little and a second launch would read W again.
+inline bool cuts_few_rows(const Library::Impl &im) {
+  const bool gpu = im.recorder && im.recorder->stand_in().gpu;
+  return !gpu && im.device.kind() == Device::Kind::Cpu;
 }
 
 }  // namespace kdsl::kernels::detail

@@ -1,11 +1,18 @@
-// row_chunks_test.cpp - the few-row products' cut of rows into launches: every row once, in order, power-of-two chunks (but near the next power) within a format's largest launch
+// row_chunks_test.cpp - the few-row products' cut of rows into launches: every row once, in order, power-of-two chunks (but near the next power) within a format's largest launch, on the CPU only
 #include <doctest/doctest.h>
 
 #include <bit>
+#include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include <kdsl/half.h>
+
+#include "kernels/launch_recorder.h"
+#include "kernels/library.h"
 #include "kernels/row_chunks.h"
+#include "tests/test_util.h"
 
 namespace {
 
@@ -50,4 +57,41 @@ TEST_CASE("kernels: few-row products cut rows into power-of-two launches, all bu
       }
       CHECK(next == rows);
     }
+}
+
+namespace {
+
+// The few-row kernels one Library::matmul of `rows` f16 rows records, as "name xL" per launch
+// count L, for the CPU or a stand-in GPU. Recorded instead of launched: nothing runs.
+std::multiset<std::string> recorded_matmul(int rows, bool gpu) {
+  kdsl::kernels::LaunchRecorder recorder(kdsl::kernels::LaunchRecorder::Mode::InsteadOfLaunching, {gpu, gpu ? 132 : 0});
+  kdsl::kernels::Library lib(kdsl_test::cpu(), &recorder);
+  const int N = 64, K = 96;
+  std::vector<float> x(size_t(rows) * K), out(size_t(rows) * N);
+  std::vector<kdsl::half> w(size_t(N) * K);
+  lib.matmul(x.data(), w.data(), kdsl::DType::F16, nullptr, out.data(), rows, N, K);
+  std::multiset<std::string> names;
+  for (const kdsl::kernels::RecordedKernel &k : recorder.kernels())
+    for (int64_t i = 0; i < k.launches; ++i) names.insert(k.signature.name);
+  return names;
+}
+
+bool has_kernel(const std::multiset<std::string> &names, const std::string &part) {
+  for (const std::string &n : names)
+    if (n.find(part) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("kernels: 9 rows are an 8-row and a 1-row launch on the CPU, one 16-row launch on a GPU") {
+  std::multiset<std::string> cpu = recorded_matmul(9, false);
+  CAPTURE(cpu);
+  CHECK(cpu.size() == 2);
+  CHECK(has_kernel(cpu, "matvec_rows<kdsl::F16_tag, 8,"));
+  CHECK(has_kernel(cpu, "matvec<kdsl::F16_tag,"));
+  std::multiset<std::string> gpu = recorded_matmul(9, true);
+  CAPTURE(gpu);
+  CHECK(gpu.size() == 1);
+  CHECK(has_kernel(gpu, "matvec_rows<kdsl::F16_tag, 16,"));
 }
