@@ -1,6 +1,5 @@
 // mfma_fragments.h - which lane of a wave64 holds which element of an MFMA instruction's A, B and C/D operands (AMD CDNA ISA)
 #pragma once
-#include <array>
 
 #include "codegen/gpu/layout.h"
 #include "codegen/target_info.h"
