@@ -7,6 +7,7 @@
 #include <kdsl/debug.h>
 #include <kdsl/device.h>
 #include <kdsl/error.h>
+#include <kdsl/hip_source.h>
 #include <kdsl/kernel.h>
 #include <kdsl/memory.h>
 #include <kdsl/ops.h>

@@ -18,6 +18,29 @@ std::vector<MatrixInstruction> ampere_mma() {
   };
 }
 
+// CDNA's MFMA instructions (amdgpu/mfma_fragments.h has their lane layouts). For each
+// operand type the 32 x 32 one comes first (half the LDS reads per multiply-add of the
+// 16 x 16 one); the 16 x 16 one serves blocks with too few 32 x 32 tiles for every wave.
+// The accumulator: lane l holds column l % n, 4 consecutive rows per VGPR quadruple.
+std::vector<MatrixInstruction> cdna_mfma(bool gfx942) {
+  std::array<int, 2> spt{4, 1}, tpw32{2, 32}, tpw16{4, 16};
+  std::vector<MatrixInstruction> list = {
+      {"mfma.f32.32x32x8f16", 32, 32, 8, DType::F16, DType::F16, DType::F32, spt, tpw32},
+      {"mfma.f32.16x16x16f16", 16, 16, 16, DType::F16, DType::F16, DType::F32, spt, tpw16},
+      {"mfma.f32.32x32x8bf16.1k", 32, 32, 8, DType::BF16, DType::BF16, DType::F32, spt, tpw32},
+      {"mfma.f32.16x16x16bf16.1k", 16, 16, 16, DType::BF16, DType::BF16, DType::F32, spt, tpw16},
+  };
+  // gfx940+ replaced the i8 instructions with ones of twice the k (8 bytes per lane).
+  if (gfx942) {
+    list.push_back({"mfma.i32.32x32x16.i8", 32, 32, 16, DType::I8, DType::I8, DType::I32, spt, tpw32});
+    list.push_back({"mfma.i32.16x16x32.i8", 16, 16, 32, DType::I8, DType::I8, DType::I32, spt, tpw16});
+  } else {
+    list.push_back({"mfma.i32.32x32x8i8", 32, 32, 8, DType::I8, DType::I8, DType::I32, spt, tpw32});
+    list.push_back({"mfma.i32.16x16x16i8", 16, 16, 16, DType::I8, DType::I8, DType::I32, spt, tpw16});
+  }
+  return list;
+}
+
 std::vector<TargetInfo> make_targets() {
   // Turing: ldmatrix and mma.sync m16n8k8 exist, m16n8k16 and m16n8k32 do not; the
   // lowering does not use m16n8k8, so dot runs on FMAs here.
@@ -46,8 +69,8 @@ std::vector<TargetInfo> make_targets() {
   sm90.shared_bytes_optin = 227 * 1024;
   // wgmma (m64nNk16) comes with its own layouts; until then Hopper runs the sm_80 mma path.
 
-  // AMD CDNA (MI200: gfx90a, MI300: gfx942): waves of 64, 64 KiB of LDS per workgroup.
-  // Their MFMA instructions are not lowered yet (amdgpu/amdgpu_target.h), so dot runs on FMAs.
+  // AMD CDNA (MI200: gfx90a, MI300: gfx942): waves of 64, 64 KiB of LDS per workgroup,
+  // dot on MFMA (amdgpu/lower_mfma.cpp).
   TargetInfo gfx90a;
   gfx90a.name = "gfx90a";
   gfx90a.backend = "hip";
@@ -57,13 +80,17 @@ std::vector<TargetInfo> make_targets() {
   gfx90a.warp_size = 64;
   gfx90a.shared_bytes_static = 64 * 1024;
   gfx90a.shared_bytes_optin = 64 * 1024;
+  gfx90a.matrix_instructions = cdna_mfma(false);
 
   TargetInfo gfx942 = gfx90a;
   gfx942.name = "gfx942";
   gfx942.isa_version = 9402;
+  gfx942.matrix_instructions = cdna_mfma(true);
 
   // AMD RDNA3 (Radeon RX 7900): waves of 32 (its wave64 mode is not used), 64 KiB of LDS.
+  // No MFMA; its WMMA instructions are not lowered, so dot runs on FMAs.
   TargetInfo gfx1100 = gfx90a;
+  gfx1100.matrix_instructions.clear();
   gfx1100.name = "gfx1100";
   gfx1100.llvm_features = "+wavefrontsize32";
   gfx1100.isa_version = 11000;

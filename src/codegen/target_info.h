@@ -9,16 +9,18 @@
 namespace kdsl::codegen {
 
 // One warp-level matrix instruction: D[m,n] (acc) += A[m,k] (a) * B[k,n] (b), A row-major
-// and B column-major in the fragments (mma.sync's ".row.col").
+// and B column-major in the fragments (mma.sync's ".row.col"; an MFMA lane likewise holds
+// consecutive k of a row of A and a column of B).
 //
 // The accumulator fragment is data so the lowering's distributed layout for it (Layout of
 // kind Mma, layout.h) is built from here: a lane holds c_size_per_thread consecutive
-// elements (rows, columns), the 32 lanes are arranged c_threads_per_warp (columns
-// fastest), and that lane tile repeats to cover the instruction's m x n (mma.sync
-// m16n8: lanes cover 8 x 8, twice along rows). A later wgmma entry (m64nNk16) spans the
-// four warps of a warpgroup: warps_per_instruction = 4 along m.
+// elements (rows, columns), the warp's lanes (32, or a wave's 64) are arranged
+// c_threads_per_warp (columns fastest), and that lane tile repeats to cover the
+// instruction's m x n (mma.sync m16n8: lanes cover 8 x 8, twice along rows; MFMA 32x32:
+// 8 x 32, four times). A later wgmma entry (m64nNk16) spans the four warps of a
+// warpgroup: warps_per_instruction = 4 along m.
 struct MatrixInstruction {
-  const char *name;  // "mma.sync.m16n8k16"
+  const char *name;  // "mma.sync.m16n8k16", "mfma.f32.32x32x8f16"
   int m, n, k;
   DType a, b, acc;
   std::array<int, 2> c_size_per_thread{1, 2};

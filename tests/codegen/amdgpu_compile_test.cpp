@@ -1,4 +1,4 @@
-// amdgpu_compile_test.cpp - every example and test kernel compiles to an AMDGPU code object for gfx90a and gfx942 (no GPU needed): metadata, ISA, errors
+// amdgpu_compile_test.cpp - every example and test kernel compiles to an AMDGPU code object for gfx90a and gfx942 (no GPU needed): metadata, ISA (MFMA for dot), errors
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -148,12 +148,54 @@ TEST_CASE("amdgpu: softmax reduces across the wave with ds_bpermute and across w
   }
 }
 
-TEST_CASE("amdgpu: dot runs on FMAs (no MFMA lowering yet) and reads its operands from LDS") {
+TEST_CASE("amdgpu: dot on f16, bf16 and i8 tiles runs on MFMA on gfx90a and gfx942, operands read from LDS, without spills or scratch") {
   if (!have_lld()) return;
-  codegen::CompiledObject obj = compile(nvptx_test::find("matmul"), "gfx942");
-  CHECK_FALSE(contains(obj.assembly, "v_mfma"));
-  CHECK((contains(obj.assembly, "v_fmac_f32") || contains(obj.assembly, "v_fma_f32") || contains(obj.assembly, "v_pk_fma_f32")));
-  CHECK(contains(obj.assembly, "ds_read"));
+  struct Case {
+    const char *kernel, *gfx90a, *gfx942;
+  };
+  // The example's 32 x 32 block has one 32 x 32 tile for 4 waves, so it takes 16 x 16 ones.
+  const Case cases[] = {
+      {"matmul", "v_mfma_f32_16x16x16f16", "v_mfma_f32_16x16x16_f16"},
+      {"matmul_f16_128x128", "v_mfma_f32_32x32x8f16", "v_mfma_f32_32x32x8_f16"},
+      {"matmul_f16_128x128_w8", "v_mfma_f32_32x32x8f16", "v_mfma_f32_32x32x8_f16"},
+      {"matmul_relu_f16", "v_mfma_f32_16x16x16f16", "v_mfma_f32_16x16x16_f16"},
+      {"attention_tile", "v_mfma_f32_16x16x16f16", "v_mfma_f32_16x16x16_f16"},
+      {"matmul_bf16", "v_mfma_f32_32x32x8bf16_1k", "v_mfma_f32_32x32x8_bf16"},
+      {"matmul_i8", "v_mfma_i32_32x32x8i8", "v_mfma_i32_32x32x16_i8"},
+      {"int8_dot", "v_mfma_i32_16x16x16i8", "v_mfma_i32_16x16x32_i8"},
+  };
+  for (const Case &c : cases)
+    for (const char *arch : {"gfx90a", "gfx942"}) {
+      CAPTURE(c.kernel);
+      CAPTURE(arch);
+      codegen::CompiledObject obj = compile(nvptx_test::find(c.kernel), arch);
+      CHECK(contains(obj.assembly, std::string(arch) == "gfx90a" ? c.gfx90a : c.gfx942));
+      CHECK(contains(obj.assembly, "ds_read"));
+      amd::KernelMetadata km = amd::read_code_object_metadata(obj.object).kernels.at(0);
+      CHECK(km.vgpr_spills == 0);
+      CHECK(km.sgpr_spills == 0);
+      CHECK(km.scratch_bytes == 0);
+    }
+}
+
+TEST_CASE("amdgpu: dots MFMA cannot tile stay on FMAs: f32 and u8 operands, k or n off the instruction, too few tiles, and gfx1100") {
+  if (!have_lld()) return;
+  // matmul_f16_prefill (the library's kernel) multiplies f32: its weights are widened first.
+  for (const char *name : {"matmul_f32", "matmul_f16_k8", "matmul_f16_n4", "matmul_f16_one_tile", "matmul_f16_prefill"}) {
+    CAPTURE(name);
+    codegen::CompiledObject obj = compile(nvptx_test::find(name), "gfx942");
+    CHECK_FALSE(contains(obj.assembly, "v_mfma"));
+    CHECK((contains(obj.assembly, "v_fmac_f32") || contains(obj.assembly, "v_fma_f32") || contains(obj.assembly, "v_pk_fma_f32")));
+    CHECK(contains(obj.assembly, "ds_read"));
+  }
+  CHECK_FALSE(contains(compile(nvptx_test::find("uint8_dot"), "gfx942").assembly, "v_mfma"));  // MFMA's i8 is signed
+  for (const char *name : {"matmul", "matmul_bf16"}) {
+    CAPTURE(name);
+    codegen::CompiledObject obj = compile(nvptx_test::find(name), "gfx1100");  // RDNA3: no MFMA, WMMA not lowered
+    CHECK_FALSE(contains(obj.assembly, "v_mfma"));
+    CHECK_FALSE(contains(obj.assembly, "v_wmma"));
+    CHECK((contains(obj.assembly, "v_fmac_f32") || contains(obj.assembly, "v_fma_f32") || contains(obj.assembly, "v_pk_fma_f32")));
+  }
 }
 
 TEST_CASE("amdgpu: gfx1100 is wave32") {

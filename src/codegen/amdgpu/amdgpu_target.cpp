@@ -102,4 +102,8 @@ void AmdgpuTarget::assert_fail(llvm::IRBuilder<> &b, llvm::Module &, const std::
   b.CreateIntrinsic(llvm::Intrinsic::trap, {}, {});
 }
 
+void AmdgpuTarget::matrix_dot(gpu::GpuLowering &lowering, const ir::Op &op, const MatrixInstruction &instruction) {
+  emit_mfma_dot(lowering, op, instruction);
+}
+
 }  // namespace kdsl::codegen::amdgpu

@@ -1,4 +1,4 @@
-// amdgpu_target.h - the GPU lowering's hooks for AMD (amdgcn): workitem/workgroup ids, s_barrier, ds_bpermute, ocml math, amdgpu_kernel
+// amdgpu_target.h - the GPU lowering's hooks for AMD (amdgcn): workitem/workgroup ids, s_barrier, ds_bpermute, ocml math, amdgpu_kernel, MFMA
 #pragma once
 #include "codegen/gpu/gpu_target.h"
 
@@ -23,7 +23,8 @@ constexpr unsigned kConstantAddressSpace = 4;
 //             amdgpu-flat-work-group-size 1..threads.
 // device_print is refused (printf on AMD needs the HIP runtime's hostcall buffer, which
 // kdsl does not set up); device_assert traps (s_trap), so the launch fails, without the
-// message. No matrix instructions (MFMA) yet: target_info lists none, so dot runs on FMAs.
+// message. dot on CDNA's matrix cores (gfx90a, gfx942: the MFMA instructions target_info
+// lists) is lower_mfma.cpp's; RDNA (gfx1100) lists none, so its dots run on FMAs.
 class AmdgpuTarget final : public gpu::GpuTarget {
  public:
   using GpuTarget::GpuTarget;
@@ -39,9 +40,14 @@ class AmdgpuTarget final : public gpu::GpuTarget {
   void print(llvm::IRBuilder<> &b, llvm::Module &m, const std::string &format, const std::vector<llvm::Value *> &args) override;
   void assert_fail(llvm::IRBuilder<> &b, llvm::Module &m, const std::string &format, const std::vector<llvm::Value *> &args,
                    const std::string &message, const std::string &kernel) override;
+  void matrix_dot(gpu::GpuLowering &lowering, const ir::Op &op, const MatrixInstruction &instruction) override;
 
  private:
   llvm::Value *lane_id(llvm::IRBuilder<> &b);
 };
+
+// dot on MFMA (lower_mfma.cpp): operands staged in LDS, fragment reads, MFMA into the
+// accumulator layout (mfma_fragments.h).
+void emit_mfma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstruction &instruction);
 
 }  // namespace kdsl::codegen::amdgpu

@@ -161,8 +161,8 @@ void choose_mma_layouts(const ir::Function &fn, const TargetInfo &target, int nu
 }
 
 // A store of an mma value with elements of 4 bytes or more writes straight from the
-// accumulator fragments: a warp's row segments are 8 lanes x 2 elements = 32 bytes or more,
-// whole sectors. Narrower elements (f16 outputs) go through shared memory to a blocked
+// accumulator fragments: a warp's row segments are 8 lanes x 2 elements (mma.sync) or 16
+// or 32 lanes x 1 (MFMA) = 32 bytes or more, whole sectors. Narrower elements (f16 outputs) go through shared memory to a blocked
 // layout, whose 16-byte vector stores keep rows whole. The store's pointers and mask are
 // recomputed at the elements the store's pointer layout gives each thread.
 void store_in_mma_layout(const ir::Function &fn, LayoutPlan &plan, LayoutClasses &classes, const std::vector<const ir::Op *> &def) {

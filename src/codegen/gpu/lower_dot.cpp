@@ -6,7 +6,8 @@
 namespace kdsl::codegen::gpu {
 
 // c[m, n] = acc[m, n] + sum_k a[m, k] * b[k, n]. Dots the layout plan put on a matrix
-// instruction go to the target's matrix_dot hook (NVIDIA: nvptx/lower_mma.cpp). The rest: for the (m, n) each thread holds
+// instruction go to the target's matrix_dot hook (NVIDIA: nvptx/lower_mma.cpp, AMD:
+// amdgpu/lower_mfma.cpp). The rest: for the (m, n) each thread holds
 // in the result's layout (any layout), k in a run-time loop over shared copies of a and b
 // (a's rows padded so the column reads of a warp hit distinct banks). Correct for every
 // dtype and shape: f32, shapes that are not whole instruction tiles, targets without matrix

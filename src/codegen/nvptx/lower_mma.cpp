@@ -50,34 +50,8 @@ void emit_mma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstruction
   if (!sa.base) sa.base = g.allocate_shared(M * sa.row_bytes);
   if (!sb.base) sb.base = g.allocate_shared((b_as_stored ? K : N) * sb.row_bytes);
   if (!a_staged || !b_staged) g.barrier_before_write();
-  auto stage = [&](ir::ValueId x, const std::vector<llvm::Value *> &regs, const StagedTile &tile, bool transpose) {
-    const ir::Type &t = g.fn_.type(x);
-    const Layout &xl = g.plan_.layout[size_t(x)];
-    const RegisterMap &map = g.registers(x);
-    llvm::Type *mem = g.storage_type(t.elem);
-    // to_storage stores a value that is a bf16 already (a loaded operand) as its bits.
-    auto stored = [&](llvm::Value *x) { return g.to_storage(x, t.elem); };
-    int width = transpose ? 1 : std::min(xl.size_per_thread[1], 16 / eb);
-    for (int r = 0; r < map.count; r += width) {
-      Index idx = g.own_index(x, r);
-      llvm::Value *row = idx.coords[0], *col = idx.coords[1];
-      if (transpose) std::swap(row, col);
-      llvm::Value *offset = g.b_.CreateAdd(g.b_.CreateMul(row, g.b_.getInt32(uint32_t(tile.row_bytes))), g.b_.CreateMul(col, g.b_.getInt32(uint32_t(eb))));
-      llvm::Value *p = g.b_.CreateInBoundsGEP(g.b_.getInt8Ty(), tile.base, offset);
-      if (width == 1) {
-        g.b_.CreateStore(stored(regs[size_t(r)]), p);
-        continue;
-      }
-      llvm::Value *vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(mem, unsigned(width)));
-      for (int i = 0; i < width; ++i) {
-        if (map.offset[size_t(r + i)][1] != map.offset[size_t(r)][1] + i) internal_error("nvptx mma: a register group is not contiguous");
-        vec = g.b_.CreateInsertElement(vec, stored(regs[size_t(r + i)]), uint64_t(i));
-      }
-      g.b_.CreateAlignedStore(vec, p, llvm::Align(uint64_t(width) * uint64_t(eb)));
-    }
-  };
-  if (!a_staged) stage(a, a_regs, sa, false);
-  if (!b_staged) stage(b, b_regs, sb, !b_as_stored);
+  if (!a_staged) g.stage_operand(a, a_regs, sa.base, sa.row_bytes, false);
+  if (!b_staged) g.stage_operand(b, b_regs, sb.base, sb.row_bytes, !b_as_stored);
   if (!a_staged || !b_staged) g.barrier_after_write();
 
   // 2. Where this lane points ldmatrix (the same formulas the host tests check).

@@ -102,9 +102,14 @@ void HipDevice::launch(const LoadedCode &loaded, const LaunchRequest &r) {
   // Little-endian: each value sits in its slot's low bytes. The runtime only reads through these.
   std::vector<void *> params(r.count);
   for (size_t i = 0; i < r.count; ++i) params[i] = &r.slots[i];
+  const unsigned grid[3] = {unsigned(g.x), unsigned(g.y), unsigned(g.z)}, block[3] = {unsigned(code.threads), 1, 1};
+  launch_with(code, grid, block, code.shared_bytes, params.data());
+}
+
+void HipDevice::launch_with(const HipCode &code, const unsigned grid[3], const unsigned block[3], int shared_bytes, void **params) {
   make_current();
-  hip::hipError_t result = rt_.hipModuleLaunchKernel(code.function, unsigned(g.x), unsigned(g.y), unsigned(g.z), unsigned(code.threads), 1, 1,
-                                                     unsigned(code.shared_bytes), stream_, params.data(), nullptr);
+  hip::hipError_t result = rt_.hipModuleLaunchKernel(code.function, grid[0], grid[1], grid[2], block[0], block[1], block[2], unsigned(shared_bytes),
+                                                     stream_, params, nullptr);
   if (result != 0) {
     std::string why;
     try {
@@ -113,7 +118,7 @@ void HipDevice::launch(const LoadedCode &loaded, const LaunchRequest &r) {
       why = e.what();
     }
     throw Error(fmt::format("kernel '{}' did not launch on {} (grid ({}, {}, {}), {} threads per workgroup, {} bytes of dynamic LDS): {}", code.name, name_,
-                            g.x, g.y, g.z, code.threads, code.shared_bytes, why));
+                            grid[0], grid[1], grid[2], block[0] * block[1] * block[2], shared_bytes, why));
   }
 }
 

@@ -46,6 +46,9 @@ class HipDevice final : public Backend {
   // hipModuleLaunchKernel on the device's stream: num_warps * wave size threads per
   // workgroup, one 8-byte slot per argument, the kernel's dynamic LDS.
   void launch(const LoadedCode &code, const LaunchRequest &request) override;
+  // The same for a hand-written kernel (kdsl::hip_source): the caller's workgroup shape,
+  // dynamic LDS and parameter pointers, as the kernel declares its parameters.
+  void launch_with(const HipCode &code, const unsigned grid[3], const unsigned block[3], int shared_bytes, void **params);
   void *allocate(size_t bytes) override;  // hipMalloc, then zeroed
   void release(void *memory) noexcept override;
   void copy_from_host(void *device_dst, const void *host_src, size_t bytes) override;
