@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "kernels/int_dot_policy.h"
+#include "kernels/library_device.h"
 #include "kernels/matvec_int8_sums.h"
 #include "kernels/quantize_activations.h"
 #include "kernels/row_chunks.h"
@@ -103,7 +104,7 @@ bool matmul_int_dot(Library::Impl &im, const float *x, const void *w, const floa
   if constexpr (std::is_void_v<P>) {
     return false;
   } else {
-    if (im.device.kind() != Device::Kind::Cpu || rows > im.integer_dot_rows) return false;
+    if (!dispatches_for_cpu(im) || rows > im.integer_dot_rows) return false;
     constexpr int few_rows_launch = int_dot_policy<F>::few_rows_launch;
     if constexpr (requires { P::kSumGroup; }) run_int8_sums<P>(im, x, w, bias, out, rows, N, K, few_rows_launch);
     else run_int8<P>(im, x, w, bias, out, rows, N, K, few_rows_launch);

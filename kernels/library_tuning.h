@@ -10,6 +10,7 @@
 
 #include <kdsl/autotune.h>
 
+#include "kernels/library_device.h"
 #include "kernels/library_impl.h"
 
 namespace kdsl::kernels::detail {
@@ -42,9 +43,7 @@ TunedChoices &tuned_choices(Library::Impl &im);
 
 // Whether tuned points time their candidates: on the CPU, the device kdsl-run tunes, and not in
 // a plan that stands for a GPU (GPUs take the defaults until their products are tuned).
-inline bool tunes_on_device(const Library::Impl &im) {
-  return im.device.kind() == Device::Kind::Cpu && !(im.recorder && im.recorder->stand_in().gpu);
-}
+inline bool tunes_on_device(const Library::Impl &im) { return dispatches_for_cpu(im); }
 
 // What a tuned dispatch does with the candidate it selected: launch it, or hand back a job
 // that compiles it without running (kdsl::autotune runs those jobs in parallel). Recording

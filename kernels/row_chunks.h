@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <bit>
 
-#include "kernels/library_impl.h"
+#include "kernels/library_device.h"
 
 namespace kdsl::kernels::detail {
 
@@ -29,9 +29,6 @@ void for_row_chunks(int rows, F &&f, int largest = 1 << 30) {
 // Whether a Library's few-row products are cut so: on the CPU, not on a GPU (nor for the GPU
 // a plan's recording stands for), whose few-row kernels are bound by reading W: there a
 // clamped row costs little and a second launch would read W again.
-inline bool cuts_few_rows(const Library::Impl &im) {
-  const bool gpu = im.recorder && im.recorder->stand_in().gpu;
-  return !gpu && im.device.kind() == Device::Kind::Cpu;
-}
+inline bool cuts_few_rows(const Library::Impl &im) { return dispatches_for_cpu(im); }
 
 }  // namespace kdsl::kernels::detail

@@ -50,6 +50,13 @@ jit_cache::CacheEntry kernel_cache_entry(const std::string &kernel_name, const c
     entry.metadata["spill_store_bytes"] = r.spill_store_bytes;
     entry.metadata["static_shared_bytes"] = r.static_shared_bytes;
   }
+  // AMD code objects report their spills and scratch (kdsl-cache shows them; prewarm's tests
+  // check a plan compiles without any).
+  if (r.vector_spills >= 0) {
+    entry.metadata["vgpr_spills"] = r.vector_spills;
+    entry.metadata["sgpr_spills"] = r.scalar_spills;
+    entry.metadata["scratch_bytes"] = r.stack_frame_bytes;
+  }
   return entry;
 }
 

@@ -1,11 +1,14 @@
-// kdsl_prewarm_test.cpp - kdsl-prewarm fills a fresh cache so that kdsl-run compiles nothing: host (f16, Q4_0; plain, n-gram, self-draft) and sm_90 under the fake driver
+// kdsl_prewarm_test.cpp - kdsl-prewarm fills a fresh cache so that kdsl-run compiles nothing: host (f16, Q4_0; plain, n-gram, self-draft) and sm_90 under the fake driver; the plan for gfx90a/gfx942 compiles
 #include <doctest/doctest.h>
 
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "codegen/amdgpu/rocm_tools.h"
 #include "codegen/nvptx/ptxas.h"
+#include "jit_cache/cache_folder.h"
+#include "jit_cache/disk_cache.h"
 #include "models/synth/synth_model.h"
 #include "tests/tools/tool_process.h"
 
@@ -147,4 +150,30 @@ TEST_CASE("kdsl-prewarm: --list prints the plan and compiles nothing; bad option
   kdsl::test::expect_user_error(run_tool_process(kPrewarm, {"-m", "/nonexistent/model.gguf"}), "kdsl-prewarm", "/nonexistent/model.gguf");
   kdsl::test::expect_user_error(run_tool_process(kPrewarm, {"--target", "host"}), "kdsl-prewarm", "--model");
   fs::remove_all(cache);
+}
+
+TEST_CASE("kdsl-prewarm: --target gfx90a,gfx942 compiles the engine's whole plan (f16, Q4_0) into code objects without spills or scratch") {
+  if (kdsl::codegen::amdgpu::find_lld().empty() || kdsl::codegen::amdgpu::find_device_libs().empty()) {
+    MESSAGE("skipped: ld.lld-19 or ROCm's device libraries not found (scripts/install-deps.sh installs lld-19 and rocm-device-libs)");
+    return;
+  }
+  for (kdsl::models::GgmlType type : {kdsl::models::GgmlType::F16, kdsl::models::GgmlType::Q4_0}) {
+    const std::string model = synthetic(type, "prewarm_amd.gguf");
+    fs::path cache = fresh_cache_dir("prewarm_cache_amd");
+    json warm = prewarm(model, cache, {"--target", "gfx90a,gfx942", "-b", "8", "--ctx", "64"});
+    CHECK(warm["compiled"].get<int>() > 20);
+    int entries = 0;
+    for (const kdsl::jit_cache::EntryFileInfo &e : kdsl::jit_cache::list_entry_files(cache)) {
+      kdsl::jit_cache::EntryReport report = kdsl::jit_cache::inspect_entry(e.path);
+      CAPTURE(report.metadata.dump());
+      CHECK(report.problem.empty());
+      CHECK(report.metadata["format"] == "hsaco");
+      CHECK(report.metadata["vgpr_spills"] == 0);
+      CHECK(report.metadata["sgpr_spills"] == 0);
+      CHECK(report.metadata["scratch_bytes"] == 0);
+      ++entries;
+    }
+    CHECK(entries == warm["compiled"]);
+    fs::remove_all(cache);
+  }
 }

@@ -1,0 +1,15 @@
+// library_device.h - which kind of device a Library's dispatch chooses kernels for: its own, or the GPU a plan's recording stands for
+#pragma once
+#include "kernels/library_impl.h"
+
+namespace kdsl::kernels::detail {
+
+// Whether the dispatch picks host CPU kernels. A plan recorded on the CPU for a GPU target
+// (kdsl-prewarm --target sm_90 or gfx942) stands for that GPU, so it must plan the GPU's
+// kernels, not the CPU-only ones (the integer-dot kernels, whose dot4 has no GPU lowering).
+inline bool dispatches_for_cpu(const Library::Impl &im) {
+  const bool stands_for_gpu = im.recorder && im.recorder->stand_in().gpu;
+  return !stands_for_gpu && im.device.kind() == Device::Kind::Cpu;
+}
+
+}  // namespace kdsl::kernels::detail
