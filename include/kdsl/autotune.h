@@ -10,6 +10,8 @@
 
 namespace kdsl {
 
+struct CacheStats;  // kdsl/kernel.h
+
 // What is tuned: a kernel (or a library's dispatch point) with its candidate configurations,
 // for one key, the shape arguments that change which configuration wins, bucketed
 // (tune_bucket) so that nearby shapes share one measurement.
@@ -72,8 +74,20 @@ struct TuneStats {
   int64_t remembered = 0;  // choices this process had made before
   int64_t rejected = 0;    // records ignored (damaged, stale, another user's)
   int64_t defaults = 0;    // choices that fell to the default with tuning off
+  // The timed sets' cost: their wall time (compiling the candidates, in parallel, then timing
+  // them), and the compile time inside it as cache_stats().compile_ms counts it (summed over
+  // the compiling threads, so it can exceed the wall time).
+  double wall_ms = 0;
+  double compile_ms = 0;
 };
 TuneStats tune_stats();
+
+// Wall time spent on first-use work (compiling kernels, timing tuned points' candidates)
+// between two snapshots: the compiles outside tuning, which run one at a time on the launching
+// thread, plus the tuning sets' wall time. Summaries subtract it from a phase's time so that
+// rates leave out a cold cache's work, which cache_stats().compile_ms alone cannot do once
+// candidates compile in parallel.
+double first_use_ms(const CacheStats &before_cache, const TuneStats &before_tune);
 
 namespace detail {
 // Forgets this process's choices (not the records), as a new process would start: for tests.

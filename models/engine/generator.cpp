@@ -9,6 +9,7 @@
 #include <limits>
 
 #include <kdsl/error.h>
+#include <kdsl/autotune.h>
 #include <kdsl/kernel.h>
 
 #include "models/spec/tree_verify.h"
@@ -160,14 +161,15 @@ GenerationResult generate(Engine &engine, const Tokenizer &tokenizer, Sampler &s
   check_prompt_fits(engine, prompt_ids);
   for (int id : prompt_ids) sampler.accept(id);
 
-  double compile_ms = cache_stats().compile_ms;
+  CacheStats cache_before = cache_stats();
+  TuneStats tune_before = tune_stats();
   auto start = std::chrono::steady_clock::now();
   std::span<const float> logits = engine.forward(prompt_ids, 0);
   if (options.drafter) options.drafter->begin(prompt_ids);  // a draft model's prefill belongs with the target's
   r.prompt_ms = ms_since(start);
   check_finite_logits(logits, 0);
-  r.prompt_compile_ms = cache_stats().compile_ms - compile_ms;
-  compile_ms = cache_stats().compile_ms;
+  r.prompt_compile_ms = first_use_ms(cache_before, tune_before);
+  cache_before = cache_stats(), tune_before = tune_stats();
 
   // Generated text continues the prompt's: it starts the text only after an empty prompt (BOS).
   StreamDecoder stream(tokenizer, tokenizer.decode(prompt_ids).empty());
@@ -210,7 +212,7 @@ GenerationResult generate(Engine &engine, const Tokenizer &tokenizer, Sampler &s
   r.text += rest;
   if (on_text && !rest.empty()) on_text(rest);
   r.generation_ms = ms_since(start);
-  r.generation_compile_ms = cache_stats().compile_ms - compile_ms;
+  r.generation_compile_ms = first_use_ms(cache_before, tune_before);
   return r;
 }
 

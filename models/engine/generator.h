@@ -19,7 +19,8 @@ struct GenerationResult {
   std::string text;          // the generated text (not the prompt)
   double prompt_ms = 0;      // prefill of the whole prompt
   double generation_ms = 0;  // every decode step after it
-  // Of which spent compiling kernels met for the first time (zero once the cache is warm).
+  // Of which spent on first use, in wall time: compiling kernels met for the first time and
+  // timing tuned points' candidates (kdsl::first_use_ms; zero once the cache is warm).
   double prompt_compile_ms = 0, generation_compile_ms = 0;
   std::string stop_reason;   // "length", "eos", "context", "stop" (a stop string)
   // Speculative decoding (zero without a drafter): drafted tokens the target checked, those it

@@ -41,6 +41,8 @@ constexpr double kRoundsBudgetMicroseconds = 100000;
 
 struct Counters {
   std::atomic<int64_t> timed{0}, recorded{0}, remembered{0}, rejected{0}, defaults{0};
+  std::mutex cost_mutex;
+  double wall_ms = 0, compile_ms = 0;  // the timed sets' cost (TuneStats says what each is)
 };
 Counters &counters() {
   static Counters c;
@@ -210,11 +212,18 @@ TuneResult autotune(const Device &device, const Tuning &t, const std::function<s
   }
 
   auto start = Clock::now();
+  const double compiled_before = cache_stats().compile_ms;
   compile_all(t, compile);
   double compile_ms = elapsed_us(start) / 1000;
+  const double compiled_in_tuning = cache_stats().compile_ms - compiled_before;
   std::vector<double> us = time_all(device, t, run);
   const int choice = pick(t, us);
   counters().timed.fetch_add(1);
+  {
+    std::lock_guard lock(counters().cost_mutex);
+    counters().wall_ms += elapsed_us(start) / 1000;
+    counters().compile_ms += compiled_in_tuning;
+  }
   remember(key, choice);
   jit_cache::TuningRecord record{t.kernel, t.key, name, KDSL_VERSION_STRING, t.candidates, t.candidates[size_t(choice)], us, utc_now()};
   std::filesystem::path dir = jit_cache::DiskCache::default_dir();
@@ -229,7 +238,14 @@ TuneResult autotune(const Device &device, const Tuning &t, const std::function<s
 
 TuneStats tune_stats() {
   Counters &c = counters();
-  return {c.timed.load(), c.recorded.load(), c.remembered.load(), c.rejected.load(), c.defaults.load()};
+  std::lock_guard lock(c.cost_mutex);
+  return {c.timed.load(), c.recorded.load(), c.remembered.load(), c.rejected.load(), c.defaults.load(), c.wall_ms, c.compile_ms};
+}
+
+double first_use_ms(const CacheStats &before_cache, const TuneStats &before_tune) {
+  const TuneStats tune = tune_stats();
+  const double compiles_outside_tuning = (cache_stats().compile_ms - before_cache.compile_ms) - (tune.compile_ms - before_tune.compile_ms);
+  return std::max(compiles_outside_tuning, 0.0) + (tune.wall_ms - before_tune.wall_ms);
 }
 
 namespace detail {
