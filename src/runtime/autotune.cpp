@@ -1,5 +1,6 @@
 // autotune.cpp - kdsl::autotune: the choice remembered, read from its record, or timed (parallel compiles, interleaved best-of rounds) and recorded
 #include <kdsl/autotune.h>
+#include <kdsl/kernel.h>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
