@@ -14,6 +14,7 @@ namespace kdsl::kernels {
 // fifth bits spread from qh's bytes to the lanes) measured slower than dequantizing
 // (bench/RESULTS.md, 2026-12-03 kquant).
 //
+// name: the format in its tuned points' names (library_int_dot.cpp).
 // few_rows_launch: the most rows of x one few-row launch takes (row_chunks.h cuts a few rows
 // into power-of-two launches no larger). Per format because the multi-row kernels' cost per
 // row is not the decode kernel's: on the host, Q4_0's 2-, 4- and 8-row kernels took 1.6-2.1x
@@ -27,31 +28,37 @@ struct int_dot_policy {
 template <>
 struct int_dot_policy<Q8_0Format> {
   using type = Q8_0IntDot;
+  static constexpr const char *name = "q8_0";
   static constexpr int few_rows_launch = 2;
 };
 template <>
 struct int_dot_policy<Q4_0Format> {
   using type = Q4_0IntDot;
+  static constexpr const char *name = "q4_0";
   static constexpr int few_rows_launch = 1;
 };
 template <>
 struct int_dot_policy<Q4_KFormat> {
   using type = Q4_KIntDot;
+  static constexpr const char *name = "q4_k";
   static constexpr int few_rows_launch = 4;
 };
 template <>
 struct int_dot_policy<Q5_KFormat> {
   using type = Q5_KIntDot;
+  static constexpr const char *name = "q5_k";
   static constexpr int few_rows_launch = 4;
 };
 template <>
 struct int_dot_policy<Q6_KFormat> {
   using type = Q6_KIntDot;
+  static constexpr const char *name = "q6_k";
   static constexpr int few_rows_launch = 4;
 };
 template <>
 struct int_dot_policy<Q4_1Format> {
   using type = Q4_1IntDot;
+  static constexpr const char *name = "q4_1";
   static constexpr int few_rows_launch = 4;
 };
 

@@ -1,10 +1,12 @@
 // library_int_dot.cpp - the Library's integer-dot products on the CPU: x quantized into scratch, then the format's dot4 kernel
 #include "kernels/library_int_dot.h"
 
+#include <string>
 #include <type_traits>
 
 #include "kernels/int_dot_policy.h"
 #include "kernels/library_device.h"
+#include "kernels/library_tuning.h"
 #include "kernels/matvec_int8_sums.h"
 #include "kernels/quantize_activations.h"
 #include "kernels/row_chunks.h"
@@ -21,32 +23,48 @@ constexpr int kRows = 8, kTileRows = 16;
 constexpr int kPrefetchBytes = 512, kKQuantPrefetchBytes = 1024, kKQuantLines = 4;
 constexpr int kQuantizeBlocks = 8, kQuantizeSuperBlocks = 1;
 
-// run.template operator()<BR>(first, count) for each launch over rows [first, first + count)
-// of x: 1 row for decode; a few rows in power-of-two chunks of at most the policy's
-// few_rows_launch, each launch's BR its own count (row_chunks.h: a kernel computes all BR of
-// its rows, clamped copies included); kTileRows for
-// more (a prefill: cdiv(rows, kTileRows) programs along axis 1 of the grid, each reading the
-// weights once for its rows).
+// The weight rows a single-row (decode) program takes, a tuned point per format and shape:
+// kRows is the hand-set default (the few-row and prefill launches keep it), and 4 or 16 rows
+// measured faster for some formats on the development VM (bench/RESULTS.md, 2026-12-03).
+struct IntDotDecodeConfig {
+  int rows;
+  std::string label() const { return std::to_string(rows) + " rows"; }
+};
+inline constexpr IntDotDecodeConfig kIntDotDecodeCandidates[] = {{kRows}, {4}, {16}};
+
+// run.template operator()<BR, BN>(first, count, use) for each launch over rows
+// [first, first + count) of x, BN weight rows a program: 1 row for decode, BN tuned (the
+// policy's `name` and the bucketed N and K key it); a few rows in power-of-two chunks of at
+// most the policy's few_rows_launch, each launch's BR its own count (row_chunks.h: a kernel
+// computes all BR of its rows, clamped copies included); kTileRows for more (a prefill:
+// cdiv(rows, kTileRows) programs along axis 1 of the grid, each reading the weights once for
+// its rows). `use` launches the kernel, or compiles it for the tuner (library_tuning.h).
 template <class Run>
-void run_rows(int rows, int few_rows_launch, Run &&run) {
+void run_rows(Library::Impl &im, const std::string &decode_point, int rows, int N, int K, int few_rows_launch, Run &&run) {
+  auto decode = [&](int first) {
+    launch_tuned<kIntDotDecodeCandidates>(im, decode_point, "N,K", tune_bucket(N), tune_bucket(K), 0, [&]<class Use>(int i, Use use) {
+      with_candidate<kIntDotDecodeCandidates>(i, [&]<IntDotDecodeConfig C>() { run.template operator()<1, C.rows>(first, 1, use); });
+    });
+  };
   if (rows == 1) {
-    run.template operator()<1>(0, 1);
+    decode(0);
   } else if (rows <= kTileRows) {
     for_row_chunks(
         rows,
         [&](int first, int count) {
-          if (count == 1) run.template operator()<1>(first, 1);
-          else with_block<2, kTileRows>("matmul", "rows", count, [&]<int BR>() { run.template operator()<BR>(first, count); });
+          if (count == 1) decode(first);
+          else with_block<2, kTileRows>("matmul", "rows", count, [&]<int BR>() { run.template operator()<BR, kRows>(first, count, LaunchIt{}); });
         },
         few_rows_launch);
   } else {
-    run.template operator()<kTileRows>(0, rows);
+    run.template operator()<kTileRows, kRows>(0, rows, LaunchIt{});
   }
 }
 
 // Q8_0 / Q4_0 (matvec_int8.h): 32-value activation blocks with a scale each.
 template <class P>
-void run_int8(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K, int few_rows_launch) {
+void run_int8(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K, int few_rows_launch,
+              const std::string &decode_point) {
   using F = typename P::Format;
   auto wq = static_cast<const typename F::Quant::storage *>(w);
   const float *b = bias ? bias : out;  // unread without a bias
@@ -56,20 +74,21 @@ void run_int8(Library::Impl &im, const float *x, const void *w, const float *bia
   im.kernel<quantize_activations_q8<kQuantizeBlocks>>()(grid(cdiv(blocks, kQuantizeBlocks), rows), x, xq, xd, K);
   const int8_t *cxq = xq;
   const float *cxd = xd;
-  auto run = [&]<int BR>(int first, int count) {
-    auto g = grid(cdiv(N, kRows), cdiv(count, BR));
+  auto run = [&]<int BR, int BN, class Use>(int first, int count, Use use) {
+    auto g = grid(cdiv(N, BN), cdiv(count, BR));
     const int8_t *q = cxq + int64_t(first) * K;
     const float *d = cxd + int64_t(first) * blocks;
     float *o = out + int64_t(first) * N;
-    if (bias) im.kernel<matvec_int8<P, BR, kRows, true, kPrefetchBytes>>()(g, q, d, wq, b, o, count, N, K);
-    else im.kernel<matvec_int8<P, BR, kRows, false, kPrefetchBytes>>()(g, q, d, wq, b, o, count, N, K);
+    if (bias) use(im.kernel<matvec_int8<P, BR, BN, true, kPrefetchBytes>>(), g, q, d, wq, b, o, count, N, K);
+    else use(im.kernel<matvec_int8<P, BR, BN, false, kPrefetchBytes>>(), g, q, d, wq, b, o, count, N, K);
   };
-  run_rows(rows, few_rows_launch, run);
+  run_rows(im, decode_point, rows, N, K, few_rows_launch, run);
 }
 
 // The formats with offsets (matvec_int8_sums.h): activation blocks with their group sums.
 template <class P>
-void run_int8_sums(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K, int few_rows_launch) {
+void run_int8_sums(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K, int few_rows_launch,
+                   const std::string &decode_point) {
   constexpr int BE = P::kBlockElements, GS = P::kSumGroup;
   constexpr bool kSuper = BE > 32;
   constexpr int kPrefetch = kSuper ? kKQuantPrefetchBytes : kPrefetchBytes, kLines = kSuper ? kKQuantLines : 1;
@@ -84,16 +103,16 @@ void run_int8_sums(Library::Impl &im, const float *x, const void *w, const float
   const int8_t *cxq = xq;
   const float *cxd = xd;
   const int32_t *cxs = xs;
-  auto run = [&]<int BR>(int first, int count) {
-    auto g = grid(cdiv(N, kRows), cdiv(count, BR));
+  auto run = [&]<int BR, int BN, class Use>(int first, int count, Use use) {
+    auto g = grid(cdiv(N, BN), cdiv(count, BR));
     const int8_t *q = cxq + int64_t(first) * K;
     const float *d = cxd + int64_t(first) * blocks;
     const int32_t *sums = cxs + int64_t(first) * (K / GS);
     float *o = out + int64_t(first) * N;
-    if (bias) im.kernel<matvec_int8_sums<P, BR, kRows, true, kPrefetch, kLines>>()(g, q, d, sums, wq, b, o, count, N, K);
-    else im.kernel<matvec_int8_sums<P, BR, kRows, false, kPrefetch, kLines>>()(g, q, d, sums, wq, b, o, count, N, K);
+    if (bias) use(im.kernel<matvec_int8_sums<P, BR, BN, true, kPrefetch, kLines>>(), g, q, d, sums, wq, b, o, count, N, K);
+    else use(im.kernel<matvec_int8_sums<P, BR, BN, false, kPrefetch, kLines>>(), g, q, d, sums, wq, b, o, count, N, K);
   };
-  run_rows(rows, few_rows_launch, run);
+  run_rows(im, decode_point, rows, N, K, few_rows_launch, run);
 }
 
 }  // namespace
@@ -106,8 +125,11 @@ bool matmul_int_dot(Library::Impl &im, const float *x, const void *w, const floa
   } else {
     if (!dispatches_for_cpu(im) || rows > im.integer_dot_rows) return false;
     constexpr int few_rows_launch = int_dot_policy<F>::few_rows_launch;
-    if constexpr (requires { P::kSumGroup; }) run_int8_sums<P>(im, x, w, bias, out, rows, N, K, few_rows_launch);
-    else run_int8<P>(im, x, w, bias, out, rows, N, K, few_rows_launch);
+    static const std::string decode_point[2] = {std::string("matmul.int_dot_decode<") + int_dot_policy<F>::name + ">",
+                                                std::string("matmul.int_dot_decode<") + int_dot_policy<F>::name + ",bias>"};
+    const std::string &point = decode_point[bias != nullptr];
+    if constexpr (requires { P::kSumGroup; }) run_int8_sums<P>(im, x, w, bias, out, rows, N, K, few_rows_launch, point);
+    else run_int8<P>(im, x, w, bias, out, rows, N, K, few_rows_launch, point);
     return true;
   }
 }

@@ -169,7 +169,7 @@ inline WeightLevels weight_levels(WeightType t, const std::vector<uint8_t> &w, i
 // dequantize path within the tolerance kernels/library.h writes down: the activations'
 // quantization, |x - d_x q| <= d_x / 2 per value (plus the f32 rounding of x * 127 / amax, a
 // few ulps of amax = 127 d_x), times the weight it meets.
-inline void check_int8_matmul(std::mt19937 &rng, WeightType t, int rows, int N, int K, bool with_bias) {
+inline void check_int8_matmul(std::mt19937 &rng, WeightType t, int rows, int N, int K, bool with_bias, kdsl::kernels::Library &lib = library()) {
   CAPTURE(std::string(kdsl::kernels::weight_type_info(t).name));
   CAPTURE(rows);
   CAPTURE(N);
@@ -180,7 +180,7 @@ inline void check_int8_matmul(std::mt19937 &rng, WeightType t, int rows, int N, 
   auto bias = random_floats(rng, size_t(N));
   const float *b = with_bias ? bias.data() : nullptr;
   GuardedOutput out(size_t(rows) * size_t(N), -7.0f);
-  library().matmul(x.data(), w.data(), t, b, out.data(), rows, N, K);
+  lib.matmul(x.data(), w.data(), t, b, out.data(), rows, N, K);
   std::vector<float> got = out.values();
   CHECK_MESSAGE(out.intact(), "integer-dot matmul wrote past its rows x N outputs");
 
