@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -176,6 +177,26 @@ void expect_equal(const std::string &what, const std::vector<A> &got, const std:
 }
 
 // The exception text of `f`, or "" when it throws nothing.
+// Sets an environment variable for the life of the object, then restores the old value (or
+// unsets it): KDSL_AUTOTUNE, KDSL_CACHE_DIR, a fake library's path, for one test case.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char *name, const std::string &value) : name_(name) {
+    if (const char *old = std::getenv(name)) old_ = old;
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) ::setenv(name_.c_str(), old_->c_str(), 1);
+    else ::unsetenv(name_.c_str());
+  }
+  ScopedEnv(const ScopedEnv &) = delete;
+  ScopedEnv &operator=(const ScopedEnv &) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
 template <class F>
 std::string error_text(F &&f) {
   try {

@@ -12,6 +12,9 @@
 #include "src/tools/example_kernels.h"
 #include "tests/codegen/nvptx_test_kernels.h"
 #include "tests/scratch_cache.h"
+#include "tests/test_util.h"
+
+using kdsl_test::ScopedEnv;
 
 using namespace kdsl;
 namespace amd = kdsl::codegen::amdgpu;
@@ -54,23 +57,6 @@ void assert_values(Ptr<f32> x, Scalar<i32> n) {
 }
 
 bool calls_device_math(const std::string &name) { return name == "math_ops" || name == "bf16_math"; }
-
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char *name, const char *value) : name_(name) {
-    if (const char *old = std::getenv(name)) saved_ = old;
-    ::setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (saved_) ::setenv(name_, saved_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-
- private:
-  const char *name_;
-  std::optional<std::string> saved_;
-};
 
 }  // namespace amdgpu_test
 

@@ -30,6 +30,9 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "jit_cache/cache_key.h"
+#include "tests/test_util.h"
+
+using kdsl_test::ScopedEnv;
 
 extern char **environ;
 
@@ -90,25 +93,6 @@ class TempDir {
     return std::string("kdsl-kernel-cache-test-") + what + "-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}());
   }
   fs::path path_;
-};
-
-// Sets an environment variable for the life of the object, then restores the old value.
-class ScopedEnv {
- public:
-  ScopedEnv(const char *name, const std::string &value) : name_(name) {
-    if (const char *old = std::getenv(name)) old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv &) = delete;
-  ScopedEnv &operator=(const ScopedEnv &) = delete;
-
- private:
-  const char *name_;
-  std::optional<std::string> old_;
 };
 
 

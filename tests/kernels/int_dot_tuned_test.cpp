@@ -14,23 +14,10 @@ namespace {
 using namespace kernels_test;
 namespace fs = std::filesystem;
 
-// KDSL_AUTOTUNE on for one test case (the suites run with it off), restored after.
-struct AutotuneOn {
-  std::optional<std::string> saved;
-  AutotuneOn() {
-    if (const char *v = std::getenv("KDSL_AUTOTUNE")) saved = v;
-    ::setenv("KDSL_AUTOTUNE", "1", 1);
-  }
-  ~AutotuneOn() {
-    if (saved) ::setenv("KDSL_AUTOTUNE", saved->c_str(), 1);
-    else ::unsetenv("KDSL_AUTOTUNE");
-  }
-};
-
 }  // namespace
 
 TEST_CASE("kernels: integer-dot decode, tuned once and recorded; every candidate a record can pick within the reference, ragged N") {
-  AutotuneOn on;
+  kdsl_test::ScopedEnv on("KDSL_AUTOTUNE", "1");  // the suites run with it off
   KDSL_TEST_RNG(rng);
   const fs::path dir = kdsl::jit_cache::DiskCache::default_dir();
   // A 32-value format without sums, one with (Q4_1), and a k-quant with super-block sums.

@@ -14,19 +14,6 @@ using namespace kernels_test;
 namespace fs = std::filesystem;
 using kdsl::DType;
 
-// KDSL_AUTOTUNE set for one test case, restored after.
-struct AutotuneEnv {
-  std::optional<std::string> saved;
-  explicit AutotuneEnv(const char *value) {
-    if (const char *v = std::getenv("KDSL_AUTOTUNE")) saved = v;
-    ::setenv("KDSL_AUTOTUNE", value, 1);
-  }
-  ~AutotuneEnv() {
-    if (saved) ::setenv("KDSL_AUTOTUNE", saved->c_str(), 1);
-    else ::unsetenv("KDSL_AUTOTUNE");
-  }
-};
-
 struct Case {
   int rows, N, K;
   bool bias;
@@ -113,7 +100,7 @@ void check_tuned(std::mt19937 &rng, const Case &c) {
 }  // namespace
 
 TEST_CASE("kernels: tuned matmul, every candidate of decode, few rows and prefill equal to the reference, aligned and ragged") {
-  AutotuneEnv on("1");
+  kdsl_test::ScopedEnv on("KDSL_AUTOTUNE", "1");
   KDSL_TEST_RNG(rng);
   // Decode: aligned, ragged N and K (the masked last step), with a bias.
   check_tuned<kdsl::f16>(rng, {1, 256, 512, false});
@@ -131,7 +118,7 @@ TEST_CASE("kernels: tuned matmul, every candidate of decode, few rows and prefil
 }
 
 TEST_CASE("kernels: tuned matmul with KDSL_AUTOTUNE=0 takes the defaults and records nothing") {
-  AutotuneEnv off("0");
+  kdsl_test::ScopedEnv off("KDSL_AUTOTUNE", "0");
   KDSL_TEST_RNG(rng);
   const Case c{1, 64, 96, false};
   fs::remove(record_path<kdsl::f16>(c));

@@ -32,19 +32,6 @@ void spin(Ptr<const f32> x, Ptr<f32> out, Scalar<i32> n, Scalar<i32> reps) {
   store(out + offs, v, m);
 }
 
-// KDSL_AUTOTUNE set for one test case, restored after.
-struct AutotuneEnv {
-  std::optional<std::string> saved;
-  explicit AutotuneEnv(const char *value) {
-    if (const char *v = std::getenv("KDSL_AUTOTUNE")) saved = v;
-    ::setenv("KDSL_AUTOTUNE", value, 1);
-  }
-  ~AutotuneEnv() {
-    if (saved) ::setenv("KDSL_AUTOTUNE", saved->c_str(), 1);
-    else ::unsetenv("KDSL_AUTOTUNE");
-  }
-};
-
 // Three candidates, the slowest the default: 256, 16 and 1 steps per element over 2^16 elements.
 struct SpinTuning {
   Kernel<spin<256>> heavy{cpu(), {}};
@@ -81,12 +68,11 @@ struct SpinTuning {
 
 }  // namespace autotune_test
 
-using autotune_test::AutotuneEnv;
 using autotune_test::SpinTuning;
 
 TEST_CASE("autotune: picks the fastest candidate, records it, and later lookups (this process or a fresh one) time nothing") {
   kdsl::test::ScratchCache cache("autotune_pick");
-  AutotuneEnv on("1");
+  kdsl_test::ScopedEnv on("KDSL_AUTOTUNE", "1");
   detail::forget_tuning_choices();
   SpinTuning s;
   const TuneStats before = tune_stats();
@@ -126,7 +112,7 @@ TEST_CASE("autotune: picks the fastest candidate, records it, and later lookups 
 
 TEST_CASE("autotune: KDSL_AUTOTUNE=0 takes the default, runs nothing and writes no record") {
   kdsl::test::ScratchCache cache("autotune_off");
-  AutotuneEnv off("0");
+  kdsl_test::ScopedEnv off("KDSL_AUTOTUNE", "0");
   detail::forget_tuning_choices();
   CHECK(!autotune_enabled());
   SpinTuning s;
@@ -142,7 +128,7 @@ TEST_CASE("autotune: KDSL_AUTOTUNE=0 takes the default, runs nothing and writes 
 
 TEST_CASE("autotune: a damaged, stale or foreign record is ignored with a warning, timed again and replaced") {
   kdsl::test::ScratchCache cache("autotune_bad_records");
-  AutotuneEnv on("1");
+  kdsl_test::ScopedEnv on("KDSL_AUTOTUNE", "1");
   detail::forget_tuning_choices();
   SpinTuning s;
   s.tune();  // writes a good record to damage

@@ -25,6 +25,9 @@
 #include "runtime/cuda/cuda_toolchain.h"
 #include "runtime/cuda/nvrtc.h"
 #include "tests/scratch_cache.h"
+#include "tests/test_util.h"
+
+using kdsl_test::ScopedEnv;
 
 using namespace kdsl;
 
@@ -275,20 +278,6 @@ TEST_CASE("fake driver: cuda_source compiles with NVRTC, launches with its block
 }
 
 namespace fake_driver_test {
-
-// Sets an environment variable for one scope.
-struct ScopedEnv {
-  std::string name;
-  std::optional<std::string> saved;
-  ScopedEnv(std::string n, const std::string &value) : name(std::move(n)) {
-    if (const char *v = std::getenv(name.c_str())) saved = v;
-    ::setenv(name.c_str(), value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (saved) ::setenv(name.c_str(), saved->c_str(), 1);
-    else ::unsetenv(name.c_str());
-  }
-};
 
 std::string thrown(auto &&f) {
   try {

@@ -8,9 +8,9 @@
 #include <kdsl/error.h>
 
 #include "src/tools/llama_bench_reference.h"
+#include "tests/test_util.h"
 #include "tests/tools/tool_process.h"
 
-using kdsl::Error;
 using kdsl::test::run_tool_process;
 using kdsl::test::ToolRun;
 using kdsl::tools::LlamaBenchFigures;
@@ -41,15 +41,6 @@ std::string fake_llama_bench(const std::string &name, const std::string &stdout_
   return path;
 }
 
-std::string error_of(auto &&f) {
-  try {
-    f();
-  } catch (const Error &e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 }  // namespace
 
 TEST_CASE("llama-bench reference: its JSON report gives the best sample of the pp and tg tests, mixed tests left out") {
@@ -58,15 +49,15 @@ TEST_CASE("llama-bench reference: its JSON report gives the best sample of the p
   CHECK(f.decode_tps == doctest::Approx(123.45));  // avg_ts where no samples are listed
   CHECK(parse_llama_bench_json("[]", "report").decode_tps == 0);
 
-  std::string e = error_of([] { parse_llama_bench_json("llama_model_load: error loading model", "the output of X"); });
+  std::string e = kdsl_test::error_text([] { parse_llama_bench_json("llama_model_load: error loading model", "the output of X"); });
   CHECK(e.find("the output of X") != std::string::npos);
   CHECK(e.find("not JSON") != std::string::npos);
   CHECK(e.find("llama_model_load") != std::string::npos);
-  e = error_of([] { parse_llama_bench_json(R"({"n_prompt": 1})", "report"); });
+  e = kdsl_test::error_text([] { parse_llama_bench_json(R"({"n_prompt": 1})", "report"); });
   CHECK(e.find("expected a JSON array") != std::string::npos);
-  e = error_of([] { parse_llama_bench_json(R"([{"n_prompt": 64, "avg_ts": 1.0}])", "report"); });
+  e = kdsl_test::error_text([] { parse_llama_bench_json(R"([{"n_prompt": 64, "avg_ts": 1.0}])", "report"); });
   CHECK(e.find("n_gen") != std::string::npos);
-  e = error_of([] { parse_llama_bench_json(R"([{"n_prompt": 64, "n_gen": 0}])", "report"); });
+  e = kdsl_test::error_text([] { parse_llama_bench_json(R"([{"n_prompt": 64, "n_gen": 0}])", "report"); });
   CHECK(e.find("avg_ts") != std::string::npos);
 }
 
@@ -78,16 +69,16 @@ TEST_CASE("llama-bench reference: the command it runs, and a failing or silent l
   CHECK(kdsl::test::read_whole(fake + ".args") == "-m /models/m.gguf -t 2 -ngl 0 -p 64 -n 8 -r 3 -o json\n");
 
   std::string failing = fake_llama_bench("llama-bench-fails", "", "error: failed to load model m.gguf", 3);
-  std::string e = error_of([&] { run_llama_bench(failing, "m.gguf", 1, 0, 64, 8, 2); });
+  std::string e = kdsl_test::error_text([&] { run_llama_bench(failing, "m.gguf", 1, 0, 64, 8, 2); });
   CHECK(e.find(failing) != std::string::npos);
   CHECK(e.find("exited with status 3") != std::string::npos);
   CHECK(e.find("failed to load model m.gguf") != std::string::npos);
 
   std::string pp_only = fake_llama_bench("llama-bench-pp-only", R"([{"n_prompt": 64, "n_gen": 0, "avg_ts": 5.0}])");
-  e = error_of([&] { run_llama_bench(pp_only, "m.gguf", 1, 0, 64, 8, 2); });
+  e = kdsl_test::error_text([&] { run_llama_bench(pp_only, "m.gguf", 1, 0, 64, 8, 2); });
   CHECK(e.find("reported no generation test") != std::string::npos);
 
-  e = error_of([&] { run_llama_bench(kdsl::test::scratch_path("no-such-llama-bench"), "m.gguf", 1, 0, 64, 8, 2); });
+  e = kdsl_test::error_text([&] { run_llama_bench(kdsl::test::scratch_path("no-such-llama-bench"), "m.gguf", 1, 0, 64, 8, 2); });
   CHECK(e.find("no such file") != std::string::npos);
 }
 
