@@ -19,11 +19,11 @@ namespace kdsl::kernels::detail {
 // 64-256 column spread tiles tried (and of the 1-32 x 64-1024 neighbouring-row tiles before
 // them); the others listed are its nearest neighbours, which were close. With dot
 // register-blocked on the host, 64 x 64 x 32 tiles prefilled 512 tokens of the synthetic 110M
-// faster than 32 x 64 x 32 and 128 x 64 x 32 (bench/RESULTS.md, session 3): each step
+// faster than 32 x 64 x 32 and 128 x 64 x 32 (bench/RESULTS.md, the prefill entry after the
+// register-blocked dot): each step
 // transposes its W tile for dot, and taller tiles share that cost among more rows of x.
 // kMaxFewRows is 16, not 8, for short prompts (a chat turn, a 9-token prompt): 9-16 rows in a
-// 32-row dot tile did 2-3.5x the arithmetic, and a 9-token prompt on the 110M f16 model took
-// about 0.19 s of CPU against 0.13 s streamed once (perf stat; bench/RESULTS.md).
+// 32-row dot tile did several times the arithmetic they needed (perf stat; bench/RESULTS.md).
 struct MatvecConfig {
   int rows, cols;
   std::string label() const { return std::to_string(rows) + "x" + std::to_string(cols); }
@@ -84,8 +84,7 @@ void run_dense_matmul(Library::Impl &im, const float *x, const typename T::stora
         });
       });
     };
-    if (cuts_few_rows(im)) for_row_chunks(rows, few_rows);
-    else few_rows(0, rows);
+    for_few_row_launches(im, rows, few_rows);
     return;
   }
   auto tiles = [&]<const auto &Cs>() {

@@ -49,8 +49,8 @@ void run_rows(Library::Impl &im, const std::string &decode_point, int rows, int 
   if (rows == 1) {
     decode(0);
   } else if (rows <= kTileRows) {
-    for_row_chunks(
-        rows,
+    for_few_row_launches(
+        im, rows,
         [&](int first, int count) {
           if (count == 1) decode(first);
           else with_block<2, kTileRows>("matmul", "rows", count, [&]<int BR>() { run.template operator()<BR, kRows>(first, count, LaunchIt{}); });

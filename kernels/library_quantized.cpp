@@ -65,8 +65,7 @@ void run_matmul(Library::Impl &im, const float *x, const void *w, const float *b
         else im.kernel<matvec_rows_quantized<F, BR, kMatvecRows, kFewRowsBlocks, false>>()(g, xr, wq, b, outr, count, N, K);
       });
     };
-    if (detail::cuts_few_rows(im)) detail::for_row_chunks(rows, few_rows);
-    else few_rows(0, rows);
+    detail::for_few_row_launches(im, rows, few_rows);
     return;
   }
   // Short prompts take shorter tiles, as in library_matmul.cpp.

@@ -11,10 +11,10 @@ namespace kdsl::kernels::detail {
 // (9 = 8 + 1, 12 = 8 + 4) and at most `largest` (a power of two), except that a remainder past
 // 1.5x its power of two (7, 13-15) is one chunk, rounded up by the caller's kernel choice,
 // where that stays within `largest`. Why: at these row counts the few-row kernels are bound by
-// arithmetic (their time grows with BR: f16 [768 x 768], 8 rows 123 us, 16 rows 277 us,
-// bench/RESULTS.md's autotuning table), and a kernel of BR rows computes all BR, clamped
-// copies included: 9 rows in a 16-row kernel wasted 7/16 of it. Each further chunk reads W
-// again, mostly from the cache; past 1.5x that costs more than the rounding saves.
+// arithmetic (their time grows with BR: bench/RESULTS.md's autotuning tables), and a kernel of
+// BR rows computes all BR, clamped copies included: 9 rows in a 16-row kernel wasted 7/16 of
+// it. Each further chunk reads W again, mostly from the cache; past 1.5x that costs more than
+// the rounding saves.
 template <class F>
 void for_row_chunks(int rows, F &&f, int largest = 1 << 30) {
   for (int first = 0; first < rows;) {
@@ -26,9 +26,14 @@ void for_row_chunks(int rows, F &&f, int largest = 1 << 30) {
   }
 }
 
-// Whether a Library's few-row products are cut so: on the CPU, not on a GPU (nor for the GPU
-// a plan's recording stands for), whose few-row kernels are bound by reading W: there a
-// clamped row costs little and a second launch would read W again.
-inline bool cuts_few_rows(const Library::Impl &im) { return dispatches_for_cpu(im); }
+// The few-row launches of one product over `rows` rows of x: cut as above on the CPU, one
+// launch f(0, rows) on a GPU (or for the GPU a plan's recording stands for), whose few-row
+// kernels are bound by reading W: there a clamped row costs little and a second launch would
+// read W again.
+template <class F>
+void for_few_row_launches(const Library::Impl &im, int rows, F &&f, int largest = 1 << 30) {
+  if (dispatches_for_cpu(im)) for_row_chunks(rows, f, largest);
+  else f(0, rows);
+}
 
 }  // namespace kdsl::kernels::detail
