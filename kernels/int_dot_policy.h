@@ -17,10 +17,9 @@ namespace kdsl::kernels {
 // name: the format in its tuned points' names (library_int_dot.cpp).
 // few_rows_launch: the most rows of x one few-row launch takes (row_chunks.h cuts a few rows
 // into power-of-two launches no larger). Per format because the multi-row kernels' cost per
-// row is not the decode kernel's: on the host, Q4_0's 2-, 4- and 8-row kernels took 1.6-2.1x
-// the single-row kernel's time per row, Q8_0's 2-row kernel half of it and its 4- and 8-row
-// ones 1.3-1.4x, the k-quants' 4-row kernel the least (KDSL_PROFILE, bench/RESULTS.md,
-// 2026-12-03, few-row launches).
+// row is not the decode kernel's: on the host every multi-row Q4_0 kernel cost more per row
+// than the single-row one, Q8_0's 2-row kernel less, the k-quants' 4-row kernel the least of
+// theirs (KDSL_PROFILE; bench/RESULTS.md, 2026-12-03, the few-row launches entry).
 template <class F>
 struct int_dot_policy {
   using type = void;
