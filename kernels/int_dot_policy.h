@@ -17,9 +17,10 @@ namespace kdsl::kernels {
 // name: the format in its tuned points' names (library_int_dot.cpp).
 // few_rows_launch: the most rows of x one few-row launch takes (row_chunks.h cuts a few rows
 // into power-of-two launches no larger). Per format because the multi-row kernels' cost per
-// row is not the decode kernel's: on the host every multi-row Q4_0 kernel cost more per row
-// than the single-row one, Q8_0's 2-row kernel less, the k-quants' 4-row kernel the least of
-// theirs (KDSL_PROFILE; bench/RESULTS.md, 2026-12-03, the few-row launches entry).
+// row is not the decode kernel's: Q8_0's and Q4_0's programs take 2 rows each
+// (library_int_dot.cpp) at about half a decode row's cost a row, so any launch is worth it; the
+// k-quants' 4-row kernel is the best of theirs (KDSL_PROFILE; bench/RESULTS.md, 2026-12-03, the
+// few-row launches entry and "integer-dot kernels: four rows a vpdpbusd").
 template <class F>
 struct int_dot_policy {
   using type = void;
@@ -28,13 +29,13 @@ template <>
 struct int_dot_policy<Q8_0Format> {
   using type = Q8_0IntDot;
   static constexpr const char *name = "q8_0";
-  static constexpr int few_rows_launch = 2;
+  static constexpr int few_rows_launch = 16;
 };
 template <>
 struct int_dot_policy<Q4_0Format> {
   using type = Q4_0IntDot;
   static constexpr const char *name = "q4_0";
-  static constexpr int few_rows_launch = 1;
+  static constexpr int few_rows_launch = 16;
 };
 template <>
 struct int_dot_policy<Q4_KFormat> {

@@ -1,6 +1,7 @@
 // library_int_dot.cpp - the Library's integer-dot products on the CPU: x quantized into scratch, then the format's dot4 kernel
 #include "kernels/library_int_dot.h"
 
+#include <algorithm>
 #include <string>
 #include <type_traits>
 
@@ -39,8 +40,16 @@ inline constexpr IntDotDecodeConfig kIntDotDecodeCandidates[] = {{kRows}, {4}, {
 // computes all BR of its rows, clamped copies included); kTileRows for more (a prefill:
 // cdiv(rows, kTileRows) programs along axis 1 of the grid, each reading the weights once for
 // its rows). `use` launches the kernel, or compiles it for the tuner (library_tuning.h).
-template <class Run>
+//
+// kMostRows caps the rows of x one program takes (a launch of more rows has more programs along
+// axis 1, each reading the weights again, from cache). The Q8_0 / Q4_0 kernel keeps 4 f32 lanes
+// per (x row, weight row) in registers: 2 rows of x by 8 weight rows cost half a decode row's
+// time a row, 4 rows by 4 or 8 spilled and ran 10-17x slower (bench/RESULTS.md, 2026-12-03,
+// "integer-dot kernels: four rows a vpdpbusd").
+template <int kMostRows, class Run>
 void run_rows(Library::Impl &im, const std::string &decode_point, int rows, int N, int K, int few_rows_launch, Run &&run) {
+  auto many = [&]<int BR>(int first, int count) { run.template operator()<std::min(BR, kMostRows), kRows>(first, count, LaunchIt{}); };
+
   auto decode = [&](int first) {
     launch_tuned<kIntDotDecodeCandidates>(im, decode_point, "N,K", tune_bucket(N), tune_bucket(K), 0, [&]<class Use>(int i, Use use) {
       with_candidate<kIntDotDecodeCandidates>(i, [&]<IntDotDecodeConfig C>() { run.template operator()<1, C.rows>(first, 1, use); });
@@ -53,11 +62,11 @@ void run_rows(Library::Impl &im, const std::string &decode_point, int rows, int 
         im, rows,
         [&](int first, int count) {
           if (count == 1) decode(first);
-          else with_block<2, kTileRows>("matmul", "rows", count, [&]<int BR>() { run.template operator()<BR, kRows>(first, count, LaunchIt{}); });
+          else with_block<2, kTileRows>("matmul", "rows", count, [&]<int BR>() { many.template operator()<BR>(first, count); });
         },
         few_rows_launch);
   } else {
-    run.template operator()<kTileRows, kRows>(0, rows, LaunchIt{});
+    many.template operator()<kTileRows>(0, rows);
   }
 }
 
@@ -82,7 +91,7 @@ void run_int8(Library::Impl &im, const float *x, const void *w, const float *bia
     if (bias) use(im.kernel<matvec_int8<P, BR, BN, true, kPrefetchBytes>>(), g, q, d, wq, b, o, count, N, K);
     else use(im.kernel<matvec_int8<P, BR, BN, false, kPrefetchBytes>>(), g, q, d, wq, b, o, count, N, K);
   };
-  run_rows(im, decode_point, rows, N, K, few_rows_launch, run);
+  run_rows<2>(im, decode_point, rows, N, K, few_rows_launch, run);
 }
 
 // The formats with offsets (matvec_int8_sums.h): activation blocks with their group sums.
@@ -112,7 +121,7 @@ void run_int8_sums(Library::Impl &im, const float *x, const void *w, const float
     if (bias) use(im.kernel<matvec_int8_sums<P, BR, BN, true, kPrefetch, kLines>>(), g, q, d, sums, wq, b, o, count, N, K);
     else use(im.kernel<matvec_int8_sums<P, BR, BN, false, kPrefetch, kLines>>(), g, q, d, sums, wq, b, o, count, N, K);
   };
-  run_rows(im, decode_point, rows, N, K, few_rows_launch, run);
+  run_rows<kTileRows>(im, decode_point, rows, N, K, few_rows_launch, run);
 }
 
 }  // namespace

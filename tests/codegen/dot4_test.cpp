@@ -42,6 +42,17 @@ void dot4_rank3(Ptr<const EA> a, Ptr<const EB> b, Ptr<i32> out) {
   store(out + reshape<2, 3, 8>(arange<48>()), s);
 }
 
+// The decode kernels' cross product: weight rows a [1, BN, L] against rows of x b [BR, 1, L],
+// from acc [BR, BN, L / 4]: out[r, n, g] = acc[r, n, g] + dot4(a[n, :], b[r, :]) over group g.
+// Rows of 16 or 32 bytes go side by side into wider vectors on the host (emit_packed_dot4).
+template <class EA, class EB, int BR, int BN, int L>
+void dot4_cross(Ptr<const EA> a, Ptr<const EB> b, Ptr<const i32> acc, Ptr<i32> out) {
+  auto wa = load(a + reshape<1, BN, L>(arange<BN * L>()));
+  auto xb = load(b + reshape<BR, 1, L>(arange<BR * L>()));
+  auto sums = reshape<BR, BN, L / 4>(arange<BR * BN * (L / 4)>());
+  store(out + sums, dot4(wa, xb, load(acc + sums)));
+}
+
 template <auto K>
 ir::Function trace() {
   using Params = detail::kernel_params<decltype(K)>;
@@ -132,6 +143,39 @@ void check_rows(std::mt19937 &rng, int rows, int n) {
   }
 }
 
+template <class EA, class EB, int BR, int BN, int L>
+void check_cross(std::mt19937 &rng) {
+  INFO("[", BR, ", ", BN, ", ", L, "] ", detail::element_traits<EA>::name, " x ", detail::element_traits<EB>::name);
+  auto a = random_full_range<EA>(rng, size_t(BN) * L);
+  auto b = random_full_range<EB>(rng, size_t(BR) * L);
+  auto acc = random_full_range<i32>(rng, size_t(BR) * BN * (L / 4));
+  a[0] = a[1] = storage_t<EA>(std::is_same_v<EA, i8> ? -128 : 255);
+  b[0] = b[1] = storage_t<EB>(std::is_same_v<EB, i8> ? -128 : 255);
+  std::vector<int32_t> want(acc.size());
+  for (int r = 0; r < BR; ++r)
+    for (int n = 0; n < BN; ++n)
+      for (int g = 0; g < L / 4; ++g) {
+        const size_t at = (size_t(r) * BN + size_t(n)) * (L / 4) + size_t(g);
+        int64_t s = acc[at];
+        for (int j = 4 * g; j < 4 * g + 4; ++j) s += int64_t(a[size_t(n) * L + size_t(j)]) * int64_t(b[size_t(r) * L + size_t(j)]);
+        want[at] = int32_t(uint32_t(uint64_t(s)));
+      }
+  constexpr auto kernel = dot4_cross<EA, EB, BR, BN, L>;
+  ir::Function fn = trace<kernel>();
+  auto ptr = [](const void *p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); };
+  for (codegen::IntDotPath path : runnable_paths()) {
+    INFO("path ", path_name(path));
+    std::vector<int32_t> got(want.size(), 0x5a5a5a5a);
+    run_with_path(fn, path, fmt::format("dot4_test_{}", symbol_counter++), {ptr(a.data()), ptr(b.data()), ptr(acc.data()), ptr(got.data())}, 1);
+    int bad = 0;
+    for (size_t i = 0; i < want.size() && bad < 5; ++i)
+      if (got[i] != want[i]) {
+        ++bad;
+        FAIL_CHECK("sum ", i, ": got ", got[i], ", want ", want[i]);
+      }
+  }
+}
+
 template <class EA, class EB>
 void check_types(std::mt19937 &rng) {
   check_rows<EA, EB, 4, 32, true>(rng, 4, 32);     // a decode step: one block of 32 per row, x shared
@@ -149,6 +193,22 @@ TEST_CASE("dot4: exact sums of 4 products for i8 x i8, u8 x i8, i8 x u8, u8 x u8
   check_types<u8, i8>(rng);
   check_types<i8, u8>(rng);
   check_types<u8, u8>(rng);
+}
+
+TEST_CASE("dot4: weight rows against rows of x, rows of 16 and 32 bytes packed side by side or not, every host path and signedness") {
+  KDSL_TEST_RNG(rng);
+  auto shapes = [&]<class EA, class EB>() {
+    check_cross<EA, EB, 1, 8, 16>(rng);  // Q4_0 decode: four rows a 64-byte vector
+    check_cross<EA, EB, 3, 4, 16>(rng);  // a few rows of x
+    check_cross<EA, EB, 2, 6, 16>(rng);  // 6 rows: two a 32-byte vector
+    check_cross<EA, EB, 2, 4, 32>(rng);  // Q8_0's whole block: two rows a vector
+    check_cross<EA, EB, 1, 3, 16>(rng);  // an odd count: one row a vector
+    check_cross<EA, EB, 2, 4, 8>(rng);   // 8-byte rows
+  };
+  shapes.template operator()<u8, i8>();
+  shapes.template operator()<i8, i8>();
+  shapes.template operator()<i8, u8>();
+  shapes.template operator()<u8, u8>();
 }
 
 TEST_CASE("dot4: a rank-3 block against one shared row, as the decode kernels use it") {

@@ -779,6 +779,55 @@ class HostLowering {
     return array_element_ptr(r.array, r.type, idx);
   }
 
+  // Rows narrower than the widest vector the path takes (a Q4_0 block's 16 quant bytes, a Q8_0
+  // block's 32, against VNNI's 64) side by side: `pack` consecutive rows along the last axis
+  // but one go into one vector, an operand broadcast along that axis repeats its one row, and
+  // the pack's sums land in pack * row_bytes / 4 consecutive i32 of c. One row a vector would
+  // leave most of each vpdpbusd idle and give the caller's f32 code one short vector per row to
+  // put back together. False (nothing emitted) where the shapes do not allow it.
+  bool emit_packed_dot4(IntDotEmitter &dot, const ByteRows &a, const ByteRows &bb, llvm::AllocaInst *c, const ir::Type &ct, int64_t row_bytes,
+                        bool b_shared) {
+    const int rank = ct.shape.rank;
+    if (rank < 2) return false;
+    const int64_t extent = ct.shape[rank - 2];
+    int widest = 0;  // the widest vector the path takes that holds a whole number of rows, dividing the axis
+    for (int w : dot.widths())
+      if (w > row_bytes && w % row_bytes == 0 && extent % (w / row_bytes) == 0) {
+        widest = w;
+        break;
+      }
+    if (widest == 0) return false;
+    const int64_t pack = widest / row_bytes;
+    auto *bytes = llvm::FixedVectorType::get(b_.getInt8Ty(), unsigned(widest));
+    auto *sums = llvm::FixedVectorType::get(b_.getInt32Ty(), unsigned(widest / 4));
+    // A pack of rows of r: `pack` contiguous rows, or its one row repeated where r is broadcast along the axis.
+    auto load_pack = [&](const ByteRows &r, const Index &o) -> llvm::Value * {
+      if (r.type.shape[rank - 2] != 1) return b_.CreateAlignedLoad(bytes, byte_row(r, o, b_.getInt64(0)), llvm::Align(1));
+      auto *row_type = llvm::FixedVectorType::get(b_.getInt8Ty(), unsigned(row_bytes));
+      llvm::Value *one = b_.CreateAlignedLoad(row_type, byte_row(r, o, b_.getInt64(0)), llvm::Align(1));
+      std::vector<int> repeat;
+      for (int64_t i = 0; i < widest; ++i) repeat.push_back(int(i % row_bytes));
+      return b_.CreateShuffleVector(one, repeat);
+    };
+    ir::Shape packs = ct.shape;
+    packs.rank -= 1;
+    packs.dims[size_t(rank - 2)] = extent / pack;
+    // b's correction (int_dot.h), computed once where b is one row for the whole result.
+    llvm::Value *correction = nullptr;
+    if (b_shared && bb.type.shape[rank - 2] == 1) correction = dot.correction(load_pack(bb, Index(size_t(rank - 1), b_.getInt64(0))), a.sign, bb.sign);
+    loop_nest(packs, [&](const Index &p) {
+      Index o = p;
+      o.back() = b_.CreateMul(p.back(), b_.getInt64(pack));
+      llvm::Value *av = load_pack(a, o), *bv = load_pack(bb, o);
+      Index cidx = o;
+      cidx.push_back(b_.getInt64(0));
+      llvm::Value *slot = array_element_ptr(c, ct, cidx);
+      llvm::Value *acc = b_.CreateAlignedLoad(sums, slot, llvm::Align(4));
+      b_.CreateAlignedStore(dot.dot4(acc, av, a.sign, bv, bb.sign, correction), slot, llvm::Align(4));
+    });
+    return true;
+  }
+
   // c = acc + dot4(a, b): for each row (every axis but the last), the row's bytes in chunks of
   // the widest vectors the path takes (int_dot.h); corrections that depend on b alone are
   // computed once when b is the same row for every row of the result.
@@ -828,6 +877,10 @@ class HostLowering {
       llvm::Value *acc = b_.CreateAlignedLoad(sum_vector(w), slot, llvm::Align(4));
       b_.CreateAlignedStore(dot.dot4(acc, av, a.sign, bv, bb.sign, correction), slot, llvm::Align(4));
     };
+    if (emit_packed_dot4(dot, a, bb, c, ct, row_bytes, shared(bb))) {
+      state_[size_t(op.results[0])].array = c;
+      return;
+    }
     loop_nest(outer, [&](const Index &o) {
       if (as_loop) {
         const int64_t full = row_bytes / widest;
