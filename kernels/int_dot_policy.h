@@ -21,6 +21,13 @@ namespace kdsl::kernels {
 // (library_int_dot.cpp) at about half a decode row's cost a row, so any launch is worth it; the
 // k-quants' 4-row kernel is the best of theirs (KDSL_PROFILE; bench/RESULTS.md, 2026-12-03, the
 // few-row launches entry and "integer-dot kernels: four rows a vpdpbusd").
+// default_rows: the most rows of x a product takes through the integer kernels unless the
+// Library is told otherwise (Library::set_integer_dot_rows); past it the f32 tiles take the
+// product. Q8_0's and Q4_0's 2-row programs beat the tiles at any row count; the others'
+// 16-row tiles lost to them (bench/RESULTS.md, 2026-12-03, the llama.cpp side by side and
+// "integer-dot kernels: four rows a vpdpbusd").
+inline constexpr int kEveryRow = 1 << 30;
+
 template <class F>
 struct int_dot_policy {
   using type = void;
@@ -30,36 +37,42 @@ struct int_dot_policy<Q8_0Format> {
   using type = Q8_0IntDot;
   static constexpr const char *name = "q8_0";
   static constexpr int few_rows_launch = 16;
+  static constexpr int default_rows = kEveryRow;
 };
 template <>
 struct int_dot_policy<Q4_0Format> {
   using type = Q4_0IntDot;
   static constexpr const char *name = "q4_0";
   static constexpr int few_rows_launch = 16;
+  static constexpr int default_rows = kEveryRow;
 };
 template <>
 struct int_dot_policy<Q4_KFormat> {
   using type = Q4_KIntDot;
   static constexpr const char *name = "q4_k";
   static constexpr int few_rows_launch = 4;
+  static constexpr int default_rows = 16;
 };
 template <>
 struct int_dot_policy<Q5_KFormat> {
   using type = Q5_KIntDot;
   static constexpr const char *name = "q5_k";
   static constexpr int few_rows_launch = 4;
+  static constexpr int default_rows = 16;
 };
 template <>
 struct int_dot_policy<Q6_KFormat> {
   using type = Q6_KIntDot;
   static constexpr const char *name = "q6_k";
   static constexpr int few_rows_launch = 4;
+  static constexpr int default_rows = 16;
 };
 template <>
 struct int_dot_policy<Q4_1Format> {
   using type = Q4_1IntDot;
   static constexpr const char *name = "q4_1";
   static constexpr int few_rows_launch = 4;
+  static constexpr int default_rows = 16;
 };
 
 }  // namespace kdsl::kernels

@@ -37,16 +37,20 @@ struct SubBlock32IntDot {
   static auto block_dot(Ptr<const u8> wq, const Block<i64, 1, BN, 1> &block, const XP &x, const SP &xs) {
     auto base = block * kBlockBytes;  // [1, BN, 1]
     auto lane = wide(reshape<1, 1, 32>(arange<32>()));
-    // Each weight row's scale and minimum of sub-block j as [1, BN, 8]: every lane holds the row's
-    // value, loaded so (a zero-stride run), so that it meets dot4's [.., 8] lanes without moving
-    // between vector lanes (the host backend vectorizes along the last axis).
-    auto splat = wide(zeros<i32, 1, 1, 8>());
-    auto byte = [&](int i) { return load(wq + (base + (int(offsetof(Layout, scales)) + i) + splat)); };  // [1, BN, 8]
+    // Each weight row's scale and minimum of sub-block j as [1, BN, SL]. With several rows of x,
+    // SL = 8: every lane holds the row's value, loaded so (a zero-stride run), so that it meets
+    // dot4's [.., 8] lanes without moving between vector lanes (the host backend vectorizes
+    // along the last axis). With one (decode), SL = 1, broadcast in the multiply: 8 copies of
+    // 28 values for each of BN rows cost a decode step more than they save (bench/RESULTS.md,
+    // 2026-12-03, "integer-dot kernels: four rows a vpdpbusd").
+    constexpr int SL = BR == 1 ? 1 : 8;
+    auto splat = wide(zeros<i32, 1, 1, SL>());
+    auto byte = [&](int i) { return load(wq + (base + (int(offsetof(Layout, scales)) + i) + splat)); };  // [1, BN, SL]
     auto half8 = [&](size_t offset) { return cast<f32>(load(reinterpret<f16>(wq) + (block * (kBlockBytes / 2) + int(offset / 2) + splat))); };
     auto d = half8(offsetof(Layout, d)), dmin = half8(offsetof(Layout, dmin));
-    std::vector<Block<u8, 1, BN, 8>> s;
+    std::vector<Block<u8, 1, BN, SL>> s;
     for (int i = 0; i < formats::kKScaleSize; ++i) s.push_back(byte(i));
-    std::vector<Block<f32, 1, BN, 8>> scale, min;
+    std::vector<Block<f32, 1, BN, SL>> scale, min;
     for (int j = 0; j < 8; ++j) {
       auto sc = j < 4 ? (s[size_t(j)] & 63) : ((s[size_t(j + 4)] & 15) | ((s[size_t(j - 4)] >> 6) << 4));
       auto m = j < 4 ? (s[size_t(j + 4)] & 63) : ((s[size_t(j + 4)] >> 4) | ((s[size_t(j)] >> 6) << 4));
@@ -59,7 +63,7 @@ struct SubBlock32IntDot {
     };
     auto qh = high_bits();
     auto lanes = zeros<f32, BR, BN, 8>();
-    auto minimums = zeros<f32, BR, BN, 8>();  // every lane the same: sum_j dmin * m[j] * (sum of x_j)
+    auto minimums = zeros<f32, BR, BN, SL>();  // every lane the same: sum_j dmin * m[j] * (sum of x_j)
     for (int c = 0; c < 4; ++c) {
       auto qs = load(wq + (base + (int(offsetof(Layout, qs)) + c * 32) + lane));  // [1, BN, 32]
       for (int h = 0; h < 2; ++h) {
@@ -73,7 +77,7 @@ struct SubBlock32IntDot {
         minimums = minimums + min[size_t(j)] * cast<f32>(group);
       }
     }
-    auto offset = -sum<2>(minimums) * 0.125f;  // the 8 equal lanes' sum / 8: exact
+    auto offset = -sum<2>(minimums) * (1.0f / SL);  // the SL equal lanes' sum / SL: exact
     return BlockSums<decltype(lanes), decltype(offset)>{lanes, offset};
   }
 };

@@ -14,15 +14,22 @@
 namespace kernels_test {
 using kdsl::kernels::WeightType;
 
-// Whether Library::matmul on the CPU takes format t's products (rows <= 16) through integer
-// dot products: the kernels' own int_dot_policy, read over the formats table.
-inline bool has_int_dot(WeightType t) {
+template <class F>
+constexpr int policy_default_rows() {
+  using Policy = kdsl::kernels::int_dot_policy<F>;
+  if constexpr (std::is_void_v<typename Policy::type>) return 0;
+  else return Policy::default_rows;
+}
+
+// The most rows a default Library on the CPU sends through format t's integer kernels (the
+// kernels' own int_dot_policy::default_rows, read over the formats table), 0 where t has none.
+inline int int_dot_default_rows(WeightType t) {
   using namespace kdsl::kernels;
   switch (t) {
 #define KDSL_INT_DOT_None(Name)
 #define KDSL_INT_DOT_Plain(Name)
 #define KDSL_INT_DOT_Scaled(Name) \
-  case WeightType::Name: return !std::is_void_v<typename int_dot_policy<Name##Format>::type>;
+  case WeightType::Name: return policy_default_rows<Name##Format>();
 #define KDSL_INT_DOT_Decoded(Name) KDSL_INT_DOT_Scaled(Name)
 #define KDSL_WEIGHT_TYPE(Name, id, name, elements, bytes, Layout, kernels, ftype) KDSL_INT_DOT_##kernels(Name)
 #include <kdsl/formats/weight_types.def>
@@ -31,9 +38,10 @@ inline bool has_int_dot(WeightType t) {
 #undef KDSL_INT_DOT_Plain
 #undef KDSL_INT_DOT_Scaled
 #undef KDSL_INT_DOT_Decoded
-    default: return false;
+    default: return 0;
   }
 }
+inline bool has_int_dot(WeightType t) { return int_dot_default_rows(t) > 0; }
 
 // The activation blocks each format meets: 256 values per scale with sums of 16 for the
 // k-quants (ggml's Q8_K), 32 with one sum for the 32-element formats with an offset (Q8_1), 32
@@ -222,10 +230,20 @@ inline void check_int8_matmul(std::mt19937 &rng, WeightType t, int rows, int N, 
 }
 
 // Library::matmul checked by the right reference: the integer-dot path (a format with a
-// policy, rows <= 16, on the CPU) within its tolerance, everything else as the f32 path.
+// policy, rows <= its default_rows, on the CPU) within its tolerance, everything else as the
+// f32 path; past 16 rows, where a format's integer kernels take them too, the f32 tiles as
+// well, through a Library that gives the integer kernels 16 rows at most.
 inline void check_library_matmul(std::mt19937 &rng, WeightType t, int rows, int N, int K, bool with_bias) {
-  if (rows <= 16 && has_int_dot(t)) check_int8_matmul(rng, t, rows, N, K, with_bias);
+  if (rows <= int_dot_default_rows(t)) check_int8_matmul(rng, t, rows, N, K, with_bias);
   else check_quantized_matmul(rng, t, rows, N, K, with_bias);
+  if (rows > 16 && rows <= int_dot_default_rows(t)) {
+    static kdsl::kernels::Library &tiles = *[] {
+      auto *lib = new kdsl::kernels::Library(kdsl_test::cpu());  // lives as long as the tests, as library()'s does
+      lib->set_integer_dot_rows(16);
+      return lib;
+    }();
+    check_quantized_matmul(rng, t, rows, N, K, with_bias, tiles);
+  }
 }
 
 }  // namespace kernels_test

@@ -81,7 +81,8 @@ inline std::vector<float> dequantized(kdsl::kernels::WeightType t, const std::ve
 // dequantizer's values. The kernels decode each weight to exactly that f32 value (d * q, and
 // the k-quants' d * scale * q - dmin * min, are exact in f32), so they differ from the
 // reference only by f32 rounding in their sums: the f32 matmul test's bound.
-inline void check_quantized_matmul(std::mt19937 &rng, kdsl::kernels::WeightType t, int rows, int N, int K, bool with_bias) {
+inline void check_quantized_matmul(std::mt19937 &rng, kdsl::kernels::WeightType t, int rows, int N, int K, bool with_bias,
+                                   kdsl::kernels::Library &lib = library()) {
   CAPTURE(std::string(kdsl::kernels::weight_type_info(t).name));
   CAPTURE(rows);
   CAPTURE(N);
@@ -94,7 +95,7 @@ inline void check_quantized_matmul(std::mt19937 &rng, kdsl::kernels::WeightType 
   const float *b = with_bias ? bias.data() : nullptr;
   ReferenceProduct ref = reference_matmul(x, wf, b, rows, N, K);
   GuardedOutput out(ref.values.size(), -7.0f);
-  library().matmul(x.data(), w.data(), t, b, out.data(), rows, N, K);
+  lib.matmul(x.data(), w.data(), t, b, out.data(), rows, N, K);
   expect_close_scaled("quantized matmul", out.values(), ref.values, ref.scale, 1e-5);
   CHECK_MESSAGE(out.intact(), "quantized matmul wrote past its rows x N outputs");
 }
