@@ -43,9 +43,9 @@ inline constexpr IntDotDecodeConfig kIntDotDecodeCandidates[] = {{kRows}, {4}, {
 //
 // kMostRows caps the rows of x one program takes (a launch of more rows has more programs along
 // axis 1, each reading the weights again, from cache). The Q8_0 / Q4_0 kernel keeps 4 f32 lanes
-// per (x row, weight row) in registers: 2 rows of x by 8 weight rows cost half a decode row's
-// time a row, 4 rows by 4 or 8 spilled and ran 10-17x slower (bench/RESULTS.md, 2026-12-03,
-// "integer-dot kernels: four rows a vpdpbusd").
+// per (x row, weight row) in registers: 2 rows of x by 8 weight rows cost about half a decode
+// row's time a row; 4 or 8 rows left the blocks on the stack and cost 7-9x the 2-row program's
+// time a row (bench/RESULTS.md, 2026-12-03, "integer-dot kernels: four rows a vpdpbusd").
 template <int kMostRows, class Run>
 void run_rows(Library::Impl &im, const std::string &decode_point, int rows, int N, int K, int few_rows_launch, Run &&run) {
   auto many = [&]<int BR>(int first, int count) { run.template operator()<std::min(BR, kMostRows), kRows>(first, count, LaunchIt{}); };

@@ -52,9 +52,9 @@ struct Q4_0IntDot {
 // every row of x and turned into [BR, BN, 4] integer sums by dot4, which a [BR, BN, 4] f32
 // accumulator takes scaled by the weight's and the activation's block scales; the four lanes
 // of each row are summed once, after the loop, as llama.cpp's vec_dot keeps vpdpbusd's lanes.
-// Summing each block's four sums first instead costs a horizontal sum per block and row: with
-// it the Q4_0 decode kernel ran at two thirds of this form's speed (bench/RESULTS.md,
-// 2026-12-03, "integer-dot kernels: four rows a vpdpbusd"). PREFETCH > 0 asks for each
+// Summing each block's four sums first instead costs a horizontal sum per block and row: the
+// kernel that did so (with one weight row a vpdpbusd) decoded Q4_0 at 0.65-0.8x this one's
+// speed (bench/RESULTS.md, 2026-12-03, "integer-dot kernels: four rows a vpdpbusd"). PREFETCH > 0 asks for each
 // weight row's bytes that far ahead (matvec.h says why). Rows of x past `rows` and of W past N
 // are clamped for loading; stores are masked.
 //
