@@ -70,58 +70,54 @@ void run_rows(Library::Impl &im, const std::string &decode_point, int rows, int 
   }
 }
 
-// Q8_0 / Q4_0 (matvec_int8.h): 32-value activation blocks with a scale each.
+// x quantized into scratch, then the format's kernel over the launches run_rows makes. Q8_0
+// and Q4_0 (matvec_int8.h) meet 32-value activation blocks with a scale each, in programs of
+// 2 rows of x; the formats with offsets (matvec_int8_sums.h) need the blocks' group sums too,
+// and keep programs of up to kTileRows rows (their 4-row programs measured the best of theirs).
 template <class P>
-void run_int8(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K, int few_rows_launch,
-              const std::string &decode_point) {
-  using F = typename P::Format;
-  auto wq = static_cast<const typename F::Quant::storage *>(w);
-  const float *b = bias ? bias : out;  // unread without a bias
-  const int blocks = K / F::kBlockElements;
-  int8_t *xq = reserve(im.device, im.activation_quants, size_t(rows) * size_t(K));
-  float *xd = reserve(im.device, im.activation_scales, size_t(rows) * size_t(blocks));
-  im.kernel<quantize_activations_q8<kQuantizeBlocks>>()(grid(cdiv(blocks, kQuantizeBlocks), rows), x, xq, xd, K);
-  const int8_t *cxq = xq;
-  const float *cxd = xd;
-  auto run = [&]<int BR, int BN, class Use>(int first, int count, Use use) {
-    auto g = grid(cdiv(N, BN), cdiv(count, BR));
-    const int8_t *q = cxq + int64_t(first) * K;
-    const float *d = cxd + int64_t(first) * blocks;
-    float *o = out + int64_t(first) * N;
-    if (bias) use(im.kernel<matvec_int8<P, BR, BN, true, kPrefetchBytes>>(), g, q, d, wq, b, o, count, N, K);
-    else use(im.kernel<matvec_int8<P, BR, BN, false, kPrefetchBytes>>(), g, q, d, wq, b, o, count, N, K);
-  };
-  run_rows<2>(im, decode_point, rows, N, K, few_rows_launch, run);
-}
-
-// The formats with offsets (matvec_int8_sums.h): activation blocks with their group sums.
-template <class P>
-void run_int8_sums(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K, int few_rows_launch,
-                   const std::string &decode_point) {
-  constexpr int BE = P::kBlockElements, GS = P::kSumGroup;
+void run_int_dot(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K, int few_rows_launch,
+                 const std::string &decode_point) {
+  constexpr bool kSums = requires { P::kSumGroup; };
+  constexpr int BE = [] {
+    if constexpr (kSums) return P::kBlockElements;
+    else return P::Format::kBlockElements;
+  }();
+  constexpr int GS = [] {
+    if constexpr (kSums) return P::kSumGroup;
+    else return BE;
+  }();
   constexpr bool kSuper = BE > 32;
   constexpr int kPrefetch = kSuper ? kKQuantPrefetchBytes : kPrefetchBytes, kLines = kSuper ? kKQuantLines : 1;
   constexpr int kQuantize = kSuper ? kQuantizeSuperBlocks : kQuantizeBlocks;
-  auto wq = static_cast<const uint8_t *>(w);
   const float *b = bias ? bias : out;  // unread without a bias
   const int blocks = K / BE;
+  const auto qgrid = grid(cdiv(blocks, kQuantize), rows);
   int8_t *xq = reserve(im.device, im.activation_quants, size_t(rows) * size_t(K));
   float *xd = reserve(im.device, im.activation_scales, size_t(rows) * size_t(blocks));
-  int32_t *xs = reserve(im.device, im.activation_sums, size_t(rows) * size_t(K / GS));
-  im.kernel<quantize_activations_sums<BE, GS, kQuantize>>()(grid(cdiv(blocks, kQuantize), rows), x, xq, xd, xs, K);
-  const int8_t *cxq = xq;
-  const float *cxd = xd;
-  const int32_t *cxs = xs;
+  int32_t *xs = nullptr;
+  if constexpr (kSums) {
+    xs = reserve(im.device, im.activation_sums, size_t(rows) * size_t(K / GS));
+    im.kernel<quantize_activations_sums<BE, GS, kQuantize>>()(qgrid, x, xq, xd, xs, K);
+  } else {
+    im.kernel<quantize_activations_q8<kQuantize>>()(qgrid, x, xq, xd, K);
+  }
   auto run = [&]<int BR, int BN, class Use>(int first, int count, Use use) {
     auto g = grid(cdiv(N, BN), cdiv(count, BR));
-    const int8_t *q = cxq + int64_t(first) * K;
-    const float *d = cxd + int64_t(first) * blocks;
-    const int32_t *sums = cxs + int64_t(first) * (K / GS);
+    const int8_t *q = xq + int64_t(first) * K;
+    const float *d = xd + int64_t(first) * blocks;
     float *o = out + int64_t(first) * N;
-    if (bias) use(im.kernel<matvec_int8_sums<P, BR, BN, true, kPrefetch, kLines>>(), g, q, d, sums, wq, b, o, count, N, K);
-    else use(im.kernel<matvec_int8_sums<P, BR, BN, false, kPrefetch, kLines>>(), g, q, d, sums, wq, b, o, count, N, K);
+    if constexpr (kSums) {
+      auto wq = static_cast<const uint8_t *>(w);
+      const int32_t *sums = xs + int64_t(first) * (K / GS);
+      if (bias) use(im.kernel<matvec_int8_sums<P, BR, BN, true, kPrefetch, kLines>>(), g, q, d, sums, wq, b, o, count, N, K);
+      else use(im.kernel<matvec_int8_sums<P, BR, BN, false, kPrefetch, kLines>>(), g, q, d, sums, wq, b, o, count, N, K);
+    } else {
+      auto wq = static_cast<const typename P::Format::Quant::storage *>(w);
+      if (bias) use(im.kernel<matvec_int8<P, BR, BN, true, kPrefetch>>(), g, q, d, wq, b, o, count, N, K);
+      else use(im.kernel<matvec_int8<P, BR, BN, false, kPrefetch>>(), g, q, d, wq, b, o, count, N, K);
+    }
   };
-  run_rows<kTileRows>(im, decode_point, rows, N, K, few_rows_launch, run);
+  run_rows<kSums ? kTileRows : 2>(im, decode_point, rows, N, K, few_rows_launch, run);
 }
 
 }  // namespace
@@ -138,8 +134,7 @@ bool matmul_int_dot(Library::Impl &im, const float *x, const void *w, const floa
     static const std::string decode_point[2] = {std::string("matmul.int_dot_decode<") + int_dot_policy<F>::name + ">",
                                                 std::string("matmul.int_dot_decode<") + int_dot_policy<F>::name + ",bias>"};
     const std::string &point = decode_point[bias != nullptr];
-    if constexpr (requires { P::kSumGroup; }) run_int8_sums<P>(im, x, w, bias, out, rows, N, K, few_rows_launch, point);
-    else run_int8<P>(im, x, w, bias, out, rows, N, K, few_rows_launch, point);
+    run_int_dot<P>(im, x, w, bias, out, rows, N, K, few_rows_launch, point);
     return true;
   }
 }
