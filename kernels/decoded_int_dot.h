@@ -24,7 +24,8 @@ struct Q4_1IntDot {
     auto base = block * kBlockBytes;  // [1, BN, 1]
     auto sixteen = wide(reshape<1, 1, 16>(arange<16>()));
     auto qs = load(wq + (base + int(offsetof(Layout, qs)) + sixteen));                       // [1, BN, 16]
-    auto sums = dot4(qs & 15, load(x + sixteen)) + dot4(qs >> 4, load(x + (sixteen + 16)));  // [BR, BN, 4]
+    auto low = dot4(qs & 15, load(x + sixteen), zeros<i32, BR, BN, 4>());
+    auto sums = dot4(qs >> 4, load(x + (sixteen + 16)), low);  // [BR, BN, 4]
     auto lanes = cast<f32>(sums) * reshape<1, BN, 1>(block_half_factor<Layout>(wq, block, offsetof(Layout, d)));
     auto offset = block_half_factor<Layout>(wq, block, offsetof(Layout, m)) * reshape<BR, 1>(cast<f32>(load(xs)));  // [BR, BN]
     return BlockSums<decltype(lanes), decltype(offset)>{lanes, offset};

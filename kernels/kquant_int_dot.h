@@ -17,13 +17,13 @@ namespace kdsl::kernels {
 //     x . w = d_x * (sum_s (d * sc[s]) * (q_s . x_s)  -  32 * sum_s (d * sc[s]) * (sum of x_s))
 // The quants are u8 (0..63) against i8 activations: one vpdpbusd each, no 128-offset
 // correction; the offsets come off through the activations' group sums. q_j . x_j is dot4's
-// [.., 8] i32 lanes, exact (at most 32 * 63 * 127), converted to f32 and multiplied by the
+// [.., 4] i32 lanes, exact (at most 32 * 63 * 127), converted to f32 and multiplied by the
 // sub-block's f32 scale d * sc, which is exact (an f16 times a 6- or 8-bit integer), as the
 // f32 dequantize path's factors are (kquant_formats.h computes them the same way).
 //
 // block_dot's arguments: the weights' bytes, each weight row's block [1, BN, 1] (i64, counted
 // over the matrix), each x row's 256 quants and 16 group sums ([BR, 1, 1] pointer blocks); it
-// returns BlockSums (matvec_int8_sums.h) with 8 lanes.
+// returns BlockSums (matvec_int8_sums.h) with 4 lanes.
 
 // Q4_K (kHighBit false) and Q5_K (true): sub-blocks 2c and 2c + 1 are the low and the high
 // nibbles of qs[32c .. 32c + 31]; Q5_K's fifth bit of sub-block j is bit j of qh[l]. The
@@ -31,19 +31,18 @@ namespace kdsl::kernels {
 template <class Format, bool kHighBit>
 struct SubBlock32IntDot {
   using Layout = typename Format::Layout;
-  static constexpr int kBlockElements = formats::kQK_K, kSumGroup = 16, kBlockBytes = int(sizeof(Layout)), kLanes = 8;
+  static constexpr int kBlockElements = formats::kQK_K, kSumGroup = 16, kBlockBytes = int(sizeof(Layout)), kLanes = 4;
 
   template <int BR, int BN, class XP, class SP>
   static auto block_dot(Ptr<const u8> wq, const Block<i64, 1, BN, 1> &block, const XP &x, const SP &xs) {
     auto base = block * kBlockBytes;  // [1, BN, 1]
-    auto lane = wide(reshape<1, 1, 32>(arange<32>()));
     // Each weight row's scale and minimum of sub-block j as [1, BN, SL]. With several rows of x,
-    // SL = 8: every lane holds the row's value, loaded so (a zero-stride run), so that it meets
-    // dot4's [.., 8] lanes without moving between vector lanes (the host backend vectorizes
-    // along the last axis). With one (decode), SL = 1, broadcast in the multiply: 8 copies of
+    // SL = 4: every lane holds the row's value, loaded so (a zero-stride run), so that it meets
+    // dot4's [.., 4] lanes without moving between vector lanes (the host backend vectorizes
+    // along the last axis). With one (decode), SL = 1, broadcast in the multiply: the copies of
     // 28 values for each of BN rows cost a decode step more than they save (bench/RESULTS.md,
     // 2026-12-03, "integer-dot kernels: four rows a vpdpbusd").
-    constexpr int SL = BR == 1 ? 1 : 8;
+    constexpr int SL = BR == 1 ? 1 : 4;
     auto splat = wide(zeros<i32, 1, 1, SL>());
     auto byte = [&](int i) { return load(wq + (base + (int(offsetof(Layout, scales)) + i) + splat)); };  // [1, BN, SL]
     auto half8 = [&](size_t offset) { return cast<f32>(load(reinterpret<f16>(wq) + (block * (kBlockBytes / 2) + int(offset / 2) + splat))); };
@@ -57,21 +56,30 @@ struct SubBlock32IntDot {
       scale.push_back(cast<f32>(sc) * d);
       min.push_back(cast<f32>(m) * dmin);
     }
-    auto high_bits = [&] {  // Q5_K's qh (zeros, unused, for Q4_K)
-      if constexpr (kHighBit) return load(wq + (base + int(offsetof(Layout, qh)) + lane));
-      else return zeros<u8, 1, BN, 32>();
+    // Each sub-block's 32 quants in two halves of 16 bytes, chained through dot4's
+    // accumulator into 4 lanes: the host lowering puts four weight rows' halves in one 64-byte
+    // vpdpbusd (as for Q4_0, matvec_int8.h).
+    auto half = wide(reshape<1, 1, 16>(arange<16>()));
+    auto high_bits = [&](int part) {  // Q5_K's qh, bytes 16 * part .. + 15 (zeros, unused, for Q4_K)
+      if constexpr (kHighBit) return load(wq + (base + (int(offsetof(Layout, qh)) + 16 * part) + half));
+      else return zeros<u8, 1, BN, 16>();
     };
-    auto qh = high_bits();
-    auto lanes = zeros<f32, BR, BN, 8>();
+    auto qh0 = high_bits(0), qh1 = high_bits(1);
+    auto lanes = zeros<f32, BR, BN, 4>();
     auto minimums = zeros<f32, BR, BN, SL>();  // every lane the same: sum_j dmin * m[j] * (sum of x_j)
     for (int c = 0; c < 4; ++c) {
-      auto qs = load(wq + (base + (int(offsetof(Layout, qs)) + c * 32) + lane));  // [1, BN, 32]
+      auto qs0 = load(wq + (base + (int(offsetof(Layout, qs)) + c * 32) + half));  // [1, BN, 16]
+      auto qs1 = load(wq + (base + (int(offsetof(Layout, qs)) + c * 32 + 16) + half));
       for (int h = 0; h < 2; ++h) {
         const int j = 2 * c + h;
-        auto q = h == 0 ? (qs & 15) : (qs >> 4);
-        // bit j of qh moved to bit 4 with one constant shift and one mask
-        if constexpr (kHighBit) q = q | (j <= 4 ? ((qh << (4 - j)) & 16) : ((qh >> (j - 4)) & 16));
-        auto sums = dot4(q, load(x + (lane + 32 * j)));  // [BR, BN, 8]
+        auto nibbles = [&](auto qs, auto qh) {
+          auto q = h == 0 ? (qs & 15) : (qs >> 4);
+          // bit j of qh moved to bit 4 with one constant shift and one mask
+          if constexpr (kHighBit) q = q | (j <= 4 ? ((qh << (4 - j)) & 16) : ((qh >> (j - 4)) & 16));
+          return q;
+        };
+        auto first = dot4(nibbles(qs0, qh0), load(x + (half + 32 * j)), zeros<i32, BR, BN, 4>());
+        auto sums = dot4(nibbles(qs1, qh1), load(x + (half + (32 * j + 16))), first);  // [BR, BN, 4]
         lanes = lanes + cast<f32>(sums) * scale[size_t(j)];
         auto group = load(xs + 2 * j) + load(xs + (2 * j + 1));  // [BR, 1, 1]: the sub-block's sum of x
         minimums = minimums + min[size_t(j)] * cast<f32>(group);
@@ -86,40 +94,36 @@ using Q4_KIntDot = SubBlock32IntDot<Q4_KFormat, false>;
 using Q5_KIntDot = SubBlock32IntDot<Q5_KFormat, true>;
 
 // Q6_K: element h * 128 + qq * 32 + l takes nibble qq / 2 of ql[h * 64 + (qq % 2) * 32 + l]
-// and bits 2qq, 2qq + 1 of qh[h * 32 + l] (kquant_formats.h). Each of the 8 (h, qq) parts is
-// 32 quants, [1, BN, 2, 16]: two sub-blocks s = 8h + 2qq + (0, 1), whose dot4 lanes
-// ([.., 2, 4]) meet their two scales at once.
+// and bits 2qq, 2qq + 1 of qh[h * 32 + l] (kquant_formats.h). Each sub-block s of 16 values
+// (l = 16 * part .. + 15, s = 8h + 2qq + part) is one dot4 row of 16 bytes, so that the host
+// lowering puts four weight rows' sub-blocks in one 64-byte vpdpbusd (as for Q4_0,
+// matvec_int8.h), and its 4 lanes meet its scale, one per weight row, broadcast.
 struct Q6_KIntDot {
   using Layout = formats::BlockQ6_K;
-  static constexpr int kBlockElements = formats::kQK_K, kSumGroup = 16, kBlockBytes = int(sizeof(Layout)), kLanes = 8;
+  static constexpr int kBlockElements = formats::kQK_K, kSumGroup = 16, kBlockBytes = int(sizeof(Layout)), kLanes = 4;
 
   template <int BR, int BN, class XP, class SP>
   static auto block_dot(Ptr<const u8> wq, const Block<i64, 1, BN, 1> &block, const XP &x, const SP &xs) {
-    auto base = expand_dims<3>(block * kBlockBytes);  // [1, BN, 1, 1]
-    auto lane = wide(reshape<1, 1, 2, 16>(arange<32>()));
-    auto pair = wide(reshape<1, 1, 2, 1>(arange<2>()));
-    // (Unlike SubBlock32IntDot, the scales stay [1, BN, 2, 1]: loading them into every lane, as
-    // there, measured slower here.)
-    auto d = reshape<1, BN, 1, 1>(block_half_factor<Layout>(wq, block, offsetof(Layout, d)));
-    auto x4 = expand_dims<3>(x);    // [BR, 1, 1, 1]
-    auto xs4 = expand_dims<3>(xs);  // [BR, 1, 1, 1]
-    auto lanes = zeros<f32, BR, BN, 8>();
-    auto offset = zeros<f32, BR, BN>();
-    for (int h = 0; h < 2; ++h) {
-      auto qh = load(wq + (base + (int(offsetof(Layout, qh)) + h * 32) + lane));  // [1, BN, 2, 16]
-      for (int qq = 0; qq < 4; ++qq) {
-        const int p = 4 * h + qq;  // sub-blocks 2p, 2p + 1
-        auto ql = load(wq + (base + (int(offsetof(Layout, ql)) + h * 64 + (qq % 2) * 32) + lane));
-        auto low = qq < 2 ? (ql & 15) : (ql >> 4);
-        auto high = qq < 2 ? ((qh << (4 - 2 * qq)) & 48) : qq == 2 ? (qh & 48) : ((qh >> 2) & 48);  // bits 2qq, 2qq + 1 to bits 4, 5
-        auto scale = cast<f32>(bitcast<i8>(load(wq + (base + (int(offsetof(Layout, scales)) + 2 * p) + pair)))) * d;  // [1, BN, 2, 1]
-        auto sums = dot4(low | high, load(x4 + (lane + (128 * h + 32 * qq))));                                       // [BR, BN, 2, 4]
-        lanes = lanes + reshape<BR, BN, 8>(cast<f32>(sums) * scale);
-        auto groups = cast<f32>(load(xs4 + (pair + 2 * p)));  // [BR, 1, 2, 1]: the two sub-blocks' sums of x
-        offset = offset - 32.0f * reshape<BR, BN>(sum<2>(reshape<BR, BN, 2>(scale * groups)));
+    auto base = block * kBlockBytes;  // [1, BN, 1]
+    auto half = wide(reshape<1, 1, 16>(arange<16>()));
+    auto d = reshape<1, BN, 1>(block_half_factor<Layout>(wq, block, offsetof(Layout, d)));
+    auto lanes = zeros<f32, BR, BN, 4>();
+    auto offset = zeros<f32, BR, BN, 1>();
+    for (int h = 0; h < 2; ++h)
+      for (int part = 0; part < 2; ++part) {
+        auto qh = load(wq + (base + (int(offsetof(Layout, qh)) + h * 32 + 16 * part) + half));  // [1, BN, 16]
+        for (int qq = 0; qq < 4; ++qq) {
+          const int sub = 8 * h + 2 * qq + part;
+          auto ql = load(wq + (base + (int(offsetof(Layout, ql)) + h * 64 + (qq % 2) * 32 + 16 * part) + half));
+          auto low = qq < 2 ? (ql & 15) : (ql >> 4);
+          auto high = qq < 2 ? ((qh << (4 - 2 * qq)) & 48) : qq == 2 ? (qh & 48) : ((qh >> 2) & 48);  // bits 2qq, 2qq + 1 to bits 4, 5
+          auto scale = cast<f32>(bitcast<i8>(load(wq + (base + (int(offsetof(Layout, scales)) + sub))))) * d;  // [1, BN, 1]
+          auto sums = dot4(low | high, load(x + (half + (128 * h + 32 * qq + 16 * part))));                   // [BR, BN, 4]
+          lanes = lanes + cast<f32>(sums) * scale;
+          offset = offset - 32.0f * scale * cast<f32>(load(xs + sub));  // the -32 of every quant, through the sub-block's sum of x
+        }
       }
-    }
-    return BlockSums<decltype(lanes), decltype(offset)>{lanes, offset};
+    return BlockSums<decltype(lanes), Block<f32, BR, BN>>{lanes, reshape<BR, BN>(offset)};
   }
 };
 

@@ -17,7 +17,7 @@ namespace kdsl::kernels {
 // lanes carried across the loop rather than one total per block: a k-quant block has 8 or 16
 // sub-blocks with scales of their own, and a horizontal sum of dot4's lanes per sub-block (or
 // per block, with the scales applied to i32 sums) cost more instructions than the dot products
-// themselves; each sub-block's [.., 8] lanes of one (x row, weight row) are one vector that
+// themselves; each sub-block's [.., 4] lanes of one (x row, weight row) are one vector that
 // converts to f32 and meets its scale in one multiply-add, and the lanes are summed once after
 // the loop. PREFETCH > 0 asks for each weight row's bytes that far ahead, PREFETCH_LINES cache
 // lines of them (a Q6_K block spans 3.3 lines). Rows of x past `rows` and of W past N are clamped for loading; stores are masked.
