@@ -23,9 +23,9 @@ namespace kdsl::kernels {
 // few-row launches entry and "integer-dot kernels: four rows a vpdpbusd").
 // default_rows: the most rows of x a product takes through the integer kernels unless the
 // Library is told otherwise (Library::set_integer_dot_rows); past it the f32 tiles take the
-// product. Q8_0's and Q4_0's 2-row programs beat the tiles at any row count; the others'
-// 16-row tiles lost to them (bench/RESULTS.md, 2026-12-03, the llama.cpp side by side and
-// "integer-dot kernels: four rows a vpdpbusd").
+// product. Q8_0's and Q4_0's 2-row programs and Q4_K's and Q5_K's 4-row ones beat the tiles
+// on a 512-token prompt; Q6_K's lost to them, and Q4_1's are not measured there
+// (bench/RESULTS.md, 2026-12-03, "integer-dot kernels: four rows a vpdpbusd").
 inline constexpr int kEveryRow = 1 << 30;
 
 template <class F>
@@ -51,14 +51,14 @@ struct int_dot_policy<Q4_KFormat> {
   using type = Q4_KIntDot;
   static constexpr const char *name = "q4_k";
   static constexpr int few_rows_launch = 4;
-  static constexpr int default_rows = 16;
+  static constexpr int default_rows = kEveryRow;
 };
 template <>
 struct int_dot_policy<Q5_KFormat> {
   using type = Q5_KIntDot;
   static constexpr const char *name = "q5_k";
   static constexpr int few_rows_launch = 4;
-  static constexpr int default_rows = 16;
+  static constexpr int default_rows = kEveryRow;
 };
 template <>
 struct int_dot_policy<Q6_KFormat> {

@@ -36,10 +36,9 @@ inline constexpr IntDotDecodeConfig kIntDotDecodeCandidates[] = {{kRows}, {4}, {
 // run.template operator()<BR, BN>(first, count, use) for each launch over rows
 // [first, first + count) of x, BN weight rows a program: 1 row for decode, BN tuned (the
 // policy's `name` and the bucketed N and K key it); a few rows in power-of-two chunks of at
-// most the policy's few_rows_launch, each launch's BR its own count (row_chunks.h: a kernel
-// computes all BR of its rows, clamped copies included); kTileRows for more (a prefill:
-// cdiv(rows, kTileRows) programs along axis 1 of the grid, each reading the weights once for
-// its rows). `use` launches the kernel, or compiles it for the tuner (library_tuning.h).
+// most the policy's few_rows_launch (row_chunks.h: a kernel computes all BR of its rows,
+// clamped copies included); one launch for more (a prefill). `use` launches the kernel, or
+// compiles it for the tuner (library_tuning.h).
 //
 // kMostRows caps the rows of x one program takes (a launch of more rows has more programs along
 // axis 1, each reading the weights again, from cache). The Q8_0 / Q4_0 kernel keeps 4 f32 lanes
@@ -73,7 +72,8 @@ void run_rows(Library::Impl &im, const std::string &decode_point, int rows, int 
 // x quantized into scratch, then the format's kernel over the launches run_rows makes. Q8_0
 // and Q4_0 (matvec_int8.h) meet 32-value activation blocks with a scale each, in programs of
 // 2 rows of x; the formats with offsets (matvec_int8_sums.h) need the blocks' group sums too,
-// and keep programs of up to kTileRows rows (their 4-row programs measured the best of theirs).
+// in programs of 4 rows (2 rows or 16 measured slower for them: bench/RESULTS.md,
+// 2026-12-03, "integer-dot kernels: four rows a vpdpbusd").
 template <class P>
 void run_int_dot(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K, int few_rows_launch,
                  const std::string &decode_point) {
@@ -117,7 +117,7 @@ void run_int_dot(Library::Impl &im, const float *x, const void *w, const float *
       else use(im.kernel<matvec_int8<P, BR, BN, false, kPrefetch>>(), g, q, d, wq, b, o, count, N, K);
     }
   };
-  run_rows<kSums ? kTileRows : 2>(im, decode_point, rows, N, K, few_rows_launch, run);
+  run_rows<kSums ? 4 : 2>(im, decode_point, rows, N, K, few_rows_launch, run);
 }
 
 }  // namespace

@@ -79,17 +79,18 @@ TEST_CASE("kernels: integer-dot decode (one row) and few-row products of every f
   CHECK(checked == 6);  // Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K
 }
 
-// Prefill-sized products: Q8_0 and Q4_0 take any row count through their 2-row programs by
-// default (a grid of them along the rows), the other formats when the Library is told to; the
-// reference's bound is the integer path's, which the f32 dequantize path would not meet.
-TEST_CASE("kernels: integer-dot products of prefill size (40 and 67 rows), by default for Q8_0 and Q4_0, when set for every format") {
+// Prefill-sized products: the formats whose policy says so take any row count through their
+// few-row programs by default (a grid of them along the rows), the others when the Library is
+// told to; the reference's bound is the integer path's, which the f32 dequantize path would
+// not meet.
+TEST_CASE("kernels: integer-dot products of prefill size (40 and 67 rows), by default where the format's policy says so, when set for every format") {
   KDSL_TEST_RNG(rng);
   kdsl::kernels::Library every_row(kdsl_test::cpu());
   every_row.set_integer_dot_rows(1000);
   for (const kdsl::formats::WeightTypeInfo &info : kdsl::formats::kWeightTypes) {
     if (!has_int_dot(info.type)) continue;
-    const bool by_default = info.type == WeightType::Q8_0 || info.type == WeightType::Q4_0;
-    for (int rows : {40, 67}) check_int8_matmul(rng, info.type, rows, 37, 3 * info.block_elements, rows == 67, by_default ? library() : every_row);
+    for (int rows : {40, 67})
+      check_int8_matmul(rng, info.type, rows, 37, 3 * info.block_elements, rows == 67, rows <= int_dot_default_rows(info.type) ? library() : every_row);
   }
 }
 
