@@ -18,7 +18,7 @@ namespace kdsl::kernels {
 // few_rows_launch: the most rows of x one few-row launch takes (row_chunks.h cuts a few rows
 // into power-of-two launches no larger). Per format because the multi-row kernels' cost per
 // row is not the decode kernel's: Q8_0's and Q4_0's programs take 2 rows each
-// (library_int_dot.cpp) at about half a decode row's cost a row, so any launch is worth it; the
+// (library_int_dot.cpp) at less than a decode row's cost a row, so any launch is worth it; the
 // k-quants' 4-row kernel is the best of theirs (KDSL_PROFILE; bench/RESULTS.md, 2026-12-03, the
 // few-row launches entry and "integer-dot kernels: four rows a vpdpbusd").
 // default_rows: the most rows of x a product takes through the integer kernels unless the

@@ -53,8 +53,8 @@ struct Q4_0IntDot {
 // accumulator takes scaled by the weight's and the activation's block scales; the four lanes
 // of each row are summed once, after the loop, as llama.cpp's vec_dot keeps vpdpbusd's lanes.
 // Summing each block's four sums first instead costs a horizontal sum per block and row: the
-// kernel that did so (with one weight row a vpdpbusd) decoded Q4_0 at 0.65-0.8x this one's
-// speed (bench/RESULTS.md, 2026-12-03, "integer-dot kernels: four rows a vpdpbusd"). PREFETCH > 0 asks for each
+// kernel that did so (with one weight row a vpdpbusd) decoded Q4_0 slower than this one
+// (bench/RESULTS.md, 2026-12-03, "integer-dot kernels: four rows a vpdpbusd"). PREFETCH > 0 asks for each
 // weight row's bytes that far ahead (matvec.h says why). Rows of x past `rows` and of W past N
 // are clamped for loading; stores are masked.
 //
