@@ -16,7 +16,8 @@ namespace kdsl::kernels::detail {
 namespace {
 
 // Block sizes: the product kernels take kRows weight rows one block at a time (as the f32
-// decode kernels do, library_quantized.cpp) and up to kTileRows rows of x, prefetching a
+// decode kernels do, library_quantized.cpp), products of up to kTileRows rows of x are cut
+// into few-row launches (run_rows, below), and the kernels prefetch a
 // block's bytes kPrefetchBytes ahead: one line for the 32-element formats, kKQuantLines for a
 // k-quant super-block (Q6_K's 210 bytes span up to 5 lines); a quantize program takes
 // kQuantizeBlocks 32-value blocks or kQuantizeSuperBlocks 256-value ones.
@@ -42,9 +43,9 @@ inline constexpr IntDotDecodeConfig kIntDotDecodeCandidates[] = {{kRows}, {4}, {
 //
 // kMostRows caps the rows of x one program takes (a launch of more rows has more programs along
 // axis 1, each reading the weights again, from cache). The Q8_0 / Q4_0 kernel keeps 4 f32 lanes
-// per (x row, weight row) in registers: 2 rows of x by 8 weight rows cost about half a decode
-// row's time a row; 4 or 8 rows left the blocks on the stack and cost 7-9x the 2-row program's
-// time a row (bench/RESULTS.md, 2026-12-03, "integer-dot kernels: four rows a vpdpbusd").
+// per (x row, weight row) in registers: 2 rows of x by 8 weight rows cost less a row than a
+// decode row; 4 or 8 rows left the blocks on the stack and cost several times more a row
+// (bench/RESULTS.md, 2026-12-03, "integer-dot kernels: four rows a vpdpbusd", has the figures).
 template <int kMostRows, class Run>
 void run_rows(Library::Impl &im, const std::string &decode_point, int rows, int N, int K, int few_rows_launch, Run &&run) {
   auto many = [&]<int BR>(int first, int count) { run.template operator()<std::min(BR, kMostRows), kRows>(first, count, LaunchIt{}); };
@@ -65,7 +66,7 @@ void run_rows(Library::Impl &im, const std::string &decode_point, int rows, int 
         },
         few_rows_launch);
   } else {
-    many.template operator()<kTileRows>(0, rows);
+    many.template operator()<kMostRows>(0, rows);
   }
 }
 

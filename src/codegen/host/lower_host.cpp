@@ -814,7 +814,7 @@ class HostLowering {
     packs.dims[size_t(rank - 2)] = extent / pack;
     // b's correction (int_dot.h), computed once where b is one row for the whole result.
     llvm::Value *correction = nullptr;
-    if (b_shared && bb.type.shape[rank - 2] == 1) correction = dot.correction(load_pack(bb, Index(size_t(rank - 1), b_.getInt64(0))), a.sign, bb.sign);
+    if (b_shared) correction = dot.correction(load_pack(bb, Index(size_t(rank - 1), b_.getInt64(0))), a.sign, bb.sign);
     loop_nest(packs, [&](const Index &p) {
       Index o = p;
       o.back() = b_.CreateMul(p.back(), b_.getInt64(pack));
