@@ -46,17 +46,10 @@ EngineTuning tune_engine(const ModelWeights &model, const Device &device, const 
   EngineTuning result;
   const TuneStats before = tune_stats();
   for (int batch : options.batch_sizes) {
-    EngineOptions eo;
-    eo.context = options.context;
-    eo.page_size = options.page_size;
-    eo.max_batch = batch;
-    eo.max_logit_rows = options.draft_max > 0 ? options.draft_max + 1 : 1;
-    eo.kv_types = options.kv_types;
+    EngineOptions eo = planned_engine_options(options, options.context, batch);
     run_passes(model, device, eo, batch, options.draft_max, result.passes);
     if (options.draft_model) {
-      EngineOptions de = eo;
-      de.max_logit_rows = 1;  // as kernel_plan.cpp's draft engine
-      de.kv_types = {};
+      EngineOptions de = planned_draft_options(eo);
       de.max_batch = std::max(batch, options.draft_max + 1);  // its drafting steps run up to draft_max + 1 rows
       run_passes(*options.draft_model, device, de, de.max_batch, 0, result.passes);
     }

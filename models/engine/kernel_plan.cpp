@@ -90,6 +90,23 @@ void check(const KernelPlanOptions &o) {
 
 }  // namespace
 
+EngineOptions planned_engine_options(const KernelPlanOptions &options, int context, int batch) {
+  EngineOptions eo;
+  eo.context = context;
+  eo.page_size = options.page_size;
+  eo.max_batch = batch;
+  eo.max_logit_rows = options.draft_max > 0 ? options.draft_max + 1 : 1;
+  eo.kv_types = options.kv_types;
+  return eo;
+}
+
+EngineOptions planned_draft_options(const EngineOptions &target) {
+  EngineOptions de = target;
+  de.max_logit_rows = 1;
+  de.kv_types = {};
+  return de;
+}
+
 KernelPlan plan_kernels(const ModelWeights &model, const Device &memory, const KernelPlanOptions &options) {
   check(options);
   KernelPlan plan;
@@ -101,13 +118,8 @@ KernelPlan plan_kernels(const ModelWeights &model, const Device &memory, const K
                                    {.gpu = options.gpu, .threads = options.threads > 0 ? options.threads : memory.threads()});
   for (int batch : options.batch_sizes) {
     // The engines kdsl-run makes for these options (kdsl_run.cpp: run, make_drafter).
-    EngineOptions eo;
-    eo.context = plan.context;
-    eo.page_size = options.page_size;
-    eo.max_batch = batch;
-    eo.max_logit_rows = options.draft_max > 0 ? options.draft_max + 1 : 1;
+    EngineOptions eo = planned_engine_options(options, plan.context, batch);
     eo.recorder = &recorder;
-    eo.kv_types = options.kv_types;
     Engine target(model, memory, eo);
     Walk walk(target, plan.steps);
     walk.prefill(batch);
@@ -115,10 +127,7 @@ KernelPlan plan_kernels(const ModelWeights &model, const Device &memory, const K
     if (options.draft_max > 0) walk.checks(options.draft_max);
     if (options.draft_max > 0 && options.draft_trees) walk.trees(options.draft_max);
     if (options.draft_model) {
-      EngineOptions de = eo;
-      de.max_logit_rows = 1;  // ModelDrafter's engine
-      de.kv_types = {};       // which keeps an f32 cache
-      Engine draft(*options.draft_model, memory, de);
+      Engine draft(*options.draft_model, memory, planned_draft_options(eo));
       Walk draft_walk(draft, plan.steps);
       draft_walk.prefill(batch);
       draft_walk.drafting(options.draft_max);

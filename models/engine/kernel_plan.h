@@ -56,4 +56,11 @@ struct KernelPlan {
 // GPU plan). Throws kdsl::Error for options out of range, as the Engine does.
 KernelPlan plan_kernels(const ModelWeights &model, const Device &memory, const KernelPlanOptions &options);
 
+struct EngineOptions;  // engine.h
+// The engines kdsl-run makes for these options, which the plan walks and the tuner times: the
+// target's for prompts cut into `batch` rows over `context` positions, and a draft model's
+// engine beside it (ModelDrafter's: one row of logits, an f32 KV cache).
+EngineOptions planned_engine_options(const KernelPlanOptions &options, int context, int batch);
+EngineOptions planned_draft_options(const EngineOptions &target);
+
 }  // namespace kdsl::models
