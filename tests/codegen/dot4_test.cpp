@@ -7,12 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "codegen/amdgpu/rocm_tools.h"
 #include "codegen/codegen.h"
 #include "frontend/tracer.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "tests/codegen/host_assembly.h"
+#include "tests/support/simt_emulator.h"
 #include "tests/test_util.h"
 
 namespace dot4_test {
@@ -96,10 +98,23 @@ void run_with_path(const ir::Function &fn, codegen::IntDotPath path, const std::
 
 int symbol_counter = 0;
 
+// Runs fn's GPU lowering for `arch` (the NVPTX hooks' dp4a or the AMDGPU hooks' v_dot4) on
+// the SIMT emulator, one program of 4 warps.
+void run_emulated(const ir::Function &fn, const char *arch, std::vector<uint64_t> args) {
+  simt::EmulatedKernel k = simt::compile_for_emulation(fn, fmt::format("dot4_emulated_{}", symbol_counter++), {arch, 4});
+  const int32_t grid[3] = {1, 1, 1};
+  simt::emulate_launch(k, grid, args.data());
+}
+
+// The GPU targets whose dot4 the emulator runs: NVIDIA's dp4a, gfx9's v_dot4 (mixed signs
+// through the signed one) and gfx11's v_dot4_i32_iu8 are each their own code.
+const char *const kGpuArchs[] = {"sm_80", "gfx942"};
+
+// gpu_arch: run on the emulator for that GPU target; null: the CPU device and every forced host path.
 template <class EA, class EB, int R, int L, bool SHARED_B>
-void check_rows(std::mt19937 &rng, int rows, int n) {
+void check_rows(std::mt19937 &rng, int rows, int n, const char *gpu_arch = nullptr) {
   INFO(R, "x", L, " blocks of ", detail::element_traits<EA>::name, " x ", detail::element_traits<EB>::name, SHARED_B ? " (b shared)" : "",
-       ", rows ", rows, ", n ", n);
+       ", rows ", rows, ", n ", n, gpu_arch ? ", on " : "", gpu_arch ? gpu_arch : "");
   auto a = random_full_range<EA>(rng, size_t(R) * L);
   auto b = random_full_range<EB>(rng, size_t(SHARED_B ? 1 : R) * L);
   auto acc = random_full_range<i32>(rng, size_t(R) * (L / 4));
@@ -129,14 +144,19 @@ void check_rows(std::mt19937 &rng, int rows, int n) {
       }
     CHECK(bad == 0);
   };
+  auto ptr = [](const void *p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); };
+  ir::Function fn = trace<kernel>();
+  if (gpu_arch) {
+    std::vector<int32_t> out(want.size(), sentinel);
+    run_emulated(fn, gpu_arch, {ptr(a.data()), ptr(b.data()), ptr(acc.data()), ptr(out.data()), uint64_t(rows), uint64_t(n)});
+    return check(out, gpu_arch);
+  }
   // The CPU device (the automatic path, through the cache), then each forced path.
   std::vector<int32_t> out(want.size(), sentinel);
   compile<kernel>(kdsl_test::cpu())(grid(1), a.data(), b.data(), acc.data(), out.data(), rows, n);
   check(out, "auto (launch)");
-  ir::Function fn = trace<kernel>();
   for (codegen::IntDotPath path : runnable_paths()) {
     std::vector<int32_t> forced(want.size(), sentinel);
-    auto ptr = [](const void *p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); };
     run_with_path(fn, path, fmt::format("dot4_test_{}", symbol_counter++),
                   {ptr(a.data()), ptr(b.data()), ptr(acc.data()), ptr(forced.data()), uint64_t(rows), uint64_t(n)}, 1);
     check(forced, path_name(path));
@@ -144,8 +164,9 @@ void check_rows(std::mt19937 &rng, int rows, int n) {
 }
 
 template <class EA, class EB, int BR, int BN, int L>
-void check_cross(std::mt19937 &rng) {
-  INFO("[", BR, ", ", BN, ", ", L, "] ", detail::element_traits<EA>::name, " x ", detail::element_traits<EB>::name);
+void check_cross(std::mt19937 &rng, const char *gpu_arch = nullptr) {
+  INFO("[", BR, ", ", BN, ", ", L, "] ", detail::element_traits<EA>::name, " x ", detail::element_traits<EB>::name, gpu_arch ? ", on " : "",
+       gpu_arch ? gpu_arch : "");
   auto a = random_full_range<EA>(rng, size_t(BN) * L);
   auto b = random_full_range<EB>(rng, size_t(BR) * L);
   auto acc = random_full_range<i32>(rng, size_t(BR) * BN * (L / 4));
@@ -163,10 +184,13 @@ void check_cross(std::mt19937 &rng) {
   constexpr auto kernel = dot4_cross<EA, EB, BR, BN, L>;
   ir::Function fn = trace<kernel>();
   auto ptr = [](const void *p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); };
-  for (codegen::IntDotPath path : runnable_paths()) {
-    INFO("path ", path_name(path));
+  std::vector<codegen::IntDotPath> paths = gpu_arch ? std::vector<codegen::IntDotPath>{codegen::IntDotPath::Auto} : runnable_paths();
+  for (codegen::IntDotPath path : paths) {
+    INFO("path ", gpu_arch ? gpu_arch : path_name(path));
     std::vector<int32_t> got(want.size(), 0x5a5a5a5a);
-    run_with_path(fn, path, fmt::format("dot4_test_{}", symbol_counter++), {ptr(a.data()), ptr(b.data()), ptr(acc.data()), ptr(got.data())}, 1);
+    std::vector<uint64_t> args{ptr(a.data()), ptr(b.data()), ptr(acc.data()), ptr(got.data())};
+    if (gpu_arch) run_emulated(fn, gpu_arch, args);
+    else run_with_path(fn, path, fmt::format("dot4_test_{}", symbol_counter++), args, 1);
     int bad = 0;
     for (size_t i = 0; i < want.size() && bad < 5; ++i)
       if (got[i] != want[i]) {
@@ -209,6 +233,48 @@ TEST_CASE("dot4: weight rows against rows of x, rows of 16 and 32 bytes packed s
   shapes.template operator()<i8, i8>();
   shapes.template operator()<i8, u8>();
   shapes.template operator()<u8, u8>();
+}
+
+TEST_CASE("dot4 on the GPU lowering (SIMT emulator: NVIDIA dp4a, AMD v_dot4): every signedness, aligned and ragged, against a scalar reference") {
+  KDSL_TEST_RNG(rng);
+  for (const char *arch : kGpuArchs) {
+    auto types = [&]<class EA, class EB>() {
+      check_rows<EA, EB, 4, 32, true>(rng, 4, 32, arch);
+      check_rows<EA, EB, 4, 32, false>(rng, 3, 29, arch);    // ragged rows and bytes
+      check_rows<EA, EB, 2, 12, false>(rng, 2, 12, arch);    // fewer sums than threads: duplicated elements
+      check_rows<EA, EB, 5, 100, true>(rng, 5, 97, arch);    // extents that are not powers of two
+      check_rows<EA, EB, 2, 1100, false>(rng, 2, 1100, arch);  // more sums than threads: several a thread
+      check_cross<EA, EB, 1, 8, 16>(rng, arch);                // the decode kernels' weight rows against x
+      check_cross<EA, EB, 2, 4, 32>(rng, arch);
+    };
+    types.template operator()<i8, i8>();
+    types.template operator()<u8, i8>();
+    types.template operator()<i8, u8>();
+    types.template operator()<u8, u8>();
+  }
+}
+
+TEST_CASE("dot4 on the GPU: PTX has one dp4a per sum with the operands' signedness; gfx942 and gfx1100 use their v_dot4 instructions") {
+  auto lowered = [](const ir::Function &fn, const char *arch) {
+    return codegen::compile(fn, fmt::format("dot4_gpu_{}", symbol_counter++), codegen::Target::named(arch), {});
+  };
+  ir::Function mixed = trace<dot4_rows<u8, i8, 4, 32, true>>();
+  ir::Function both_signed = trace<dot4_rows<i8, i8, 4, 32, true>>();
+  for (const char *arch : {"sm_80", "sm_90"}) {
+    INFO(arch);
+    std::string ptx = lowered(mixed, arch).ptx;
+    CHECK(kdsl_test::contains(ptx, "dp4a.u32.s32"));
+    CHECK(kdsl_test::contains(lowered(both_signed, arch).ptx, "dp4a.s32.s32"));
+  }
+  if (codegen::amdgpu::find_lld().empty()) {
+    MESSAGE("ld.lld not found: AMDGPU golden checks skipped");
+    return;
+  }
+  std::string gfx942_mixed = lowered(mixed, "gfx942").assembly, gfx942_signed = lowered(both_signed, "gfx942").assembly;
+  CHECK(kdsl_test::contains(gfx942_signed, "v_dot4c_i32_i8"));
+  CHECK(kdsl_test::contains(gfx942_mixed, "v_dot4c_i32_i8"));  // u8 x i8 through the signed instruction
+  CHECK(kdsl_test::contains(lowered(mixed, "gfx1100").assembly, "v_dot4_i32_iu8"));
+  CHECK(kdsl_test::contains(lowered(trace<dot4_rows<u8, u8, 4, 32, true>>(), "gfx942").assembly, "v_dot4_u32_u8"));
 }
 
 TEST_CASE("dot4: a rank-3 block against one shared row, as the decode kernels use it") {
@@ -265,10 +331,24 @@ TEST_CASE("dot4: prints and parses back, and the verifier refuses a result that 
   CHECK(!ir::verify(float_result).empty());
 }
 
-TEST_CASE("dot4: compiling it for an NVIDIA GPU is a clear error naming the kernel (no NVPTX lowering yet)") {
-  std::string text = kdsl_test::error_text([] { compile_for<dot4_rank3<i8, u8>>(Target("sm_80")); });
-  CHECK(kdsl_test::contains(text, "dot4_rank3"));
-  CHECK(kdsl_test::contains(text, "dot4 has no NVIDIA lowering yet"));
+TEST_CASE("dot4: the rank-3 decode shape compiles for NVIDIA and AMD through compile_for and runs on the emulator") {
+  CHECK_NOTHROW(compile_for<dot4_rank3<i8, u8>>(Target("sm_80")));
+  KDSL_TEST_RNG(rng);
+  auto a = random_full_range<i8>(rng, 192);
+  auto b = random_full_range<u8>(rng, 32);
+  ir::Function fn = trace<dot4_rank3<i8, u8>>();
+  for (const char *arch : kGpuArchs) {
+    INFO(arch);
+    std::vector<int32_t> out(48, 0x5a5a5a5a);
+    auto ptr = [](const void *p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); };
+    run_emulated(fn, arch, {ptr(a.data()), ptr(b.data()), ptr(out.data())});
+    for (int r = 0; r < 6; ++r)
+      for (int g = 0; g < 8; ++g) {
+        int32_t s = 0;
+        for (int j = 4 * g; j < 4 * g + 4; ++j) s += int32_t(a[size_t(r * 32 + j)]) * int32_t(b[size_t(j)]);
+        CHECK(out[size_t(r * 8 + g)] == s);
+      }
+  }
 }
 
 }  // namespace dot4_test

@@ -66,6 +66,7 @@ inline double element(const Arg &a, size_t i) {
     case DType::BF16: return float(reinterpret_cast<const bfloat16 *>(a.bytes.data())[i]);
     case DType::I32: return reinterpret_cast<const int32_t *>(a.bytes.data())[i];
     case DType::I8: return reinterpret_cast<const int8_t *>(a.bytes.data())[i];
+    case DType::U8: return a.bytes[i];
     case DType::U32: return reinterpret_cast<const uint32_t *>(a.bytes.data())[i];
     case DType::I64: return double(reinterpret_cast<const int64_t *>(a.bytes.data())[i]);
     default: return 0;

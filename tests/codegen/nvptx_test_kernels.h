@@ -56,6 +56,15 @@ void int8_dot(Ptr<T> a, Ptr<T> b, Ptr<i32> c) {
   store(c + rm * BN + rn, dot(ta, tb));
 }
 
+// dot4 as the integer-dot decode kernels use it: BN weight rows of u8 quants against one row
+// of i8 activations, a sum of 4 products per 4 bytes (dp4a, v_dot4), summed per row.
+template <int BN, int L>
+void dot4_rows(Ptr<u8> w, Ptr<i8> x, Ptr<i32> out) {
+  auto rows = load(w + expand_dims<1>(arange<BN>()) * L + expand_dims<0>(arange<L>()));
+  auto sums = dot4(rows, load(x + expand_dims<0>(arange<L>())));
+  store(out + arange<BN>(), sum<1>(sums));
+}
+
 // examples/matmul.h over any operand and accumulator type: f16, bf16 and i8 run on tensor
 // cores where the tiles are whole instruction tiles (mma.sync m16n8k16, m16n8k32).
 template <class T, class Acc, int BM, int BN, int BK>
@@ -145,6 +154,7 @@ inline std::vector<tools::NamedKernel> all_kernels() {
   k.push_back(tools::named_kernel<loops_and_atomics<256>>("loops_and_atomics", 8));
   k.push_back(tools::named_kernel<int8_dot<i8, 32, 32, 64>>("int8_dot"));
   k.push_back(tools::named_kernel<int8_dot<u8, 32, 32, 64>>("uint8_dot"));
+  k.push_back(tools::named_kernel<dot4_rows<8, 32>>("dot4_rows", 4));
   k.push_back(tools::named_kernel<bf16_math<64>>("bf16_math", 4));  // smaller than the CTA: duplicated elements
   k.push_back(tools::named_kernel<math_ops<256>>("math_ops", 4));
   k.push_back(tools::named_kernel<reinterpret_records<128>>("reinterpret_records", 4));

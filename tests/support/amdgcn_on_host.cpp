@@ -1,4 +1,4 @@
-// amdgcn_on_host.cpp - the AMDGPU hooks' instructions for the host: workitem/workgroup ids, the dispatch packet, s_barrier, ds_bpermute, ocml as libm
+// amdgcn_on_host.cpp - the AMDGPU hooks' instructions for the host: workitem/workgroup ids, the dispatch packet, s_barrier, ds_bpermute, v_dot4, ocml as libm
 #include <llvm/IR/IntrinsicsAMDGPU.h>
 
 #include "tests/support/host_calls.h"
@@ -25,7 +25,17 @@ std::optional<llvm::Value *> amdgcn_on_host(llvm::IRBuilder<> &b, llvm::CallInst
   auto host = [&](auto *fn, llvm::Type *ret, std::vector<llvm::Value *> args) { return call_host(b, reinterpret_cast<const void *>(fn), ret, args); };
   llvm::Type *i32 = b.getInt32Ty();
   llvm::Function *f = c->getCalledFunction();
+  if (!f) return std::nullopt;  // inline assembly: the AMDGPU hooks emit none
+  auto dot4 = [&](llvm::Value *a, llvm::Value *bw, llvm::Value *acc, llvm::Value *a_signed, llvm::Value *b_signed) {
+    return host(&dot4_instruction, i32, {a, bw, acc, b.CreateZExt(a_signed, i32), b.CreateZExt(b_signed, i32)});
+  };
   switch (f->getIntrinsicID()) {
+    // v_dot4_i32_i8, v_dot4_u32_u8 (a, b, c, clamp) and gfx11's v_dot4_i32_iu8 (a signed?,
+    // a, b signed?, b, c, clamp); the hooks never clamp.
+    case llvm::Intrinsic::amdgcn_sdot4: return dot4(c->getArgOperand(0), c->getArgOperand(1), c->getArgOperand(2), b.getTrue(), b.getTrue());
+    case llvm::Intrinsic::amdgcn_udot4: return dot4(c->getArgOperand(0), c->getArgOperand(1), c->getArgOperand(2), b.getFalse(), b.getFalse());
+    case llvm::Intrinsic::amdgcn_sudot4:
+      return dot4(c->getArgOperand(1), c->getArgOperand(3), c->getArgOperand(4), c->getArgOperand(0), c->getArgOperand(2));
     case llvm::Intrinsic::amdgcn_workitem_id_x: return host(&thread_id, i32, {});
     case llvm::Intrinsic::amdgcn_workgroup_id_x: return host(&block_id, i32, {b.getInt32(0)});
     case llvm::Intrinsic::amdgcn_workgroup_id_y: return host(&block_id, i32, {b.getInt32(1)});

@@ -8,7 +8,7 @@ void rewrite_calls(llvm::Module &m, CallRewrite rewrite) {
   for (llvm::Function &f : m)
     for (llvm::BasicBlock &bb : f)
       for (llvm::Instruction &i : bb)
-        if (auto *c = llvm::dyn_cast<llvm::CallInst>(&i); c && c->getCalledFunction()) calls.push_back(c);
+        if (auto *c = llvm::dyn_cast<llvm::CallInst>(&i); c && (c->getCalledFunction() || c->isInlineAsm())) calls.push_back(c);
   for (llvm::CallInst *c : calls) {
     llvm::IRBuilder<> b(c);
     std::optional<llvm::Value *> r = rewrite(b, c);
@@ -23,6 +23,16 @@ llvm::Value *call_host(llvm::IRBuilder<> &b, const void *fn, llvm::Type *ret, co
   for (llvm::Value *a : args) types.push_back(a->getType());
   llvm::Value *address = b.CreateIntToPtr(b.getInt64(reinterpret_cast<uint64_t>(fn)), b.getPtrTy());
   return b.CreateCall(llvm::FunctionType::get(ret, types, false), address, args);
+}
+
+int32_t dot4_instruction(uint32_t a, uint32_t b, uint32_t c, uint32_t a_signed, uint32_t b_signed) {
+  uint32_t sum = c;
+  for (int t = 0; t < 4; ++t) {
+    uint32_t x = (a >> (8 * t)) & 0xff, y = (b >> (8 * t)) & 0xff;
+    int32_t xs = a_signed ? int32_t(int8_t(x)) : int32_t(x), ys = b_signed ? int32_t(int8_t(y)) : int32_t(y);
+    sum += uint32_t(xs * ys);
+  }
+  return int32_t(sum);
 }
 
 llvm::Value *stack_words(llvm::CallInst *at, unsigned n) {

@@ -13,11 +13,16 @@ namespace kdsl::simt {
 // the call alone (not the vendor's); a null value removes a call whose result is unused.
 using CallRewrite = std::optional<llvm::Value *> (*)(llvm::IRBuilder<> &b, llvm::CallInst *call);
 
-// Applies `rewrite` to every direct call in `m`.
+// Applies `rewrite` to every direct call and every inline-assembly call in `m`.
 void rewrite_calls(llvm::Module &m, CallRewrite rewrite);
 
 // A call of the host function `fn` (an emulator entry point or libm) at its address.
 llvm::Value *call_host(llvm::IRBuilder<> &b, const void *fn, llvm::Type *ret, const std::vector<llvm::Value *> &args);
+
+// dot4's instructions (NVIDIA dp4a, AMD v_dot4_*) as their ISAs define them: c + the sum of
+// the four products of a's and b's bytes, each byte signed when its flag is set, wrapping
+// modulo 2^32 (the non-saturating forms).
+int32_t dot4_instruction(uint32_t a, uint32_t b, uint32_t c, uint32_t a_signed, uint32_t b_signed);
 
 // `n` i32 words on the stack of `at`'s function, allocated once in its entry block (the calls
 // that need them sit in loops).

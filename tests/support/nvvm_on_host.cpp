@@ -1,4 +1,6 @@
-// nvvm_on_host.cpp - the NVPTX hooks' instructions for the host: special registers, bar.sync, shfl.sync, ldmatrix, mma.sync, cp.async, libdevice as libm
+// nvvm_on_host.cpp - the NVPTX hooks' instructions for the host: special registers, bar.sync, shfl.sync, ldmatrix, mma.sync, cp.async, dp4a, libdevice as libm
+#include <fmt/format.h>
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
 #include <kdsl/error.h>
@@ -53,11 +55,23 @@ llvm::Value *libdevice_call(llvm::IRBuilder<> &b, llvm::CallInst *c) {
   return b.CreateCall(libm, args);
 }
 
+// Inline PTX the NVPTX hooks emit: dp4a.{s32|u32}.{s32|u32} $0, $1, $2, $3 (d = a . b + c).
+std::optional<llvm::Value *> inline_ptx(llvm::IRBuilder<> &b, llvm::CallInst *c) {
+  std::string text = llvm::cast<llvm::InlineAsm>(c->getCalledOperand())->getAsmString();
+  for (const char *as : {"s32", "u32"})
+    for (const char *bs : {"s32", "u32"})
+      if (text == fmt::format("dp4a.{}.{} $0, $1, $2, $3;", as, bs))
+        return call_host(b, reinterpret_cast<const void *>(&dot4_instruction), b.getInt32Ty(),
+                         {c->getArgOperand(0), c->getArgOperand(1), c->getArgOperand(2), b.getInt32(as[0] == 's'), b.getInt32(bs[0] == 's')});
+  throw Error("SIMT emulator: no host form for the inline PTX '" + text + "'");
+}
+
 }  // namespace
 
 std::optional<llvm::Value *> nvvm_on_host(llvm::IRBuilder<> &b, llvm::CallInst *c) {
   auto host = [&](auto *fn, llvm::Type *ret, std::vector<llvm::Value *> args) { return call_host(b, reinterpret_cast<const void *>(fn), ret, args); };
   llvm::Type *i32 = b.getInt32Ty(), *f32 = b.getFloatTy(), *none = b.getVoidTy();
+  if (c->isInlineAsm()) return inline_ptx(b, c);
   ID id = c->getCalledFunction()->getIntrinsicID();
   switch (id) {
     case llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x: return host(&thread_id, i32, {});

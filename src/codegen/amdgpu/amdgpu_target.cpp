@@ -106,4 +106,22 @@ void AmdgpuTarget::matrix_dot(gpu::GpuLowering &lowering, const ir::Op &op, cons
   emit_mfma_dot(lowering, op, instruction);
 }
 
+// gfx9's dot4 instructions take both operands signed (sdot4) or both unsigned (udot4). A
+// u8 x i8 product goes through the signed one with the u8 bytes offset by -128 (flipping
+// each byte's top bit gives u - 128 as an i8), adding back 128 * the sum of the i8 bytes
+// (one more sdot4 against ones): sum (u - 128) s + 128 sum s = sum u s, exactly, since
+// every step wraps modulo 2^32 like the i32 adds it stands for.
+llvm::Value *AmdgpuTarget::dot4(llvm::IRBuilder<> &b, llvm::Value *a, llvm::Value *bw, llvm::Value *acc, bool a_signed, bool b_signed) {
+  llvm::Value *no_clamp = b.getFalse();
+  if (info().isa_version >= 11000)
+    return b.CreateIntrinsic(llvm::Intrinsic::amdgcn_sudot4, {}, {b.getInt1(a_signed), a, b.getInt1(b_signed), bw, acc, no_clamp});
+  if (a_signed == b_signed)
+    return b.CreateIntrinsic(a_signed ? llvm::Intrinsic::amdgcn_sdot4 : llvm::Intrinsic::amdgcn_udot4, {}, {a, bw, acc, no_clamp});
+  llvm::Value *u = a_signed ? bw : a, *s = a_signed ? a : bw;
+  llvm::Value *shifted = b.CreateXor(u, b.getInt32(0x80808080u));
+  llvm::Value *sum_s = b.CreateIntrinsic(llvm::Intrinsic::amdgcn_sdot4, {}, {s, b.getInt32(0x01010101u), b.getInt32(0), no_clamp});
+  llvm::Value *partial = b.CreateIntrinsic(llvm::Intrinsic::amdgcn_sdot4, {}, {shifted, s, acc, no_clamp});
+  return b.CreateAdd(partial, b.CreateShl(sum_s, 7));
+}
+
 }  // namespace kdsl::codegen::amdgpu

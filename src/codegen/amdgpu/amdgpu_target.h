@@ -24,7 +24,9 @@ constexpr unsigned kConstantAddressSpace = 4;
 // device_print is refused (printf on AMD needs the HIP runtime's hostcall buffer, which
 // kdsl does not set up); device_assert traps (s_trap), so the launch fails, without the
 // message. dot on CDNA's matrix cores (gfx90a, gfx942: the MFMA instructions target_info
-// lists) is lower_mfma.cpp's; RDNA (gfx1100) lists none, so its dots run on FMAs.
+// lists) is lower_mfma.cpp's; RDNA (gfx1100) lists none, so its dots run on FMAs. dot4 is
+// v_dot4_i32_i8 / v_dot4_u32_u8 on gfx9 (mixed signs through the signed one, below) and
+// v_dot4_i32_iu8 on gfx11, which takes each operand's signedness.
 class AmdgpuTarget final : public gpu::GpuTarget {
  public:
   using GpuTarget::GpuTarget;
@@ -41,6 +43,7 @@ class AmdgpuTarget final : public gpu::GpuTarget {
   void assert_fail(llvm::IRBuilder<> &b, llvm::Module &m, const std::string &format, const std::vector<llvm::Value *> &args,
                    const std::string &message, const std::string &kernel) override;
   void matrix_dot(gpu::GpuLowering &lowering, const ir::Op &op, const MatrixInstruction &instruction) override;
+  llvm::Value *dot4(llvm::IRBuilder<> &b, llvm::Value *a, llvm::Value *bw, llvm::Value *acc, bool a_signed, bool b_signed) override;
 
  private:
   llvm::Value *lane_id(llvm::IRBuilder<> &b);

@@ -125,6 +125,7 @@ class GpuLowering {
   llvm::Value *program_id(int axis) { return pid_[size_t(axis)]; }
   llvm::Value *thread_index() { return tid_; }
   void emit_dot(const ir::Op &op);
+  void emit_dot4(const ir::Op &op);  // lower_dot4.cpp: through GpuTarget::dot4
   // stage_operand.cpp: a dot operand's registers into a shared tile for the matrix-dot hooks
   // (row-major at row_bytes per row, or transposed), without barriers.
   void stage_operand(ir::ValueId x, const std::vector<llvm::Value *> &regs, llvm::Value *base, int64_t row_bytes, bool transpose);

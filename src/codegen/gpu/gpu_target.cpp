@@ -16,6 +16,18 @@ void GpuTarget::async_copy_16(llvm::IRBuilder<> &, llvm::Value *, llvm::Value *,
 void GpuTarget::async_commit(llvm::IRBuilder<> &) { internal_error("GPU lowering: " + info_.name + " has no asynchronous copies"); }
 void GpuTarget::async_wait(llvm::IRBuilder<> &, int) { internal_error("GPU lowering: " + info_.name + " has no asynchronous copies"); }
 
+llvm::Value *GpuTarget::dot4(llvm::IRBuilder<> &b, llvm::Value *a, llvm::Value *bw, llvm::Value *acc, bool a_signed, bool b_signed) {
+  llvm::Value *sum = acc;
+  for (int t = 0; t < 4; ++t) {
+    auto byte = [&](llvm::Value *word, bool is_signed) {
+      llvm::Value *x = b.CreateTrunc(b.CreateLShr(word, uint64_t(8 * t)), b.getInt8Ty());
+      return is_signed ? b.CreateSExt(x, b.getInt32Ty()) : b.CreateZExt(x, b.getInt32Ty());
+    };
+    sum = b.CreateAdd(sum, b.CreateMul(byte(a, a_signed), byte(bw, b_signed)));
+  }
+  return sum;
+}
+
 llvm::Value *shuffle_xor_any(GpuTarget &target, llvm::IRBuilder<> &b, llvm::Value *v, int lane_mask) {
   llvm::Type *ty = v->getType();
   if (ty->isFloatTy() || ty->isIntegerTy(32)) return target.shuffle_xor(b, v, lane_mask);

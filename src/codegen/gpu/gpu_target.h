@@ -62,6 +62,12 @@ class GpuTarget {
   // instruction's accumulator layout. Only targets listing matrix instructions are asked.
   virtual void matrix_dot(GpuLowering &lowering, const ir::Op &op, const MatrixInstruction &instruction);
 
+  // dot4 on one 32-bit word of each operand: acc + the sum of the four byte products
+  // a.byte[t] * b.byte[t], each byte signed (i8) or not (u8), wrapping as i32 adds do (the
+  // instruction's non-saturating form). The default extracts, widens and multiplies the bytes;
+  // targets override it with their instruction (NVIDIA dp4a, AMD v_dot4).
+  virtual llvm::Value *dot4(llvm::IRBuilder<> &b, llvm::Value *a, llvm::Value *bw, llvm::Value *acc, bool a_signed, bool b_signed);
+
   // Asynchronous 16-byte copies global -> shared for software pipelining (info().async_copy):
   // `src_bytes` (16 or 0) are read and the rest zero-filled; commit closes this thread's
   // copies since the last commit into a group; wait lets at most `groups` stay in flight.

@@ -1,8 +1,5 @@
 // lower_control.cpp - the kernel function, ops in program order, uniform for and if
-#include <fmt/format.h>
 #include <llvm/IR/Intrinsics.h>
-
-#include <kdsl/error.h>
 
 #include "codegen/gpu/gpu_lowering.h"
 
@@ -34,8 +31,7 @@ void GpuLowering::emit_op(const ir::Op &op) {
     case OpKind::DeviceAssert: return emit_assert(op);
     case OpKind::Prefetch: return;  // a hint; other warps hide the latency it would (memory.h)
     case OpKind::Dot: return emit_dot(op);
-    case OpKind::Dot4:
-      throw Error(fmt::format("kernel '{}': dot4 has no NVIDIA lowering yet (dp4a is planned); it runs on the host CPU", fn_.name));
+    case OpKind::Dot4: return emit_dot4(op);
     case OpKind::For: return emit_for(op);
     case OpKind::If: return emit_if(op);
     case OpKind::Yield: return;  // handled by the parent op

@@ -1,6 +1,7 @@
 // nvptx_intrinsics.cpp - NVVM intrinsics and libdevice calls used by the GPU lowering
 #include "codegen/nvptx/nvptx_intrinsics.h"
 
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/Module.h>
 
@@ -100,6 +101,13 @@ llvm::Value *emit_math(llvm::IRBuilder<> &b, llvm::Module &m, OpKind kind, llvm:
     case OpKind::Rem: return libdevice(b, m, "__nv_fmodf", {x, y});
     default: internal_error(std::string("nvptx: no math lowering for ") + ir::op_name(kind));
   }
+}
+
+llvm::Value *dp4a(llvm::IRBuilder<> &b, llvm::Value *a, llvm::Value *bw, llvm::Value *acc, bool a_signed, bool b_signed) {
+  llvm::Type *i32 = b.getInt32Ty();
+  auto *type = llvm::FunctionType::get(i32, {i32, i32, i32}, false);
+  std::string text = std::string("dp4a.") + (a_signed ? "s32" : "u32") + "." + (b_signed ? "s32" : "u32") + " $0, $1, $2, $3;";
+  return b.CreateCall(llvm::InlineAsm::get(type, text, "=r,r,r,r", /*hasSideEffects=*/false), {a, bw, acc});
 }
 
 void mark_kernel(llvm::Function *f, int threads) {

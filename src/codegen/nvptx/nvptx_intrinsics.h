@@ -43,4 +43,9 @@ llvm::Value *emit_math(llvm::IRBuilder<> &b, llvm::Module &m, OpKind kind, llvm:
 // `threads` threads per block.
 void mark_kernel(llvm::Function *f, int threads);
 
+// dp4a.{s32|u32}.{s32|u32} (sm_61 and newer): acc + the sum of the four byte products of a
+// and b, each byte signed or not. LLVM 19's NVPTX backend has no intrinsic for it, so it is
+// inline PTX; the SIMT emulator recognizes the same text (tests/support/nvvm_on_host.cpp).
+llvm::Value *dp4a(llvm::IRBuilder<> &b, llvm::Value *a, llvm::Value *bw, llvm::Value *acc, bool a_signed, bool b_signed);
+
 }  // namespace kdsl::codegen::nvptx

@@ -23,6 +23,7 @@ class NvptxTarget final : public gpu::GpuTarget {
   void assert_fail(llvm::IRBuilder<> &b, llvm::Module &m, const std::string &format, const std::vector<llvm::Value *> &args,
                    const std::string &message, const std::string &kernel) override;
   void matrix_dot(gpu::GpuLowering &lowering, const ir::Op &op, const MatrixInstruction &instruction) override;
+  llvm::Value *dot4(llvm::IRBuilder<> &b, llvm::Value *a, llvm::Value *bw, llvm::Value *acc, bool a_signed, bool b_signed) override;
   void async_copy_16(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *global, llvm::Value *src_bytes) override;
   void async_commit(llvm::IRBuilder<> &b) override;
   void async_wait(llvm::IRBuilder<> &b, int groups) override;

@@ -1,0 +1,60 @@
+// int_dot_emulated_test.cpp - the integer-dot decode kernels through the GPU lowering (SIMT emulator: dp4a on NVIDIA, v_dot4 on AMD) against the CPU backend
+#include <doctest/doctest.h>
+
+#include "kernels/int_dot_policy.h"
+#include "kernels/matvec_int8.h"
+#include "kernels/matvec_int8_sums.h"
+#include "tests/codegen/emulator_compare.h"
+#include "tests/kernels/quantized_test_util.h"
+#include "tests/test_util.h"
+
+namespace int_dot_emulated_test {
+using namespace emulator_test;
+using kdsl::kernels::WeightType;
+
+std::vector<int8_t> random_activations(std::mt19937 &rng, size_t n) {
+  std::vector<int8_t> q(n);
+  std::uniform_int_distribution<int> d(-127, 127);
+  for (int8_t &x : q) x = int8_t(d(rng));
+  return q;
+}
+
+// One program grid over `rows` rows of x and N weight rows of K values, BN rows a program.
+template <auto K>
+void check_decode(std::mt19937 &rng, const char *name, WeightType t, bool sums, int rows, int n, int k, int bn, int br, const Flavour &flavour) {
+  CAPTURE(name);
+  CAPTURE(rows);
+  CAPTURE(n);
+  CAPTURE(k);
+  const int blocks = k / kernels::weight_type_info(t).block_elements;
+  std::vector<Arg> args{array(random_activations(rng, size_t(rows) * size_t(k))), array(random_f32(size_t(rows * blocks), rng, 0.001f, 0.02f))};
+  if (sums) {
+    std::vector<int32_t> group_sums(size_t(rows) * size_t(k / 16));  // enough for groups of 16 (the k-quants) or 32
+    std::uniform_int_distribution<int> s(-4000, 4000);
+    for (int32_t &x : group_sums) x = s(rng);
+    args.push_back(array(group_sums));
+  }
+  args.push_back(array(kernels_test::random_quantized(rng, t, n, k)));
+  args.push_back(array(std::vector<float>(size_t(n), 0.0f)));  // bias (unused)
+  args.push_back(array(std::vector<float>(size_t(rows) * size_t(n), -7.0f)));
+  args.push_back(value(int32_t(rows)));
+  args.push_back(value(int32_t(n)));
+  args.push_back(value(int32_t(k)));
+  const tools::NamedKernel kernel = tools::named_kernel<K>(name, 4);
+  CHECK(compare(kernel, grid(cdiv(n, bn), cdiv(rows, br)), args, flavour) < 1e-5);
+}
+
+}  // namespace int_dot_emulated_test
+
+using namespace int_dot_emulated_test;
+
+TEST_CASE("emulated: the Q8_0, Q4_0 and Q4_K integer-dot decode kernels (dot4 as dp4a and v_dot4) match the CPU backend, one and two rows, ragged N") {
+  KDSL_TEST_RNG(rng);
+  const Flavour flavour = each_emulated_target();
+  using kernels::matvec_int8;
+  using kernels::matvec_int8_sums;
+  check_decode<matvec_int8<kernels::Q8_0IntDot, 1, 8, false>>(rng, "q8_0_decode", WeightType::Q8_0, false, 1, 13, 64, 8, 1, flavour);
+  check_decode<matvec_int8<kernels::Q4_0IntDot, 1, 8, false>>(rng, "q4_0_decode", WeightType::Q4_0, false, 1, 16, 96, 8, 1, flavour);
+  check_decode<matvec_int8<kernels::Q4_0IntDot, 2, 4, false>>(rng, "q4_0_rows", WeightType::Q4_0, false, 3, 9, 64, 4, 2, flavour);
+  check_decode<matvec_int8_sums<kernels::Q4_KIntDot, 1, 4, false>>(rng, "q4_k_decode", WeightType::Q4_K, true, 1, 6, 256, 4, 1, flavour);
+}
