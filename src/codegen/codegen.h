@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,11 @@ struct ResourceReport {
   std::string ptxas_log;
 };
 
+// The warning for a kernel whose registers spilled (ptxas's spill bytes, AMD's VGPR/SGPR
+// spill counts), naming the kernel, the target and the figures; nullopt when nothing spilled
+// or nothing is known (no ptxas).
+std::optional<std::string> spill_warning(const ResourceReport &r, const std::string &kernel, const std::string &target);
+
 struct CompiledObject {
   std::vector<uint8_t> object;  // host: a relocatable object file; cuda: a cubin, or PTX (NUL-terminated) for the driver's JIT; hip: a code object (HSACO)
   std::string symbol;
@@ -61,6 +67,10 @@ struct CompiledObject {
   std::string ptx;             // cuda only
   std::string assembly;        // hip only: the amdgcn assembly LLVM printed for the code object
   ResourceReport resources;    // GPUs only
+  // What the user should know about the code, also logged at KDSL_LOG=warn when it is made:
+  // registers spilled to local memory (spill_warning), a dot left on FMAs although the target
+  // has a matrix instruction of its types (the layout plan says why).
+  std::vector<std::string> warnings;
   std::map<std::string, std::string> stages;  // DumpOptions::keep_text: each stage's text by its file's extension (".kir", ".ptx")
 };
 

@@ -126,6 +126,10 @@ CompiledObject compile(const ir::Function &traced, const std::string &symbol, co
   else if (amd) amdgpu::emit_code_object(module, *tm, *target.gpu, lowered, fn.name, out, stages);             //    HSACO
   else emit_host_object(module, *tm, out, stages);                                    //    or a host object
   out.llvm_ms = elapsed_ms(start);
+  out.warnings = plan.warnings;
+  if (gpu)
+    if (std::optional<std::string> spilled = spill_warning(out.resources, fn.name, target.gpu->name)) out.warnings.push_back(*spilled);
+  for (const std::string &w : out.warnings) log_warn("{}", w);
   return out;
 }
 

@@ -173,6 +173,10 @@ TEST_CASE("amdgpu: dots MFMA cannot tile stay on FMAs: f32 and u8 operands, k or
     CHECK_FALSE(contains(obj.assembly, "v_mfma"));
     CHECK((contains(obj.assembly, "v_fmac_f32") || contains(obj.assembly, "v_fma_f32") || contains(obj.assembly, "v_pk_fma_f32")));
     CHECK(contains(obj.assembly, "ds_read"));
+    // A dot of types MFMA takes says why it is on FMAs; f32 has no MFMA here to fall back from.
+    const bool f16 = std::string(name).starts_with("matmul_f16_") && std::string(name) != "matmul_f16_prefill";
+    CHECK(obj.warnings.size() == (f16 ? 1u : 0u));
+    if (f16 && !obj.warnings.empty()) CHECK(contains(obj.warnings[0], "runs on FMAs on gfx942"));
   }
   CHECK_FALSE(contains(compile(nvptx_test::find("uint8_dot"), "gfx942").assembly, "v_mfma"));  // MFMA's i8 is signed
   for (const char *name : {"matmul", "matmul_bf16"}) {

@@ -54,6 +54,7 @@ TEST_CASE("nvptx: every example and test kernel assembles for sm_80 and sm_90 wi
       CHECK(obj.resources.registers > 0);
       CHECK(obj.resources.registers <= 255);
       CHECK(obj.resources.spill_store_bytes == 0);
+      for (const std::string &w : obj.warnings) CHECK_FALSE(contains(w, "spilled"));
       CHECK(obj.resources.spill_load_bytes == 0);
       CHECK(obj.object.size() > 4);
       CHECK(obj.object[0] == 0x7f);  // a cubin is an ELF file
@@ -104,6 +105,44 @@ TEST_CASE("nvptx: the f16 matmul example multiplies on tensor cores: ldmatrix op
     CHECK(contains(unpipelined, "st.shared.v4.b32"));
     CHECK(contains(unpipelined, "mma.sync.aligned.m16n8k16"));
   }
+}
+
+TEST_CASE("nvptx: a dot its matrix instruction cannot tile is a warning naming the kernel, its operands and why; dots on tensor cores and f32 dots warn of nothing") {
+  auto warnings = [](const char *name) { return compile(find(name), "sm_80").warnings; };
+  std::vector<std::string> k8 = warnings("matmul_f16_k8");
+  REQUIRE(k8.size() == 1);
+  CHECK(contains(k8[0], "tiled_matmul"));  // the kernel's name
+  CHECK(contains(k8[0], "f16[32,8] by f16[8,32]"));
+  CHECK(contains(k8[0], "runs on FMAs on sm_80"));
+  CHECK(contains(k8[0], "m, n, k = 32, 32, 8 are not multiples of its tile"));
+  std::vector<std::string> one_tile = warnings("matmul_f16_one_tile");
+  REQUIRE(one_tile.size() == 1);
+  CHECK(contains(one_tile[0], "too few tiles for 4 warps"));
+  CHECK(warnings("matmul").empty());       // f16 on mma.sync
+  CHECK(warnings("matmul_f32").empty());   // no f32 matrix instruction: FMAs are the plan, not a fallback
+  CHECK(warnings("softmax").empty());
+}
+
+TEST_CASE("codegen: spilled registers are a warning naming the kernel, the target and the figures; nothing spilled or nothing known is none") {
+  codegen::ResourceReport r;
+  CHECK_FALSE(codegen::spill_warning(r, "k", "sm_90"));  // no ptxas: -1 everywhere
+  r.spill_store_bytes = r.spill_load_bytes = 0;
+  r.registers = 40;
+  CHECK_FALSE(codegen::spill_warning(r, "k", "sm_90"));
+  r.spill_store_bytes = 4;
+  r.spill_load_bytes = 8;
+  r.stack_frame_bytes = 16;
+  std::optional<std::string> w = codegen::spill_warning(r, "kdsl_flash", "sm_90");
+  REQUIRE(w);
+  CHECK(contains(*w, "kernel 'kdsl_flash' on sm_90"));
+  CHECK(contains(*w, "4 bytes stored, 8 bytes loaded, a 16-byte stack frame, 40 registers"));
+  codegen::ResourceReport amd;
+  amd.vector_spills = 3;
+  amd.scalar_spills = 0;
+  amd.registers = 256;
+  w = codegen::spill_warning(amd, "k", "gfx942");
+  REQUIRE(w);
+  CHECK(contains(*w, "3 VGPRs and 0 SGPRs"));
 }
 
 TEST_CASE("nvptx: libdevice math is linked in, not left as calls") {

@@ -2,6 +2,7 @@
 #include "codegen/gpu/assign_layouts.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -68,6 +69,12 @@ std::array<int, 2> mma_warps(int64_t m, int64_t n, const MatrixInstruction &mi, 
   return {wm, wn};
 }
 
+// The warning for a dot left on FMAs although `target` has a matrix instruction of its types.
+std::string fma_fallback(const ir::Function &fn, const ir::Op &dot, const TargetInfo &target, const std::string &why) {
+  const ir::Type &at = fn.type(dot.operands[0]), &bt = fn.type(dot.operands[1]);
+  return fmt::format("kernel '{}': dot of {} by {} runs on FMAs on {}, not on its matrix instructions: {}", fn.name, at.str(), bt.str(), target.name, why);
+}
+
 // Values that must be held in one layout: a loop's carried value (init, body argument,
 // yield, result), an if's results and their yields, and dot's accumulator and result.
 class LayoutClasses {
@@ -116,15 +123,25 @@ void choose_mma_layouts(const ir::Function &fn, const TargetInfo &target, int nu
     if (op.kind != OpKind::Dot) return;
     const ir::Type &at = fn.type(op.operands[0]), &bt = fn.type(op.operands[1]), &ct = fn.type(op.results[0]);
     int64_t m = ct.shape[0], n = ct.shape[1], k = at.shape[1];
+    std::vector<std::string> why_not;  // per instruction of the dot's types that does not fit
     for (size_t i = 0; i < target.matrix_instructions.size(); ++i) {
       const MatrixInstruction &mi = target.matrix_instructions[i];
-      if (mi.a != at.elem || mi.b != bt.elem || mi.acc != ct.elem || m % mi.m || n % mi.n || k % mi.k) continue;
+      if (mi.a != at.elem || mi.b != bt.elem || mi.acc != ct.elem) continue;
+      std::string tile = fmt::format("{} ({} x {} x {})", mi.name, mi.m, mi.n, mi.k);
+      if (m % mi.m || n % mi.n || k % mi.k) {
+        why_not.push_back(fmt::format("{}: m, n, k = {}, {}, {} are not multiples of its tile", tile, m, n, k));
+        continue;
+      }
       std::array<int, 2> warps = mma_warps(m, n, mi, num_warps);
-      if (warps[0] == 0) continue;
+      if (warps[0] == 0) {
+        why_not.push_back(fmt::format("{}: too few tiles for {} warps to own some", tile, num_warps));
+        continue;
+      }
       plan.dot_instruction.emplace_back(&op, int(i));
       chosen.emplace_back(&op, mma_layout(mi, warps));
-      break;
+      return;
     }
+    if (!why_not.empty()) plan.warnings.push_back(fma_fallback(fn, op, target, fmt::format("{}", fmt::join(why_not, "; "))));
   });
   // Every value joined to an mma dot's result takes its layout; then, in program order until
   // nothing changes (loops feed back), elementwise ops of an mma value (casts, scaling,
@@ -156,8 +173,10 @@ void choose_mma_layouts(const ir::Function &fn, const TargetInfo &target, int nu
   // A dot whose result ended up in another dot's layout (the same block shape, a different
   // warp tiling) multiplies with FMAs.
   for (auto &[op, layout] : chosen)
-    if (!(plan.layout[size_t(op->results[0])] == layout))
+    if (!(plan.layout[size_t(op->results[0])] == layout)) {
       std::erase_if(plan.dot_instruction, [&](auto &entry) { return entry.first == op; });
+      plan.warnings.push_back(fma_fallback(fn, *op, target, "its result is held in another dot's accumulator layout (the same block shape, another warp tiling)"));
+    }
 }
 
 // A store of an mma value with elements of 4 bytes or more writes straight from the

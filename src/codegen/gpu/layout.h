@@ -97,6 +97,9 @@ struct LayoutPlan {
   std::vector<std::pair<const ir::Op *, int>> vector_width;
   std::vector<std::pair<const ir::Op *, int>> dot_instruction;  // index into TargetInfo::matrix_instructions
   std::vector<PipelinedLoad> pipelined;
+  // Dots that run on FMAs although the target has a matrix instruction for their types, each
+  // saying why (CompiledObject::warnings).
+  std::vector<std::string> warnings;
   int num_stages = 1;
   int num_warps = 4;
   int width_of(const ir::Op *op) const {
