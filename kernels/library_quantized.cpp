@@ -18,9 +18,8 @@ namespace {
 // 512 bytes measured best of 4-16 rows and 0 / 512 bytes); the few-row kernel takes
 // kFewRowsBlocks blocks, since its accumulator is rows x blocks x 32; the tiled kernel
 // computes kTileM x kTileN outputs over kTileBlocks-block steps (64 rows of x rather than 32
-// share each step's dequantized W tile among twice the rows: kdsl-bench-engine's 512-token
-// prefill of the synthetic 110M went from 335-445 to 480 tok/s with Q8_0 and from 250-300 to
-// 315-455 with Q4_0, in interleaved runs).
+// share each step's dequantized W tile among twice the rows; kdsl-bench-engine's 512-token
+// prefill of the synthetic 110M was faster so with Q8_0 and Q4_0, in interleaved runs).
 constexpr int kMatvecRows = 8, kPrefetchBytes = 512;
 constexpr int kMaxFewRows = 16, kFewRowsBlocks = 2;
 constexpr int kTileM = 64, kShortTileM = 32, kTileN = 64, kTileBlocks = 2;

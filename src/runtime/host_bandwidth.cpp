@@ -40,8 +40,8 @@ double best_gbs(int repeats, double bytes_moved, F &&run) {
 // Sums `streams` interleaved runs of [p, p + n): run s is [s * n / streams, (s + 1) * n / streams),
 // read 256 bytes from each in turn (n a multiple of 64 * streams floats), with four independent
 // accumulators so the loop is bound by loads in flight rather than by the add latency. Several
-// runs per thread keep more DRAM pages and prefetch streams busy than one: on the development
-// VM 2 threads read 21-28 GB/s as one run each and 25-30 GB/s as four or eight. The decode
+// runs per thread keep more DRAM pages and prefetch streams busy than one (bench/RESULTS.md,
+// the engine entry whose read stream is "the best of 1, 2, 4 and 8 interleaved runs"). The decode
 // products read 8 rows far apart per thread (kernels/common.h, spread_rows), so the ceiling
 // they are judged by includes 8 runs. The vector width is a GCC
 // vector type; the AVX-512 and AVX2 clones are picked at run time.

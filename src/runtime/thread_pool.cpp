@@ -21,9 +21,9 @@ namespace {
 // How long an idle thread spins before blocking. It must cover not only the gap between two
 // launches but the wait for the slowest chunk of the current one (a worker done early idles
 // until the caller finishes its last chunk): a worker that falls asleep there costs a futex
-// wake-up (tens of microseconds on a VM) on the next launch. At 10 us the 110M decode
-// (about 180 launches a token) ran at 72% of a one-run-per-thread read stream in f32 and
-// 67-70% in f16; at 200 us, 91-95% and 77-86% (kdsl-bench-engine, the 2-core development VM). An idle pool
+// wake-up (tens of microseconds on a VM) on the next launch, and a decode step makes a few
+// hundred launches. 200 us against 10 us raised the 110M decode's share of the read stream
+// (bench/RESULTS.md, the engine entries: "thread pool workers spin 0.2 ms"). An idle pool
 // still sleeps 0.2 ms after its last launch.
 constexpr auto kSpinTime = std::chrono::microseconds(200);
 
