@@ -87,16 +87,21 @@ struct KvQ8_0 {
   template <int BT, int D, bool FULL_D>
   static Block<f32, BT, D> load_head(const Ptr<const i8> &pages, const PagedSlots<BT> &at, const Scalar<i32> &page_size,
                                      const Scalar<i32> &n_kv_heads, const Scalar<i32> &head_dim, const Scalar<i32> &kv_head) {
+    static_assert(D % kBlockValues == 0, "KvQ8_0::load_head: the tile's columns D must be whole blocks of 32 (head_dim is)");
+    constexpr int NB = D / kBlockValues;
     auto width = n_kv_heads * head_dim;
-    auto columns = head_columns<D, FULL_D>(head_dim);
-    auto q = load(pages + (col(quant_offset(at.page, at.slot, page_size, width) + wide(kv_head * head_dim)) + row(wide(columns))));  // [BT, D]
-    // Each value's scale read at its own address (32 neighbours share one, so they hit the
-    // same cached bytes): a [BT, D / 32] block of scales reshaped against the quants would
-    // cost the GPU lowering a layout change through shared memory, more than an AMD
-    // workgroup's 64 KiB at head_dim 128.
-    auto scales = reinterpret<f16>(pages) + col(scale_offset(at.page, at.slot, page_size, width) + wide(kv_head * (head_dim / kBlockValues)));
-    auto d = load(scales + row(wide(columns / kBlockValues)));  // [BT, D]
-    return cast<f32>(q) * cast<f32>(d);
+    auto columns = row(wide(head_columns<D, FULL_D>(head_dim)));
+    auto q = load(pages + (col(quant_offset(at.page, at.slot, page_size, width) + wide(kv_head * head_dim)) + columns));  // [BT, D]
+    auto head_blocks = head_dim / kBlockValues;
+    auto b = FULL_D ? arange<NB>() : minimum(arange<NB>(), head_blocks - 1);
+    auto d_base = scale_offset(at.page, at.slot, page_size, width) + wide(kv_head * head_blocks);
+    auto d = cast<f32>(load(reinterpret<f16>(pages) + (col(d_base) + row(wide(b)))));  // [BT, NB]
+    // Each scale broadcast over its 32 values, then laid out as the quants: the host reads each
+    // scale once, and the GPU lowering changes the layout of this one block only. Reshaping the
+    // quants to [BT, NB, 32] instead took two layout changes through shared memory (more than
+    // an AMD workgroup's 64 KiB at head_dim 128); a scale loaded per value, at its own
+    // address, took the host twice as long as this (bench/RESULTS.md).
+    return cast<f32>(q) * reshape<BT, D>(broadcast_to<BT, NB, kBlockValues>(expand_dims<2>(d)));
   }
 
   template <int B>
