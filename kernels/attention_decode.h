@@ -1,6 +1,6 @@
 // attention_decode.h - one query token over a paged KV cache: split-K programs and their combine
 #pragma once
-#include "kernels/paged_kv.h"
+#include "kernels/kv_element.h"
 
 namespace kdsl::kernels {
 
@@ -12,12 +12,12 @@ namespace kdsl::kernels {
 // [n_heads][head_dim] is the final output. Every split must hold at least one position, and
 // split_len is a multiple of BT (so with TILE_IN_PAGE each step lies in one page). Positions
 // 0 .. ctx - 1 are visible; ctx changes every step, so it is Dynamic (one compiled kernel).
-// Keys and values are stored as KT and VT (f32, f16 or bf16: the KV cache's types) and read
-// as f32.
-template <int G, int D, int BT, bool TILE_IN_PAGE, bool FULL_D, class KT = f32, class VT = f32>
-void attention_decode(Ptr<const f32> q, Ptr<const KT> k_pages, Ptr<const VT> v_pages, Ptr<const i32> block_table, Ptr<f32> part_out, Ptr<f32> part_ml,
-                      Dynamic<i32> ctx, Scalar<i32> group, Scalar<i32> n_kv_heads, Scalar<i32> head_dim, Scalar<i32> page_size,
-                      Scalar<i32> split_len, Scalar<f32> scale) {
+// Keys and values are stored as the element policies KP and VP say (kv_element.h: the KV
+// cache's types) and read as f32.
+template <int G, int D, int BT, bool TILE_IN_PAGE, bool FULL_D, class KP = KvPlain<f32>, class VP = KvPlain<f32>>
+void attention_decode(Ptr<const f32> q, Ptr<const typename KP::Storage> k_pages, Ptr<const typename VP::Storage> v_pages, Ptr<const i32> block_table,
+                      Ptr<f32> part_out, Ptr<f32> part_ml, Dynamic<i32> ctx, Scalar<i32> group, Scalar<i32> n_kv_heads, Scalar<i32> head_dim,
+                      Scalar<i32> page_size, Scalar<i32> split_len, Scalar<f32> scale) {
   auto kv_head = program_id(0);
   auto split = program_id(1);
   auto num_splits = num_programs(1);
@@ -33,9 +33,9 @@ void attention_decode(Ptr<const f32> q, Ptr<const KT> k_pages, Ptr<const VT> v_p
       for_range(first, last, BT, full<f32, G>(-inf<f32>()), zeros<f32, G>(), zeros<f32, G, D>(), [&](auto start, auto m, auto l, auto acc) {
         auto pos = start + t;
         auto valid = pos < last;
-        auto offs = paged_offsets<BT, D, TILE_IN_PAGE, FULL_D>(block_table, start, last, page_size, n_kv_heads, head_dim, kv_head);
-        auto kt = cast<f32>(load(k_pages + offs));  // [BT, D], clamped: no mask
-        auto vt = cast<f32>(load(v_pages + offs));
+        auto at = paged_slots<BT, TILE_IN_PAGE>(block_table, start, last, page_size);
+        auto kt = KP::template load_head<BT, D, FULL_D>(k_pages, at, page_size, n_kv_heads, head_dim, kv_head);  // [BT, D], clamped: no mask
+        auto vt = VP::template load_head<BT, D, FULL_D>(v_pages, at, page_size, n_kv_heads, head_dim, kv_head);
         auto s = sum<2>(expand_dims<1>(qv) * expand_dims<0>(kt));  // [G, BT]
         s = where(row(valid), s, -inf<f32>());
         auto m_new = maximum(m, max<1>(s));

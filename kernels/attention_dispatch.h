@@ -7,7 +7,7 @@
 namespace kdsl::kernels::detail {
 
 // One attention call's arguments once checked (library_attention.cpp checks them); the page
-// pointers are the cache's storage, typed by the dispatch for its KT / VT.
+// pointers are the cache's storage, typed by the dispatch for its KP / VP.
 struct AttentionCall {
   const float *q;
   const void *k_pages, *v_pages;
@@ -18,13 +18,14 @@ struct AttentionCall {
   float scale;
 };
 
-// Launch the prefill, decode or tree kernels for keys of KT and values of VT. Each (KT, VT)
-// pair is instantiated in a file of its own (kernels/CMakeLists.txt writes them): every pair
+// Launch the prefill, decode or tree kernels for keys and values stored as the element
+// policies KP and VP (kv_element.h). Each (KP, VP) pair is instantiated in a file of its own
+// (kernels/CMakeLists.txt writes them): every pair
 // brings every head size, page step and grouping (about 210 kernels), and all pairs in one
 // file took about 12 GB and ten minutes to compile.
-template <class KT, class VT>
+template <class KP, class VP>
 void run_attention(Library::Impl &im, const AttentionCall &call);
-template <class KT, class VT>
+template <class KP, class VP>
 void run_attention_tree(Library::Impl &im, const AttentionCall &call);
 
 }  // namespace kdsl::kernels::detail

@@ -12,6 +12,9 @@ namespace kdsl::kernels::detail {
 constexpr int kMaxSplits = 32;  // decode splits per head (the combine's block)
 constexpr int kMinSplitPositions = 128;
 constexpr int kPrefillRows = 16;
+// The smallest head block D: 16, or the policies' fewest columns (q8_0's whole blocks of 32).
+template <class KP, class VP>
+constexpr int kMinHead = std::max({16, KP::kMinColumns, VP::kMinColumns});
 
 // Calls f.template operator()<STEP, TILE_IN_PAGE>() with the positions per loop step: 32 or 16
 // when page_size is a multiple (each step then lies in one page and reads the block table
@@ -35,15 +38,15 @@ void with_full_d(int head_dim, F &&f) {
     f.template operator()<false>();
 }
 
-template <class KT, class VT>
+template <class KP, class VP>
 void run_attention_tree(Library::Impl &im, const AttentionCall &c) {
-  auto kp = kv_pages<KT>(c.k_pages);
-  auto vp = kv_pages<VT>(c.v_pages);
+  auto kp = kv_pages<KP>(c.k_pages);
+  auto vp = kv_pages<VP>(c.v_pages);
   const int group = c.n_heads / c.n_kv_heads;
-  with_block<16, 256>("attention_tree", "head_dim", c.head_dim, [&]<int D>() {
+  with_block<kMinHead<KP, VP>, 256>("attention_tree", "head_dim", c.head_dim, [&]<int D>() {
     with_kv_step(c.page_size, [&]<int STEP, bool TILE_IN_PAGE>() {
       with_full_d<D>(c.head_dim, [&]<bool FULL_D>() {
-        im.kernel<kernels::attention_tree<kPrefillRows, STEP, D, TILE_IN_PAGE, FULL_D, KT, VT>>()(
+        im.kernel<kernels::attention_tree<kPrefillRows, STEP, D, TILE_IN_PAGE, FULL_D, KP, VP>>()(
             grid(cdiv(c.rows, kPrefillRows), c.n_heads), c.q, kp, vp, c.block_table, c.ancestors, c.out, c.rows, c.pos0, c.n_heads, group,
             c.n_kv_heads, c.head_dim, c.page_size, c.scale);
       });
@@ -51,16 +54,16 @@ void run_attention_tree(Library::Impl &im, const AttentionCall &c) {
   });
 }
 
-template <class KT, class VT>
+template <class KP, class VP>
 void run_attention(Library::Impl &im, const AttentionCall &c) {
-  auto kp = kv_pages<KT>(c.k_pages);
-  auto vp = kv_pages<VT>(c.v_pages);
+  auto kp = kv_pages<KP>(c.k_pages);
+  auto vp = kv_pages<VP>(c.v_pages);
   const int group = c.n_heads / c.n_kv_heads;
   if (c.rows > 1) {
-    with_block<16, 256>("attention", "head_dim", c.head_dim, [&]<int D>() {
+    with_block<kMinHead<KP, VP>, 256>("attention", "head_dim", c.head_dim, [&]<int D>() {
       with_kv_step(c.page_size, [&]<int STEP, bool TILE_IN_PAGE>() {
         with_full_d<D>(c.head_dim, [&]<bool FULL_D>() {
-          im.kernel<attention_prefill<kPrefillRows, STEP, D, TILE_IN_PAGE, FULL_D, KT, VT>>()(
+          im.kernel<attention_prefill<kPrefillRows, STEP, D, TILE_IN_PAGE, FULL_D, KP, VP>>()(
               grid(cdiv(c.rows, kPrefillRows), c.n_heads), c.q, kp, vp, c.block_table, c.out, c.rows, c.pos0, c.n_heads, group, c.n_kv_heads,
               c.head_dim, c.page_size, c.scale);
         });
@@ -75,7 +78,7 @@ void run_attention(Library::Impl &im, const AttentionCall &c) {
   int splits = std::min(cdiv(want_programs, c.n_kv_heads), cdiv(ctx, kMinSplitPositions));
   splits = std::clamp(splits, 1, kMaxSplits);
   float *scratch = reserve(im.device, im.attention_partials, size_t(c.n_heads) * kMaxSplits * (size_t(c.head_dim) + 2));
-  with_block<16, 256>("attention", "head_dim", c.head_dim, [&]<int D>() {
+  with_block<kMinHead<KP, VP>, 256>("attention", "head_dim", c.head_dim, [&]<int D>() {
     with_kv_step(c.page_size, [&]<int STEP, bool TILE_IN_PAGE>() {
       const int split_len = cdiv(cdiv(ctx, splits), STEP) * STEP;  // whole steps, so steps stay inside pages
       const int used_splits = cdiv(ctx, split_len);                // every split holds at least one position
@@ -83,7 +86,7 @@ void run_attention(Library::Impl &im, const AttentionCall &c) {
       float *part_ml = scratch + (used_splits == 1 ? 0 : size_t(c.n_heads) * size_t(used_splits) * size_t(c.head_dim));
       with_block<1, 16>("attention (decode)", "n_heads / n_kv_heads", group, [&]<int G>() {
         with_full_d<D>(c.head_dim, [&]<bool FULL_D>() {
-          im.kernel<attention_decode<G, D, STEP, TILE_IN_PAGE, FULL_D, KT, VT>>()(grid(c.n_kv_heads, used_splits), c.q, kp, vp, c.block_table,
+          im.kernel<attention_decode<G, D, STEP, TILE_IN_PAGE, FULL_D, KP, VP>>()(grid(c.n_kv_heads, used_splits), c.q, kp, vp, c.block_table,
                                                                                   part_out, part_ml, ctx, group, c.n_kv_heads, c.head_dim,
                                                                                   c.page_size, split_len, c.scale);
         });

@@ -1,18 +1,18 @@
 // attention_prefill.h - fused flash attention of a block of query rows over a paged KV cache: causal, or along the branches of a token tree
 #pragma once
-#include "kernels/paged_kv.h"
+#include "kernels/kv_element.h"
 
 namespace kdsl::kernels {
 
 // Program (i, h) attends query rows i*BM .. i*BM+BM-1 (in cache slots pos0 + row) of head h
 // to the cached slots 0 .. the last row's, BN at a time, with an online softmax; visible(slot,
 // r) ([1, BN] slots, [BM] rows) says which slots each row sees. Head h reads kv head
-// h / group. q and out are [rows][n_heads][head_dim]; keys and values are stored as KT and VT
-// (f32, f16 or bf16: the KV cache's types) and read as f32.
-template <int BM, int BN, int D, bool TILE_IN_PAGE, bool FULL_D, class KT, class VT, class Visible>
-void flash_attention_rows(Ptr<const f32> q, Ptr<const KT> k_pages, Ptr<const VT> v_pages, Ptr<const i32> block_table, Ptr<f32> out,
-                          Scalar<i32> rows, Scalar<i32> pos0, Scalar<i32> n_heads, Scalar<i32> group, Scalar<i32> n_kv_heads, Scalar<i32> head_dim,
-                          Scalar<i32> page_size, Scalar<f32> scale, const Visible &visible) {
+// h / group. q and out are [rows][n_heads][head_dim]; keys and values are stored as the element
+// policies KP and VP say (kv_element.h: the KV cache's types) and read as f32.
+template <int BM, int BN, int D, bool TILE_IN_PAGE, bool FULL_D, class KP, class VP, class Visible>
+void flash_attention_rows(Ptr<const f32> q, Ptr<const typename KP::Storage> k_pages, Ptr<const typename VP::Storage> v_pages,
+                          Ptr<const i32> block_table, Ptr<f32> out, Scalar<i32> rows, Scalar<i32> pos0, Scalar<i32> n_heads, Scalar<i32> group,
+                          Scalar<i32> n_kv_heads, Scalar<i32> head_dim, Scalar<i32> page_size, Scalar<f32> scale, const Visible &visible) {
   auto h = program_id(1);
   auto kv_head = h / group;
   auto r = program_id(0) * BM + arange<BM>();
@@ -25,9 +25,9 @@ void flash_attention_rows(Ptr<const f32> q, Ptr<const KT> k_pages, Ptr<const VT>
   auto [m, l, acc] =
       for_range(0, end, BN, full<f32, BM>(-inf<f32>()), zeros<f32, BM>(), zeros<f32, BM, D>(), [&](auto start, auto m, auto l, auto acc) {
         auto slot = start + t;
-        auto offs = paged_offsets<BN, D, TILE_IN_PAGE, FULL_D>(block_table, start, end, page_size, n_kv_heads, head_dim, kv_head);
-        auto kt = cast<f32>(load(k_pages + offs));  // [BN, D], clamped: no mask
-        auto vt = cast<f32>(load(v_pages + offs));
+        auto at = paged_slots<BN, TILE_IN_PAGE>(block_table, start, end, page_size);
+        auto kt = KP::template load_head<BN, D, FULL_D>(k_pages, at, page_size, n_kv_heads, head_dim, kv_head);  // [BN, D], clamped: no mask
+        auto vt = VP::template load_head<BN, D, FULL_D>(v_pages, at, page_size, n_kv_heads, head_dim, kv_head);
         auto s = sum<2>(expand_dims<1>(qv) * expand_dims<0>(kt));  // [BM, BN]
         s = where(visible(row(slot), r) && row(slot < end), s, -inf<f32>());
         auto m_new = maximum(m, max<1>(s));
@@ -39,27 +39,28 @@ void flash_attention_rows(Ptr<const f32> q, Ptr<const KT> k_pages, Ptr<const VT>
 }
 
 // Causal: row r (position pos0 + r) sees the positions up to its own.
-template <int BM, int BN, int D, bool TILE_IN_PAGE, bool FULL_D, class KT = f32, class VT = f32>
-void attention_prefill(Ptr<const f32> q, Ptr<const KT> k_pages, Ptr<const VT> v_pages, Ptr<const i32> block_table, Ptr<f32> out, Scalar<i32> rows,
-                       Dynamic<i32> pos0, Scalar<i32> n_heads, Scalar<i32> group, Scalar<i32> n_kv_heads, Scalar<i32> head_dim,
-                       Scalar<i32> page_size, Scalar<f32> scale) {
+template <int BM, int BN, int D, bool TILE_IN_PAGE, bool FULL_D, class KP = KvPlain<f32>, class VP = KvPlain<f32>>
+void attention_prefill(Ptr<const f32> q, Ptr<const typename KP::Storage> k_pages, Ptr<const typename VP::Storage> v_pages,
+                       Ptr<const i32> block_table, Ptr<f32> out, Scalar<i32> rows, Dynamic<i32> pos0, Scalar<i32> n_heads, Scalar<i32> group,
+                       Scalar<i32> n_kv_heads, Scalar<i32> head_dim, Scalar<i32> page_size, Scalar<f32> scale) {
   Scalar<i32> first = pos0;
-  flash_attention_rows<BM, BN, D, TILE_IN_PAGE, FULL_D, KT, VT>(q, k_pages, v_pages, block_table, out, rows, first, n_heads, group, n_kv_heads, head_dim,
-                                                        page_size, scale, [&](const auto &slot, const auto &r) { return slot <= col(first + r); });
+  flash_attention_rows<BM, BN, D, TILE_IN_PAGE, FULL_D, KP, VP>(q, k_pages, v_pages, block_table, out, rows, first, n_heads, group, n_kv_heads,
+                                                                head_dim, page_size, scale,
+                                                                [&](const auto &slot, const auto &r) { return slot <= col(first + r); });
 }
 
 // A token tree (rows <= 64, one per node, node r in slot pos0 + r, parents before children):
 // row r sees every slot before pos0 (the text so far) and the slots of the rows set in
 // ancestors[r] (bit j: row j is r itself or one of its ancestors), so each node attends along
 // its own branch only, as if that branch had been run alone.
-template <int BM, int BN, int D, bool TILE_IN_PAGE, bool FULL_D, class KT = f32, class VT = f32>
-void attention_tree(Ptr<const f32> q, Ptr<const KT> k_pages, Ptr<const VT> v_pages, Ptr<const i32> block_table, Ptr<const i64> ancestors,
-                    Ptr<f32> out, Scalar<i32> rows, Dynamic<i32> pos0, Scalar<i32> n_heads, Scalar<i32> group, Scalar<i32> n_kv_heads,
-                    Scalar<i32> head_dim, Scalar<i32> page_size, Scalar<f32> scale) {
+template <int BM, int BN, int D, bool TILE_IN_PAGE, bool FULL_D, class KP = KvPlain<f32>, class VP = KvPlain<f32>>
+void attention_tree(Ptr<const f32> q, Ptr<const typename KP::Storage> k_pages, Ptr<const typename VP::Storage> v_pages,
+                    Ptr<const i32> block_table, Ptr<const i64> ancestors, Ptr<f32> out, Scalar<i32> rows, Dynamic<i32> pos0, Scalar<i32> n_heads,
+                    Scalar<i32> group, Scalar<i32> n_kv_heads, Scalar<i32> head_dim, Scalar<i32> page_size, Scalar<f32> scale) {
   Scalar<i32> first = pos0;
   auto r = program_id(0) * BM + arange<BM>();
   auto bits = col(load(ancestors + minimum(r, rows - 1)));  // [BM, 1]
-  flash_attention_rows<BM, BN, D, TILE_IN_PAGE, FULL_D, KT, VT>(
+  flash_attention_rows<BM, BN, D, TILE_IN_PAGE, FULL_D, KP, VP>(
       q, k_pages, v_pages, block_table, out, rows, first, n_heads, group, n_kv_heads, head_dim, page_size, scale,
       [&](const auto &slot, const auto &) {
         // The shift stays in 0..63 for every slot; slots outside the tree are decided by the

@@ -10,12 +10,18 @@
 
 namespace kdsl::kernels {
 
-// The element types of a paged KV cache's keys and values: f32 (the default), f16 or bf16
-// each (llama.cpp's --cache-type-k / --cache-type-v). Written rounded to nearest even, read
-// back as f32.
+// The storage of a paged KV cache's keys and values: f32 (the default), f16, bf16 or q8_0
+// (llama.cpp's --cache-type-k / --cache-type-v), the same for both. Floats are written rounded
+// to nearest even; q8_0 keeps blocks of 32 values along head_dim as int8 quants and an f16
+// scale (head_dim a multiple of 32). kernels/kv_element.h lays out each type's pages; all are
+// read back as f32.
 struct KvTypes {
-  DType k = DType::F32, v = DType::F32;
+  WeightType k = WeightType::F32, v = WeightType::F32;
+  friend bool operator==(const KvTypes &, const KvTypes &) = default;
 };
+// The types a KV cache may hold, in the order messages list them; head_dim must be a multiple
+// of each one's weight_type_info(t).block_elements (32 for q8_0).
+inline constexpr WeightType kKvCacheTypes[] = {WeightType::F32, WeightType::F16, WeightType::BF16, WeightType::Q8_0};
 
 // The kernel library's host API. Pointers are device memory (host memory on the CPU device).
 // Each call picks the kernel specialization for its run-time sizes (block sizes are
@@ -83,7 +89,7 @@ class Library {
   // the k-quants) are dequantized per row.
   void embedding(const int32_t *ids, const void *table, WeightType ttype, float *out, int rows, int dim);
   // Paged KV cache: k_pages / v_pages are [num_pages][page_size][n_kv_heads][head_dim] of
-  // types.k / types.v; block_table[j] is the page holding positions j*page_size .. j*page_size
+  // types.k / types.v (q8_0: pages of kv_element.h's KvQ8_0 layout); block_table[j] is the page holding positions j*page_size .. j*page_size
   // + page_size - 1 of this sequence. Writes the f32 k / v rows ([rows][n_kv_heads][head_dim])
   // of positions pos0 .. pos0 + rows - 1.
   void kv_append(const float *k, const float *v, void *k_pages, void *v_pages, const int32_t *block_table, int pos0, int rows, int n_kv_heads,

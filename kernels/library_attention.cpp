@@ -18,7 +18,7 @@ void Library::attention_tree(const float *q, const void *k_pages, const void *v_
   require(int64_t(pos0) + rows <= detail::kMaxPosition, "attention_tree", [&] { return "positions past 2^24 are not supported"; });
   if (rows == 0) return;
   const detail::AttentionCall call{q, k_pages, v_pages, block_table, ancestors, out, rows, pos0, n_heads, n_kv_heads, head_dim, page_size, scale};
-  detail::with_kv_types("attention_tree", types, [&]<class KT, class VT>() { detail::run_attention_tree<KT, VT>(*impl_, call); });
+  detail::with_kv_types("attention_tree", types, head_dim, [&]<class KP, class VP>() { detail::run_attention_tree<KP, VP>(*impl_, call); });
 }
 
 void Library::attention(const float *q, const void *k_pages, const void *v_pages, const int32_t *block_table, float *out, int rows,
@@ -35,7 +35,7 @@ void Library::attention(const float *q, const void *k_pages, const void *v_pages
   require(int64_t(pos0) + rows <= detail::kMaxPosition, "attention", [&] { return "positions past 2^24 are not supported"; });
   if (rows == 0) return;
   const detail::AttentionCall call{q, k_pages, v_pages, block_table, nullptr, out, rows, pos0, n_heads, n_kv_heads, head_dim, page_size, scale};
-  detail::with_kv_types("attention", types, [&]<class KT, class VT>() { detail::run_attention<KT, VT>(*impl_, call); });
+  detail::with_kv_types("attention", types, head_dim, [&]<class KP, class VP>() { detail::run_attention<KP, VP>(*impl_, call); });
 }
 
 }  // namespace kdsl::kernels

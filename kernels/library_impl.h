@@ -9,6 +9,7 @@
 
 #include <kdsl/kdsl.h>
 
+#include "kernels/kv_element.h"
 #include "kernels/launch_recorder.h"
 #include "kernels/library.h"
 
@@ -110,33 +111,40 @@ void require(bool ok, std::string_view what, Message &&message) {
   if (!ok) throw Error(std::string("kdsl::kernels::") + std::string(what) + ": " + std::string(message()));
 }
 
-// Calls f.template operator()<KT, VT>() with the kdsl element types of a KV cache's keys and
-// values: f32, f16 or bf16, the same for both. Each type pair compiles every attention kernel
-// variant again (attention_dispatch.h), so mixed pairs, which no common setup uses, are not
-// built; they and any other type are user errors naming the operation.
+// Calls f.template operator()<KP, VP>() with the element policies (kv_element.h) of a KV
+// cache's keys and values: f32, f16, bf16 or q8_0, the same for both. Each type pair compiles
+// every attention kernel variant again (attention_dispatch.h), so mixed pairs, which no
+// common setup uses, are not built; they, any other type and a head_dim the type cannot
+// hold (q8_0: a multiple of 32) are user errors naming the operation.
 template <class F>
-void with_kv_types(std::string_view what, KvTypes types, F &&f) {
-  if (types.k != types.v)
-    throw Error(std::string("kdsl::kernels::") + std::string(what) + ": keys in " + std::string(dtype_name(types.k)) + " and values in " +
-                std::string(dtype_name(types.v)) + ": a KV cache holds keys and values of one type");
+void with_kv_types(std::string_view what, KvTypes types, int head_dim, F &&f) {
+  auto fail = [&](const std::string &message) { throw Error(std::string("kdsl::kernels::") + std::string(what) + ": " + message); };
+  auto name = [](WeightType t) { return std::string(weight_type_info(t).name); };
+  if (types.k != types.v) fail("keys in " + name(types.k) + " and values in " + name(types.v) + ": a KV cache holds keys and values of one type");
+  auto run = [&]<class P>() {
+    if (head_dim % P::kBlockValues != 0)
+      fail("a " + name(P::kType) + " KV cache stores blocks of " + std::to_string(P::kBlockValues) + " values along head_dim: head_dim " +
+           std::to_string(head_dim) + " is not a multiple of " + std::to_string(P::kBlockValues));
+    f.template operator()<P, P>();
+  };
   switch (types.k) {
-    case DType::F32: return f.template operator()<f32, f32>();
-    case DType::F16: return f.template operator()<f16, f16>();
-    case DType::BF16: return f.template operator()<bf16, bf16>();
+    case WeightType::F32: return run.template operator()<KvPlain<f32>>();
+    case WeightType::F16: return run.template operator()<KvPlain<f16>>();
+    case WeightType::BF16: return run.template operator()<KvPlain<bf16>>();
+    case WeightType::Q8_0: return run.template operator()<KvQ8_0>();
     default: break;
   }
-  throw Error(std::string("kdsl::kernels::") + std::string(what) + ": a KV cache of " + std::string(dtype_name(types.k)) +
-              " is not supported (f32, f16 or bf16)");
+  fail("a KV cache of " + name(types.k) + " is not supported (f32, f16, bf16 or q8_0)");
 }
 
-// A KV cache page pointer as the kernels take it: the element type T's storage.
-template <class T>
+// A KV cache page pointer as the kernels take it: the policy P's storage.
+template <class P>
 auto kv_pages(void *p) {
-  return static_cast<typename T::storage *>(p);
+  return static_cast<typename P::Storage::storage *>(p);
 }
-template <class T>
+template <class P>
 auto kv_pages(const void *p) {
-  return static_cast<const typename T::storage *>(p);
+  return static_cast<const typename P::Storage::storage *>(p);
 }
 
 // Grows a scratch buffer in `device`'s memory to hold at least n elements.

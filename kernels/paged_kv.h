@@ -1,36 +1,41 @@
-// paged_kv.h - addressing a paged KV cache from kernels: where each position's row of a kv head lives
+// paged_kv.h - addressing a paged KV cache from kernels: which page and slot hold each position, which columns of a head a tile reads
 #pragma once
 #include "kernels/common.h"
 
 namespace kdsl::kernels {
 
-// Element offsets [BT, D] of kv head `kv_head`'s key (or value) vectors for the BT positions
-// start .. start + BT - 1 of a cache of pages [num_pages][page_size][n_kv_heads][head_dim],
-// through the sequence's block table. Positions from `end` on (and, unless FULL_D says
-// head_dim == D, columns from head_dim on) are clamped to the last valid ones, so every offset
-// is readable: the loads need no mask, their address math stays unconditional (hoisted out of
-// the inner loop, and with FULL_D affine, so rows load as vectors), and callers mask the
-// scores of positions >= end and ignore columns >= head_dim (whose query entries are zero).
-// TILE_IN_PAGE: start is a multiple of BT and page_size of BT, so the tile lies in one page
-// and the table is read once; otherwise once per position.
-template <int BT, int D, bool TILE_IN_PAGE, bool FULL_D>
-Block<i64, BT, D> paged_offsets(const Ptr<const i32> &block_table, const Scalar<i32> &start, const Scalar<i32> &end, const Scalar<i32> &page_size,
-                                const Scalar<i32> &n_kv_heads, const Scalar<i32> &head_dim, const Scalar<i32> &kv_head) {
+// Where BT positions live: each one's page (from the sequence's block table) and slot in it.
+// How a page lays out its slots is the element policy's (kv_element.h).
+template <int BT>
+struct PagedSlots {
+  Block<i64, BT> page, slot;
+};
+
+// The pages and slots of positions start .. start + BT - 1. Positions from `end` on are
+// clamped to the last valid one, so every address is readable: the loads need no mask, their
+// address math stays unconditional (hoisted out of the inner loop), and callers mask the scores
+// of positions >= end. TILE_IN_PAGE: start is a multiple of BT and page_size of BT, so the
+// tile lies in one page and the table is read once; otherwise once per position.
+template <int BT, bool TILE_IN_PAGE>
+PagedSlots<BT> paged_slots(const Ptr<const i32> &block_table, const Scalar<i32> &start, const Scalar<i32> &end, const Scalar<i32> &page_size) {
   auto pos = minimum(start + arange<BT>(), end - 1);
-  Block<i64, BT> token = [&] {
-    if constexpr (TILE_IN_PAGE) {
-      auto page = load(block_table + start / page_size);
-      return wide(page) * wide(page_size) + wide(pos - start + start % page_size);
-    } else {
-      auto page = load(block_table + pos / page_size);
-      return wide(page) * wide(page_size) + wide(pos % page_size);
-    }
-  }();
-  auto base = (token * wide(n_kv_heads) + wide(kv_head)) * wide(head_dim);
+  if constexpr (TILE_IN_PAGE) {
+    auto page = wide(load(block_table + start / page_size));
+    return {broadcast_to<BT>(page), wide(pos - start + start % page_size)};
+  } else {
+    return {wide(load(block_table + pos / page_size)), wide(pos % page_size)};
+  }
+}
+
+// The D columns of a head a tile reads: 0 .. D - 1, with those from head_dim on clamped to
+// head_dim - 1 unless FULL_D says head_dim == D (then the offsets stay affine, so rows load as
+// vectors). Callers ignore the clamped columns (their query entries are zero).
+template <int D, bool FULL_D>
+Block<i32, D> head_columns(const Scalar<i32> &head_dim) {
   if constexpr (FULL_D)
-    return col(base) + row(wide(arange<D>()));
+    return arange<D>();
   else
-    return col(base) + row(wide(minimum(arange<D>(), head_dim - 1)));
+    return minimum(arange<D>(), head_dim - 1);
 }
 
 }  // namespace kdsl::kernels

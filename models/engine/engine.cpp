@@ -15,9 +15,16 @@ namespace {
 
 // The model's context, capped so the KV cache takes at most a quarter of the device's free
 // memory (measured after the weights are placed there).
+// Bytes of one position's keys and values in one layer: a row of n_head_kv * head_dim values
+// of each type (q8_0: 34 bytes per 32 values, its quants and scale).
+int64_t kv_row_bytes(const ModelHParams &h, kernels::KvTypes kv) {
+  int64_t row = h.n_head_kv * h.head_dim;
+  return kernels::weight_bytes(kv.k, row) + kernels::weight_bytes(kv.v, row);
+}
+
 int default_context(const ModelHParams &h, const Device &device, kernels::KvTypes kv) {
   int64_t wanted = h.context_length > 0 ? h.context_length : 2048;
-  int64_t per_position = h.n_layer * h.n_head_kv * h.head_dim * int64_t(dtype_bytes(kv.k) + dtype_bytes(kv.v));
+  int64_t per_position = h.n_layer * kv_row_bytes(h, kv);
   int64_t free_bytes = int64_t(device.free_memory());
   if (free_bytes > 0 && per_position > 0) wanted = std::min(wanted, std::max<int64_t>(256, free_bytes / 4 / per_position));
   return int(std::min<int64_t>(wanted, 1 << 20));
@@ -66,7 +73,7 @@ DeviceWeights place_weights(const ModelWeights &model, const Device &device, con
 // since a context read from the command line may be anything up to INT_MAX.
 int64_t kv_cache_bytes(const ModelHParams &h, int64_t context, int page_size, kernels::KvTypes kv) {
   int64_t pages = (context + page_size - 1) / page_size;
-  return pages * page_size * h.n_layer * h.n_head_kv * h.head_dim * int64_t(dtype_bytes(kv.k) + dtype_bytes(kv.v));
+  return pages * page_size * h.n_layer * kv_row_bytes(h, kv);
 }
 
 // A context given by the user is what they get, or a clear refusal: never an overflow, never an
@@ -87,6 +94,23 @@ void check_context(const ModelHParams &h, const Device &device, int context, int
   }
 }
 
+// The cache types the kernels hold (kernels::kKvCacheTypes), one type for keys and values,
+// and a head_dim of whole blocks of the type (q8_0: 32).
+void check_kv_types(const ModelHParams &h, kernels::KvTypes kv) {
+  auto name = [](kernels::WeightType t) { return kernels::weight_type_info(t).name; };
+  for (kernels::WeightType t : {kv.k, kv.v})
+    if (std::find(std::begin(kernels::kKvCacheTypes), std::end(kernels::kKvCacheTypes), t) == std::end(kernels::kKvCacheTypes))
+      throw Error(fmt::format("KV cache type {}: expected f32, f16, bf16 or q8_0 (--cache-type-k, --cache-type-v)", name(t)));
+  if (kv.k != kv.v)
+    throw Error(fmt::format("KV cache types: keys {} and values {}; expected one type for both (--cache-type-k, --cache-type-v)", name(kv.k),
+                            name(kv.v)));
+  const int block = kernels::weight_type_info(kv.k).block_elements;
+  if (h.head_dim % block != 0)
+    throw Error(fmt::format("--cache-type-k {} --cache-type-v {}: the model's head_dim is {}; a {} KV cache needs a multiple of {} "
+                            "(its blocks of {} values lie along head_dim): use f32, f16 or bf16",
+                            name(kv.k), name(kv.v), h.head_dim, name(kv.k), block, block));
+}
+
 }  // namespace
 
 Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions options)
@@ -96,12 +120,7 @@ Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions op
   if (options.page_size < 1 || options.page_size > 4096) throw Error(fmt::format("KV page size: expected 1 to 4096, got {}", options.page_size));
   if (options.max_logit_rows < 1 || options.max_logit_rows > 1024)
     throw Error(fmt::format("rows of logits per forward pass: expected 1 to 1024, got {} (--draft-max is at most 1023)", options.max_logit_rows));
-  for (DType t : {options.kv_types.k, options.kv_types.v})
-    if (t != DType::F32 && t != DType::F16 && t != DType::BF16)
-      throw Error(fmt::format("KV cache type {}: expected f32, f16 or bf16 (--cache-type-k, --cache-type-v)", dtype_name(t)));
-  if (options.kv_types.k != options.kv_types.v)
-    throw Error(fmt::format("KV cache types: keys {} and values {}; expected one type for both (--cache-type-k, --cache-type-v)",
-                            dtype_name(options.kv_types.k), dtype_name(options.kv_types.v)));
+  check_kv_types(h, options.kv_types);
   if (options.context != 0) check_context(h, device, options.context, options.page_size, options.kv_types, !records_only(options));
   context_ = options.context > 0 ? options.context : default_context(h, device, options.kv_types);
   dim_ = int(h.n_embd);
@@ -125,10 +144,10 @@ Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions op
   ids_host_.resize(b);
   int pages = int((int64_t(context_) + options.page_size - 1) / options.page_size);
   const int allocated_pages = records_only(options) ? 1 : pages;  // nothing reads a recording's cache
-  size_t page_values = size_t(options.page_size) * size_t(kv_dim_);
+  const int64_t page_values = int64_t(options.page_size) * kv_dim_;
   for (size_t l = 0; l < model.layers.size(); ++l) {
-    k_pages_.emplace_back(device, size_t(allocated_pages) * page_values * size_t(dtype_bytes(options.kv_types.k)));
-    v_pages_.emplace_back(device, size_t(allocated_pages) * page_values * size_t(dtype_bytes(options.kv_types.v)));
+    k_pages_.emplace_back(device, size_t(allocated_pages) * size_t(kernels::weight_bytes(options.kv_types.k, page_values)));
+    v_pages_.emplace_back(device, size_t(allocated_pages) * size_t(kernels::weight_bytes(options.kv_types.v, page_values)));
   }
   // One sequence owns every page, in order; the kernels read through the table all the same.
   std::vector<int32_t> table(static_cast<size_t>(pages));

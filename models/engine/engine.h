@@ -22,8 +22,9 @@ struct EngineOptions {
   // (padding rows, as llama.cpp allows); 0: every row. Logits of the ids past it are returned as
   // the lowest float, so no sampling rule picks a token the tokenizer cannot print.
   int sampled_vocab = 0;
-  // The KV cache's key and value types: f32, f16 or bf16 each (--cache-type-k / -v): f16 halves
-  // the cache's memory and the bytes attention reads per position.
+  // The KV cache's key and value type: f32, f16, bf16 or q8_0, one for both (--cache-type-k /
+  // -v): f16 halves the cache's memory and the bytes attention reads per position, q8_0 (head_dim
+  // a multiple of 32) takes 34 bytes per 32 values.
   kernels::KvTypes kv_types;
   // Where the kernel launches are recorded (kernel_plan.h), null: nowhere. A recorder that
   // records instead of launching runs nothing: the logits are not computed, the KV cache is one

@@ -280,7 +280,7 @@ int main(int argc, char **argv) {
   app.add_option("--draft-layers", o.draft_layers, "as kdsl-run --draft-layers")->check(CLI::Range(1, 1 << 16));
   app.add_option("--draft-max", o.draft_max, "as kdsl-run --draft-max (default 7)")->check(CLI::Range(1, 64));
   app.add_option("--draft-branches", o.draft_branches, "as kdsl-run --draft-branches: with --spec-ngram, token trees' kernels too")->check(CLI::Range(1, 8));
-  app.add_option("--cache-type-k", o.cache_type_k, "the KV cache's element type: f32 (default), f16 or bf16, for keys and values (-ctk; alone it sets both)");
+  app.add_option("--cache-type-k", o.cache_type_k, "the KV cache's element type: f32 (default), f16, bf16 or q8_0 (blocks of 32 along head_dim, which must be a multiple of 32), for keys and values (-ctk; alone it sets both)");
   app.add_option("--cache-type-v", o.cache_type_v, "as --cache-type-k (-ctv; alone it sets both; the two must agree)");
   app.add_option("-t,--threads", o.threads, "as kdsl-run -t: the CPU threads the host plan is for (0: every CPU)")->check(CLI::NonNegativeNumber);
   app.add_option("--gpu-sms", o.gpu_sms, "multiprocessors (AMD: compute units) of the GPU the GPU targets' plans are for (default: sm_75 40, sm_80 108, sm_90 132, gfx90a 110, gfx942 304, gfx1100 96)")

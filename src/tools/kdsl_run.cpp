@@ -368,7 +368,7 @@ int main(int argc, char **argv) {
   app.add_option("-b,--batch-size", o.batch, "prompt tokens per prefill pass")->check(CLI::Range(1, 1 << 16));
   app.add_option("--device", o.device, "cpu, cuda, hip or auto");
   app.add_option("-t,--threads", o.threads, "CPU threads (0: every CPU this process may run on)")->check(CLI::NonNegativeNumber);
-  app.add_option("--cache-type-k", o.cache_type_k, "the KV cache's element type: f32 (default), f16 or bf16, for keys and values (-ctk; alone it sets both)");
+  app.add_option("--cache-type-k", o.cache_type_k, "the KV cache's element type: f32 (default), f16, bf16 or q8_0 (blocks of 32 along head_dim, which must be a multiple of 32), for keys and values (-ctk; alone it sets both)");
   app.add_option("--cache-type-v", o.cache_type_v, "as --cache-type-k (-ctv; alone it sets both; the two must agree)");
   app.add_option("--flash-attn", o.flash_attn, "on or auto (kdsl's attention is always fused); off is refused")->check(CLI::IsMember({"on", "off", "auto"}));
   app.add_flag("--chat,--conversation", o.chat, "interactive chat with the model's chat template (-cnv)");

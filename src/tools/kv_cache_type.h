@@ -1,7 +1,6 @@
 // kv_cache_type.h - the KV cache type a tool's --cache-type-k / --cache-type-v names, as llama.cpp spells them
 #pragma once
 #include <fmt/format.h>
-#include <kdsl/dtype.h>
 #include <kdsl/error.h>
 
 #include "kernels/library.h"
@@ -10,13 +9,12 @@
 
 namespace kdsl::tools {
 
-// "f32", "f16" or "bf16"; llama.cpp's quantized cache types (q8_0, q4_0, ...) are refused,
-// naming the flag.
-inline DType kv_cache_type(const std::string &flag, const std::string &name) {
-  if (name == "f32") return DType::F32;
-  if (name == "f16") return DType::F16;
-  if (name == "bf16") return DType::BF16;
-  throw Error(fmt::format("{} {}: expected f32, f16 or bf16 (a quantized KV cache is not implemented)", flag, name));
+// One of kernels::kKvCacheTypes by name ("f32", "f16", "bf16", "q8_0"); llama.cpp's other
+// quantized cache types (q4_0, q5_1, ...) are refused, naming the flag.
+inline kernels::WeightType kv_cache_type(const std::string &flag, const std::string &name) {
+  for (kernels::WeightType t : kernels::kKvCacheTypes)
+    if (kernels::weight_type_info(t).name == name) return t;
+  throw Error(fmt::format("{} {}: expected f32, f16, bf16 or q8_0 (other quantized KV caches are not implemented)", flag, name));
 }
 
 // The cache's types from --cache-type-k and --cache-type-v ("" where not given). Keys and

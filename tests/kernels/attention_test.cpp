@@ -1,76 +1,8 @@
 // attention_test.cpp - paged KV cache append, decode (split-K) and prefill attention against float64 references
-#include <functional>
-
-#include "tests/kernels/library_test_util.h"
+#include "tests/kernels/paged_kv_test_util.h"
 
 namespace {
 using namespace kernels_test;
-
-// A paged KV cache for one sequence, its pages handed out in shuffled order from a larger pool.
-struct PagedCache {
-  int page_size, n_kv_heads, head_dim, num_pages;
-  std::vector<float> k_pages, v_pages;
-  std::vector<int32_t> block_table;
-
-  PagedCache(std::mt19937 &rng, int positions, int page_size_, int n_kv_heads_, int head_dim_)
-      : page_size(page_size_), n_kv_heads(n_kv_heads_), head_dim(head_dim_) {
-    int used = (positions + page_size - 1) / page_size;
-    num_pages = used + 3;
-    std::vector<int32_t> pool(static_cast<size_t>(num_pages));
-    std::iota(pool.begin(), pool.end(), 0);
-    std::shuffle(pool.begin(), pool.end(), rng);
-    block_table.assign(pool.begin(), pool.begin() + used);
-    size_t floats = size_t(num_pages) * page_size * n_kv_heads * head_dim;
-    k_pages = random_floats(rng, floats, -100, 100);  // garbage everywhere the kernels must not look
-    v_pages = random_floats(rng, floats, -100, 100);
-  }
-  size_t at(int pos, int kv_head) const {
-    return ((size_t(block_table[size_t(pos / page_size)]) * page_size + size_t(pos % page_size)) * n_kv_heads + size_t(kv_head)) *
-           head_dim;
-  }
-  // Fills positions [0, n) with fresh random keys and values.
-  void fill(std::mt19937 &rng, int n) {
-    std::uniform_real_distribution<float> dist(-1, 1);
-    for (int p = 0; p < n; ++p)
-      for (int h = 0; h < n_kv_heads; ++h)
-        for (int d = 0; d < head_dim; ++d) k_pages[at(p, h) + size_t(d)] = dist(rng), v_pages[at(p, h) + size_t(d)] = dist(rng);
-  }
-};
-
-// Attention of rows in slots pos0.. over the cache, in float64: causal (row r sees slots up to
-// pos0 + r), or whatever `visible(r, slot)` allows; size[i] is the largest |v| a row's output
-// mixes, the size of the values the softmax weighs.
-void attention_ref(const PagedCache &c, const std::vector<float> &q, int rows, int pos0, int n_heads, float scale, std::vector<double> &out,
-                   std::vector<double> &size, const std::function<bool(int, int)> &visible = {}) {
-  const int D = c.head_dim, group = n_heads / c.n_kv_heads;
-  out.assign(size_t(rows) * n_heads * D, 0);
-  size.assign(out.size(), 0);
-  for (int r = 0; r < rows; ++r)
-    for (int h = 0; h < n_heads; ++h) {
-      const int kvh = h / group;
-      const float *qh = q.data() + (size_t(r) * n_heads + h) * D;
-      std::vector<int> seen;
-      for (int p = 0; p < pos0 + rows; ++p)
-        if (visible ? visible(r, p) : p <= pos0 + r) seen.push_back(p);
-      std::vector<double> s(seen.size());
-      double m = -1e300;
-      for (size_t i = 0; i < seen.size(); ++i) {
-        double dot = 0;
-        for (int d = 0; d < D; ++d) dot += double(qh[d]) * c.k_pages[c.at(seen[i], kvh) + size_t(d)];
-        s[i] = dot * scale;
-        m = std::max(m, s[i]);
-      }
-      double total = 0;
-      for (double &v : s) total += (v = std::exp(v - m));
-      double *o = out.data() + (size_t(r) * n_heads + h) * D;
-      for (size_t i = 0; i < seen.size(); ++i)
-        for (int d = 0; d < D; ++d) {
-          double v = c.v_pages[c.at(seen[i], kvh) + size_t(d)];
-          o[d] += s[i] / total * v;
-          size[(size_t(r) * n_heads + h) * D + size_t(d)] = std::max(size[(size_t(r) * n_heads + h) * D + size_t(d)], std::fabs(v));
-        }
-    }
-}
 
 TEST_CASE("kernels: kv_append writes rows through the block table, across pages, and nothing else") {
   KDSL_TEST_RNG(rng);
@@ -246,11 +178,11 @@ std::vector<S> narrowed(std::vector<float> &pages) {
   return out;
 }
 
-// A cache of S (kdsl::half or kdsl::bfloat16, DType t) for keys and values: appending rounds,
+// A cache of S (kdsl::half or kdsl::bfloat16, WeightType t) for keys and values: appending rounds,
 // decode, prefill and tree attention read it against the float64 reference.
 template <class S>
-void check_narrow_kv_cache(kdsl::DType t) {
-  CAPTURE(kdsl::dtype_name(t));
+void check_narrow_kv_cache(kdsl::kernels::WeightType t) {
+  CAPTURE(kdsl::kernels::weight_type_info(t).name);
   KDSL_TEST_RNG(rng);
   const int n_heads = 4, n_kv = 2, D = 40, page_size = 16, pos0 = 37, rows = 9;
   PagedCache c(rng, pos0 + rows, page_size, n_kv, D);
@@ -293,8 +225,8 @@ void check_narrow_kv_cache(kdsl::DType t) {
 }
 
 TEST_CASE("kernels: f16 and bf16 KV caches: append rounds, decode, prefill and tree attention read them") {
-  check_narrow_kv_cache<kdsl::half>(kdsl::DType::F16);
-  check_narrow_kv_cache<kdsl::bfloat16>(kdsl::DType::BF16);
+  check_narrow_kv_cache<kdsl::half>(kdsl::kernels::WeightType::F16);
+  check_narrow_kv_cache<kdsl::bfloat16>(kdsl::kernels::WeightType::BF16);
 
   // Keys and values share one type; other types are refused by name.
   KDSL_TEST_RNG(rng);
@@ -306,12 +238,12 @@ TEST_CASE("kernels: f16 and bf16 KV caches: append rounds, decode, prefill and t
   std::vector<int8_t> bytes(64);
   std::string text = kdsl_test::error_text([&] {
     library().attention(q.data(), bytes.data(), bytes.data(), c.block_table.data(), out.data(), rows, pos0, n_heads, n_kv, D, page_size, 0.1f,
-                        {kdsl::DType::I8, kdsl::DType::I8});
+                        {kdsl::kernels::WeightType::Q4_0, kdsl::kernels::WeightType::Q4_0});
   });
-  CHECK(kdsl_test::contains(text, "a KV cache of i8 is not supported (f32, f16 or bf16)"));
+  CHECK(kdsl_test::contains(text, "a KV cache of q4_0 is not supported (f32, f16, bf16 or q8_0)"));
   text = kdsl_test::error_text([&] {
     library().attention(q.data(), bytes.data(), bytes.data(), c.block_table.data(), out.data(), rows, pos0, n_heads, n_kv, D, page_size, 0.1f,
-                        {kdsl::DType::F16, kdsl::DType::BF16});
+                        {kdsl::kernels::WeightType::F16, kdsl::kernels::WeightType::BF16});
   });
   CHECK(kdsl_test::contains(text, "keys in f16 and values in bf16: a KV cache holds keys and values of one type"));
 }

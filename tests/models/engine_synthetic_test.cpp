@@ -300,20 +300,19 @@ TEST_CASE("engine: f16 and bf16 KV caches give the f32 cache's logits within the
   std::vector<double> want;
   for (int p = 0; p < int(prompt.size()); ++p) want = reference.forward(prompt[size_t(p)], p);
   const std::vector<double> want_next = reference.forward(7, int(prompt.size()));
-  for (kernels::KvTypes kv : {kernels::KvTypes{DType::F16, DType::F16}, kernels::KvTypes{DType::BF16, DType::BF16}}) {
-    CAPTURE(dtype_name(kv.k));
-    CAPTURE(dtype_name(kv.v));
+  for (kernels::KvTypes kv : {kernels::KvTypes{GgmlType::F16, GgmlType::F16}, kernels::KvTypes{GgmlType::BF16, GgmlType::BF16}}) {
+    CAPTURE(kernels::weight_type_info(kv.k).name);
     Engine engine(model, Device::cpu(), EngineOptions{.context = 32, .page_size = 4, .max_batch = 5, .kv_types = kv});
     // The cache's rounding (2^-11 relative for f16, 2^-8 for bf16) reaches the logits damped
     // by the softmax's averaging; the f32 cache's error is below 1e-4 (above).
     double error = relative_error(engine.forward(prompt, 0), want);
-    CHECK(error < (kv.k == DType::BF16 ? 2e-2 : 3e-3));
+    CHECK(error < (kv.k == GgmlType::BF16 ? 2e-2 : 3e-3));
     CHECK(error > 0);
     int token[1] = {7};
-    CHECK(relative_error(engine.forward(token, int(prompt.size())), want_next) < (kv.k == DType::BF16 ? 2e-2 : 3e-3));
+    CHECK(relative_error(engine.forward(token, int(prompt.size())), want_next) < (kv.k == GgmlType::BF16 ? 2e-2 : 3e-3));
   }
-  std::string text = kdsl_test::error_text([&] { Engine(model, Device::cpu(), EngineOptions{.context = 32, .kv_types = {DType::I8, DType::F32}}); });
-  CHECK(kdsl_test::contains(text, "KV cache type i8: expected f32, f16 or bf16"));
-  text = kdsl_test::error_text([&] { Engine(model, Device::cpu(), EngineOptions{.context = 32, .kv_types = {DType::F16, DType::F32}}); });
+  std::string text = kdsl_test::error_text([&] { Engine(model, Device::cpu(), EngineOptions{.context = 32, .kv_types = {GgmlType::Q4_0, GgmlType::F32}}); });
+  CHECK(kdsl_test::contains(text, "KV cache type q4_0: expected f32, f16, bf16 or q8_0"));
+  text = kdsl_test::error_text([&] { Engine(model, Device::cpu(), EngineOptions{.context = 32, .kv_types = {GgmlType::F16, GgmlType::F32}}); });
   CHECK(kdsl_test::contains(text, "KV cache types: keys f16 and values f32; expected one type for both"));
 }

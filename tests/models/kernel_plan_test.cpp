@@ -127,11 +127,14 @@ TEST_CASE("kernel plan: every kernel generation launches is planned (f16 and Q4_
     }
 }
 
-TEST_CASE("kernel plan: token trees and f16 / bf16 KV caches are planned as they run") {
+TEST_CASE("kernel plan: token trees and f16 / bf16 / q8_0 KV caches are planned as they run") {
   std::string f16 = synthetic("tiny", GgmlType::F16, "plan-tiny-f16.gguf");
   check_plan_covers_generation(f16, Drafting::NgramTree);
-  check_plan_covers_generation(f16, Drafting::NgramTree, {DType::F16, DType::F16});
-  check_plan_covers_generation(f16, Drafting::None, {DType::BF16, DType::BF16});
+  check_plan_covers_generation(f16, Drafting::NgramTree, {kernels::WeightType::F16, kernels::WeightType::F16});
+  check_plan_covers_generation(f16, Drafting::None, {kernels::WeightType::BF16, kernels::WeightType::BF16});
+  // q8_0 needs heads of whole blocks of 32: qwen3-tiny's head_dim is 32.
+  check_plan_covers_generation(synthetic("qwen3-tiny", GgmlType::F32, "plan-qwen3-tiny-kvq8.gguf"), Drafting::NgramTree,
+                               {kernels::WeightType::Q8_0, kernels::WeightType::Q8_0});
 }
 
 TEST_CASE("kernel plan: autotuned products plan every candidate until their winners are recorded, then the winners alone") {

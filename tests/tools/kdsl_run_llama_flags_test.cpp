@@ -75,12 +75,16 @@ TEST_CASE("kdsl-run: llama.cpp options it does not support are refused by name, 
                                                                                      "kdsl runs the whole model on one device; --device chooses it");
   check_refused(run_tool_process(kRun, {"-m", tiny_model(), "-i"}), "-i is a llama.cpp option");
   check_refused(run_tool_process(kRun, {"-m", tiny_model(), "-p", "x", "--mirostat", "2"}), "--mirostat");
-  check_refused(run_tool_process(kRun, {"-m", tiny_model(), "-p", "x", "-ctk", "q8_0"}), "--cache-type-k q8_0: expected f32, f16 or bf16");
+  check_refused(run_tool_process(kRun, {"-m", tiny_model(), "-p", "x", "-ctk", "q4_0"}), "--cache-type-k q4_0: expected f32, f16, bf16 or q8_0");
+  // q8_0 is taken, but its blocks of 32 do not fit the tiny model's heads of 16.
+  check_refused(run_tool_process(kRun, {"-m", tiny_model(), "-p", "x", "-ctk", "q8_0"}),
+                "--cache-type-k q8_0 --cache-type-v q8_0: the model's head_dim is 16; a q8_0 KV cache needs a multiple of 32");
   check_refused(run_tool_process(kRun, {"-m", tiny_model(), "-p", "x", "-ctk", "f16", "-ctv", "bf16"}),
                 "--cache-type-k f16 --cache-type-v bf16: keys and values of the KV cache share one type");
-  CHECK(kdsl::tools::kv_cache_types("f16", "").v == kdsl::DType::F16);  // one flag alone sets both
-  CHECK(kdsl::tools::kv_cache_types("", "bf16").k == kdsl::DType::BF16);
-  CHECK(kdsl::tools::kv_cache_types("", "").k == kdsl::DType::F32);
+  CHECK(kdsl::tools::kv_cache_types("f16", "").v == kdsl::kernels::WeightType::F16);  // one flag alone sets both
+  CHECK(kdsl::tools::kv_cache_types("", "bf16").k == kdsl::kernels::WeightType::BF16);
+  CHECK(kdsl::tools::kv_cache_types("q8_0", "").v == kdsl::kernels::WeightType::Q8_0);
+  CHECK(kdsl::tools::kv_cache_types("", "").k == kdsl::kernels::WeightType::F32);
   check_refused(run_tool_process(kRun, {"-m", tiny_model(), "-p", "x", "-fa", "off"}), "always fused");
   check_refused(run_tool_process(kRun, {"-m", tiny_model(), "-p", "x", "-sys", "Be brief."}), "add --chat (-cnv)");
 }

@@ -1,0 +1,108 @@
+// kv_q8_0_emulated_test.cpp - the q8_0 KV cache kernels (append, move, decode, prefill and tree attention) through the GPU lowering, NVIDIA and AMD flavoured, in the SIMT emulator, against the host backend
+#include "kernels/attention_decode.h"
+#include "kernels/attention_prefill.h"
+#include "kernels/kv_append.h"
+#include "kernels/kv_move.h"
+#include "tests/codegen/emulator_compare.h"
+#include "tests/kernels/paged_kv_test_util.h"
+
+namespace {
+using emulator_test::array;
+using emulator_test::compare;
+using emulator_test::each_emulated_target;
+using emulator_test::Flavour;
+using emulator_test::value;
+using kernels::KvPlain;
+using kernels::KvQ8_0;
+using tools::named_kernel;
+
+// A cache of `positions` quantized positions, page_size per page, through a shuffled table.
+struct Cache {
+  kernels_test::PagedCache c;
+  kernels_test::Q8Pages q8;
+  Cache(std::mt19937 &rng, int positions, int page_size, int n_kv, int head_dim)
+      : c(rng, positions, page_size, n_kv, head_dim), q8(rng, c) {
+    c.fill(rng, positions);
+    q8.quantize_from(c, positions);
+  }
+};
+
+// The host backend is checked against the scalar references (kv_q8_0_test.cpp); the emulated
+// GPU lowering must write the same bytes (append, move) and the same outputs up to f32
+// reassociation (attention).
+TEST_CASE("emulated: kv_append and kv_move of a q8_0 cache write the host backend's bytes") {
+  const Flavour f = each_emulated_target();
+  KDSL_TEST_RNG(rng);
+  struct Case {
+    int n_kv, D, page_size, pos0, rows;
+  };
+  for (Case t : {Case{2, 32, 16, 5, 6}, Case{1, 96, 5, 3, 4}}) {
+    CAPTURE(t.D);
+    CAPTURE(t.page_size);
+    Cache cache(rng, t.pos0 + t.rows, t.page_size, t.n_kv, t.D);
+    const int row = t.n_kv * t.D;
+    auto k = kernels_test::random_floats(rng, size_t(t.rows) * size_t(row), -3, 3), v = kernels_test::random_floats(rng, size_t(t.rows) * size_t(row));
+    CHECK(compare(named_kernel<kernels::kv_append<64, KvQ8_0, KvQ8_0>>("kv_append_q8_0"), grid(t.rows, cdiv(row, 64)),
+                  {array(k), array(v), array(cache.q8.k), array(cache.q8.v), array(cache.c.block_table), value(t.pos0), value(row), value(t.page_size)},
+                  f) == 0);
+    std::vector<int32_t> moves = {t.pos0 + 2, t.pos0, t.pos0 + 3, t.pos0 + 1, t.pos0 + 1, t.pos0 + 2};
+    CHECK(compare(named_kernel<kernels::kv_move<64, KvQ8_0, KvQ8_0>>("kv_move_q8_0"), grid(cdiv(row, 64)),
+                  {array(cache.q8.k), array(cache.q8.v), array(cache.c.block_table), array(moves), value(3), value(row), value(t.page_size)}, f) == 0);
+  }
+  // The plain policy through the same seam: f16 pages round as the host rounds.
+  Cache cache(rng, 8, 4, 2, 32);
+  std::vector<half> pages(cache.c.k_pages.size());
+  auto k = kernels_test::random_floats(rng, 3 * 64);
+  CHECK(compare(named_kernel<kernels::kv_append<64, KvPlain<f16>, KvPlain<f16>>>("kv_append_f16"), grid(3, 1),
+                {array(k), array(k), array(pages), array(pages), array(cache.c.block_table), value(2), value(64), value(4)}, f) == 0);
+}
+
+TEST_CASE("emulated: decode attention over a q8_0 cache: steps in a page, across pages, a head_dim short of the block") {
+  const Flavour f = each_emulated_target();
+  KDSL_TEST_RNG(rng);
+  const int n_heads = 4, n_kv = 2, group = 2;
+  auto run = [&](const tools::NamedKernel &kernel, int head_dim, int page_size, int ctx, int split_len) {
+    Cache cache(rng, ctx, page_size, n_kv, head_dim);
+    const int splits = cdiv(ctx, split_len);
+    auto q = kernels_test::random_floats(rng, size_t(n_heads) * size_t(head_dim), -2, 2);
+    std::vector<float> part_out(size_t(n_heads) * size_t(splits) * size_t(head_dim)), part_ml(size_t(n_heads) * size_t(splits) * 2);
+    return compare(kernel, grid(n_kv, splits),
+                   {array(q), array(cache.q8.k), array(cache.q8.v), array(cache.c.block_table), array(part_out), array(part_ml), value(ctx), value(group),
+                    value(n_kv), value(head_dim), value(page_size), value(split_len), value(0.2f)},
+                   f);
+  };
+  CHECK(run(named_kernel<kernels::attention_decode<2, 64, 32, true, true, KvQ8_0, KvQ8_0>>("decode_q8_0"), 64, 32, 70, 64) <= 1e-4);
+  CHECK(run(named_kernel<kernels::attention_decode<2, 32, 16, true, true, KvQ8_0, KvQ8_0>>("decode_q8_0_16"), 32, 16, 37, 16) <= 1e-4);
+  CHECK(run(named_kernel<kernels::attention_decode<2, 128, 32, false, false, KvQ8_0, KvQ8_0>>("decode_q8_0_ragged"), 96, 24, 50, 32) <= 1e-4);
+}
+
+TEST_CASE("emulated: prefill and tree attention over a q8_0 cache") {
+  const Flavour f = each_emulated_target();
+  KDSL_TEST_RNG(rng);
+  const int n_heads = 4, n_kv = 2, group = 2, rows = 19, pos0 = 13;
+  auto inputs = [&](int head_dim, int page_size) {
+    Cache cache(rng, pos0 + rows, page_size, n_kv, head_dim);
+    auto q = kernels_test::random_floats(rng, size_t(rows) * n_heads * size_t(head_dim), -2, 2);
+    return std::pair(std::move(cache), std::move(q));
+  };
+  {
+    auto [cache, q] = inputs(64, 16);
+    std::vector<float> out(q.size());
+    CHECK(compare(named_kernel<kernels::attention_prefill<16, 16, 64, true, true, KvQ8_0, KvQ8_0>>("prefill_q8_0"), grid(cdiv(rows, 16), n_heads),
+                  {array(q), array(cache.q8.k), array(cache.q8.v), array(cache.c.block_table), array(out), value(rows), value(pos0), value(n_heads),
+                   value(group), value(n_kv), value(64), value(16), value(0.125f)},
+                  f) <= 1e-4);
+  }
+  {
+    auto [cache, q] = inputs(96, 7);
+    std::vector<float> out(q.size());
+    std::vector<int64_t> ancestors(size_t(rows), 1);
+    for (int i = 1; i < rows; ++i) ancestors[size_t(i)] = ancestors[size_t(i / 2)] | (int64_t(1) << i);
+    CHECK(compare(named_kernel<kernels::attention_tree<16, 32, 128, false, false, KvQ8_0, KvQ8_0>>("tree_q8_0"), grid(cdiv(rows, 16), n_heads),
+                  {array(q), array(cache.q8.k), array(cache.q8.v), array(cache.c.block_table), array(ancestors), array(out), value(rows), value(pos0),
+                   value(n_heads), value(group), value(n_kv), value(96), value(7), value(0.1f)},
+                  f) <= 1e-4);
+  }
+}
+
+}  // namespace
