@@ -38,15 +38,7 @@ TEST_CASE("kernels: decode attention over a shuffled paged cache, grouped-query 
         CAPTURE(page_size);
         PagedCache c(rng, pos0 + 1, page_size, n_kv, D);
         c.fill(rng, pos0 + 1);
-        auto q = random_floats(rng, size_t(n_heads) * D, -2, 2);
-        const float scale = 1.0f / std::sqrt(float(D));
-        std::vector<double> ref, size;
-        attention_ref(c, q, 1, pos0, n_heads, scale, ref, size);
-        GuardedOutput out(ref.size(), -7.0f);
-        library().attention(q.data(), c.k_pages.data(), c.v_pages.data(), c.block_table.data(), out.data(), 1, pos0, n_heads, n_kv, D,
-                            page_size, scale);
-        expect_close_scaled("decode attention", out.values(), ref, size, 1e-5);
-        CHECK_MESSAGE(out.intact(), "decode attention wrote past its output");
+        check_causal_attention(rng, c, c.k_pages.data(), c.v_pages.data(), {}, 1, pos0, n_heads, "decode attention");
       }
     }
   }
@@ -66,15 +58,7 @@ TEST_CASE("kernels: prefill attention, causal over pages, from the start and chu
     CAPTURE(t.page_size);
     PagedCache c(rng, t.pos0 + t.rows, t.page_size, t.n_kv, t.D);
     c.fill(rng, t.pos0 + t.rows);
-    auto q = random_floats(rng, size_t(t.rows) * n_heads * t.D, -2, 2);
-    const float scale = 1.0f / std::sqrt(float(t.D));
-    std::vector<double> ref, size;
-    attention_ref(c, q, t.rows, t.pos0, n_heads, scale, ref, size);
-    GuardedOutput out(ref.size(), -7.0f);
-    library().attention(q.data(), c.k_pages.data(), c.v_pages.data(), c.block_table.data(), out.data(), t.rows, t.pos0, n_heads, t.n_kv,
-                        t.D, t.page_size, scale);
-    expect_close_scaled("prefill attention", out.values(), ref, size, 1e-5);
-    CHECK_MESSAGE(out.intact(), "prefill attention wrote past its output");
+    check_causal_attention(rng, c, c.k_pages.data(), c.v_pages.data(), {}, t.rows, t.pos0, n_heads, "prefill attention");
   }
 }
 

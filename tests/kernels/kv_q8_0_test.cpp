@@ -59,15 +59,7 @@ TEST_CASE("kernels: decode attention over a q8_0 cache, grouped-query heads, spl
     c.fill(rng, t.pos0 + 1);
     Q8Pages q8(rng, c);
     q8.quantize_from(c, t.pos0 + 1);
-    auto q = random_floats(rng, size_t(n_heads) * t.D, -2, 2);
-    const float scale = 1.0f / std::sqrt(float(t.D));
-    std::vector<double> ref, size;
-    attention_ref(c, q, 1, t.pos0, n_heads, scale, ref, size);
-    GuardedOutput out(ref.size(), -7.0f);
-    library().attention(q.data(), q8.k.data(), q8.v.data(), c.block_table.data(), out.data(), 1, t.pos0, n_heads, t.n_kv, t.D, t.page_size, scale,
-                        kQ8_0);
-    expect_close_scaled("decode over a q8_0 cache", out.values(), ref, size, 1e-5);
-    CHECK_MESSAGE(out.intact(), "decode attention wrote past its output");
+    check_causal_attention(rng, c, q8.k.data(), q8.v.data(), kQ8_0, 1, t.pos0, n_heads, "decode over a q8_0 cache");
   }
 }
 
@@ -87,15 +79,9 @@ TEST_CASE("kernels: prefill and tree attention over a q8_0 cache, causal and alo
     c.fill(rng, t.pos0 + t.rows);
     Q8Pages q8(rng, c);
     q8.quantize_from(c, t.pos0 + t.rows);
-    auto q = random_floats(rng, size_t(t.rows) * n_heads * t.D, -2, 2);
+    auto q = check_causal_attention(rng, c, q8.k.data(), q8.v.data(), kQ8_0, t.rows, t.pos0, n_heads, "prefill over a q8_0 cache");
     const float scale = 1.0f / std::sqrt(float(t.D));
     std::vector<double> ref, size;
-    attention_ref(c, q, t.rows, t.pos0, n_heads, scale, ref, size);
-    GuardedOutput out(ref.size(), -7.0f);
-    library().attention(q.data(), q8.k.data(), q8.v.data(), c.block_table.data(), out.data(), t.rows, t.pos0, n_heads, t.n_kv, t.D, t.page_size,
-                        scale, kQ8_0);
-    expect_close_scaled("prefill over a q8_0 cache", out.values(), ref, size, 1e-5);
-    CHECK_MESSAGE(out.intact(), "prefill attention wrote past its output");
 
     // A random tree over the same rows (at most 64 nodes): node i's parent an earlier node.
     std::vector<int64_t> ancestors(size_t(t.rows), 1);

@@ -76,6 +76,23 @@ inline void attention_ref(const PagedCache &c, const std::vector<float> &q, int 
     }
 }
 
+// Causal attention of `rows` fresh random query rows in slots pos0 .. through
+// Library::attention, reading k_pages / v_pages (the cache's storage, of `types`), against
+// attention_ref over c's values; returns the query rows (a caller may reuse them).
+inline std::vector<float> check_causal_attention(std::mt19937 &rng, const PagedCache &c, const void *k_pages, const void *v_pages,
+                                                 kdsl::kernels::KvTypes types, int rows, int pos0, int n_heads, const std::string &what) {
+  auto q = random_floats(rng, size_t(rows) * n_heads * c.head_dim, -2, 2);
+  const float scale = 1.0f / std::sqrt(float(c.head_dim));
+  std::vector<double> ref, size;
+  attention_ref(c, q, rows, pos0, n_heads, scale, ref, size);
+  GuardedOutput out(ref.size(), -7.0f);
+  library().attention(q.data(), k_pages, v_pages, c.block_table.data(), out.data(), rows, pos0, n_heads, c.n_kv_heads, c.head_dim, c.page_size, scale,
+                      types);
+  expect_close_scaled(what, out.values(), ref, size, 1e-5);
+  CHECK_MESSAGE(out.intact(), what << " wrote past its output");
+  return q;
+}
+
 // A PagedCache's pages as a Q8_0 KV cache stores them (kernels/kv_element.h's KvQ8_0): page p
 // is page_size * blocks * 34 bytes at byte p * that, its [page_size][row] int8 quants first,
 // then its [page_size][blocks] f16 scales. Quantized by ggml's reference quantizer
