@@ -1,6 +1,8 @@
-// quant_formats.h - how kdsl kernels read ggml's Q8_0 and Q4_0 blocks in place: offsets and per-part decoding
+// quant_formats.h - how kdsl kernels read Q8_0, Q4_0, IQ4_NL and F8_E4M3 blocks in place: offsets and per-part decoding
 #pragma once
 #include <cstddef>
+#include <limits>
+#include <vector>
 
 #include "kernels/common.h"
 #include <kdsl/formats/quant_blocks.h>
@@ -48,6 +50,60 @@ struct Q4_0Format {
   }
 };
 
+// x[i] = d * kIQ4NLValues[nibble_i], the nibbles laid out as Q4_0's. The grid has no closed
+// form, so each level is picked by a tree of selects on the nibble's bits (4 levels, 15
+// selects of constants: vector blends on the host, no memory access, exact small integers).
+struct IQ4_NLFormat {
+  using Layout = formats::BlockIQ4_NL;
+  using Quant = u8;
+  static constexpr int kBlockElements = formats::kQK4_NL;
+  static constexpr int kBlockBytes = int(sizeof(Layout));
+  static constexpr int kQuantOffset = int(offsetof(Layout, qs));
+  static constexpr int kScaleStride = kBlockBytes / 2;
+  static constexpr int kParts = 2, kPartBytes = 16;
+
+  template <int... D>
+  static Block<f32, D...> part(const Block<u8, D...> &q, int p) {
+    auto nibble = cast<i32>(p == 0 ? (q & 15) : (q >> 4));
+    // Round r keeps level[k], the value among grid entries k * 2^r .. (k + 1) * 2^r - 1 that the
+    // nibble's low r bits pick; each round halves the candidates by the next bit.
+    std::vector<Block<f32, D...>> level;
+    for (int k = 0; k < 8; ++k)
+      level.push_back(where((nibble & 1) != 0, full<f32, D...>(formats::kIQ4NLValues[2 * k + 1]), float(formats::kIQ4NLValues[2 * k])));
+    for (int bit = 2; bit < 16; bit *= 2) {
+      std::vector<Block<f32, D...>> next;
+      for (size_t k = 0; k + 1 < level.size(); k += 2) next.push_back(where((nibble & bit) != 0, level[k + 1], level[k]));
+      level = std::move(next);
+    }
+    return level[0];
+  }
+};
+
+// x[i] = d * e4m3(qs[i]) (kdsl/formats/fp8.h). The E4M3 code's 7 magnitude bits, placed at bits
+// 7..13 of an f16, are the same number times 2^-8: the exponent fields line up (4 bits of the
+// f16's 5) and E4M3's subnormals land on f16 subnormals, which the conversion to f32 (F16C's
+// vcvtph2ps, PTX's cvt.f32.f16) reads exactly. So decoding is two shifts, an f16 -> f32
+// conversion and an exact multiply by 256, and never meets an f32 subnormal (which a
+// flush-to-zero mode would read as 0). The NaN codes 0x7f/0xff, which would decode to 480, are
+// picked out: kdsl's quantizer never writes them, but a file may hold them.
+struct F8_E4M3Format {
+  using Layout = formats::BlockF8_E4M3;
+  using Quant = u8;
+  static constexpr int kBlockElements = formats::kQK_F8;
+  static constexpr int kBlockBytes = int(sizeof(Layout));
+  static constexpr int kQuantOffset = int(offsetof(Layout, qs));
+  static constexpr int kScaleStride = kBlockBytes / 2;
+  static constexpr int kParts = 1, kPartBytes = 32;
+
+  template <int... D>
+  static Block<f32, D...> part(const Block<u8, D...> &q, int /*p*/) {
+    auto b = cast<i32>(q);
+    auto magnitude = b & 0x7f;
+    auto value = cast<f32>(bitcast<f16>(cast<i16>((magnitude << 7) | ((b & 0x80) << 8)))) * 256.0f;
+    return where(magnitude == 0x7f, std::numeric_limits<float>::quiet_NaN(), value);
+  }
+};
+
 // A group of BB consecutive blocks of BN rows of W, loaded: the quant bytes [BN, BB, kPartBytes]
 // and the scales as f32 [BN, BB, 1].
 template <class Q, class D>
@@ -77,6 +133,6 @@ constexpr bool check_format() {
   static_assert(F::kParts * F::kPartBytes == F::kBlockElements, "a block's parts must cover its elements");
   return true;
 }
-static_assert(check_format<Q8_0Format>() && check_format<Q4_0Format>());
+static_assert(check_format<Q8_0Format>() && check_format<Q4_0Format>() && check_format<IQ4_NLFormat>() && check_format<F8_E4M3Format>());
 
 }  // namespace kdsl::kernels

@@ -5,6 +5,7 @@
 #include <type_traits>
 #include <fmt/format.h>
 #include <kdsl/error.h>
+#include <kdsl/formats/fp8.h>
 
 namespace kdsl::models {
 
@@ -65,6 +66,19 @@ void dequantize_block(const BlockQ5_1 &b, float *y) {
 void dequantize_block(const BlockQ8_0 &b, float *y) {
   float d = f16_bits_to_f32(b.d);
   for (int j = 0; j < kQK8_0; ++j) y[j] = float(b.qs[j]) * d;
+}
+
+void dequantize_block(const BlockIQ4_NL &b, float *y) {
+  float d = f16_bits_to_f32(b.d);
+  for (int j = 0; j < kQK4_NL / 2; ++j) {
+    y[j] = d * float(kIQ4NLValues[b.qs[j] & 0x0F]);
+    y[j + kQK4_NL / 2] = d * float(kIQ4NLValues[b.qs[j] >> 4]);
+  }
+}
+
+void dequantize_block(const BlockF8_E4M3 &b, float *y) {
+  float d = f16_bits_to_f32(b.d);
+  for (int j = 0; j < kQK_F8; ++j) y[j] = e4m3_bits_to_f32(b.qs[j]) * d;
 }
 
 void dequantize_block(const BlockQ4_K &b, float *y) {

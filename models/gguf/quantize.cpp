@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <kdsl/error.h>
+#include <kdsl/formats/fp8.h>
 #include <kdsl/formats/weight_types.h>
 #include <type_traits>
 
@@ -83,6 +84,59 @@ void quantize_affine(const float *x, Block &b, int levels) {
     qh |= uint32_t((q0 >> 4) & 1) << j | uint32_t((q1 >> 4) & 1) << (j + 16);
   }
   if constexpr (requires { b.qh; }) std::memcpy(b.qh, &qh, 4);
+}
+
+// F8_E4M3: d = amax / 448 (as f16), e = E4M3(x / d) rounded to nearest even. The scale's own
+// rounding may put the largest value a little past 448; it saturates there.
+void quantize_block(const float *x, BlockF8_E4M3 &b) {
+  float amax = std::fabs(signed_absmax(x, kQK_F8));
+  b.d = f32_to_f16_bits(amax / kE4M3Max);
+  float d = f16_bits_to_f32(b.d), id = d ? 1 / d : 0;
+  for (int i = 0; i < kQK_F8; ++i) b.qs[i] = f32_to_e4m3_bits(x[i] * id);
+}
+
+// IQ4_NL's grid level nearest to v (the lower of two at equal distance), by bisection.
+int nearest_iq4_nl_level(float v) {
+  const int8_t *grid = kIQ4NLValues;
+  if (v <= grid[0]) return 0;
+  if (v >= grid[15]) return 15;
+  int lo = 0, hi = 15;
+  while (hi - lo > 1) {
+    int mid = (lo + hi) / 2;
+    (v < grid[mid] ? hi : lo) = mid;
+  }
+  return v - grid[lo] < grid[hi] - v ? lo : hi;
+}
+
+// IQ4_NL (ggml's quantize_row_iq4_nl without an importance matrix): each x / d goes to its
+// nearest grid level; d is the weighted least-squares fit (weights x^2) for the levels chosen
+// at the best of several trial scales: the largest magnitude on the grid's top (+127 would
+// clamp to 113) and on its bottom end moved by -7..7 levels. Levels are then chosen again with
+// the fitted d.
+void quantize_block(const float *x, BlockIQ4_NL &b) {
+  const float max = signed_absmax(x, kQK4_NL);
+  float d = 0;
+  if (std::fabs(max) >= 1e-15f) {  // ggml's GROUP_MAX_EPS; below it d stays 0
+    auto fit = [&](float inverse_scale, float &sum_qx, float &sum_q2) {
+      sum_qx = sum_q2 = 0;
+      for (int j = 0; j < kQK4_NL; ++j) {
+        float q = kIQ4NLValues[nearest_iq4_nl_level(inverse_scale * x[j])], w = x[j] * x[j];
+        sum_qx += w * q * x[j], sum_q2 += w * q * q;
+      }
+    };
+    float sum_qx, sum_q2;
+    fit(1 / (-max / float(kIQ4NLValues[0])), sum_qx, sum_q2);
+    d = sum_qx / sum_q2;
+    float best = d * sum_qx;
+    for (int step = -7; step <= 7; ++step) {
+      fit(float(step + kIQ4NLValues[0]) / max, sum_qx, sum_q2);
+      if (sum_q2 > 0 && sum_qx * sum_qx > best * sum_q2) d = sum_qx / sum_q2, best = d * sum_qx;
+    }
+  }
+  b.d = f32_to_f16_bits(d);
+  const float id = d ? 1 / d : 0;
+  for (int j = 0; j < kQK4_NL / 2; ++j)
+    b.qs[j] = uint8_t(nearest_iq4_nl_level(id * x[j]) | nearest_iq4_nl_level(id * x[j + kQK4_NL / 2]) << 4);
 }
 
 void quantize_block(const float *x, BlockQ4_0 &b) { quantize_symmetric(x, b, 8); }

@@ -49,6 +49,11 @@ int layer_of(const std::string &name) {
   }
 }
 
+double bits_per_weight(GgmlType t) {
+  const formats::WeightTypeInfo &info = ggml_type_traits(t);
+  return 8.0 * info.block_bytes / info.block_elements;
+}
+
 bool contains(const std::string &s, std::string_view part) { return s.find(part) != std::string::npos; }
 
 // The type a row of `cols` values can take when `type`'s blocks do not divide it.
@@ -73,26 +78,32 @@ std::optional<QuantizeTarget> parse_quantize_target(std::string_view text) {
   std::optional<GgmlType> t = parse_ggml_type(text);
   if (!t) return std::nullopt;
   const formats::WeightTypeInfo &info = ggml_type_traits(*t);
+  if (info.kdsl_only()) return QuantizeTarget{std::string(info.ggml_name), *t, false, std::nullopt};
   if (info.llama_ftype < 0) return std::nullopt;
   return QuantizeTarget{std::string(info.ggml_name), *t, false, uint32_t(info.llama_ftype)};
 }
 
 std::string quantize_target_names() {
-  std::string out = formats::weight_type_names([](const formats::WeightTypeInfo &t) { return t.readable && t.llama_ftype >= 0; });
+  std::string out = formats::weight_type_names([](const formats::WeightTypeInfo &t) { return t.readable && (t.llama_ftype >= 0 || t.kdsl_only()); });
   for (const Mix &m : kMixes) out += fmt::format(", {}", m.name);
   return out;
 }
 
 GgmlType quantize_type_for(const QuantizeTarget &target, bool pure, const std::string &name, const std::vector<int64_t> &shape,
-                           bool has_output, int n_layer) {
+                           bool has_output, int n_layer, int n_gqa) {
   if (shape.size() < 2) return GgmlType::F32;  // norms and biases: read as f32 by the kernels
   GgmlType type = target.base;
   if (!pure && formats::is_quantized(target.base)) {
     bool classifier = name == "output.weight" || (!has_output && name == "token_embd.weight");
-    if (classifier && target.base != GgmlType::Q8_0) type = GgmlType::Q6_K;
+    if (classifier && bits_per_weight(target.base) < bits_per_weight(GgmlType::Q6_K)) type = GgmlType::Q6_K;
     int layer = layer_of(name);
     if (target.medium_mix && layer >= 0 && (contains(name, "attn_v.weight") || contains(name, "ffn_down")) && use_more_bits(layer, n_layer))
       type = GgmlType::Q6_K;
+    // IQ4_NL (without an importance matrix): attn_v where 4 or more query heads share a KV
+    // head, and ffn_down in the first eighth of the layers, take Q5_K.
+    if (target.base == GgmlType::IQ4_NL && ((contains(name, "attn_v.weight") && n_gqa >= 4) ||
+                                            (contains(name, "ffn_down") && layer >= 0 && layer < n_layer / 8)))
+      type = GgmlType::Q5_K;
   }
   return fallback_for(type, shape[0]);
 }
@@ -104,18 +115,22 @@ QuantizeSummary quantize_model(const std::string &in, const std::string &out, co
   GgufFile file(in);
   std::string arch = file.find_string("general.architecture").value_or("llama");
   int n_layer = int(file.find_int(arch + ".block_count").value_or(0));
+  int64_t n_head = file.find_int(arch + ".attention.head_count").value_or(1);
+  int64_t n_head_kv = file.find_int(arch + ".attention.head_count_kv").value_or(n_head);
+  int n_gqa = n_head_kv > 0 ? int(n_head / n_head_kv) : 1;
   bool has_output = file.find_tensor("output.weight") != nullptr;
 
   GgufWriter writer(file.version() >= 3 ? 3 : file.version());
-  for (const auto &[key, value] : file.metadata()) writer.set(key, value);
-  writer.set("general.file_type", GgufValue(target.llama_ftype));
+  for (const auto &[key, value] : file.metadata())
+    if (key != "general.file_type" || target.llama_ftype) writer.set(key, value);
+  if (target.llama_ftype) writer.set("general.file_type", GgufValue(*target.llama_ftype));
   writer.set("general.quantization_version", GgufValue(uint32_t(2)));
 
   QuantizeSummary summary;
   const auto &tensors = file.tensors();
   for (size_t i = 0; i < tensors.size(); ++i) {
     const GgufTensorInfo *t = &tensors[i];
-    GgmlType to = t->shape.size() < 2 ? t->type : quantize_type_for(target, pure, t->name, t->shape, has_output, n_layer);
+    GgmlType to = t->shape.size() < 2 ? t->type : quantize_type_for(target, pure, t->name, t->shape, has_output, n_layer, n_gqa);
     summary.tensors++;
     summary.quantized += to != t->type;
     summary.bytes_in += t->bytes;

@@ -13,12 +13,13 @@ namespace kdsl::models {
 
 // What kdsl-quantize was asked for: a readable type ("q8_0", "Q4_K") or a mix ("Q4_K_M",
 // "Q5_K_M"). `base` is the type of the ordinary matrices; a mix (and, unless pure, every
-// quantized type) keeps some tensors at higher precision (quantize_type_for says which).
+// quantized type) keeps some tensors at higher precision (quantize_type_for says which). kdsl's
+// own types (f8_e4m3) are targets too; their files load in kdsl only.
 struct QuantizeTarget {
   std::string name;        // as llama.cpp spells it: "Q4_K_M", "Q8_0"
   GgmlType base;
   bool medium_mix = false;  // the "_M" mixes: attn_v and ffn_down of some layers in Q6_K
-  uint32_t llama_ftype;    // general.file_type
+  std::optional<uint32_t> llama_ftype;  // general.file_type; none for kdsl's own types (ggml has no FP8), whose files only kdsl reads
 };
 
 // Parses a TYPE argument (case-insensitive); nullopt for anything else.
@@ -28,14 +29,16 @@ std::string quantize_target_names();
 
 // The type tensor `name` of `shape` (ggml order) gets, as llama.cpp's llama-quantize chooses it:
 // tensors of fewer than 2 dimensions are not quantized (F32 here; quantize_model keeps their
-// type); with `pure` every other tensor gets the
-// base type; otherwise, for a quantized base other than Q8_0, the classifier (output.weight, or
+// type); with `pure` every other tensor gets the base type; otherwise, for a quantized base of
+// fewer bits than Q6_K (all but Q8_0 and F8_E4M3), the classifier (output.weight, or
 // token_embd.weight when there is no output.weight) takes Q6_K, and with the _M mixes attn_v and
 // ffn_down take Q6_K in the first and last eighths of the layers and every third layer between
-// (llama.cpp's use_more_bits). A row length the chosen type's blocks do not divide falls back as
-// llama.cpp's does (Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0), then to F16.
+// (llama.cpp's use_more_bits); IQ4_NL puts attn_v in Q5_K where `n_gqa` (query heads per KV
+// head) is 4 or more, and ffn_down of the first eighth of the layers. A row length the chosen
+// type's blocks do not divide falls back as llama.cpp's does (Q4_K to Q5_0, Q5_K to Q5_1, Q6_K
+// to Q8_0), then to F16.
 GgmlType quantize_type_for(const QuantizeTarget &target, bool pure, const std::string &name, const std::vector<int64_t> &shape,
-                           bool has_output, int n_layer);
+                           bool has_output, int n_layer, int n_gqa = 1);
 
 struct QuantizeProgress {
   int index, count;  // tensor index (0-based) of count

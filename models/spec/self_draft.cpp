@@ -44,6 +44,12 @@ std::string self_draft_type_names() {
   return formats::weight_type_names([](const formats::WeightTypeInfo &t) { return is_self_draft_type(t.type); });
 }
 
+GgmlType parse_self_draft_type(std::string_view option, std::string_view text) {
+  std::optional<GgmlType> t = parse_ggml_type(text);
+  if (!t || !is_self_draft_type(*t)) throw Error(fmt::format("{} {}: expected one of {}", option, text, self_draft_type_names()));
+  return *t;
+}
+
 ModelWeights self_draft_weights(const ModelWeights &target, const SelfDraftOptions &options) {
   const int n_layer = int(target.layers.size());
   if (options.layers < 0 || options.layers > n_layer)

@@ -2,6 +2,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "models/engine/model_weights.h"
 
@@ -25,5 +26,8 @@ ModelWeights self_draft_weights(const ModelWeights &target, const SelfDraftOptio
 // Q4_0, ...: rows of any multiple of 32 take them), and their spellings for a message.
 bool is_self_draft_type(GgmlType t);
 std::string self_draft_type_names();
+// The type `text` names, for an `option` (as "--draft-type") that takes a self-draft type;
+// throws kdsl::Error naming the option, the text and the types it takes.
+GgmlType parse_self_draft_type(std::string_view option, std::string_view text);
 
 }  // namespace kdsl::models

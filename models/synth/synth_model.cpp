@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <kdsl/error.h>
@@ -45,9 +46,11 @@ namespace {
 
 // llama.cpp's general.file_type (its llama_ftype) for a file whose matrices are `t`: without it
 // llama.cpp guesses ("Q4_K - Medium" for a pure Q4_K file). The k-quants are the "_S" mixes,
-// which are the ones all of whose matrices have the one type.
-uint32_t llama_file_type(GgmlType t) {
+// which are the ones all of whose matrices have the one type. kdsl's own types have none (and
+// llama.cpp cannot read their files anyway): nullopt, and the key is left out.
+std::optional<uint32_t> llama_file_type(GgmlType t) {
   int ftype = ggml_type_traits(t).llama_ftype;
+  if (ftype < 0 && ggml_type_traits(t).kdsl_only()) return std::nullopt;
   if (ftype < 0) throw Error(fmt::format("synthetic model: no llama.cpp file type for {} matrices", ggml_type_traits(t).ggml_name));
   return uint32_t(ftype);
 }
@@ -108,7 +111,7 @@ uint64_t add_synthetic_model(GgufWriter &w, const SynthConfig &config) {
   if (!config.chat_template.empty()) w.set("tokenizer.chat_template", config.chat_template);
 
   uint64_t total_bytes = 0, parameters = 0;
-  w.set("general.file_type", llama_file_type(config.weight_type));
+  if (std::optional<uint32_t> ftype = llama_file_type(config.weight_type)) w.set("general.file_type", *ftype);
   for (const TensorSpec &spec : tensor_specs(h)) {
     if (spec.name == TensorName::RopeFreqs) continue;
     if (spec.name == TensorName::Output && config.tied_embeddings) continue;

@@ -47,10 +47,7 @@ int run(const Options &o) {
   // with no quantized file (a llama2.c checkpoint) can be measured against itself.
   std::optional<ModelWeights> requantized;
   if (!o.requantize.empty()) {
-    std::optional<GgmlType> type = parse_ggml_type(o.requantize);
-    if (!type || !is_self_draft_type(*type))
-      throw Error(fmt::format("--requantize {}: expected one of {}", o.requantize, self_draft_type_names()));
-    requantized = self_draft_weights(loaded, SelfDraftOptions{.type = type});
+    requantized = self_draft_weights(loaded, SelfDraftOptions{.type = parse_self_draft_type("--requantize", o.requantize)});
   }
   const ModelWeights &model = requantized ? *requantized : loaded;
   // The whole text at once, BOS first as the model's tokenizer says; each chunk then starts

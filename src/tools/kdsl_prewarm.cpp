@@ -144,11 +144,7 @@ std::unique_ptr<ModelWeights> draft_weights(const Options &o, const ModelWeights
   if (!o.draft_type.empty() || o.draft_layers > 0) {
     SelfDraftOptions so;
     so.layers = o.draft_layers;
-    if (!o.draft_type.empty()) {
-      so.type = parse_ggml_type(o.draft_type);
-      if (!so.type || (*so.type != GgmlType::Q8_0 && *so.type != GgmlType::Q4_0))
-        throw Error(fmt::format("--draft-type {}: expected q8_0 or q4_0", o.draft_type));
-    }
+    if (!o.draft_type.empty()) so.type = parse_self_draft_type("--draft-type", o.draft_type);
     return std::make_unique<ModelWeights>(self_draft_weights(model, so));
   }
   if (!o.model_draft.empty()) {

@@ -38,6 +38,7 @@ int main(int argc, char **argv) {
     fmt::print("kdsl-quantize: wrote {} ({}{}): {} tensors ({} requantized), {:.2f} MiB -> {:.2f} MiB, {:.2f} bits per weight, {:.2f} s\n", out,
                target->name, pure ? ", pure" : "", s.tensors, s.quantized, double(s.bytes_in) / (1 << 20), double(s.bytes_out) / (1 << 20),
                s.bits_per_weight(), s.seconds);
+    if (!target->llama_ftype) fmt::print("kdsl-quantize: note: {} is kdsl's own type: llama.cpp and gguf-py cannot read {}\n", target->name, out);
     return 0;
   });
 }

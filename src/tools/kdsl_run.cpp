@@ -240,11 +240,7 @@ std::unique_ptr<Drafter> make_drafter(const Options &o, const Device &dev, const
   if (!o.draft_type.empty() || o.draft_layers > 0) {
     SelfDraftOptions so;
     so.layers = o.draft_layers;
-    if (!o.draft_type.empty()) {
-      so.type = parse_ggml_type(o.draft_type);
-      if (!so.type || !is_self_draft_type(*so.type))
-        throw Error(fmt::format("--draft-type {}: expected one of {}", o.draft_type, self_draft_type_names()));
-    }
+    if (!o.draft_type.empty()) so.type = parse_self_draft_type("--draft-type", o.draft_type);
     draft_weights = std::make_unique<ModelWeights>(self_draft_weights(model, so));
   } else if (!o.model_draft.empty()) {
     tools::report_sigbus_for("kdsl-run", o.model_draft);

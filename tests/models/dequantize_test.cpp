@@ -79,6 +79,12 @@ float q6_k(const BlockQ6_K &b, int i) {
   return f16_bits_to_f32(b.d) * float(scale) * float(low + 16 * high - 32);
 }
 
+float iq4_nl(const BlockIQ4_NL &b, int i) {
+  static const int grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};  // ggml's kvalues_iq4nl
+  uint8_t byte = b.qs[i % 16];
+  return f16_bits_to_f32(b.d) * float(grid[i < 16 ? byte & 15 : byte >> 4]);
+}
+
 template <class Block, int N>
 void check_random(GgmlType type, float (*element)(const Block &, int), void (*fix)(Block &, Rng &)) {
   Rng rng(uint64_t(type) + 100);
@@ -107,6 +113,7 @@ TEST_CASE("dequantize: random blocks match the per-element definitions") {
   check_random<BlockQ5_0, 32>(GgmlType::Q5_0, q5_0, [](BlockQ5_0 &b, Rng &r) { b.d = random_half(r); });
   check_random<BlockQ5_1, 32>(GgmlType::Q5_1, q5_1, [](BlockQ5_1 &b, Rng &r) { b.d = random_half(r), b.m = random_half(r); });
   check_random<BlockQ8_0, 32>(GgmlType::Q8_0, q8_0, [](BlockQ8_0 &b, Rng &r) { b.d = random_half(r); });
+  check_random<BlockIQ4_NL, 32>(GgmlType::IQ4_NL, iq4_nl, [](BlockIQ4_NL &b, Rng &r) { b.d = random_half(r); });
   check_random<BlockQ4_K, 256>(GgmlType::Q4_K, q4_k, [](BlockQ4_K &b, Rng &r) { b.d = random_half(r), b.dmin = random_half(r); });
   check_random<BlockQ5_K, 256>(GgmlType::Q5_K, q5_k, [](BlockQ5_K &b, Rng &r) { b.d = random_half(r), b.dmin = random_half(r); });
   check_random<BlockQ6_K, 256>(GgmlType::Q6_K, q6_k, [](BlockQ6_K &b, Rng &) { b.d = f32_to_f16_bits(0.01f); });

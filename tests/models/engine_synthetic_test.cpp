@@ -219,9 +219,9 @@ TEST_CASE("engine: weight bytes per token count quantized matrices at their stor
 
 // Q4_1 / Q5_0 / Q5_1 blocks and Q5_K super-blocks (decoded_formats.h, kquant_formats.h): the
 // integer-dot path within kInt8ActivationTolerance (above), the f32 path within 1e-4.
-TEST_CASE("engine vs float64 reference: llama with Q4_1, Q5_0, Q5_1 and Q5_K weights and embeddings") {
+TEST_CASE("engine vs float64 reference: llama with Q4_1, Q5_0, Q5_1, IQ4_NL and Q5_K weights and embeddings") {
   SynthConfig c = synth_preset("tiny");
-  for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1}) {
+  for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL}) {
     CAPTURE(std::string(ggml_type_traits(t).name));
     c.weight_type = c.embedding_type = t;
     const std::string file = fmt::format("ref-llama-{}.gguf", ggml_type_traits(t).name);
@@ -232,6 +232,22 @@ TEST_CASE("engine vs float64 reference: llama with Q4_1, Q5_0, Q5_1 and Q5_K wei
   c.weight_type = c.embedding_type = GgmlType::Q5_K;
   check_against_reference(c, "ref-llama-q5_k.gguf", kInt8ActivationTolerance);
   check_model_against_reference(test::scratch_path("ref-llama-q5_k.gguf"), kFloatTolerance, 0);
+}
+
+// F8_E4M3 (kdsl's own type: E4M3 codes and an f16 scale per 32 values) has no integer-dot
+// path: its values are decoded exactly in the kernels, so the engine meets the reference
+// dequantizer's forward pass at the f32 tolerance, with an f32 or an f8 token table. The f8
+// file is written by kdsl-quantize's library from the f32 model, the way a user makes one.
+TEST_CASE("engine vs float64 reference: llama with F8_E4M3 weights, written by kdsl-quantize") {
+  SynthConfig c = synth_preset("tiny");
+  std::string in = test::scratch_path("ref-f8-in-f32.gguf"), out = test::scratch_path("ref-f8.gguf");
+  write_synthetic_model(c, in);
+  quantize_model(in, out, *parse_quantize_target("f8_e4m3"), true);
+  CHECK(GgufFile(out).tensor("blk.0.ffn_down.weight").type == GgmlType::F8_E4M3);
+  CHECK(GgufFile(out).tensor("token_embd.weight").type == GgmlType::F8_E4M3);
+  check_model_against_reference(out, kFloatTolerance, 0);
+  c.weight_type = GgmlType::F8_E4M3;  // and kdsl-synth's own f8 file, f32 embeddings
+  check_against_reference(c, "ref-llama-f8_e4m3.gguf", kFloatTolerance);
 }
 
 // Real Q4_K_M / Q5_K_M files mix Q4_K or Q5_K matrices with Q6_K ones (the classifier, and

@@ -65,6 +65,9 @@ TEST_CASE("quantize model: targets are the readable types and llama.cpp's mixes,
   CHECK(target("Q5_K_M").medium_mix);
   CHECK(target("bf16").llama_ftype == 32);
   CHECK_FALSE(parse_quantize_target("q8_1"));  // known by id, no layout
+  CHECK(target("f8_e4m3").base == GgmlType::F8_E4M3);  // kdsl's own: no llama.cpp file type
+  CHECK_FALSE(target("F8_E4M3").llama_ftype);
+  CHECK(quantize_target_names().find("f8_e4m3") != std::string::npos);
   CHECK_FALSE(parse_quantize_target("Q3_K_M"));
   CHECK(quantize_target_names().find("q5_k, q6_k") != std::string::npos);
   CHECK(quantize_target_names().find("Q4_K_M, Q5_K_M") != std::string::npos);
@@ -93,6 +96,20 @@ TEST_CASE("quantize model: llama.cpp's per-tensor types") {
   CHECK(type(q4_0, "blk.0.attn_v.weight") == GgmlType::Q4_0);
   CHECK(type(q8, "output.weight") == GgmlType::Q8_0);
   CHECK(type(f16, "output.weight") == GgmlType::F16);
+  CHECK(type(target("f8_e4m3"), "output.weight") == GgmlType::F8_E4M3);  // 8.5 bits: more than Q6_K's, as Q8_0
+  // IQ4_NL: the classifier in Q6_K; attn_v in Q5_K with 4 or more query heads a KV head; ffn_down
+  // in Q5_K in the first eighth of the layers (layer 0 of 8, layers 0 and 1 of 16)
+  const QuantizeTarget iq4 = target("iq4_nl");
+  CHECK(iq4.llama_ftype == 25u);
+  CHECK(type(iq4, "output.weight") == GgmlType::Q6_K);
+  CHECK(type(iq4, "blk.3.attn_q.weight") == GgmlType::IQ4_NL);
+  CHECK(quantize_type_for(iq4, false, "blk.3.attn_v.weight", {256, 256}, true, 8, 4) == GgmlType::Q5_K);
+  CHECK(quantize_type_for(iq4, false, "blk.3.attn_v.weight", {256, 256}, true, 8, 2) == GgmlType::IQ4_NL);
+  CHECK(quantize_type_for(iq4, true, "blk.3.attn_v.weight", {256, 256}, true, 8, 4) == GgmlType::IQ4_NL);
+  CHECK(type(iq4, "blk.0.ffn_down.weight") == GgmlType::Q5_K);
+  CHECK(type(iq4, "blk.1.ffn_down.weight") == GgmlType::IQ4_NL);
+  CHECK(quantize_type_for(iq4, false, "blk.1.ffn_down.weight", {256, 256}, true, 16) == GgmlType::Q5_K);
+  CHECK(type(iq4, "blk.0.ffn_down.weight", false, true, {96, 256}) == GgmlType::Q5_1);  // Q5_K's fallback
   CHECK(type(q4km, "blk.0.attn_norm.weight", false, true, {256}) == GgmlType::F32);
   // rows the chosen type's blocks do not divide fall back as llama.cpp's do
   CHECK(type(q4km, "blk.1.attn_q.weight", false, true, {96, 256}) == GgmlType::Q5_0);
@@ -106,7 +123,8 @@ TEST_CASE("quantize model: llama.cpp's per-tensor types") {
 TEST_CASE("quantize model: every type and mix, the data equal to quantize_row of the input") {
   std::string in = f32_model("quantize-in-f32.gguf");
   GgufFile input(in);
-  for (std::string name : {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k", "f16", "bf16", "Q4_K_M", "Q5_K_M"}) {
+  const int n_gqa = int(input.get_int("llama.attention.head_count") / input.get_int("llama.attention.head_count_kv"));
+  for (std::string name : {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k", "f16", "bf16", "Q4_K_M", "Q5_K_M", "iq4_nl", "f8_e4m3"}) {
     CAPTURE(name);
     QuantizeTarget t = target(name);
     std::string out = kdsl::test::scratch_path("quantize-" + name + ".gguf");
@@ -118,7 +136,8 @@ TEST_CASE("quantize model: every type and mix, the data equal to quantize_row of
     CHECK(calls == int(input.tensors().size()));
     CHECK(s.tensors == int(input.tensors().size()));
     CHECK(s.bytes_out == std::filesystem::file_size(out) - output.data_offset());
-    CHECK(output.get_int("general.file_type") == t.llama_ftype);
+    if (t.llama_ftype) CHECK(output.get_int("general.file_type") == *t.llama_ftype);
+    else CHECK_FALSE(output.find_int("general.file_type"));  // kdsl's own type: the input's is not copied either
     CHECK(output.get_string("general.architecture") == input.get_string("general.architecture"));
     CHECK(output.get_int("llama.block_count") == 8);
     std::map<GgmlType, int> seen;
@@ -126,7 +145,7 @@ TEST_CASE("quantize model: every type and mix, the data equal to quantize_row of
     for (const GgufTensorInfo &ti : input.tensors()) {
       const GgufTensorInfo &to = output.tensor(ti.name);
       CHECK(to.shape == ti.shape);
-      GgmlType want = ti.shape.size() < 2 ? ti.type : quantize_type_for(t, false, ti.name, ti.shape, true, 8);
+      GgmlType want = ti.shape.size() < 2 ? ti.type : quantize_type_for(t, false, ti.name, ti.shape, true, 8, n_gqa);
       CHECK(to.type == want);
       seen[to.type]++;
       std::vector<std::byte> expect(size_t(GgufWriter::tensor_bytes(want, ti.shape)));
@@ -156,6 +175,9 @@ TEST_CASE("quantize model: kdsl-quantize writes a file and a summary, and names 
   CHECK(run(exe + " -q --pure " + in + " " + out + " Q4_K_M", &text) == 0);
   CHECK(text.find("[   1/") == std::string::npos);
   CHECK(GgufFile(out).tensor("output.weight").type == GgmlType::Q4_K);
+  CHECK(text.find("kdsl's own type") == std::string::npos);
+  CHECK(run(exe + " -q " + in + " " + out + " f8_e4m3", &text) == 0);
+  CHECK(text.find("kdsl-quantize: note: F8_E4M3 is kdsl's own type: llama.cpp and gguf-py cannot read " + out) != std::string::npos);
   CHECK(run(exe + " " + in + " " + out + " q3_k_s", &text) == 1);
   CHECK(text.find("kdsl-quantize: error: type 'q3_k_s' is not one kdsl-quantize writes (expected one of f32, f16") != std::string::npos);
   CHECK(run(exe + " /nonexistent.gguf " + out + " q8_0", &text) == 1);
@@ -195,7 +217,7 @@ for t in gguf.GGUFReader(sys.argv[2]).tensors:
     print(t.name, t.tensor_type.name, ",".join(map(str, shape)), repr(float(values.sum())), repr(float((values * values).sum())), same)
 )";
   }
-  for (std::string name : {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "Q4_K_M", "Q5_K_M", "q6_k", "bf16"}) {
+  for (std::string name : {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "Q4_K_M", "Q5_K_M", "q6_k", "bf16", "iq4_nl"}) {
     CAPTURE(name);
     std::string out = kdsl::test::scratch_path("quantize-py-" + name + ".gguf");
     quantize_model(in, out, target(name), false);

@@ -19,7 +19,9 @@ TEST_CASE("quantize: round trips within each type's resolution") {
   const std::map<GgmlType, double> bound = {
       {GgmlType::F32, 0.0},     {GgmlType::F16, 1e-3},     {GgmlType::BF16, 8e-3},   {GgmlType::Q8_0, 0.5 / 127 + 1e-3},
       {GgmlType::Q4_0, 1.0 / 8 + 1e-3}, {GgmlType::Q5_0, 1.0 / 16 + 1e-3}, {GgmlType::Q4_1, 1.0 / 15 + 1e-3},
-      {GgmlType::Q5_1, 1.0 / 31 + 1e-3}, {GgmlType::Q4_K, 0.08},   {GgmlType::Q5_K, 0.04},   {GgmlType::Q6_K, 0.025}};
+      {GgmlType::Q5_1, 1.0 / 31 + 1e-3}, {GgmlType::Q4_K, 0.08},   {GgmlType::Q5_K, 0.04},   {GgmlType::Q6_K, 0.025},
+      {GgmlType::F8_E4M3, 1.0 / 16 + 1e-3},  // half of E4M3's 3-bit mantissa step
+      {GgmlType::IQ4_NL, 0.125}};  // its widest gaps (24 and 23 of 240) and the top end's 14 past 113
   Rng rng(7);
   for (auto [type, tolerance] : bound) {
     const int n = 512;
@@ -43,7 +45,7 @@ TEST_CASE("quantize: round trips within each type's resolution") {
 
 TEST_CASE("quantize: constant and zero blocks") {
   std::vector<float> zeros(256, 0.0f), y(256, 1.0f);
-  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_K, GgmlType::Q6_K}) {
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F8_E4M3, GgmlType::IQ4_NL}) {
     std::vector<std::byte> q(GgufWriter::tensor_bytes(type, {256}));
     quantize_row(type, zeros.data(), q.data(), 256);
     dequantize_row(type, q.data(), y.data(), 256);

@@ -146,7 +146,7 @@ TEST_CASE("kdsl-prewarm: --list prints the plan and compiles nothing; bad option
   kdsl::test::expect_user_error(run_tool_process(kPrewarm, {"-m", model, "--target", "sm_99"}), "kdsl-prewarm", "unknown target 'sm_99'");
   kdsl::test::expect_user_error(run_tool_process(kPrewarm, {"-m", model, "--batch", "8,x"}), "kdsl-prewarm", "--batch");
   kdsl::test::expect_user_error(run_tool_process(kPrewarm, {"-m", model, "--spec-ngram", "--draft-type", "q8_0"}), "kdsl-prewarm", "choose one");
-  kdsl::test::expect_user_error(run_tool_process(kPrewarm, {"-m", model, "--draft-type", "f16"}), "kdsl-prewarm", "q8_0 or q4_0");
+  kdsl::test::expect_user_error(run_tool_process(kPrewarm, {"-m", model, "--draft-type", "f16"}), "kdsl-prewarm", "--draft-type f16: expected one of q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, f8_e4m3");
   kdsl::test::expect_user_error(run_tool_process(kPrewarm, {"-m", "/nonexistent/model.gguf"}), "kdsl-prewarm", "/nonexistent/model.gguf");
   kdsl::test::expect_user_error(run_tool_process(kPrewarm, {"--target", "host"}), "kdsl-prewarm", "--model");
   fs::remove_all(cache);

@@ -6,7 +6,7 @@
 
 namespace kdsl::formats {
 
-constexpr int kQK4_0 = 32, kQK4_1 = 32, kQK5_0 = 32, kQK5_1 = 32, kQK8_0 = 32;
+constexpr int kQK4_0 = 32, kQK4_1 = 32, kQK5_0 = 32, kQK5_1 = 32, kQK8_0 = 32, kQK_F8 = 32, kQK4_NL = 32;
 constexpr int kQK_K = 256;          // elements in a k-quant super-block
 constexpr int kKScaleSize = 12;     // packed 6-bit scales and mins of Q4_K and Q5_K
 
@@ -48,6 +48,24 @@ struct BlockQ8_0 {
   int8_t qs[kQK8_0];
 };
 static_assert(sizeof(BlockQ8_0) == 2 + kQK8_0, "BlockQ8_0 must be 34 bytes, as in ggml");
+
+// x[i] = d * kIQ4NLValues[q[i]], q[i] the 4-bit nibbles laid out as Q4_0's: a non-linear
+// 16-level grid, denser near zero, where weights are (ggml's kvalues_iq4nl)
+inline constexpr int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+struct BlockIQ4_NL {
+  uint16_t d;
+  uint8_t qs[kQK4_NL / 2];
+};
+static_assert(sizeof(BlockIQ4_NL) == 2 + kQK4_NL / 2, "BlockIQ4_NL must be 18 bytes, as in ggml");
+
+// x[i] = d * e4m3(qs[i]): FP8 E4M3 values (kdsl/formats/fp8.h) times one f16 scale per 32, the
+// scale d = amax / 448 putting the block's largest magnitude at E4M3's largest finite value.
+// kdsl's own format (ggml has no FP8 type): its layout is Q8_0's with E4M3 codes for int8.
+struct BlockF8_E4M3 {
+  uint16_t d;
+  uint8_t qs[kQK_F8];
+};
+static_assert(sizeof(BlockF8_E4M3) == 2 + kQK_F8, "BlockF8_E4M3 must be 34 bytes");
 
 // 8 sub-blocks of 32 with 6-bit scale and min each: x = d * sc * q - dmin * m, q 4 bits.
 // Sub-block pairs (2j, 2j+1) share 32 bytes of qs: low nibbles, then high nibbles.

@@ -22,6 +22,11 @@ enum class WeightType : uint32_t {
 #undef KDSL_WEIGHT_TYPE
 };
 
+// Type ids from here up name formats ggml does not have (weight_types.def's last rows), far
+// past ggml's own (under 64), so that ggml's new types never meet them. A GGUF file holding one
+// loads in kdsl only; llama.cpp and gguf-py refuse it by its type id.
+inline constexpr uint32_t kKdslOwnTypeIds = 4096;
+
 // How the kernel library runs a type (weight_types.def says which protocol each follows).
 enum class WeightKernels : uint8_t { None, Plain, Scaled, Decoded };
 
@@ -37,6 +42,7 @@ struct WeightTypeInfo {
 
   constexpr bool runs_in_kernels() const { return kernels != WeightKernels::None; }
   constexpr bool quantized() const { return block_elements > 1; }
+  constexpr bool kdsl_only() const { return uint32_t(type) >= kKdslOwnTypeIds; }
 };
 
 namespace detail {
