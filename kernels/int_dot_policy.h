@@ -47,6 +47,13 @@ struct int_dot_policy<Q4_0Format> {
   static constexpr int default_rows = kEveryRow;
 };
 template <>
+struct int_dot_policy<IQ4_NLFormat> {
+  using type = IQ4_NLIntDot;
+  static constexpr const char *name = "iq4_nl";
+  static constexpr int few_rows_launch = 16;
+  static constexpr int default_rows = 16;
+};
+template <>
 struct int_dot_policy<Q4_KFormat> {
   using type = Q4_KIntDot;
   static constexpr const char *name = "q4_k";

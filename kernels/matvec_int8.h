@@ -1,4 +1,4 @@
-// matvec_int8.h - decode and few-row products out[r,n] = x[r,:] . W[n,:] (+ bias[n]) over Q8_0 / Q4_0 weights by integer dot products with quantized activations
+// matvec_int8.h - decode and few-row products out[r,n] = x[r,:] . W[n,:] (+ bias[n]) over Q8_0 / Q4_0 / IQ4_NL weights by integer dot products with quantized activations
 #pragma once
 #include "kernels/quant_formats.h"
 
@@ -42,6 +42,22 @@ struct Q4_0IntDot {
     auto offset = dot4(eights, x_low) + dot4(eights, x_high);          // [BR, 1, 4]
     auto start = zeros<i32, XP::dims[0], QP::dims[1], 4>() - offset;  // [BR, BN, 4]
     return dot4(q >> 4, x_high, dot4(q & 15, x_low, start));
+  }
+};
+
+// IQ4_NL: w = d * grid[nibble], the grid's levels small integers (-127..113): each nibble
+// becomes its level as an int8 (IQ4_NLFormat::levels, selects on byte lanes) and meets the
+// activations as Q8_0's int8 quants do.
+struct IQ4_NLIntDot {
+  using Format = IQ4_NLFormat;
+
+  template <class QP, class XP>
+  static auto sums(const QP &quants, const XP &x_block) {
+    auto j = int8_half_block();
+    auto x_low = load(x_block + j), x_high = load(x_block + (j + 16));  // [BR, 1, 16]
+    auto q = load(quants + j);                                          // [1, BN, 16]
+    auto w_low = Format::levels<i8>(q & 15), w_high = Format::levels<i8>(q >> 4);
+    return dot4(w_high, x_high, dot4(w_low, x_low, zeros<i32, XP::dims[0], QP::dims[1], 4>()));
   }
 };
 

@@ -1,7 +1,6 @@
 // quant_formats.h - how kdsl kernels read Q8_0, Q4_0, IQ4_NL and F8_E4M3 blocks in place: offsets and per-part decoding
 #pragma once
 #include <cstddef>
-#include <limits>
 #include <vector>
 
 #include "kernels/common.h"
@@ -64,14 +63,20 @@ struct IQ4_NLFormat {
 
   template <int... D>
   static Block<f32, D...> part(const Block<u8, D...> &q, int p) {
-    auto nibble = cast<i32>(p == 0 ? (q & 15) : (q >> 4));
-    // Round r keeps level[k], the value among grid entries k * 2^r .. (k + 1) * 2^r - 1 that the
-    // nibble's low r bits pick; each round halves the candidates by the next bit.
-    std::vector<Block<f32, D...>> level;
+    return levels<f32>(p == 0 ? (q & 15) : (q >> 4));
+  }
+
+  // kIQ4NLValues[n] for each nibble n, as T (f32 for the dequantize path, i8 for the integer
+  // dot products, which take the grid's small integers as they are). Round r keeps level[k],
+  // the value among grid entries k * 2^r .. (k + 1) * 2^r - 1 that the nibble's low r bits
+  // pick; each round halves the candidates by the next bit.
+  template <class T, int... D>
+  static Block<T, D...> levels(const Block<u8, D...> &nibble) {
+    std::vector<Block<T, D...>> level;
     for (int k = 0; k < 8; ++k)
-      level.push_back(where((nibble & 1) != 0, full<f32, D...>(formats::kIQ4NLValues[2 * k + 1]), float(formats::kIQ4NLValues[2 * k])));
+      level.push_back(where((nibble & 1) != 0, full<T, D...>(formats::kIQ4NLValues[2 * k + 1]), full<T, D...>(formats::kIQ4NLValues[2 * k])));
     for (int bit = 2; bit < 16; bit *= 2) {
-      std::vector<Block<f32, D...>> next;
+      std::vector<Block<T, D...>> next;
       for (size_t k = 0; k + 1 < level.size(); k += 2) next.push_back(where((nibble & bit) != 0, level[k + 1], level[k]));
       level = std::move(next);
     }
@@ -97,10 +102,12 @@ struct F8_E4M3Format {
 
   template <int... D>
   static Block<f32, D...> part(const Block<u8, D...> &q, int /*p*/) {
-    auto b = cast<i32>(q);
+    // The bit work on 16-bit lanes (twice as many a vector as i32's): sign to bit 15 (wrapping
+    // i16's shift, as intended), magnitude to bits 7..13, a NaN code to f16's NaN.
+    auto b = cast<i16>(q);
     auto magnitude = b & 0x7f;
-    auto value = cast<f32>(bitcast<f16>(cast<i16>((magnitude << 7) | ((b & 0x80) << 8)))) * 256.0f;
-    return where(magnitude == 0x7f, std::numeric_limits<float>::quiet_NaN(), value);
+    auto bits = where(magnitude == 0x7f, full<i16, D...>(0x7e00), (magnitude << 7) | ((b & 0x80) << 8));
+    return cast<f32>(bitcast<f16>(bits)) * 256.0f;
   }
 };
 

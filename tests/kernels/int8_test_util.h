@@ -45,13 +45,13 @@ inline bool has_int_dot(WeightType t) { return int_dot_default_rows(t) > 0; }
 
 // The activation blocks each format meets: 256 values per scale with sums of 16 for the
 // k-quants (ggml's Q8_K), 32 with one sum for the 32-element formats with an offset (Q8_1), 32
-// with none for Q8_0 and Q4_0 (group 0).
+// with none for Q8_0, Q4_0 and IQ4_NL (group 0).
 struct ActivationBlocks {
   int block, group;
 };
 inline ActivationBlocks activation_blocks(WeightType t) {
   if (kdsl::kernels::weight_type_info(t).block_elements == kdsl::formats::kQK_K) return {256, 16};
-  if (t == WeightType::Q8_0 || t == WeightType::Q4_0) return {32, 0};
+  if (t == WeightType::Q8_0 || t == WeightType::Q4_0 || t == WeightType::IQ4_NL) return {32, 0};
   return {32, 32};
 }
 
@@ -113,6 +113,13 @@ inline WeightLevels weight_levels(WeightType t, const std::vector<uint8_t> &w, i
       BlockQ4_0 b;
       std::memcpy(&b, p, sizeof b);
       for (int j = 0; j < 16; ++j) set(j, half(b.d), (b.qs[j] & 15) - 8, 0), set(j + 16, half(b.d), (b.qs[j] >> 4) - 8, 0);
+      break;
+    }
+    case WeightType::IQ4_NL: {
+      BlockIQ4_NL b;
+      std::memcpy(&b, p, sizeof b);
+      for (int j = 0; j < 16; ++j)
+        set(j, half(b.d), kIQ4NLValues[b.qs[j] & 15], 0), set(j + 16, half(b.d), kIQ4NLValues[b.qs[j] >> 4], 0);
       break;
     }
     case WeightType::Q4_1: {
