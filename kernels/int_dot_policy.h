@@ -24,7 +24,7 @@ namespace kdsl::kernels {
 // default_rows: the most rows of x a product takes through the integer kernels unless the
 // Library is told otherwise (Library::set_integer_dot_rows); past it the f32 tiles take the
 // product. Q8_0's and Q4_0's 2-row programs and Q4_K's and Q5_K's 4-row ones beat the tiles
-// on a 512-token prompt; Q6_K's lost to them, and Q4_1's are not measured there
+// on a 512-token prompt; Q6_K's lost to them, and Q4_1's and IQ4_NL's are not measured there
 // (bench/RESULTS.md, 2026-12-03, "integer-dot kernels: four rows a vpdpbusd").
 inline constexpr int kEveryRow = 1 << 30;
 
