@@ -13,6 +13,15 @@ namespace kdsl::kernels {
 // row keeps are the lanes its f32 accumulator keeps across the loop (matvec_int8 below).
 inline auto int8_half_block() { return reshape<1, 1, 16>(arange<16>()); }
 
+// A block's sums from its signed int8 weights, elements 0..15 and 16..31 ([1, BN, 16] each),
+// against the same halves of the activations.
+template <class W, class XP>
+auto int8_halves_sums(const W &w_low, const W &w_high, const XP &x_block) {
+  auto j = int8_half_block();
+  auto x_low = load(x_block + j), x_high = load(x_block + (j + 16));  // [BR, 1, 16]
+  return dot4(w_high, x_high, dot4(w_low, x_low, zeros<i32, XP::dims[0], W::dims[1], 4>()));
+}
+
 // Q8_0: w = d * qs, qs int8: each half of the 32 quant bytes against that half of the activations.
 struct Q8_0IntDot {
   using Format = Q8_0Format;
@@ -20,9 +29,7 @@ struct Q8_0IntDot {
   template <class QP, class XP>
   static auto sums(const QP &quants, const XP &x_block) {
     auto j = int8_half_block();
-    auto x_low = load(x_block + j), x_high = load(x_block + (j + 16));  // [BR, 1, 16]
-    auto q_low = load(quants + j), q_high = load(quants + (j + 16));    // [1, BN, 16]
-    return dot4(q_high, x_high, dot4(q_low, x_low, zeros<i32, XP::dims[0], QP::dims[1], 4>()));
+    return int8_halves_sums(load(quants + j), load(quants + (j + 16)), x_block);
   }
 };
 
@@ -53,11 +60,8 @@ struct IQ4_NLIntDot {
 
   template <class QP, class XP>
   static auto sums(const QP &quants, const XP &x_block) {
-    auto j = int8_half_block();
-    auto x_low = load(x_block + j), x_high = load(x_block + (j + 16));  // [BR, 1, 16]
-    auto q = load(quants + j);                                          // [1, BN, 16]
-    auto w_low = Format::levels<i8>(q & 15), w_high = Format::levels<i8>(q >> 4);
-    return dot4(w_high, x_high, dot4(w_low, x_low, zeros<i32, XP::dims[0], QP::dims[1], 4>()));
+    auto q = load(quants + int8_half_block());  // [1, BN, 16]
+    return int8_halves_sums(Format::levels<i8>(q & 15), Format::levels<i8>(q >> 4), x_block);
   }
 };
 

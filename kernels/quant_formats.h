@@ -17,16 +17,21 @@ namespace kdsl::kernels {
 // to be multiplied by d. Decoding is exact in f32 (small integers); only the scale rounds.
 // The layouts come from kdsl/formats/quant_blocks.h, shared with the readers and dequantizer.
 
-// x[i] = d * qs[i], qs int8
-struct Q8_0Format {
-  using Layout = formats::BlockQ8_0;
-  using Quant = i8;
-  static constexpr int kBlockElements = formats::kQK8_0;
+// The offsets every such format derives from its block layout (an f16 d first, then qs), and
+// its part geometry: kParts runs of kPartBytes quant bytes cover kElements values.
+template <class L, class Q, int kElements, int kPartsPerBlock, int kBytesPerPart>
+struct ScaledFormat {
+  using Layout = L;
+  using Quant = Q;
+  static constexpr int kBlockElements = kElements;
   static constexpr int kBlockBytes = int(sizeof(Layout));
   static constexpr int kQuantOffset = int(offsetof(Layout, qs));
   static constexpr int kScaleStride = kBlockBytes / 2;
-  static constexpr int kParts = 1, kPartBytes = 32;
+  static constexpr int kParts = kPartsPerBlock, kPartBytes = kBytesPerPart;
+};
 
+// x[i] = d * qs[i], qs int8
+struct Q8_0Format : ScaledFormat<formats::BlockQ8_0, i8, formats::kQK8_0, 1, 32> {
   template <int... D>
   static Block<f32, D...> part(const Block<i8, D...> &q, int /*p*/) {
     return cast<f32>(q);
@@ -34,15 +39,7 @@ struct Q8_0Format {
 };
 
 // x[i] = d * (nibble_i - 8): elements 0..15 are the low nibbles of qs, 16..31 the high ones
-struct Q4_0Format {
-  using Layout = formats::BlockQ4_0;
-  using Quant = u8;
-  static constexpr int kBlockElements = formats::kQK4_0;
-  static constexpr int kBlockBytes = int(sizeof(Layout));
-  static constexpr int kQuantOffset = int(offsetof(Layout, qs));
-  static constexpr int kScaleStride = kBlockBytes / 2;
-  static constexpr int kParts = 2, kPartBytes = 16;
-
+struct Q4_0Format : ScaledFormat<formats::BlockQ4_0, u8, formats::kQK4_0, 2, 16> {
   template <int... D>
   static Block<f32, D...> part(const Block<u8, D...> &q, int p) {
     return cast<f32>(p == 0 ? (q & 15) : (q >> 4)) - 8.0f;
@@ -52,15 +49,7 @@ struct Q4_0Format {
 // x[i] = d * kIQ4NLValues[nibble_i], the nibbles laid out as Q4_0's. The grid has no closed
 // form, so each level is picked by a tree of selects on the nibble's bits (4 levels, 15
 // selects of constants: vector blends on the host, no memory access, exact small integers).
-struct IQ4_NLFormat {
-  using Layout = formats::BlockIQ4_NL;
-  using Quant = u8;
-  static constexpr int kBlockElements = formats::kQK4_NL;
-  static constexpr int kBlockBytes = int(sizeof(Layout));
-  static constexpr int kQuantOffset = int(offsetof(Layout, qs));
-  static constexpr int kScaleStride = kBlockBytes / 2;
-  static constexpr int kParts = 2, kPartBytes = 16;
-
+struct IQ4_NLFormat : ScaledFormat<formats::BlockIQ4_NL, u8, formats::kQK4_NL, 2, 16> {
   template <int... D>
   static Block<f32, D...> part(const Block<u8, D...> &q, int p) {
     return levels<f32>(p == 0 ? (q & 15) : (q >> 4));
@@ -91,15 +80,7 @@ struct IQ4_NLFormat {
 // conversion and an exact multiply by 256, and never meets an f32 subnormal (which a
 // flush-to-zero mode would read as 0). The NaN codes 0x7f/0xff, which would decode to 480, are
 // picked out: kdsl's quantizer never writes them, but a file may hold them.
-struct F8_E4M3Format {
-  using Layout = formats::BlockF8_E4M3;
-  using Quant = u8;
-  static constexpr int kBlockElements = formats::kQK_F8;
-  static constexpr int kBlockBytes = int(sizeof(Layout));
-  static constexpr int kQuantOffset = int(offsetof(Layout, qs));
-  static constexpr int kScaleStride = kBlockBytes / 2;
-  static constexpr int kParts = 1, kPartBytes = 32;
-
+struct F8_E4M3Format : ScaledFormat<formats::BlockF8_E4M3, u8, formats::kQK_F8, 1, 32> {
   template <int... D>
   static Block<f32, D...> part(const Block<u8, D...> &q, int /*p*/) {
     // The bit work on 16-bit lanes (twice as many a vector as i32's): sign to bit 15 (wrapping
