@@ -23,7 +23,7 @@ void check_decode(std::mt19937 &rng, const char *name, WeightType t, int n, int 
   std::vector<Arg> args{array(random_f32(size_t(k), rng, -1, 1)), array(w), array(std::vector<float>(size_t(n), 0.0f)),
                         array(std::vector<float>(size_t(n), -7.0f)), value(int32_t(n)), value(int32_t(k))};
   const tools::NamedKernel kernel = tools::named_kernel<kernels::matvec_quantized<F, kRows, false>>(name, 4);
-  CHECK(compare(kernel, grid(cdiv(n, kRows)), args, flavour) < 1e-5);
+  CHECK(compare(kernel, grid(cdiv(n, kRows)), args, flavour) <= 1e-4);  // f32 sums: the lanes are added in another order there
 }
 
 }  // namespace scaled_formats_emulated_test
