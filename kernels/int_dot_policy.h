@@ -1,5 +1,10 @@
 // int_dot_policy.h - which weight formats the CPU multiplies by integer dot products, and with which policy
 #pragma once
+#include <algorithm>
+#include <type_traits>
+
+#include <kdsl/device.h>
+
 #include "kernels/decoded_int_dot.h"
 #include "kernels/kquant_int_dot.h"
 #include "kernels/matvec_int8.h"
@@ -21,11 +26,12 @@ namespace kdsl::kernels {
 // (library_int_dot.cpp) at less than a decode row's cost a row, so any launch is worth it; the
 // k-quants' 4-row kernel is the best of theirs (KDSL_PROFILE; bench/RESULTS.md, 2026-12-03, the
 // few-row launches entry and "integer-dot kernels: four rows a vpdpbusd").
-// default_rows: the most rows of x a product takes through the integer kernels unless the
-// Library is told otherwise (Library::set_integer_dot_rows); past it the f32 tiles take the
-// product. Q8_0's and Q4_0's 2-row programs and Q4_K's and Q5_K's 4-row ones beat the tiles
-// on a 512-token prompt; Q6_K's lost to them, and Q4_1's and IQ4_NL's are not measured there
-// (bench/RESULTS.md, 2026-12-03, "integer-dot kernels: four rows a vpdpbusd").
+// default_rows: the most rows of x a product takes through the integer kernels on a CPU with
+// VNNI unless the Library is told otherwise (Library::set_integer_dot_rows); past it the f32
+// tiles take the product. Q8_0's and Q4_0's 2-row programs and Q4_K's and Q5_K's 4-row ones
+// beat the tiles on a 512-token prompt there; Q6_K's lost to them, and Q4_1's and IQ4_NL's are
+// not measured there (bench/RESULTS.md, 2026-12-03, "integer-dot kernels: four rows a
+// vpdpbusd"). Without VNNI, see default_int_dot_rows below.
 inline constexpr int kEveryRow = 1 << 30;
 
 template <class F>
@@ -81,5 +87,30 @@ struct int_dot_policy<Q4_1Format> {
   static constexpr int few_rows_launch = 4;
   static constexpr int default_rows = 16;
 };
+
+// Whether the host lowering gives dot4 one instruction on this CPU (vpdpbusd: AVX-VNNI, or
+// AVX512-VNNI with VL), as src/codegen/host/int_dot.cpp chooses it.
+inline bool has_vnni(const Device &cpu) {
+  return cpu.has_cpu_feature("avxvnni") || (cpu.has_cpu_feature("avx512vnni") && cpu.has_cpu_feature("avx512vl"));
+}
+
+// Without VNNI, dot4 takes two or more instructions a vector (vpmaddubsw and vpmaddwd where
+// one operand is proved below 128, widening to i16 otherwise), and past 16 rows the f32 tiles
+// beat the integer prefill kernels of Q8_0, Q4_K and Q6_K, and Q4_0's on long prompts
+// (bench/RESULTS.md, 2026-12-04, "Integer-dot prefill without VNNI"); decode and few-row
+// products stay integer, where they win.
+inline constexpr int kIntDotRowsWithoutVnni = 16;
+
+// The most rows of x a default Library on `cpu` sends through format F's integer kernels (0:
+// F has none). The Library and the tests read this one rule.
+template <class F>
+int default_int_dot_rows(const Device &cpu) {
+  using Policy = int_dot_policy<F>;
+  if constexpr (std::is_void_v<typename Policy::type>) {
+    return 0;
+  } else {
+    return has_vnni(cpu) ? Policy::default_rows : std::min(Policy::default_rows, kIntDotRowsWithoutVnni);
+  }
+}
 
 }  // namespace kdsl::kernels

@@ -64,7 +64,8 @@ class Library {
   // The most rows of x the quantized matmul above takes through integer dot products on the
   // CPU; products of more rows, and every product with 0, dequantize the weights to f32 as on a
   // GPU: for the tests of that path and for benchmarks that compare the two. The default,
-  // kDefaultIntegerDotRows, leaves it to each format (int_dot_policy.h's default_rows).
+  // kDefaultIntegerDotRows, leaves it to each format and the CPU (int_dot_policy.h's
+  // default_int_dot_rows: 16 rows at most without VNNI).
   static constexpr int kDefaultIntegerDotRows = -1;
   void set_integer_dot_rows(int max_rows);
   // Rotary embedding in place. q: [rows][n_heads][head_dim], k: [rows][n_kv_heads][head_dim];

@@ -129,7 +129,7 @@ bool matmul_int_dot(Library::Impl &im, const float *x, const void *w, const floa
   if constexpr (std::is_void_v<P>) {
     return false;
   } else {
-    const int most_rows = im.integer_dot_rows < 0 ? int_dot_policy<F>::default_rows : im.integer_dot_rows;
+    const int most_rows = im.integer_dot_rows < 0 ? default_int_dot_rows<F>(im.device) : im.integer_dot_rows;
     if (!dispatches_for_cpu(im) || rows > most_rows) return false;
     constexpr int few_rows_launch = int_dot_policy<F>::few_rows_launch;
     static const std::string decode_point[2] = {std::string("matmul.int_dot_decode<") + int_dot_policy<F>::name + ">",

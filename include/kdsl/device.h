@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <kdsl/error.h>
@@ -54,6 +55,10 @@ class Device {
   // Bytes of memory free for buffers now: the GPU's (cuMemGetInfo), or the host's
   // MemAvailable (0 where it cannot be read).
   size_t free_memory() const;
+  // Whether this is the CPU and kdsl compiles its kernels with the LLVM target feature
+  // `feature` ("avx2", "avxvnni", "avx512vnni", "dotprod"): what the host lowering may use.
+  // False on a GPU.
+  bool has_cpu_feature(std::string_view feature) const;
 
   detail::Backend &impl() const { return *impl_; }
   explicit Device(std::shared_ptr<detail::Backend> impl) : impl_(std::move(impl)) {}

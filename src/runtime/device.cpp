@@ -68,4 +68,10 @@ MemorySpace Device::memory_space() const { return impl_->memory_space(); }
 size_t Device::free_memory() const { return impl_->free_memory(); }
 void Device::synchronize() const { impl_->synchronize(); }
 
+bool Device::has_cpu_feature(std::string_view feature) const {
+  if (kind() != Kind::Cpu) return false;
+  const std::string listed = "," + impl_->target().features + ",";
+  return listed.find(fmt::format(",+{},", feature)) != std::string::npos;
+}
+
 }  // namespace kdsl

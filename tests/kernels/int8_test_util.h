@@ -14,22 +14,16 @@
 namespace kernels_test {
 using kdsl::kernels::WeightType;
 
-template <class F>
-constexpr int policy_default_rows() {
-  using Policy = kdsl::kernels::int_dot_policy<F>;
-  if constexpr (std::is_void_v<typename Policy::type>) return 0;
-  else return Policy::default_rows;
-}
-
-// The most rows a default Library on the CPU sends through format t's integer kernels (the
-// kernels' own int_dot_policy::default_rows, read over the formats table), 0 where t has none.
+// The most rows a default Library on this CPU sends through format t's integer kernels (the
+// kernels' own default_int_dot_rows, read over the formats table), 0 where t has none.
 inline int int_dot_default_rows(WeightType t) {
   using namespace kdsl::kernels;
+  static const kdsl::Device cpu = kdsl::Device::cpu();
   switch (t) {
 #define KDSL_INT_DOT_None(Name)
 #define KDSL_INT_DOT_Plain(Name)
 #define KDSL_INT_DOT_Scaled(Name) \
-  case WeightType::Name: return policy_default_rows<Name##Format>();
+  case WeightType::Name: return default_int_dot_rows<Name##Format>(cpu);
 #define KDSL_INT_DOT_Decoded(Name) KDSL_INT_DOT_Scaled(Name)
 #define KDSL_WEIGHT_TYPE(Name, id, name, elements, bytes, Layout, kernels, ftype) KDSL_INT_DOT_##kernels(Name)
 #include <kdsl/formats/weight_types.def>

@@ -6,7 +6,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <kdsl/kdsl.h>
@@ -173,6 +175,29 @@ TEST_CASE("runtime: CPU kernels take Buffers; a GPU launch with a host pointer i
   CHECK(error_text([&] { on_cpu(grid(1), x, y, device_pointer(out.data()), n); }) ==
         name + ": argument 2 is in a GPU's memory; on the CPU pass host memory (a kdsl::Buffer allocated on the CPU, or a host pointer)");
 }
+
+#if defined(__x86_64__)
+// The CPU's features as the kernels are compiled for them agree with what the kernel reports
+// (/proc/cpuinfo's flags spell some of LLVM's names with an underscore).
+TEST_CASE("runtime: Device::has_cpu_feature agrees with /proc/cpuinfo's flags on the features kdsl's choices read") {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line, flags;
+  while (std::getline(cpuinfo, line))
+    if (line.starts_with("flags")) {
+      flags = line.substr(line.find(':') + 1) + " ";
+      break;
+    }
+  if (flags.empty()) return;  // no /proc here: nothing independent to compare with
+  Device cpu = Device::cpu(1);
+  const std::pair<const char *, const char *> llvm_and_linux[] = {
+      {"avx2", "avx2"}, {"fma", "fma"}, {"avxvnni", "avx_vnni"}, {"avx512vnni", "avx512_vnni"}, {"avx512vl", "avx512vl"}};
+  for (auto [llvm_name, linux_name] : llvm_and_linux) {
+    INFO(llvm_name);
+    CHECK(cpu.has_cpu_feature(llvm_name) == (flags.find(std::string(" ") + linux_name + " ") != std::string::npos));
+  }
+  CHECK_FALSE(cpu.has_cpu_feature("no-such-feature"));
+}
+#endif
 
 TEST_CASE("runtime: a Buffer on a device with memory of its own is allocated, copied, freed and synchronized through its backend") {
   auto fake = std::make_shared<FakeGpu>();

@@ -134,6 +134,7 @@ TEST_CASE("fake driver: a CUDA device's queries, and Buffers in its memory") {
   CHECK(gpu.kind() == Device::Kind::Cuda);
   CHECK(gpu.name() == "cuda:0 (Fake GPU, sm_90, 132 SMs)");
   CHECK(gpu.threads() == 132);
+  CHECK_FALSE(gpu.has_cpu_feature("avx2"));  // a GPU has no CPU features, whatever its target string holds
   Buffer<float> b(gpu, 100);
   CHECK(b.on_device());
   CHECK(b.to_vector() == std::vector<float>(100, 0.0f));
