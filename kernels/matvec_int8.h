@@ -13,12 +13,20 @@ namespace kdsl::kernels {
 // row keeps are the lanes its f32 accumulator keeps across the loop (matvec_int8 below).
 inline auto int8_half_block() { return reshape<1, 1, 16>(arange<16>()); }
 
+// A block's activations, elements 0..15 or 16..31 from `first` ([BR, 1, 16]). The quantizer
+// never writes -128 (quantize_activations.h: |q| <= 127); the max says so to the lowering,
+// where it lets s8 weights meet them through vpsignb and vpmaddubsw on a CPU without VNNI
+// (src/codegen/host/int_dot.h), and costs one vpmaxsb shared by every weight row.
+template <class XP>
+auto activation_half(const XP &x_block, int first) {
+  return maximum(load(x_block + (int8_half_block() + first)), full<i8, 1, 1, 16>(-127));
+}
+
 // A block's sums from its signed int8 weights, elements 0..15 and 16..31 ([1, BN, 16] each),
 // against the same halves of the activations.
 template <class W, class XP>
 auto int8_halves_sums(const W &w_low, const W &w_high, const XP &x_block) {
-  auto j = int8_half_block();
-  auto x_low = load(x_block + j), x_high = load(x_block + (j + 16));  // [BR, 1, 16]
+  auto x_low = activation_half(x_block, 0), x_high = activation_half(x_block, 16);  // [BR, 1, 16]
   return dot4(w_high, x_high, dot4(w_low, x_low, zeros<i32, XP::dims[0], W::dims[1], 4>()));
 }
 

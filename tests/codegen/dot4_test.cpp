@@ -3,19 +3,20 @@
 #include <kdsl/compile_for.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "codegen/amdgpu/rocm_tools.h"
 #include "codegen/codegen.h"
-#include "frontend/tracer.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "tests/codegen/host_assembly.h"
 #include "tests/support/simt_emulator.h"
 #include "tests/test_util.h"
+#include "tests/traced.h"
 
 namespace dot4_test {
 using namespace kdsl;
@@ -55,12 +56,35 @@ void dot4_cross(Ptr<const EA> a, Ptr<const EB> b, Ptr<const i32> acc, Ptr<i32> o
   store(out + sums, dot4(wa, xb, load(acc + sums)));
 }
 
-template <auto K>
-ir::Function trace() {
-  using Params = detail::kernel_params<decltype(K)>;
-  frontend::Tracer tracer(detail::kernel_name<K>(), Params::types(), {});
-  Params::template trace<K>(tracer.argument_values());
-  return tracer.finish();
+// dot4 of an operand narrowed in the kernel, as the quantized formats make theirs (NARROW: 0
+// a low nibble, 1 a high one, 2 Q6_K's six bits, 3 the largest mask that keeps a byte below
+// 128, 4 an i8 kept from -128 as Q8_0's activations are) against b's full range, two rows of
+// 32 bytes. The host lowering proves such an operand's bounds (ir::ValueRanges) and may then
+// multiply with the saturating vpmaddubsw (int_dot.h says when).
+template <class EA, class EB, int NARROW>
+void dot4_narrowed(Ptr<const EA> a, Ptr<const EB> b, Ptr<i32> out) {
+  auto i = reshape<2, 32>(arange<64>());
+  auto x = load(a + i);
+  auto narrowed = [&] {
+    if constexpr (NARROW == 0) return x & 15;
+    else if constexpr (NARROW == 1) return x >> 4;
+    else if constexpr (NARROW == 2) return (x & 15) | (((x >> 6) & 3) << 4);
+    else if constexpr (NARROW == 3) return x & 127;
+    else return maximum(x, full<i8, 2, 32>(-127));
+  }();
+  store(out + reshape<2, 8>(arange<16>()), dot4(narrowed, load(b + i)));
+}
+
+template <class EA>
+int narrowed_reference(storage_t<EA> x, int narrow) {
+  const int v = int(x);  // sign-extended for i8: shifts are arithmetic there, as in the kernel
+  switch (narrow) {
+    case 0: return v & 15;
+    case 1: return v >> 4;
+    case 2: return (v & 15) | (((v >> 6) & 3) << 4);
+    case 3: return v & 127;
+    default: return std::max(v, -127);
+  }
 }
 
 bool host_has(const char *feature) {
@@ -145,7 +169,7 @@ void check_rows(std::mt19937 &rng, int rows, int n, const char *gpu_arch = nullp
     CHECK(bad == 0);
   };
   auto ptr = [](const void *p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); };
-  ir::Function fn = trace<kernel>();
+  ir::Function fn = kdsl_test::traced<kernel>();
   if (gpu_arch) {
     std::vector<int32_t> out(want.size(), sentinel);
     run_emulated(fn, gpu_arch, {ptr(a.data()), ptr(b.data()), ptr(acc.data()), ptr(out.data()), uint64_t(rows), uint64_t(n)});
@@ -182,7 +206,7 @@ void check_cross(std::mt19937 &rng, const char *gpu_arch = nullptr) {
         want[at] = int32_t(uint32_t(uint64_t(s)));
       }
   constexpr auto kernel = dot4_cross<EA, EB, BR, BN, L>;
-  ir::Function fn = trace<kernel>();
+  ir::Function fn = kdsl_test::traced<kernel>();
   auto ptr = [](const void *p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); };
   std::vector<codegen::IntDotPath> paths = gpu_arch ? std::vector<codegen::IntDotPath>{codegen::IntDotPath::Auto} : runnable_paths();
   for (codegen::IntDotPath path : paths) {
@@ -198,6 +222,54 @@ void check_cross(std::mt19937 &rng, const char *gpu_arch = nullptr) {
         FAIL_CHECK("sum ", i, ": got ", got[i], ", want ", want[i]);
       }
   }
+}
+
+template <class EA, class EB, int NARROW>
+void check_narrowed(std::mt19937 &rng) {
+  INFO(detail::element_traits<EA>::name, " narrowed (", NARROW, ") x ", detail::element_traits<EB>::name);
+  auto a = random_full_range<EA>(rng, 64);
+  auto b = random_full_range<EB>(rng, 64);
+  // The extremes that would saturate a wider u8 operand: every pair at the largest narrowed value times b's most negative.
+  const int a_extreme = std::is_same_v<EA, i8> ? (NARROW == 4 ? -128 : 127) : 255;
+  for (int j = 0; j < 8; ++j) a[size_t(j)] = storage_t<EA>(a_extreme), b[size_t(j)] = storage_t<EB>(std::is_same_v<EB, i8> ? -128 : 255);
+  std::vector<int32_t> want(16);
+  for (int g = 0; g < 16; ++g)
+    for (int j = 4 * g; j < 4 * g + 4; ++j) want[size_t(g)] += narrowed_reference<EA>(a[size_t(j)], NARROW) * int(b[size_t(j)]);
+  constexpr auto kernel = dot4_narrowed<EA, EB, NARROW>;
+  ir::Function fn = kdsl_test::traced<kernel>();
+  auto ptr = [](const void *p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); };
+  auto check = [&](const std::vector<int32_t> &got, const std::string &how) {
+    INFO("path ", how);
+    CHECK(got == want);
+  };
+  std::vector<int32_t> out(16, 0x5a5a5a5a);
+  compile<kernel>(kdsl_test::cpu())(grid(1), a.data(), b.data(), out.data());
+  check(out, "auto (launch)");
+  for (codegen::IntDotPath path : runnable_paths()) {
+    std::vector<int32_t> forced(16, 0x5a5a5a5a);
+    run_with_path(fn, path, fmt::format("dot4_test_{}", symbol_counter++), {ptr(a.data()), ptr(b.data()), ptr(forced.data())}, 1);
+    check(forced, path_name(path));
+  }
+  for (const char *arch : kGpuArchs) {
+    std::vector<int32_t> emulated(16, 0x5a5a5a5a);
+    run_emulated(fn, arch, {ptr(a.data()), ptr(b.data()), ptr(emulated.data())});
+    check(emulated, arch);
+  }
+}
+
+TEST_CASE("dot4: operands narrowed by masks and shifts (nibbles, 6-bit quants, below 128) against full-range bytes, every path, at the saturation extremes") {
+  KDSL_TEST_RNG(rng);
+  auto narrows = [&]<class EA, class EB>() {
+    check_narrowed<EA, EB, 0>(rng);
+    check_narrowed<EA, EB, 1>(rng);
+    check_narrowed<EA, EB, 2>(rng);
+    check_narrowed<EA, EB, 3>(rng);
+    if constexpr (std::is_same_v<EA, i8>) check_narrowed<EA, EB, 4>(rng);
+  };
+  narrows.template operator()<u8, i8>();
+  narrows.template operator()<u8, u8>();
+  narrows.template operator()<i8, i8>();
+  narrows.template operator()<i8, u8>();
 }
 
 template <class EA, class EB>
@@ -258,8 +330,8 @@ TEST_CASE("dot4 on the GPU: PTX has one dp4a per sum with the operands' signedne
   auto lowered = [](const ir::Function &fn, const char *arch) {
     return codegen::compile(fn, fmt::format("dot4_gpu_{}", symbol_counter++), codegen::Target::named(arch), {});
   };
-  ir::Function mixed = trace<dot4_rows<u8, i8, 4, 32, true>>();
-  ir::Function both_signed = trace<dot4_rows<i8, i8, 4, 32, true>>();
+  ir::Function mixed = kdsl_test::traced<dot4_rows<u8, i8, 4, 32, true>>();
+  ir::Function both_signed = kdsl_test::traced<dot4_rows<i8, i8, 4, 32, true>>();
   for (const char *arch : {"sm_80", "sm_90"}) {
     INFO(arch);
     std::string ptx = lowered(mixed, arch).ptx;
@@ -274,7 +346,7 @@ TEST_CASE("dot4 on the GPU: PTX has one dp4a per sum with the operands' signedne
   CHECK(kdsl_test::contains(gfx942_signed, "v_dot4c_i32_i8"));
   CHECK(kdsl_test::contains(gfx942_mixed, "v_dot4c_i32_i8"));  // u8 x i8 through the signed instruction
   CHECK(kdsl_test::contains(lowered(mixed, "gfx1100").assembly, "v_dot4_i32_iu8"));
-  CHECK(kdsl_test::contains(lowered(trace<dot4_rows<u8, u8, 4, 32, true>>(), "gfx942").assembly, "v_dot4_u32_u8"));
+  CHECK(kdsl_test::contains(lowered(kdsl_test::traced<dot4_rows<u8, u8, 4, 32, true>>(), "gfx942").assembly, "v_dot4_u32_u8"));
 }
 
 TEST_CASE("dot4: a rank-3 block against one shared row, as the decode kernels use it") {
@@ -292,8 +364,8 @@ TEST_CASE("dot4: a rank-3 block against one shared row, as the decode kernels us
 }
 
 #if defined(__x86_64__)
-TEST_CASE("dot4: the host's machine code uses vpdpbusd where the CPU has VNNI, vpmaddwd on the AVX2 path, and never the saturating vpmaddubsw") {
-  ir::Function fn = trace<dot4_rows<i8, i8, 4, 32, true>>();
+TEST_CASE("dot4: the host's machine code uses vpdpbusd where the CPU has VNNI, vpmaddwd on the AVX2 path, and vpmaddubsw only where no pair can saturate") {
+  ir::Function fn = kdsl_test::traced<dot4_rows<i8, i8, 4, 32, true>>();
   for (codegen::IntDotPath path : runnable_paths()) {
     codegen::Options options;
     options.int_dot = path;
@@ -302,6 +374,18 @@ TEST_CASE("dot4: the host's machine code uses vpdpbusd where the CPU has VNNI, v
     CHECK(s.find("pmaddubsw") == std::string::npos);
     if (path == codegen::IntDotPath::Vnni) CHECK(s.find("vpdpbusd") != std::string::npos);
     if (path == codegen::IntDotPath::Pmaddwd) CHECK(s.find("vpmaddwd") != std::string::npos);
+  }
+  // A nibble (proved 0..15) against s8 bytes, and s8 against s8 kept from -128: vpmaddubsw
+  // cannot saturate, and the AVX2 path takes it (the second through vpsignb).
+  ir::Function nibbles = kdsl_test::traced<dot4_narrowed<u8, i8, 0>>(), within_127 = kdsl_test::traced<dot4_narrowed<i8, i8, 4>>();
+  for (codegen::IntDotPath path : runnable_paths()) {
+    if (path != codegen::IntDotPath::Pmaddwd) continue;
+    codegen::Options options;
+    options.int_dot = path;
+    CHECK(kdsl_test::contains(kdsl_test::host_assembly(nibbles, "dot4_asm_nibbles", options), "vpmaddubsw"));
+    const std::string signed_asm = kdsl_test::host_assembly(within_127, "dot4_asm_within_127", options);
+    CHECK(kdsl_test::contains(signed_asm, "vpsignb"));
+    CHECK(kdsl_test::contains(signed_asm, "vpmaddubsw"));
   }
   if (!host_has("avx512vnni") && !host_has("avxvnni")) {
     codegen::Options vnni;
@@ -312,7 +396,7 @@ TEST_CASE("dot4: the host's machine code uses vpdpbusd where the CPU has VNNI, v
 #endif
 
 TEST_CASE("dot4: prints and parses back, and the verifier refuses a result that is not the operands' shape over 4 or float operands") {
-  ir::Function fn = trace<dot4_rank3<i8, u8>>();
+  ir::Function fn = kdsl_test::traced<dot4_rank3<i8, u8>>();
   std::string text = ir::print(fn);
   CHECK(kdsl_test::contains(text, "= dot4 %"));
   CHECK(ir::print(ir::parse(text)) == text);
@@ -336,7 +420,7 @@ TEST_CASE("dot4: the rank-3 decode shape compiles for NVIDIA and AMD through com
   KDSL_TEST_RNG(rng);
   auto a = random_full_range<i8>(rng, 192);
   auto b = random_full_range<u8>(rng, 32);
-  ir::Function fn = trace<dot4_rank3<i8, u8>>();
+  ir::Function fn = kdsl_test::traced<dot4_rank3<i8, u8>>();
   for (const char *arch : kGpuArchs) {
     INFO(arch);
     std::vector<int32_t> out(48, 0x5a5a5a5a);

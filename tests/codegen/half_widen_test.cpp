@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "codegen/codegen.h"
-#include "frontend/tracer.h"
+#include "tests/traced.h"
 
 #include "tests/codegen/host_assembly.h"
 #include "tests/test_util.h"
@@ -57,10 +57,7 @@ TEST_CASE("codegen: where the CPU has F16C, f16 widens with vcvtph2ps at the ful
     MESSAGE("skipped: this CPU has no F16C (the integer widening runs instead)");
     return;
   }
-  using Params = detail::kernel_params<decltype(&widen_f16<1024>)>;
-  frontend::Tracer tracer(detail::kernel_name<widen_f16<1024>>(), Params::types(), {});
-  Params::template trace<widen_f16<1024>>(tracer.argument_values());
-  std::string s = kdsl_test::host_assembly(tracer.finish(), "widen_probe");
+  std::string s = kdsl_test::host_assembly(kdsl_test::traced<widen_f16<1024>>(), "widen_probe");
   const bool avx512 = features.find(",+avx512f,") != std::string::npos;
   INFO(s.substr(0, 4000));
   // LLVM's own choice would be 4 wide (xmm); the loop hint asks for 16 (zmm) or 8 (ymm).

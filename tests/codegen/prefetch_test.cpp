@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "codegen/codegen.h"
-#include "frontend/tracer.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "tests/test_util.h"
+#include "tests/traced.h"
 
 namespace {
 using namespace kdsl;
@@ -31,14 +31,6 @@ void row_sums_prefetched(Ptr<f32> x, Ptr<f32> out, Scalar<i32> n) {
     return acc + load(row_start + kk, kk < n, 0);
   });
   store(out + program_id(0), sum<0>(acc));
-}
-
-template <auto K>
-ir::Function trace(std::vector<ir::ArgClass> classes = {}) {
-  using Params = detail::kernel_params<decltype(K)>;
-  frontend::Tracer tracer(detail::kernel_name<K>(), Params::types(), classes);
-  Params::template trace<K>(tracer.argument_values());
-  return tracer.finish();
 }
 
 TEST_CASE("prefetch: results equal the plain sums at aligned and ragged sizes, hints past the buffer's end included") {
@@ -60,7 +52,7 @@ TEST_CASE("prefetch: results equal the plain sums at aligned and ragged sizes, h
 }
 
 TEST_CASE("prefetch: survives the passes (it is an effect) and becomes one prefetch instruction per cache line on the host") {
-  ir::Function fn = trace<row_sums_prefetched<64, 4096>>();
+  ir::Function fn = kdsl_test::traced<row_sums_prefetched<64, 4096>>();
   CHECK(kdsl_test::contains(ir::print(fn), "prefetch %"));
   std::filesystem::path dir = std::filesystem::temp_directory_path() / fmt::format("kdsl-prefetch-test-{}", getpid());
   codegen::DumpOptions dump;
@@ -84,7 +76,7 @@ TEST_CASE("prefetch: survives the passes (it is an effect) and becomes one prefe
 }
 
 TEST_CASE("prefetch: round trips through the IR text, and the verifier wants pointers") {
-  ir::Function fn = trace<row_sums_prefetched<64, 4096>>();
+  ir::Function fn = kdsl_test::traced<row_sums_prefetched<64, 4096>>();
   std::string text = ir::print(fn);
   CHECK(ir::print(ir::parse(text)) == text);
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "codegen/codegen.h"
-#include "frontend/tracer.h"
+#include "tests/traced.h"
 
 #include "tests/codegen/host_assembly.h"
 #include "tests/test_util.h"
@@ -148,10 +148,7 @@ TEST_CASE("codegen: polynomial edges: log of zeros, negatives, subnormals and in
 }
 
 TEST_CASE("codegen: the host's exp, log, tanh and erf call no libm function and run on packed vector instructions") {
-  using Params = detail::kernel_params<decltype(&apply_all)>;
-  frontend::Tracer tracer(detail::kernel_name<apply_all>(), Params::types(), {});
-  Params::template trace<apply_all>(tracer.argument_values());
-  std::string s = host_assembly(tracer.finish(), "vector_math_probe");
+  std::string s = host_assembly(kdsl_test::traced<apply_all>(), "vector_math_probe");
   INFO(s.substr(0, 3000));
   for (const char *libm : {"expf", "exp2f", "logf", "log2f", "tanhf", "erff"}) {
     CAPTURE(libm);

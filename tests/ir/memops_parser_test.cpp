@@ -5,21 +5,13 @@
 #include <kdsl/kdsl.h>
 
 #include "codegen/pipeline.h"
-#include "frontend/tracer.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "tests/traced.h"
 
 namespace {
 using namespace kdsl;
-
-template <auto K>
-ir::Function trace() {
-  using Params = detail::kernel_params<decltype(K)>;
-  frontend::Tracer tracer(detail::kernel_name<K>(), Params::types(), {});
-  Params::template trace<K>(tracer.argument_values());
-  return tracer.finish();
-}
 
 void memops(Ptr<f32> x, Ptr<i32> counts, Ptr<u32> flags, Scalar<i32> n) {
   auto r = expand_dims<1>(arange<4>());
@@ -42,7 +34,7 @@ void memops(Ptr<f32> x, Ptr<i32> counts, Ptr<u32> flags, Scalar<i32> n) {
 }  // namespace
 
 TEST_CASE("IR text: scans, gather, every atomic and the debugging ops round trip, messages escaped") {
-  ir::Function fn = trace<memops>();
+  ir::Function fn = kdsl_test::traced<memops>();
   std::string text = ir::print(fn);
   CHECK(text.find("scan_sum[1, 0]") != std::string::npos);
   CHECK(text.find("scan_max[0, 1]") != std::string::npos);

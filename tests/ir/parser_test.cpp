@@ -15,22 +15,13 @@
 #include "examples/matmul.h"
 #include "examples/softmax.h"
 #include "examples/vector_add.h"
-#include "frontend/tracer.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "tests/traced.h"
 
 namespace {
 using namespace kdsl;
 using ir::ArgClass;
-
-// Traces kernel K as a launch would, without compiling or running it.
-template <auto K>
-ir::Function trace(std::vector<ArgClass> classes = {}) {
-  using Params = detail::kernel_params<decltype(K)>;
-  frontend::Tracer tracer(detail::kernel_name<K>(), Params::types(), classes);
-  Params::template trace<K>(tracer.argument_values());
-  return tracer.finish();
-}
 
 // The message of the kdsl::Error that parsing `text` throws, or "(parsed)".
 std::string parse_error(std::string_view text) {
@@ -96,21 +87,21 @@ void unrolled(Ptr<f32> x, Scalar<i32> stride) {
 }  // namespace
 
 TEST_CASE("parser: round trips of traced example kernels") {
-  check_round_trip(trace<examples::add<128>>());
-  check_round_trip(trace<examples::add<64>>({ArgClass::Divisible16, ArgClass::Divisible16, ArgClass::None, ArgClass::EqualToOne}));
-  check_round_trip(trace<examples::softmax<256>>({ArgClass::Divisible16, ArgClass::Divisible16, ArgClass::None, ArgClass::EqualToOne}));
-  check_round_trip(trace<examples::layer_norm<64>>());
-  check_round_trip(trace<examples::matmul<16, 32, 8>>());
+  check_round_trip(kdsl_test::traced<examples::add<128>>());
+  check_round_trip(kdsl_test::traced<examples::add<64>>({ArgClass::Divisible16, ArgClass::Divisible16, ArgClass::None, ArgClass::EqualToOne}));
+  check_round_trip(kdsl_test::traced<examples::softmax<256>>({ArgClass::Divisible16, ArgClass::Divisible16, ArgClass::None, ArgClass::EqualToOne}));
+  check_round_trip(kdsl_test::traced<examples::layer_norm<64>>());
+  check_round_trip(kdsl_test::traced<examples::matmul<16, 32, 8>>());
 }
 
 TEST_CASE("parser: round trips of loops, branches, half floats, NaN and infinities") {
-  check_round_trip(trace<loop_and_branch<32>>());
-  check_round_trip(trace<odds_and_ends>());
-  check_round_trip(trace<unrolled>({ArgClass::Divisible16, ArgClass::EqualToOne}));
+  check_round_trip(kdsl_test::traced<loop_and_branch<32>>());
+  check_round_trip(kdsl_test::traced<odds_and_ends>());
+  check_round_trip(kdsl_test::traced<unrolled>({ArgClass::Divisible16, ArgClass::EqualToOne}));
 }
 
 TEST_CASE("parser: round trips after the pass pipeline") {
-  ir::Function fn = trace<examples::matmul<16, 16, 16>>({ArgClass::Divisible16, ArgClass::Divisible16, ArgClass::Divisible16,
+  ir::Function fn = kdsl_test::traced<examples::matmul<16, 16, 16>>({ArgClass::Divisible16, ArgClass::Divisible16, ArgClass::Divisible16,
                                                          ArgClass::None, ArgClass::EqualToOne, ArgClass::Divisible16});
   codegen::run_pipeline(fn);
   std::string text = ir::print(fn);
@@ -118,7 +109,7 @@ TEST_CASE("parser: round trips after the pass pipeline") {
 }
 
 TEST_CASE("parser: the kernel name keeps template arguments, spaces and namespaces") {
-  ir::Function fn = ir::parse(ir::print(trace<examples::matmul<16, 32, 8>>()));
+  ir::Function fn = ir::parse(ir::print(kdsl_test::traced<examples::matmul<16, 32, 8>>()));
   CHECK(fn.name == "examples::matmul<16, 32, 8>");
 }
 
@@ -372,7 +363,7 @@ TEST_CASE("parser: IR that parses but does not verify is reported with the verif
 }
 
 TEST_CASE("parser: mangled text is a kdsl::Error or a valid function, never a crash") {
-  const std::string original = ir::print(trace<loop_and_branch<16>>({ArgClass::Divisible16, ArgClass::None, ArgClass::EqualToOne}));
+  const std::string original = ir::print(kdsl_test::traced<loop_and_branch<16>>({ArgClass::Divisible16, ArgClass::None, ArgClass::EqualToOne}));
   const std::string alphabet = "%:,[]{}()<>=^@ \n-+.0123456789aefinpt";
   std::mt19937 rng(20240607);
   int errors = 0, parsed = 0;

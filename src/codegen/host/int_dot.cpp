@@ -21,6 +21,9 @@ const char *path_name(IntDotPath p) {
   }
 }
 
+// Whether vpdpbusd takes a and b as they are (a as its u8 operand, or b).
+bool direct_u8_s8(ByteKind a, ByteKind b) { return (a.reads_as_u8() && b.reads_as_s8()) || (b.reads_as_u8() && a.reads_as_s8()); }
+
 }  // namespace
 
 IntDotEmitter::IntDotEmitter(llvm::IRBuilder<> &b, llvm::Module &m, IntDotPath path) : b_(b), m_(m) {
@@ -54,30 +57,36 @@ llvm::Value *IntDotEmitter::vpdpbusd(llvm::Value *acc, llvm::Value *u, llvm::Val
   return b_.CreateCall(f, {b_.CreateBitCast(acc, ty->getParamType(0)), b_.CreateBitCast(u, ty->getParamType(1)), b_.CreateBitCast(s, ty->getParamType(2))});
 }
 
-llvm::Value *IntDotEmitter::correction(llvm::Value *b, bool a_signed, bool b_signed) {
+llvm::Value *IntDotEmitter::correction(llvm::Value *b, ByteKind a_kind, ByteKind b_kind) {
   const int n = int(llvm::cast<llvm::FixedVectorType>(b->getType())->getNumElements());
-  if (path_ != IntDotPath::Vnni || !vnni_width(n) || a_signed != b_signed) return nullptr;
+  if (path_ != IntDotPath::Vnni || !vnni_width(n) || direct_u8_s8(a_kind, b_kind)) return nullptr;
   llvm::Value *zero = llvm::Constant::getNullValue(llvm::FixedVectorType::get(b_.getInt32Ty(), unsigned(n / 4)));
   // dot4 offsets a by 128 so that vpdpbusd can take it: s8 x s8 computes (a + 128) . b, which
   // is 128 * sum(b) too much; u8 x u8 computes b . (a - 128), which is 128 * sum(b) too little.
   // The correction depends on b alone, so a b shared by many rows pays for it once.
-  if (b_signed) return vpdpbusd(zero, splat_byte(n, 0x80), b);
+  if (b_kind.is_signed) return vpdpbusd(zero, splat_byte(n, 0x80), b);
   return vpdpbusd(zero, b, splat_byte(n, 0x80));
 }
 
-llvm::Value *IntDotEmitter::dot4(llvm::Value *acc, llvm::Value *a, bool a_signed, llvm::Value *b, bool b_signed, llvm::Value *corr) {
+llvm::Value *IntDotEmitter::dot4(llvm::Value *acc, llvm::Value *a, ByteKind a_kind, llvm::Value *b, ByteKind b_kind, llvm::Value *corr) {
   const int n = int(llvm::cast<llvm::FixedVectorType>(a->getType())->getNumElements());
   if (path_ == IntDotPath::Vnni && vnni_width(n)) {
-    if (!a_signed && b_signed) return vpdpbusd(acc, a, b);
-    if (a_signed && !b_signed) return vpdpbusd(acc, b, a);
-    if (!corr) corr = correction(b, a_signed, b_signed);
+    if (a_kind.reads_as_u8() && b_kind.reads_as_s8()) return vpdpbusd(acc, a, b);
+    if (b_kind.reads_as_u8() && a_kind.reads_as_s8()) return vpdpbusd(acc, b, a);
+    if (!corr) corr = correction(b, a_kind, b_kind);
     llvm::Value *flipped = b_.CreateXor(a, splat_byte(n, 0x80));
     // s8 x s8: (a + 128) . b = a . b + 128 * sum(b); u8 x u8: b . (a - 128) = a . b - 128 * sum(b).
-    llvm::Value *shifted = a_signed ? vpdpbusd(acc, flipped, b) : vpdpbusd(acc, b, flipped);
+    llvm::Value *shifted = a_kind.is_signed ? vpdpbusd(acc, flipped, b) : vpdpbusd(acc, b, flipped);
     return b_.CreateSub(shifted, corr);
   }
-  if (path_ == IntDotPath::Pmaddwd && (n == 16 || n == 32)) return pmaddwd_dot4(acc, a, a_signed, b, b_signed);
-  return portable_dot4(acc, a, a_signed, b, b_signed);
+  if (path_ == IntDotPath::Pmaddwd && (n == 16 || n == 32)) {
+    if (a_kind.below_128() && b_kind.reads_as_s8()) return maddubs_dot4(acc, a, b);
+    if (b_kind.below_128() && a_kind.reads_as_s8()) return maddubs_dot4(acc, b, a);
+    if (a_kind.reads_as_s8() && b_kind.within_127()) return signed_maddubs_dot4(acc, a, b);
+    if (b_kind.reads_as_s8() && a_kind.within_127()) return signed_maddubs_dot4(acc, b, a);
+    return pmaddwd_dot4(acc, a, a_kind.is_signed, b, b_kind.is_signed);
+  }
+  return portable_dot4(acc, a, a_kind.is_signed, b, b_kind.is_signed);
 }
 
 // v (<2k x i32>) -> <k x i32> with element i = v[2i] + v[2i+1].
@@ -110,6 +119,30 @@ llvm::Value *IntDotEmitter::pmaddwd_dot4(llvm::Value *acc, llvm::Value *a, bool 
     all = b_.CreateShuffleVector(pairs[0], pairs[1], concat);
   }
   return b_.CreateAdd(acc, add_adjacent_pairs(all));
+}
+
+// vpmaddubsw multiplies u8 `u8` by s8 `s8` and adds adjacent products into i16 lanes,
+// saturating; the callers make sure no pair can reach 2^15 (int_dot.h). vpmaddwd by ones adds
+// adjacent i16 lanes into dot4's groups of 4. Two instructions per 32 bytes where widening
+// both operands takes six.
+llvm::Value *IntDotEmitter::maddubs_dot4(llvm::Value *acc, llvm::Value *u8, llvm::Value *s8) {
+  const int n = int(llvm::cast<llvm::FixedVectorType>(u8->getType())->getNumElements());
+  const bool wide = n == 32;
+  llvm::Value *pairs = b_.CreateIntrinsic(wide ? llvm::Intrinsic::x86_avx2_pmadd_ub_sw : llvm::Intrinsic::x86_ssse3_pmadd_ub_sw_128, {}, {u8, s8});
+  auto *i16s = llvm::FixedVectorType::get(b_.getInt16Ty(), unsigned(n / 2));
+  llvm::Value *ones = llvm::ConstantInt::get(i16s, 1);
+  llvm::Value *quads = b_.CreateIntrinsic(wide ? llvm::Intrinsic::x86_avx2_pmadd_wd : llvm::Intrinsic::x86_sse2_pmadd_wd, {}, {pairs, ones});
+  return b_.CreateAdd(acc, quads);
+}
+
+// s8 x s8 as u8 x s8: any * w = |any| * (w with any's sign). |any| is at most 128, exact as a
+// u8 (vpabsb of -128 is 0x80); w within +-127 keeps its negation in s8 (vpsignb; 0 where any
+// is 0). Pairs then reach at most 128 * 127 * 2 = 32512 in magnitude: no saturation.
+llvm::Value *IntDotEmitter::signed_maddubs_dot4(llvm::Value *acc, llvm::Value *any, llvm::Value *within_127) {
+  const int n = int(llvm::cast<llvm::FixedVectorType>(any->getType())->getNumElements());
+  llvm::Value *magnitude = b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, any, b_.getFalse());
+  llvm::Value *signed_w = b_.CreateIntrinsic(n == 32 ? llvm::Intrinsic::x86_avx2_psign_b : llvm::Intrinsic::x86_ssse3_psign_b_128, {}, {within_127, any});
+  return maddubs_dot4(acc, magnitude, signed_w);
 }
 
 // Generic vector code: products in i32 (exact), then two rounds of adjacent sums.

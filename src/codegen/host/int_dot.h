@@ -8,12 +8,30 @@
 
 namespace kdsl::codegen {
 
+// What the lowering knows of a dot4 operand's bytes: their type's signedness, and the bounds
+// proved for their values (ir::ValueRanges: nibbles and 6-bit quants lie in 0..63, a grid's
+// levels within its constants; the type's whole range where nothing is proved).
+struct ByteKind {
+  bool is_signed = true;
+  int lo = -128, hi = 127;
+  static ByteKind of_type(bool is_signed) { return is_signed ? ByteKind{true, -128, 127} : ByteKind{false, 0, 255}; }
+  bool reads_as_u8() const { return lo >= 0; }  // the bytes as u8 are the values
+  bool reads_as_s8() const { return hi <= 127; }
+  bool below_128() const { return lo >= 0 && hi <= 127; }
+  bool within_127() const { return lo >= -127 && hi <= 127; }  // negating any byte stays in s8
+};
+
 // How one chunk of bytes becomes sums of 4 products. Every path is exact for every i8 / u8
-// value: none uses a saturating instruction (pmaddubsw saturates its i16 pair sums, so it is
-// not used).
-//   Vnni:     vpdpbusd (u8 x s8 -> i32, AVX512-VNNI or AVX-VNNI); s8 x s8 and u8 x u8 shift one
-//             operand by 128 and subtract a correction, a second vpdpbusd of the other operand.
-//   Pmaddwd:  both operands widened to i16, vpmaddwd (exact i16 x i16 pair sums), pairs added.
+// value: the saturating vpmaddubsw is used only where no pair sum can saturate.
+//   Vnni:     vpdpbusd (u8 x s8 -> i32, AVX512-VNNI or AVX-VNNI) where one operand reads as u8
+//             and the other as s8; otherwise (s8 x s8, u8 x u8 with high bytes) one operand
+//             shifts by 128 and a correction, a second vpdpbusd of the other operand, comes off.
+//   Pmaddwd:  vpmaddubsw (u8 x s8 pair sums into i16, saturating) and vpmaddwd by ones, as
+//             llama.cpp's AVX2 kernels do, where no pair can saturate: one operand below 128
+//             against the other as s8, or s8 x s8 with one operand within +-127 (its sign moved
+//             to it from the other by vpsignb, the other's magnitude by vpabsb: at most 128
+//             * 127 * 2 < 2^15); otherwise both operands widened to i16, vpmaddwd (exact
+//             i16 x i16 pair sums), pairs added.
 //   Portable: widened to i32, multiplied, groups of 4 added with shuffles (any LLVM target).
 // The chosen path is the widest the host CPU has unless codegen::Options::int_dot forces one.
 class IntDotEmitter {
@@ -29,15 +47,17 @@ class IntDotEmitter {
 
   // The value a row's chunk of `b` contributes to every result, computed once when `b` is the
   // same for many rows (nullptr when the path needs none for these signednesses).
-  llvm::Value *correction(llvm::Value *b, bool a_signed, bool b_signed);
+  llvm::Value *correction(llvm::Value *b, ByteKind a_kind, ByteKind b_kind);
 
   // acc (<n/4 x i32>) + group sums of a and b (<n x i8> each, signed as given). `correction`
   // is this chunk's correction(b, ...), or nullptr to compute it here.
-  llvm::Value *dot4(llvm::Value *acc, llvm::Value *a, bool a_signed, llvm::Value *b, bool b_signed, llvm::Value *correction = nullptr);
+  llvm::Value *dot4(llvm::Value *acc, llvm::Value *a, ByteKind a_kind, llvm::Value *b, ByteKind b_kind, llvm::Value *correction = nullptr);
 
  private:
   llvm::Value *vpdpbusd(llvm::Value *acc, llvm::Value *u, llvm::Value *s);
   llvm::Value *pmaddwd_dot4(llvm::Value *acc, llvm::Value *a, bool a_signed, llvm::Value *b, bool b_signed);
+  llvm::Value *maddubs_dot4(llvm::Value *acc, llvm::Value *u8, llvm::Value *s8);
+  llvm::Value *signed_maddubs_dot4(llvm::Value *acc, llvm::Value *any, llvm::Value *within_127);
   llvm::Value *portable_dot4(llvm::Value *acc, llvm::Value *a, bool a_signed, llvm::Value *b, bool b_signed);
   llvm::Value *add_adjacent_pairs(llvm::Value *v);
   llvm::Value *splat_byte(int n, uint8_t value);

@@ -21,6 +21,7 @@
 #include "codegen/host/storage_plan.h"
 #include "codegen/host/target_machine.h"
 #include "codegen/host/vector_math.h"
+#include "ir/value_ranges.h"
 
 namespace kdsl::codegen {
 namespace {
@@ -111,7 +112,7 @@ struct ValueState {
 class HostLowering {
  public:
   HostLowering(const ir::Function &fn, llvm::Module &m, bool bounds_checks, IntDotPath int_dot)
-      : fn_(fn), m_(m), ctx_(m.getContext()), b_(ctx_), el_(b_, m), plan_(plan_storage(fn)), bounds_checks_(bounds_checks), int_dot_(int_dot) {}
+      : fn_(fn), m_(m), ctx_(m.getContext()), b_(ctx_), el_(b_, m), plan_(plan_storage(fn)), ranges_(fn), bounds_checks_(bounds_checks), int_dot_(int_dot) {}
 
   void run(const std::string &symbol) {
     llvm::Function *body = emit_body(symbol + ".body");
@@ -757,13 +758,15 @@ class HostLowering {
   struct ByteRows {
     llvm::AllocaInst *array = nullptr;
     ir::Type type;  // of the array
-    bool sign = true;
+    ByteKind kind;
   };
   ByteRows byte_rows(ir::ValueId v) {
+    const std::optional<ir::ValueRange> range = ranges_.of(v);
     while (!state_[size_t(v)].array && plan_.def[size_t(v)] && plan_.def[size_t(v)]->kind == OpKind::Broadcast) v = plan_.def[size_t(v)]->operands[0];
     ByteRows r;
     r.type = fn_.type(v);
-    r.sign = !is_unsigned(r.type.elem);
+    r.kind = ByteKind::of_type(!is_unsigned(r.type.elem));
+    if (range) r.kind.lo = int(range->lo), r.kind.hi = int(range->hi);
     r.array = state_[size_t(v)].array;
     if (!r.array) {
       r.array = alloca_array(r.type, "dot4.operand");
@@ -814,7 +817,7 @@ class HostLowering {
     packs.dims[size_t(rank - 2)] = extent / pack;
     // b's correction (int_dot.h), computed once where b is one row for the whole result.
     llvm::Value *correction = nullptr;
-    if (b_shared) correction = dot.correction(load_pack(bb, Index(size_t(rank - 1), b_.getInt64(0))), a.sign, bb.sign);
+    if (b_shared) correction = dot.correction(load_pack(bb, Index(size_t(rank - 1), b_.getInt64(0))), a.kind, bb.kind);
     loop_nest(packs, [&](const Index &p) {
       Index o = p;
       o.back() = b_.CreateMul(p.back(), b_.getInt64(pack));
@@ -823,7 +826,7 @@ class HostLowering {
       cidx.push_back(b_.getInt64(0));
       llvm::Value *slot = array_element_ptr(c, ct, cidx);
       llvm::Value *acc = b_.CreateAlignedLoad(sums, slot, llvm::Align(4));
-      b_.CreateAlignedStore(dot.dot4(acc, av, a.sign, bv, bb.sign, correction), slot, llvm::Align(4));
+      b_.CreateAlignedStore(dot.dot4(acc, av, a.kind, bv, bb.kind, correction), slot, llvm::Align(4));
     });
     return true;
   }
@@ -865,7 +868,7 @@ class HostLowering {
       for (size_t i = 0; i < chunks.size(); ++i) {
         auto [col, w] = chunks[i];
         llvm::Value *bv = b_.CreateAlignedLoad(byte_vector(w), byte_row(bb, first, b_.getInt64(col)), llvm::Align(1));
-        corrections[i] = dot.correction(bv, a.sign, bb.sign);
+        corrections[i] = dot.correction(bv, a.kind, bb.kind);
       }
     }
     auto chunk = [&](const Index &o, llvm::Value *col, int w, llvm::Value *correction) {
@@ -875,7 +878,7 @@ class HostLowering {
       cidx.push_back(b_.CreateUDiv(col, b_.getInt64(4)));
       llvm::Value *slot = array_element_ptr(c, ct, cidx);
       llvm::Value *acc = b_.CreateAlignedLoad(sum_vector(w), slot, llvm::Align(4));
-      b_.CreateAlignedStore(dot.dot4(acc, av, a.sign, bv, bb.sign, correction), slot, llvm::Align(4));
+      b_.CreateAlignedStore(dot.dot4(acc, av, a.kind, bv, bb.kind, correction), slot, llvm::Align(4));
     };
     if (emit_packed_dot4(dot, a, bb, c, ct, row_bytes, shared(bb))) {
       state_[size_t(op.results[0])].array = c;
@@ -1097,6 +1100,7 @@ class HostLowering {
   llvm::IRBuilder<> b_;
   HostElements el_;
   StoragePlan plan_;
+  ir::ValueRanges ranges_;  // dot4 operands' bounds: which of them read as u8 and s8 alike
   std::vector<ValueState> state_;
   llvm::Instruction *allocas_ = nullptr;
   int64_t loops_emitted_ = 0;  // loop() calls so far: a loop whose body added none is innermost
