@@ -97,7 +97,11 @@ using Q5_KIntDot = SubBlock32IntDot<Q5_KFormat, true>;
 // and bits 2qq, 2qq + 1 of qh[h * 32 + l] (kquant_formats.h). Each sub-block s of 16 values
 // (l = 16 * part .. + 15, s = 8h + 2qq + part) is one dot4 row of 16 bytes, so that the host
 // lowering puts four weight rows' sub-blocks in one 64-byte vpdpbusd (as for Q4_0,
-// matvec_int8.h), and its 4 lanes meet its scale, one per weight row, broadcast.
+// matvec_int8.h), and its 4 lanes meet its scale, one per weight row, broadcast. The scales
+// multiply in i32, as llama.cpp's do, and the super-block's sums meet d in f32 once: the
+// totals stay exact (|sums| <= 16 * 63 * 127 a sub-block, times |scale| <= 128, over 16
+// sub-blocks: < 2^28), where scaling every sub-block in f32 cost a conversion and two f32
+// operations per 16 values.
 struct Q6_KIntDot {
   using Layout = formats::BlockQ6_K;
   static constexpr int kBlockElements = formats::kQK_K, kSumGroup = 16, kBlockBytes = int(sizeof(Layout)), kLanes = 4;
@@ -107,8 +111,8 @@ struct Q6_KIntDot {
     auto base = block * kBlockBytes;  // [1, BN, 1]
     auto half = wide(reshape<1, 1, 16>(arange<16>()));
     auto d = reshape<1, BN, 1>(block_half_factor<Layout>(wq, block, offsetof(Layout, d)));
-    auto lanes = zeros<f32, BR, BN, 4>();
-    auto offset = zeros<f32, BR, BN, 1>();
+    auto scaled = zeros<i32, BR, BN, 4>();
+    auto offset = zeros<i32, BR, BN, 1>();  // sum over sub-blocks of scale * (sum of x)
     for (int h = 0; h < 2; ++h)
       for (int part = 0; part < 2; ++part) {
         auto qh = load(wq + (base + (int(offsetof(Layout, qh)) + h * 32 + 16 * part) + half));  // [1, BN, 16]
@@ -117,13 +121,16 @@ struct Q6_KIntDot {
           auto ql = load(wq + (base + (int(offsetof(Layout, ql)) + h * 64 + (qq % 2) * 32 + 16 * part) + half));
           auto low = qq < 2 ? (ql & 15) : (ql >> 4);
           auto high = qq < 2 ? ((qh << (4 - 2 * qq)) & 48) : qq == 2 ? (qh & 48) : ((qh >> 2) & 48);  // bits 2qq, 2qq + 1 to bits 4, 5
-          auto scale = cast<f32>(bitcast<i8>(load(wq + (base + (int(offsetof(Layout, scales)) + sub))))) * d;  // [1, BN, 1]
-          auto sums = dot4(low | high, load(x + (half + (128 * h + 32 * qq + 16 * part))));                   // [BR, BN, 4]
-          lanes = lanes + cast<f32>(sums) * scale;
-          offset = offset - 32.0f * scale * cast<f32>(load(xs + sub));  // the -32 of every quant, through the sub-block's sum of x
+          auto scale = cast<i32>(bitcast<i8>(load(wq + (base + (int(offsetof(Layout, scales)) + sub)))));  // [1, BN, 1]
+          auto sums = dot4(low | high, load(x + (half + (128 * h + 32 * qq + 16 * part))));                // [BR, BN, 4]
+          scaled = scaled + sums * scale;
+          offset = offset + scale * load(xs + sub);
         }
       }
-    return BlockSums<decltype(lanes), Block<f32, BR, BN>>{lanes, reshape<BR, BN>(offset)};
+    auto lanes = cast<f32>(scaled) * d;
+    // The -32 of every quant, through each sub-block's sum of x: exact in i32 (|offset| < 2^22).
+    auto minus_32 = cast<f32>(offset) * (d * -32.0f);
+    return BlockSums<decltype(lanes), Block<f32, BR, BN>>{lanes, reshape<BR, BN>(minus_32)};
   }
 };
 
