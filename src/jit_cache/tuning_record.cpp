@@ -97,12 +97,12 @@ std::optional<TuningRecord> read_tuning_record(const fs::path &file, std::string
   return r;
 }
 
-std::string tuning_record_mismatch(const TuningRecord &r, const std::string &kernel, const std::string &key, const std::string &device,
-                                   const std::vector<std::string> &candidates, const std::string &kdsl_version) {
-  if (r.kernel != kernel || r.key != key) return fmt::format("it is for {} [{}]", r.kernel, r.key);
-  if (r.device != device) return fmt::format("it was timed on {}", r.device);
-  if (r.kdsl_version != kdsl_version) return fmt::format("stale: timed by kdsl {}, this is {}", r.kdsl_version, kdsl_version);
-  if (r.candidates != candidates) return "stale: the kernel's candidates changed since it was timed";
+TuningRecordMismatch tuning_record_mismatch(const TuningRecord &r, const std::string &kernel, const std::string &key, const std::string &device,
+                                            const std::vector<std::string> &candidates, const std::string &kdsl_version) {
+  if (r.kernel != kernel || r.key != key) return {fmt::format("it is for {} [{}]", r.kernel, r.key)};
+  if (r.device != device) return {fmt::format("it was timed on {}", r.device)};
+  if (r.kdsl_version != kdsl_version) return {fmt::format("stale: timed by kdsl {}, this is {}", r.kdsl_version, kdsl_version), true};
+  if (r.candidates != candidates) return {"stale: the kernel's candidates changed since it was timed", true};
   return {};
 }
 

@@ -34,11 +34,16 @@ std::filesystem::path tuning_record_path(const std::filesystem::path &cache_dir,
 // type, another format version, a winner that is not a candidate.
 std::optional<TuningRecord> read_tuning_record(const std::filesystem::path &file, std::string &problem);
 
-// Why `record` cannot stand for the winner of (kernel, key, device, candidates) in this build,
-// or empty when it can: another kernel, key or device (a digest collision, a copied file), or
-// stale (another kdsl build, or the kernel's candidates changed since).
-std::string tuning_record_mismatch(const TuningRecord &record, const std::string &kernel, const std::string &key, const std::string &device,
-                                   const std::vector<std::string> &candidates, const std::string &kdsl_version);
+// Why `record` cannot stand for the winner of (kernel, key, device, candidates) in this build
+// (empty `problem` when it can): another kernel, key or device (a digest collision, a copied
+// file), or stale (another kdsl build, or the kernel's candidates changed since), which every
+// upgrade of kdsl leaves behind and is no fault of anyone's.
+struct TuningRecordMismatch {
+  std::string problem;
+  bool stale = false;
+};
+TuningRecordMismatch tuning_record_mismatch(const TuningRecord &record, const std::string &kernel, const std::string &key, const std::string &device,
+                                            const std::vector<std::string> &candidates, const std::string &kdsl_version);
 
 // Writes under a temporary name and renames into place (folders made 0700, the file 0600), so a
 // reader sees no record or a whole one. False (nothing left behind) when it could not.

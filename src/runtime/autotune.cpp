@@ -85,15 +85,19 @@ void remember(const std::string &key, int choice) {
 }
 
 // The winner's index from a record that was made for exactly this tuning, else nullopt (a bad
-// record is said once, here, and will be replaced once the candidates are timed).
+// record is said once, here, and will be replaced once the candidates are timed). A stale one,
+// which every upgrade of kdsl leaves behind, is said at KDSL_LOG=info only: at the default
+// level a line per record would land in the middle of kdsl-run's generated text.
 std::optional<int> recorded(const Tuning &t, const std::string &device) {
   std::filesystem::path path = jit_cache::tuning_record_path(jit_cache::DiskCache::default_dir(), t.kernel, t.key, device);
-  std::string problem;
-  std::optional<jit_cache::TuningRecord> r = jit_cache::read_tuning_record(path, problem);
-  if (r) problem = jit_cache::tuning_record_mismatch(*r, t.kernel, t.key, device, t.candidates, KDSL_VERSION_STRING);
-  if (!problem.empty()) {
+  jit_cache::TuningRecordMismatch mismatch;
+  std::optional<jit_cache::TuningRecord> r = jit_cache::read_tuning_record(path, mismatch.problem);
+  if (r) mismatch = jit_cache::tuning_record_mismatch(*r, t.kernel, t.key, device, t.candidates, KDSL_VERSION_STRING);
+  if (!mismatch.problem.empty()) {
     counters().rejected.fetch_add(1);
-    log_warn("autotune: ignoring the tuning record {} for {} [{}]: {}; timing its candidates again", path.string(), t.kernel, t.key, problem);
+    constexpr auto kSaid = "autotune: ignoring the tuning record {} for {} [{}]: {}; timing its candidates again";
+    if (mismatch.stale) log_info(kSaid, path.string(), t.kernel, t.key, mismatch.problem);
+    else log_warn(kSaid, path.string(), t.kernel, t.key, mismatch.problem);
     return std::nullopt;
   }
   if (!r) return std::nullopt;
