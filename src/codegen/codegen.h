@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "codegen/target_info.h"
@@ -17,6 +18,10 @@ struct TargetDesc {
   std::string arch;      // host CPU name ("znver3"), "sm_90" or "gfx942"
   std::string features;  // host CPU features ("+avx2,+fma,..."); GPUs: the toolchain's versions (ptxas, libdevice; ld.lld, device libraries)
   std::string triple;
+
+  // Whether `features` lists LLVM feature `name` as enabled ("+avx2"): for the host, what its
+  // kernels are compiled for.
+  bool has_feature(std::string_view name) const;
 };
 
 const TargetDesc &host_target();

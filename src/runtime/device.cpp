@@ -69,9 +69,7 @@ size_t Device::free_memory() const { return impl_->free_memory(); }
 void Device::synchronize() const { impl_->synchronize(); }
 
 bool Device::has_cpu_feature(std::string_view feature) const {
-  if (kind() != Kind::Cpu) return false;
-  const std::string listed = "," + impl_->target().features + ",";
-  return listed.find(fmt::format(",+{},", feature)) != std::string::npos;
+  return kind() == Kind::Cpu && impl_->target().has_feature(feature);
 }
 
 }  // namespace kdsl

@@ -87,9 +87,7 @@ int narrowed_reference(storage_t<EA> x, int narrow) {
   }
 }
 
-bool host_has(const char *feature) {
-  return ("," + codegen::host_target().features + ",").find(std::string(",+") + feature + ",") != std::string::npos;
-}
+bool host_has(const char *feature) { return codegen::host_target().has_feature(feature); }
 
 // The forced paths this CPU can run (Auto is what a launch on the CPU device uses).
 std::vector<codegen::IntDotPath> runnable_paths() {

@@ -50,9 +50,11 @@ const TargetDesc &host_target() {
   return target;
 }
 
-bool host_has_feature(const char *feature) {
-  return ("," + host_target().features + ",").find(std::string(",+") + feature + ",") != std::string::npos;
+bool TargetDesc::has_feature(std::string_view name) const {
+  return ("," + features + ",").find(",+" + std::string(name) + ",") != std::string::npos;
 }
+
+bool host_has_feature(const char *feature) { return host_target().has_feature(feature); }
 
 std::string llvm_version() { return LLVM_VERSION_STRING; }
 
