@@ -234,6 +234,7 @@ std::span<const float> Engine::run(std::span<const int> tokens, int pos, int log
     if (from < start + n) {
       const float *rows = xb_.data() + size_t(from - start) * size_t(dim_);
       float *out = logits_.data() + size_t(from - first_logit) * size_t(vocab_);
+      show_input(TensorName::Output, -1, xb_, from - start, start + n - from, dim_);
       kernels_.matmul(rows, weights_.output.data, weights_.output.type, nullptr, out, start + n - from, vocab_, dim_);
     }
   }
@@ -252,6 +253,18 @@ std::span<const float> Engine::run(std::span<const int> tokens, int pos, int log
   return {host, count};
 }
 
+void Engine::show_input(TensorName weight, int layer, const Buffer<float> &input, int first_row, int n, int cols) {
+  if (!observer_ || n <= 0 || records_only(options_)) return;
+  const size_t offset = size_t(first_row) * size_t(cols), count = size_t(n) * size_t(cols);
+  const float *rows = input.data() + offset;
+  if (input.on_device()) {
+    observed_host_.resize(offset + count);
+    input.copy_to_host(std::span<float>(observed_host_));  // waits for the launches
+    rows = observed_host_.data() + offset;
+  }
+  observer_->observe(weight, layer, std::span<const float>(rows, count), cols);
+}
+
 // Expects xb = attn_norm(x) for this layer; leaves xb = the next layer's attn_norm(x) (or the
 // final output norm).
 void Engine::layer(int l, int n, int pos, bool tree) {
@@ -260,6 +273,7 @@ void Engine::layer(int l, int n, int pos, bool tree) {
   int hd = int(h.head_dim), heads = int(h.n_head), kv_heads = int(h.n_head_kv);
   auto bias = [](const Weight &b) { return b ? b.f32() : nullptr; };
 
+  for (TensorName t : {TensorName::AttnQ, TensorName::AttnK, TensorName::AttnV}) show_input(t, l, xb_, 0, n, dim_);
   kernels_.matmul(xb_.data(), w.wq.data, w.wq.type, bias(w.bq), q_.data(), n, q_dim_, dim_);
   kernels_.matmul(xb_.data(), w.wk.data, w.wk.type, bias(w.bk), k_.data(), n, kv_dim_, dim_);
   kernels_.matmul(xb_.data(), w.wv.data, w.wv.type, bias(w.bv), v_.data(), n, kv_dim_, dim_);
@@ -279,12 +293,15 @@ void Engine::layer(int l, int n, int pos, bool tree) {
   else
     kernels_.attention(q_.data(), k_pages_[size_t(l)].data(), v_pages_[size_t(l)].data(), block_table_.data(), att_.data(), n, pos, heads, kv_heads, hd,
                        options_.page_size, 1.0f / std::sqrt(float(hd)), options_.kv_types);
+  show_input(TensorName::AttnOutput, l, att_, 0, n, q_dim_);
   kernels_.matmul(att_.data(), w.wo.data, w.wo.type, nullptr, proj_.data(), n, dim_, q_dim_);
   kernels_.add_rmsnorm(x_.data(), proj_.data(), w.ffn_norm.f32(), xb_.data(), n, dim_, h.rms_eps);
 
+  for (TensorName t : {TensorName::FfnGate, TensorName::FfnUp}) show_input(t, l, xb_, 0, n, dim_);
   kernels_.matmul(xb_.data(), w.w_gate.data, w.w_gate.type, nullptr, gate_.data(), n, ff_, dim_);
   kernels_.matmul(xb_.data(), w.w_up.data, w.w_up.type, nullptr, up_.data(), n, ff_, dim_);
   kernels_.swiglu(gate_.data(), up_.data(), gate_.data(), int64_t(n) * ff_);
+  show_input(TensorName::FfnDown, l, gate_, 0, n, ff_);
   kernels_.matmul(gate_.data(), w.w_down.data, w.w_down.type, nullptr, proj_.data(), n, dim_, ff_);
   bool last = l + 1 == int(weights_.layers.size());
   const float *next_norm = last ? weights_.output_norm.f32() : weights_.layers[size_t(l + 1)].attn_norm.f32();

@@ -7,6 +7,7 @@
 
 #include "kernels/launch_recorder.h"
 #include "kernels/library.h"
+#include "models/engine/matmul_observer.h"
 #include "models/engine/model_weights.h"
 
 namespace kdsl::models {
@@ -84,12 +85,18 @@ class Engine {
   // Bytes of weights copied to the device (0 on the CPU, which reads the model in place).
   int64_t uploaded_bytes() const { return weights_.uploaded_bytes; }
   kernels::Library &kernels() { return kernels_; }
+  // From now on, every weight product's input is shown to `observer` (null: none) before the
+  // product runs (an importance matrix's collection; matmul_observer.h). On a GPU each input
+  // is copied back first, which waits for the launches before it.
+  void observe_inputs(MatmulInputObserver *observer) { observer_ = observer; }
 
  private:
   // Runs the tokens and computes the logits of the last `logit_rows` of them; with `tree`,
   // as the nodes of a token tree (forward_tree) in one chunk.
   std::span<const float> run(std::span<const int> tokens, int pos, int logit_rows, bool tree = false);
   void layer(int l, int n, int pos, bool tree);
+  // Shows the observer (if any) rows first_row .. first_row + n - 1 of `input`, cols floats each.
+  void show_input(TensorName weight, int layer, const Buffer<float> &input, int first_row, int n, int cols);
 
   const ModelWeights &model_;
   Device device_;
@@ -112,6 +119,8 @@ class Engine {
   Buffer<int64_t> tree_ancestors_;
   std::vector<int32_t> tree_positions_host_, branch_moves_host_;
   std::vector<int64_t> tree_ancestors_host_;
+  MatmulInputObserver *observer_ = nullptr;
+  std::vector<float> observed_host_;  // GPU only: an input copied back for the observer
 };
 
 }  // namespace kdsl::models

@@ -90,7 +90,7 @@ std::string quantize_target_names() {
 }
 
 GgmlType quantize_type_for(const QuantizeTarget &target, bool pure, const std::string &name, const std::vector<int64_t> &shape,
-                           bool has_output, int n_layer, int n_gqa) {
+                           bool has_output, int n_layer, int n_gqa, bool has_imatrix) {
   if (shape.size() < 2) return GgmlType::F32;  // norms and biases: read as f32 by the kernels
   GgmlType type = target.base;
   if (!pure && formats::is_quantized(target.base)) {
@@ -99,18 +99,23 @@ GgmlType quantize_type_for(const QuantizeTarget &target, bool pure, const std::s
     int layer = layer_of(name);
     if (target.medium_mix && layer >= 0 && (contains(name, "attn_v.weight") || contains(name, "ffn_down")) && use_more_bits(layer, n_layer))
       type = GgmlType::Q6_K;
-    // IQ4_NL (without an importance matrix): attn_v where 4 or more query heads share a KV
-    // head, and ffn_down in the first eighth of the layers, take Q5_K.
-    if (target.base == GgmlType::IQ4_NL && ((contains(name, "attn_v.weight") && n_gqa >= 4) ||
-                                            (contains(name, "ffn_down") && layer >= 0 && layer < n_layer / 8)))
+    // IQ4_NL: attn_v where 4 or more query heads share a KV head, and (without an importance
+    // matrix) ffn_down in the first eighth of the layers, take Q5_K.
+    const bool first_eighth_down = contains(name, "ffn_down") && layer >= 0 && layer < n_layer / 8;
+    if (target.base == GgmlType::IQ4_NL && ((contains(name, "attn_v.weight") && n_gqa >= 4) || (first_eighth_down && !has_imatrix)))
       type = GgmlType::Q5_K;
+    // Q4_0 / Q5_0 with an importance matrix: the first eighth's ffn_down, which llama.cpp found
+    // to go wrong even then, takes the affine Q4_1 / Q5_1.
+    if (has_imatrix && first_eighth_down && !target.medium_mix && (target.base == GgmlType::Q4_0 || target.base == GgmlType::Q5_0))
+      type = target.base == GgmlType::Q4_0 ? GgmlType::Q4_1 : GgmlType::Q5_1;
   }
   return fallback_for(type, shape[0]);
 }
 
-QuantizeSummary quantize_model(const std::string &in, const std::string &out, const QuantizeTarget &target, bool pure,
-                               const std::function<void(const QuantizeProgress &)> &progress, int threads) {
-  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+QuantizeSummary quantize_model(const std::string &in, const std::string &out, const QuantizeTarget &target, const QuantizeOptions &options,
+                               const std::function<void(const QuantizeProgress &)> &progress) {
+  const int threads = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  const ImportanceMatrix *imatrix = options.imatrix;
   auto start = std::chrono::steady_clock::now();
   GgufFile file(in);
   std::string arch = file.find_string("general.architecture").value_or("llama");
@@ -125,32 +130,49 @@ QuantizeSummary quantize_model(const std::string &in, const std::string &out, co
     if (key != "general.file_type" || target.llama_ftype) writer.set(key, value);
   if (target.llama_ftype) writer.set("general.file_type", GgufValue(*target.llama_ftype));
   writer.set("general.quantization_version", GgufValue(uint32_t(2)));
+  if (imatrix) {  // as llama-quantize records it
+    writer.set("quantize.imatrix.file", GgufValue(options.imatrix_file));
+    if (!imatrix->datasets.empty()) writer.set("quantize.imatrix.dataset", GgufValue(imatrix->datasets[0]));
+    writer.set("quantize.imatrix.entries_count", GgufValue(int32_t(imatrix->entries.size())));
+    if (imatrix->chunk_count > 0) writer.set("quantize.imatrix.chunks_count", GgufValue(int32_t(imatrix->chunk_count)));
+  }
 
   QuantizeSummary summary;
   const auto &tensors = file.tensors();
   for (size_t i = 0; i < tensors.size(); ++i) {
     const GgufTensorInfo *t = &tensors[i];
-    GgmlType to = t->shape.size() < 2 ? t->type : quantize_type_for(target, pure, t->name, t->shape, has_output, n_layer, n_gqa);
+    GgmlType to = t->shape.size() < 2 ? t->type
+                                      : quantize_type_for(target, options.pure, t->name, t->shape, has_output, n_layer, n_gqa, imatrix != nullptr);
+    // The importance of each column, where the matrix is requantized and the matrix has some.
+    std::vector<float> importance;
+    if (const ImportanceEntry *e = imatrix && to != t->type ? imatrix->find(t->name) : nullptr) {
+      if (int64_t(e->sum_squares.size()) != t->shape[0])
+        throw Error(fmt::format("{}: entry '{}' has {} columns, but {}'s tensor {} has rows of {}: an importance matrix of another model?",
+                                options.imatrix_file, t->name, e->sum_squares.size(), in, t->shape_string(), t->shape[0]));
+      importance = e->mean_squares();
+    }
     summary.tensors++;
     summary.quantized += to != t->type;
+    summary.weighted += !importance.empty();
     summary.bytes_in += t->bytes;
     summary.elements += t->elements();
     const int count = int(tensors.size());
     // Filled at write time, one tensor at a time, from the mapped input.
-    writer.add_tensor(t->name, t->shape, to, [t, to, i, count, threads, &progress](std::span<std::byte> dst) {
-      if (progress) progress({int(i), count, t, to});
+    writer.add_tensor(t->name, t->shape, to, [t, to, i, count, threads, &progress, importance = std::move(importance)](std::span<std::byte> dst) {
+      if (progress) progress({int(i), count, t, to, !importance.empty()});
       if (to == t->type) {
         std::memcpy(dst.data(), t->data, dst.size());
         return;
       }
       const int64_t cols = t->shape[0], rows = t->elements() / cols;
       const uint64_t row_in = GgufWriter::tensor_bytes(t->type, {cols}), row_out = GgufWriter::tensor_bytes(to, {cols});
+      const float *weights = importance.empty() ? nullptr : importance.data();
       // Rows split evenly over the threads; each writes only its own rows' bytes.
       auto convert = [&](int64_t first, int64_t last) {
         std::vector<float> row(static_cast<size_t>(cols));
         for (int64_t r = first; r < last; ++r) {
           dequantize_row(t->type, t->data + r * row_in, row.data(), cols);
-          quantize_row(to, row.data(), dst.data() + r * row_out, cols);
+          quantize_row(to, row.data(), dst.data() + r * row_out, cols, weights);
         }
       };
       const int64_t n = std::clamp<int64_t>(threads, 1, rows);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "models/gguf/gguf_file.h"
+#include "models/gguf/importance_matrix.h"
 
 namespace kdsl::models {
 
@@ -36,31 +37,43 @@ std::string quantize_target_names();
 // (llama.cpp's use_more_bits); IQ4_NL puts attn_v in Q5_K where `n_gqa` (query heads per KV
 // head) is 4 or more, and ffn_down of the first eighth of the layers. A row length the chosen
 // type's blocks do not divide falls back as llama.cpp's does (Q4_K to Q5_0, Q5_K to Q5_1, Q6_K
-// to Q8_0), then to F16.
+// to Q8_0), then to F16. With an importance matrix (`has_imatrix`), as llama-quantize: IQ4_NL
+// leaves the first eighth's ffn_down alone, and Q4_0 / Q5_0 put it in Q4_1 / Q5_1 instead.
 GgmlType quantize_type_for(const QuantizeTarget &target, bool pure, const std::string &name, const std::vector<int64_t> &shape,
-                           bool has_output, int n_layer, int n_gqa = 1);
+                           bool has_output, int n_layer, int n_gqa = 1, bool has_imatrix = false);
 
 struct QuantizeProgress {
   int index, count;  // tensor index (0-based) of count
   const GgufTensorInfo *tensor;
   GgmlType to;
+  bool weighted;  // quantized with an importance matrix entry
 };
 
 struct QuantizeSummary {
-  int tensors = 0, quantized = 0;  // all tensors written; those whose type changed
+  int tensors = 0, quantized = 0, weighted = 0;  // all tensors written; those whose type changed; those of them with an importance entry
   uint64_t bytes_in = 0, bytes_out = 0;
   int64_t elements = 0;
   double seconds = 0;
   double bits_per_weight() const { return elements ? double(bytes_out) * 8 / double(elements) : 0; }
 };
 
+struct QuantizeOptions {
+  bool pure = false;  // every 2-D tensor in the base type: no Q6_K classifier, no mix rules
+  int threads = 0;    // threads sharing each tensor's rows; <= 0: one per CPU. The bytes do not depend on it.
+  // Weighs each quantized matrix's rounding error by its columns' importance (quantize_row);
+  // a matrix with no entry is quantized without, one whose entry has another column count is
+  // an error. Recorded in the output as llama-quantize records it (quantize.imatrix.*), with
+  // `imatrix_file` as its name.
+  const ImportanceMatrix *imatrix = nullptr;
+  std::string imatrix_file;
+};
+
 // Reads `in` (memory-mapped; any readable tensor types, usually F32 / F16 / BF16), writes `out`
 // (a temporary file renamed into place) with every tensor in the type quantize_type_for gives,
 // quantized row by row with quantize_row from the reference dequantizer's values (tensors whose
 // type does not change are copied byte for byte), the metadata copied with general.file_type
-// and general.quantization_version set. `progress` (if set) is called before each tensor;
-// `threads` (<= 0: one per CPU) share each tensor's rows. The bytes do not depend on it.
-QuantizeSummary quantize_model(const std::string &in, const std::string &out, const QuantizeTarget &target, bool pure,
-                               const std::function<void(const QuantizeProgress &)> &progress = {}, int threads = 0);
+// and general.quantization_version set. `progress` (if set) is called before each tensor.
+QuantizeSummary quantize_model(const std::string &in, const std::string &out, const QuantizeTarget &target,
+                               const QuantizeOptions &options = {}, const std::function<void(const QuantizeProgress &)> &progress = {});
 
 }  // namespace kdsl::models

@@ -5,9 +5,12 @@
 #include <kdsl/error.h>
 
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "models/gguf/dequantize.h"
+#include "models/arch/llm_arch.h"
 #include "models/gguf/quantize.h"
 
 namespace kdsl::models {
@@ -19,8 +22,16 @@ struct SelfDraftMemory {
   std::vector<std::vector<uint8_t>> matrices;
 };
 
-void requantize(Weight &w, GgmlType type, kernels::WeightType wtype, SelfDraftMemory &memory) {
+void requantize(Weight &w, GgmlType type, kernels::WeightType wtype, SelfDraftMemory &memory, const ImportanceMatrix *imatrix,
+                const std::string &name) {
   if (!w || w.type == wtype || w.cols % 32 != 0) return;
+  std::vector<float> importance;
+  if (const ImportanceEntry *e = imatrix ? imatrix->find(name) : nullptr) {
+    if (int64_t(e->sum_squares.size()) != w.cols)
+      throw Error(fmt::format("importance matrix: entry '{}' has {} columns, the model's matrix {}: an importance matrix of another model?", name,
+                              e->sum_squares.size(), w.cols));
+    importance = e->mean_squares();
+  }
   const GgmlType from = w.type;
   const int64_t row_in = kernels::weight_bytes(w.type, w.cols), row_out = kernels::weight_bytes(wtype, w.cols);
   std::vector<uint8_t> &out = memory.matrices.emplace_back(size_t(w.rows * row_out));
@@ -28,7 +39,7 @@ void requantize(Weight &w, GgmlType type, kernels::WeightType wtype, SelfDraftMe
   const auto *in = static_cast<const uint8_t *>(w.data);
   for (int64_t r = 0; r < w.rows; ++r) {
     dequantize_row(from, in + r * row_in, row.data(), w.cols);
-    quantize_row(type, row.data(), out.data() + r * row_out, w.cols);
+    quantize_row(type, row.data(), out.data() + r * row_out, w.cols, importance.empty() ? nullptr : importance.data());
   }
   w.data = out.data(), w.type = wtype;
 }
@@ -71,10 +82,15 @@ ModelWeights self_draft_weights(const ModelWeights &target, const SelfDraftOptio
     const kernels::WeightType wtype = *kernel_weight_type(*options.type);
     // The classifier is read whole every token; a tied one is the token table too, and then the copy serves both.
     bool tied = d.output.data == d.token_embd.data;
-    requantize(d.output, *options.type, wtype, *memory);
+    requantize(d.output, *options.type, wtype, *memory, options.imatrix, tensor_name(TensorName::Output));
     if (tied) d.token_embd = d.output;
-    for (LayerWeights &l : d.layers)
-      for (Weight *w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) requantize(*w, *options.type, wtype, *memory);
+    for (size_t l = 0; l < d.layers.size(); ++l) {
+      LayerWeights &lw = d.layers[l];
+      const std::pair<TensorName, Weight *> matrices[] = {{TensorName::AttnQ, &lw.wq},     {TensorName::AttnK, &lw.wk},  {TensorName::AttnV, &lw.wv},
+                                                          {TensorName::AttnOutput, &lw.wo}, {TensorName::FfnGate, &lw.w_gate},
+                                                          {TensorName::FfnUp, &lw.w_up},    {TensorName::FfnDown, &lw.w_down}};
+      for (auto [name, w] : matrices) requantize(*w, *options.type, wtype, *memory, options.imatrix, tensor_name(name, int(l)));
+    }
   }
   d.keep_alive = memory;
   return d;

@@ -5,12 +5,16 @@
 #include <string_view>
 
 #include "models/engine/model_weights.h"
+#include "models/gguf/importance_matrix.h"
 
 namespace kdsl::models {
 
 struct SelfDraftOptions {
   std::optional<GgmlType> type = std::nullopt;  // requantize every matrix (classifier included) to this: is_self_draft_type
   int layers = 0;                // > 0: only the first `layers` layers run (the rest are skipped)
+  // With `type`: each matrix's rounding error weighed by its entry's column importances, by
+  // the matrix's GGUF name (quantize_row); matrices without one are quantized without.
+  const ImportanceMatrix *imatrix = nullptr;
 };
 
 // A ModelWeights for ModelDrafter made from the target's, with no second file: the matrices
@@ -19,7 +23,8 @@ struct SelfDraftOptions {
 // options.layers dropped (the final norm and classifier kept: LayerSkip's early exit). The
 // requantized matrices are owned by the result; everything else is the target's memory, so the
 // result must not outlive `target`. Throws kdsl::Error for a type is_self_draft_type refuses, a
-// layer count outside 1..n_layer, or options that change nothing.
+// layer count outside 1..n_layer, an importance entry whose column count is not its matrix's, or
+// options that change nothing.
 ModelWeights self_draft_weights(const ModelWeights &target, const SelfDraftOptions &options);
 
 // The types a self-draft may requantize to: those the kernels run in 32-element blocks (Q8_0,

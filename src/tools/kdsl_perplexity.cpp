@@ -4,10 +4,8 @@
 #include <kdsl/kdsl.h>
 
 #include <chrono>
-#include <fstream>
 #include <optional>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <unistd.h>
 
 #include "models/eval/logprob_file.h"
@@ -15,6 +13,7 @@
 #include "models/eval/perplexity.h"
 #include "models/spec/self_draft.h"
 #include "models/tokenizer/tokenizer.h"
+#include "src/tools/text_file.h"
 #include "src/tools/tool_main.h"
 
 using namespace kdsl;
@@ -23,18 +22,10 @@ using namespace kdsl::models;
 namespace {
 
 struct Options {
-  std::string model, tokenizer_path, text_file, kld_base, requantize, device = "cpu";
+  std::string model, tokenizer_path, text_file, kld_base, requantize, imatrix, device = "cpu";
   bool kl_divergence = false, json = false;
   int context = 512, chunks = 0, threads = 0;
 };
-
-std::string read_text(const std::string &path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(fmt::format("{}: cannot open the text file", path));
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 int run(const Options &o) {
   auto start = std::chrono::steady_clock::now();
@@ -46,14 +37,20 @@ int run(const Options &o) {
   // --requantize: the model's matrices requantized in memory (as a self-draft is), so a model
   // with no quantized file (a llama2.c checkpoint) can be measured against itself.
   std::optional<ModelWeights> requantized;
+  std::optional<ImportanceMatrix> imatrix;
+  if (!o.imatrix.empty()) {
+    if (o.requantize.empty()) throw Error("--imatrix weighs --requantize's rounding: give --requantize TYPE too");
+    imatrix = ImportanceMatrix::load(o.imatrix);
+  }
   if (!o.requantize.empty()) {
-    requantized = self_draft_weights(loaded, SelfDraftOptions{.type = parse_self_draft_type("--requantize", o.requantize)});
+    requantized = self_draft_weights(loaded, SelfDraftOptions{.type = parse_self_draft_type("--requantize", o.requantize),
+                                                              .imatrix = imatrix ? &*imatrix : nullptr});
   }
   const ModelWeights &model = requantized ? *requantized : loaded;
   // The whole text at once, BOS first as the model's tokenizer says; each chunk then starts
   // with BOS in place of its first token, as llama.cpp does.
   bool bos = tok->vocab().add_bos && tok->bos_id() >= 0;
-  std::vector<int> tokens = tok->encode(read_text(o.text_file), bos);
+  std::vector<int> tokens = tok->encode(tools::read_text_file(o.text_file), bos);
   PerplexityOptions po{.context = o.context, .max_chunks = o.chunks, .bos = bos ? tok->bos_id() : -1};
 
   std::unique_ptr<LogProbFile> base;
@@ -80,7 +77,7 @@ int run(const Options &o) {
   if (save) save->finish();
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  nlohmann::json j = {{"model", o.model}, {"requantize", o.requantize}, {"tokens", tokens.size()}, {"chunks", r.chunks}, {"context", o.context}, {"scored", r.scored},
+  nlohmann::json j = {{"model", o.model}, {"requantize", o.requantize}, {"imatrix", o.imatrix}, {"tokens", tokens.size()}, {"chunks", r.chunks}, {"context", o.context}, {"scored", r.scored},
                       {"ppl", r.perplexity()}, {"ppl_stderr", r.perplexity_stderr()}, {"seconds", seconds}};
   if (!o.json) fmt::print("Final estimate: PPL = {:.4f} +/- {:.5f} ({} tokens scored, {:.1f} s)\n", r.perplexity(), r.perplexity_stderr(), r.scored, seconds);
   if (save && !o.json) fmt::print("saved the log-probabilities to {}\n", o.kld_base);
@@ -115,6 +112,7 @@ int main(int argc, char **argv) {
   app.add_option("--kl-divergence-base", o.kld_base,
                  "without --kl-divergence: save this model's log-probabilities to FILE; with it: compare with those saved in FILE");
   app.add_option("--requantize", o.requantize, "score the model's matrices requantized in memory to TYPE (" + self_draft_type_names() + ")");
+  app.add_option("--imatrix", o.imatrix, "with --requantize: weigh the rounding by this importance matrix (kdsl-imatrix's or llama-imatrix's)");
   app.add_flag("--kl-divergence", o.kl_divergence, "report the KL divergence from the log-probabilities in --kl-divergence-base FILE");
   app.add_option("-t,--threads", o.threads, "CPU threads (0: all cores)")->check(CLI::NonNegativeNumber);
   app.add_option("--device", o.device, "cpu or cuda");

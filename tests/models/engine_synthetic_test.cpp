@@ -242,7 +242,7 @@ TEST_CASE("engine vs float64 reference: llama with F8_E4M3 weights, written by k
   SynthConfig c = synth_preset("tiny");
   std::string in = test::scratch_path("ref-f8-in-f32.gguf"), out = test::scratch_path("ref-f8.gguf");
   write_synthetic_model(c, in);
-  quantize_model(in, out, *parse_quantize_target("f8_e4m3"), true);
+  quantize_model(in, out, *parse_quantize_target("f8_e4m3"), {.pure = true});
   CHECK(GgufFile(out).tensor("blk.0.ffn_down.weight").type == GgmlType::F8_E4M3);
   CHECK(GgufFile(out).tensor("token_embd.weight").type == GgmlType::F8_E4M3);
   check_model_against_reference(out, kFloatTolerance, 0);
@@ -262,7 +262,7 @@ TEST_CASE("engine vs float64 reference: Q4_K_M and Q5_K_M mixes written by kdsl-
   for (const char *mix : {"Q4_K_M", "Q5_K_M"}) {
     CAPTURE(mix);
     std::string out = test::scratch_path(std::string("ref-mix-") + mix + ".gguf");
-    quantize_model(in, out, *parse_quantize_target(mix), false);
+    quantize_model(in, out, *parse_quantize_target(mix));
     GgufFile file(out);
     CHECK(file.tensor("blk.2.attn_v.weight").type == GgmlType::Q6_K);  // the last eighth of 3 layers
     CHECK(file.tensor("blk.0.attn_v.weight").type == parse_quantize_target(mix)->base);

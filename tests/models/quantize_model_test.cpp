@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <fmt/format.h>
+#include <kdsl/error.h>
 #include <map>
 #include <sstream>
 
@@ -18,6 +19,7 @@
 #include "models/gguf/gguf_writer.h"
 #include "models/gguf/quantize.h"
 #include "models/gguf/quantize_model.h"
+#include "models/sampler/rng.h"
 #include "models/synth/synth_model.h"
 #include "tests/models/shared_models.h"
 
@@ -130,7 +132,7 @@ TEST_CASE("quantize model: every type and mix, the data equal to quantize_row of
     std::string out = kdsl::test::scratch_path("quantize-" + name + ".gguf");
     int calls = 0;
     // 3 threads: every matrix's rows split unevenly; the bytes must still be quantize_row's.
-    QuantizeSummary s = quantize_model(in, out, t, false, [&](const QuantizeProgress &) { ++calls; }, 3);
+    QuantizeSummary s = quantize_model(in, out, t, {.threads = 3}, [&](const QuantizeProgress &) { ++calls; });
     GgufFile output(out);
     REQUIRE(output.tensors().size() == input.tensors().size());
     CHECK(calls == int(input.tensors().size()));
@@ -186,6 +188,72 @@ TEST_CASE("quantize model: kdsl-quantize writes a file and a summary, and names 
   CHECK(text.find("is the input") != std::string::npos);
 }
 
+TEST_CASE("quantize model: llama-quantize's type rules with an importance matrix") {
+  auto type_for = [](const std::string &t, bool pure, const std::string &name, int n_gqa = 1) {
+    return quantize_type_for(target(t), pure, name, {256, 256}, true, 8, n_gqa, true);
+  };
+  // Q4_0 / Q5_0: the first eighth's ffn_down goes affine (Q4_1 / Q5_1), only with an imatrix.
+  CHECK(type_for("q4_0", false, "blk.0.ffn_down.weight") == GgmlType::Q4_1);
+  CHECK(type_for("q5_0", false, "blk.0.ffn_down.weight") == GgmlType::Q5_1);
+  CHECK(type_for("q4_0", false, "blk.1.ffn_down.weight") == GgmlType::Q4_0);
+  CHECK(type_for("q4_0", false, "blk.0.ffn_up.weight") == GgmlType::Q4_0);
+  CHECK(type_for("q4_0", true, "blk.0.ffn_down.weight") == GgmlType::Q4_0);
+  CHECK(quantize_type_for(target("q4_0"), false, "blk.0.ffn_down.weight", {256, 256}, true, 8) == GgmlType::Q4_0);
+  // IQ4_NL keeps the first eighth's ffn_down in IQ4_NL; the attn_v rule does not depend on it.
+  CHECK(type_for("iq4_nl", false, "blk.0.ffn_down.weight") == GgmlType::IQ4_NL);
+  CHECK(type_for("iq4_nl", false, "blk.3.attn_v.weight", 4) == GgmlType::Q5_K);
+  CHECK(type_for("Q4_K_M", false, "blk.0.ffn_down.weight") == GgmlType::Q6_K);
+}
+
+TEST_CASE("quantize model: an importance matrix weighs every matrix it has an entry for") {
+  std::string in = f32_model("quantize-imatrix-in.gguf"), out = kdsl::test::scratch_path("quantize-imatrix-q4_k.gguf");
+  GgufFile src(in);
+  ImportanceMatrix m;
+  kdsl::models::Rng rng(5);
+  for (const std::string name : {"blk.0.attn_q.weight", "blk.3.ffn_down.weight", "blk.7.attn_output.weight"}) {
+    std::vector<float> rows(3 * 256);
+    for (float &v : rows) v = float(rng.uniform() < 0.05 ? 20 * rng.uniform() : rng.uniform() - 0.5);
+    m.add(name, rows, 256);
+  }
+  m.add("blk.9.attn_q.weight", std::vector<float>(256, 1.0f), 256);  // no such tensor: unused, as llama-quantize ignores it
+  m.datasets = {"calibration.txt"};
+  m.chunk_count = 4;
+  QuantizeSummary s = quantize_model(in, out, target("q4_k"), {.pure = true, .threads = 2, .imatrix = &m, .imatrix_file = "calib.imatrix.gguf"});
+  CHECK(s.weighted == 3);
+  GgufFile q(out);
+  CHECK(q.get_string("quantize.imatrix.file") == "calib.imatrix.gguf");
+  CHECK(q.get_string("quantize.imatrix.dataset") == "calibration.txt");
+  CHECK(q.get_int("quantize.imatrix.entries_count") == 4);
+  CHECK(q.get_int("quantize.imatrix.chunks_count") == 4);
+  int weighted_seen = 0;
+  for (const GgufTensorInfo &t : q.tensors()) {
+    if (t.shape.size() < 2) continue;
+    CAPTURE(t.name);
+    const GgufTensorInfo &from = src.tensor(t.name);
+    const ImportanceEntry *e = m.find(t.name);
+    std::vector<float> importance = e ? e->mean_squares() : std::vector<float>{};
+    const int64_t cols = t.shape[0], rows = t.elements() / cols, row_bytes = int64_t(GgufWriter::tensor_bytes(t.type, {cols}));
+    std::vector<std::byte> want(static_cast<size_t>(row_bytes)), plain(static_cast<size_t>(row_bytes));
+    bool differs = false;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *x = reinterpret_cast<const float *>(from.data) + r * cols;
+      quantize_row(t.type, x, want.data(), cols, e ? importance.data() : nullptr);
+      REQUIRE(std::memcmp(want.data(), t.data + r * row_bytes, size_t(row_bytes)) == 0);
+      quantize_row(t.type, x, plain.data(), cols);
+      differs |= plain != want;
+    }
+    CHECK(differs == (e != nullptr));  // the weighted rows are not the reference quantizer's
+    weighted_seen += e != nullptr;
+  }
+  CHECK(weighted_seen == 3);
+
+  ImportanceMatrix wrong;  // an importance matrix of another model: rows of another length
+  wrong.add("blk.0.attn_k.weight", std::vector<float>(128, 1.0f), 128);
+  const std::string message = "other.imatrix: entry 'blk.0.attn_k.weight' has 128 columns, but " + in;
+  CHECK_THROWS_WITH_AS(quantize_model(in, out, target("q4_k"), {.imatrix = &wrong, .imatrix_file = "other.imatrix"}),
+                       doctest::Contains(message.c_str()), kdsl::Error);
+}
+
 // llama.cpp's own Python reader (the gguf package: $KDSL_TEST_PYTHON, else build/py-gguf, the
 // venv scripts/install-deps.sh makes, else python3) reads the file back: every tensor's type
 // name and shape as written, its values as kdsl's reference dequantizer gives them (gguf's
@@ -220,7 +288,7 @@ for t in gguf.GGUFReader(sys.argv[2]).tensors:
   for (std::string name : {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "Q4_K_M", "Q5_K_M", "q6_k", "bf16", "iq4_nl"}) {
     CAPTURE(name);
     std::string out = kdsl::test::scratch_path("quantize-py-" + name + ".gguf");
-    quantize_model(in, out, target(name), false);
+    quantize_model(in, out, target(name));
     REQUIRE(run(python + " " + script + " " + in + " " + out, &text) == 0);
     GgufFile file(out);
     std::istringstream lines(text);

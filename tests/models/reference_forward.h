@@ -5,8 +5,11 @@
 #include <numbers>
 #include <utility>
 #include <cstring>
+#include <functional>
+#include <initializer_list>
 #include <vector>
 
+#include "models/arch/llm_arch.h"
 #include "models/engine/model_weights.h"
 #include "models/gguf/dequantize.h"
 
@@ -22,12 +25,17 @@ class ReferenceForward {
     v_cache_.assign(m.layers.size(), {});
   }
 
+  // Shown each weight product's input, as Engine::observe_inputs shows the engine's (layer -1:
+  // the classifier); null: nothing is shown.
+  std::function<void(models::TensorName, int layer, const std::vector<double> &input)> observe;
+
   std::vector<double> forward(int token, int pos) {
     const int64_t dim = h_.n_embd, hd = h_.head_dim, nh = h_.n_head, nkv = h_.n_head_kv;
     std::vector<double> x = row(m_.token_embd, token);
     for (size_t l = 0; l < m_.layers.size(); ++l) {
       const models::LayerWeights &w = m_.layers[l];
       std::vector<double> xb = rmsnorm(x, w.attn_norm);
+      show({models::TensorName::AttnQ, models::TensorName::AttnK, models::TensorName::AttnV}, int(l), xb);
       std::vector<double> q = matvec(w.wq, xb, w.bq), k = matvec(w.wk, xb, w.bk), v = matvec(w.wv, xb, w.bv);
       if (w.q_norm) per_head_norm(q, w.q_norm, nh);
       if (w.k_norm) per_head_norm(k, w.k_norm, nkv);
@@ -51,18 +59,27 @@ class ReferenceForward {
         for (int t = 0; t <= pos; ++t)
           for (int64_t i = 0; i < hd; ++i) att[size_t(head * hd + i)] += scores[size_t(t)] / total * v_cache_[l][size_t((t * nkv + kvh) * hd + i)];
       }
+      show({models::TensorName::AttnOutput}, int(l), att);
       std::vector<double> o = matvec(w.wo, att, {});
       for (int64_t i = 0; i < dim; ++i) x[size_t(i)] += o[size_t(i)];
       xb = rmsnorm(x, w.ffn_norm);
+      show({models::TensorName::FfnGate, models::TensorName::FfnUp}, int(l), xb);
       std::vector<double> g = matvec(w.w_gate, xb, {}), u = matvec(w.w_up, xb, {});
       for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
+      show({models::TensorName::FfnDown}, int(l), g);
       std::vector<double> d = matvec(w.w_down, g, {});
       for (int64_t i = 0; i < dim; ++i) x[size_t(i)] += d[size_t(i)];
     }
-    return matvec(m_.output, rmsnorm(x, m_.output_norm), {});
+    std::vector<double> final_norm = rmsnorm(x, m_.output_norm);
+    show({models::TensorName::Output}, -1, final_norm);
+    return matvec(m_.output, final_norm, {});
   }
 
  private:
+  void show(std::initializer_list<models::TensorName> weights, int layer, const std::vector<double> &input) const {
+    if (observe)
+      for (models::TensorName t : weights) observe(t, layer, input);
+  }
   // Norms and biases are f32 (the loader converts them); matrices and embeddings may be any
   // WeightType, read here through the reference dequantizer one row at a time.
   static std::vector<double> row(const models::Weight &w, int64_t r) {

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <memory>
 
@@ -10,6 +11,7 @@
 #include "models/engine/engine.h"
 #include "models/engine/generator.h"
 #include "models/gguf/gguf_file.h"
+#include "models/gguf/quantize.h"
 #include "models/spec/draft_length.h"
 #include "models/spec/model_drafter.h"
 #include "models/spec/ngram_drafter.h"
@@ -606,4 +608,36 @@ TEST_CASE("spec: a self-draft requantizes the target's matrices into memory it o
                        Error);
   CHECK_THROWS_WITH_AS(self_draft_weights(target, SelfDraftOptions{.type = GgmlType::Q4_K}), doctest::Contains("expected one of q4_0"), Error);
   CHECK_THROWS_WITH_AS(self_draft_weights(target, SelfDraftOptions{.layers = 2}), doctest::Contains("it is the target itself"), Error);
+}
+
+TEST_CASE("spec: a self-draft (or kdsl-perplexity --requantize) weighs its rounding by an importance matrix") {
+  SynthConfig c = synth_preset("tiny");
+  ModelWeights target = load_model_weights(synthetic(c, "spec-self-imatrix.gguf"));
+  const Weight &wk = target.layers[1].wk;
+  ImportanceMatrix m;
+  std::vector<float> rows(size_t(wk.cols));
+  for (size_t j = 0; j < rows.size(); ++j) rows[j] = j % 7 == 0 ? 10.0f : 0.1f;
+  m.add("blk.1.attn_k.weight", rows, int(wk.cols));
+  ModelWeights weighted = self_draft_weights(target, SelfDraftOptions{.type = GgmlType::Q4_0, .imatrix = &m});
+  ModelWeights plain = self_draft_weights(target, SelfDraftOptions{.type = GgmlType::Q4_0});
+  // blk.1.attn_k is each row quantized with the entry's importance; the rest as without one.
+  std::vector<float> importance = m.find("blk.1.attn_k.weight")->mean_squares(), x(static_cast<size_t>(wk.cols));
+  const int64_t row_bytes = kernels::weight_bytes(kernels::WeightType::Q4_0, wk.cols);
+  std::vector<uint8_t> want(static_cast<size_t>(row_bytes));
+  for (int64_t r = 0; r < wk.rows; ++r) {
+    std::memcpy(x.data(), static_cast<const float *>(wk.data) + r * wk.cols, x.size() * sizeof(float));
+    quantize_row(GgmlType::Q4_0, x.data(), want.data(), wk.cols, importance.data());
+    REQUIRE(std::memcmp(want.data(), static_cast<const uint8_t *>(weighted.layers[1].wk.data) + r * row_bytes, size_t(row_bytes)) == 0);
+  }
+  auto same = [](const Weight &a, const Weight &b) {
+    return std::memcmp(a.data, b.data, size_t(kernels::weight_bytes(a.type, a.rows * a.cols))) == 0;
+  };
+  CHECK_FALSE(same(weighted.layers[1].wk, plain.layers[1].wk));
+  CHECK(same(weighted.layers[1].wq, plain.layers[1].wq));
+  CHECK(same(weighted.layers[0].wk, plain.layers[0].wk));
+
+  ImportanceMatrix other;  // rows of another length: another model's matrix
+  other.add("blk.0.ffn_down.weight", std::vector<float>(32, 1.0f), 32);
+  CHECK_THROWS_WITH_AS(self_draft_weights(target, SelfDraftOptions{.type = GgmlType::Q4_0, .imatrix = &other}),
+                       doctest::Contains("entry 'blk.0.ffn_down.weight' has 32 columns"), Error);
 }
