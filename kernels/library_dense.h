@@ -4,37 +4,45 @@
 #include <string>
 
 #include "kernels/library_tuning.h"
+#include "kernels/library_device.h"
 #include "kernels/matmul.h"
 #include "kernels/matvec.h"
+#include "kernels/matvec_lanes.h"
 #include "kernels/matvec_rows.h"
-#include "kernels/row_chunks.h"
 
 namespace kdsl::kernels::detail {
 
-// The matrix-vector kernels stream BN spread weight rows BK columns at a time (for up to
-// kMaxFewRows rows of x at once, in blocks of a power of two rows), prefetching one step ahead
-// (matvec.h says why and what it measured); the tiled kernel computes BM x BN outputs over
-// BK-deep steps. Each list's first entry is the hand-set default; kdsl::autotune may choose
-// another per shape bucket on the CPU (library_tuning.h). 8 x 128 was the best of the 4-16 row,
-// 64-256 column spread tiles tried (and of the 1-32 x 64-1024 neighbouring-row tiles before
-// them); the others listed are its nearest neighbours, which were close. With dot
-// register-blocked on the host, 64 x 64 x 32 tiles prefilled 512 tokens of the synthetic 110M
-// faster than 32 x 64 x 32 and 128 x 64 x 32 (bench/RESULTS.md, the prefill entry after the
-// register-blocked dot): each step
+// One row of x (decode) streams BN spread weight rows BK columns at a time, prefetching one
+// step ahead (matvec.h says why and what it measured). Up to kMaxFewRowsCpu rows on the CPU
+// take matvec_lanes in one launch: RB rows of x by BN weight rows in 8-lane accumulators that
+// stay in registers, summed once at the end (4 x 2 and 2 x 4 measured best of the shapes that
+// fit 16 registers; bench/RESULTS.md, the register-blocked few-row entry). On a GPU up to
+// kMaxFewRows rows take matvec_rows, one program of all the rows per BN weight rows, bound by
+// reading W. More rows take dot tiles of BM x BN outputs over BK-deep steps. Each list's first
+// entry is the hand-set default; kdsl::autotune may choose another per shape bucket on the CPU
+// (library_tuning.h). 8 x 128 was the best decode tile of the 4-16 row, 64-256 column spread
+// tiles tried (and of the 1-32 x 64-1024 neighbouring-row tiles before them); the others listed
+// are its nearest neighbours, which were close. With dot register-blocked on the host,
+// 64 x 64 x 32 tiles prefilled 512 tokens of the synthetic 110M faster than 32 x 64 x 32 and
+// 128 x 64 x 32 (bench/RESULTS.md, the prefill entry after the register-blocked dot): each step
 // transposes its W tile for dot, and taller tiles share that cost among more rows of x.
-// kMaxFewRows is 16, not 8, for short prompts (a chat turn, a 9-token prompt): 9-16 rows in a
-// 32-row dot tile did several times the arithmetic they needed (perf stat; bench/RESULTS.md).
 struct MatvecConfig {
   int rows, cols;
   std::string label() const { return std::to_string(rows) + "x" + std::to_string(cols); }
+};
+struct LanesConfig {
+  int x_rows, w_rows;  // matvec_lanes' RB and BN
+  std::string label() const { return std::to_string(x_rows) + "x" + std::to_string(w_rows); }
 };
 struct TileConfig {
   int m, n, k;
   std::string label() const { return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k); }
 };
 inline constexpr MatvecConfig kDecodeCandidates[] = {{8, 128}, {4, 128}, {16, 64}, {8, 256}};
-inline constexpr MatvecConfig kFewRowsCandidates[] = {{8, 128}, {4, 128}};
-inline constexpr int kMaxFewRows = 16;
+inline constexpr LanesConfig kFewRowsCandidates[] = {{4, 2}, {2, 4}};
+inline constexpr MatvecConfig kGpuFewRows = {8, 128};
+inline constexpr int kMaxFewRows = 16;     // on a GPU: matvec_rows up to here, then dot tiles
+inline constexpr int kMaxFewRowsCpu = 32;  // on the CPU: matvec_lanes up to here
 // Up to kShortTileM rows take tiles that tall: a taller tile would multiply its clamped rows
 // past `rows` too.
 inline constexpr int kShortTileM = 32;
@@ -69,22 +77,26 @@ void run_dense_matmul(Library::Impl &im, const float *x, const typename T::stora
     });
   };
   if (rows == 1) return decode(x, out);
-  if (rows <= kMaxFewRows) {
-    auto few_rows = [&](int first, int count) {
-      const float *xr = x + int64_t(first) * K;
-      float *outr = out + int64_t(first) * N;
-      if (count == 1) return decode(xr, outr);
-      with_block<2, kMaxFewRows>("matmul", "rows", count, [&]<int BR>() {
-        launch_tuned<kFewRowsCandidates>(im, dense_point_name<T>(DensePoint::FewRows, has_bias), "rows,N,K", BR, nb, kb, [&]<class Use>(int i, Use use) {
-          with_candidate<kFewRowsCandidates>(i, [&]<MatvecConfig C>() {
-            auto g = grid(cdiv(N, C.rows));
-            if (has_bias) use(im.kernel<matvec_rows<T, BR, C.rows, C.cols, true, C.cols>>(), g, xr, w, b, outr, count, N, K);
-            else use(im.kernel<matvec_rows<T, BR, C.rows, C.cols, false, C.cols>>(), g, xr, w, b, outr, count, N, K);
-          });
-        });
+  if (dispatches_for_cpu(im) && rows <= kMaxFewRowsCpu) {
+    // One launch for all the rows: matvec_lanes computes at most RB - 1 clamped rows, where a
+    // second launch for the odd ones (9 = 8 + 1) would read W again.
+    launch_tuned<kFewRowsCandidates>(im, dense_point_name<T>(DensePoint::FewRows, has_bias), "rows,N,K", tune_bucket(rows), nb, kb, [&]<class Use>(int i, Use use) {
+      with_candidate<kFewRowsCandidates>(i, [&]<LanesConfig C>() {
+        auto g = grid(cdiv(rows, C.x_rows), cdiv(N, C.w_rows));
+        if (has_bias) use(im.kernel<matvec_lanes<T, C.x_rows, C.w_rows, 8, true>>(), g, x, w, b, out, rows, N, K);
+        else use(im.kernel<matvec_lanes<T, C.x_rows, C.w_rows, 8, false>>(), g, x, w, b, out, rows, N, K);
       });
-    };
-    for_few_row_launches(im, rows, few_rows);
+    });
+    return;
+  }
+  if (!dispatches_for_cpu(im) && rows <= kMaxFewRows) {
+    // One program of all the rows (BR, a power of two) per kGpuFewRows.rows weight rows.
+    with_block<2, kMaxFewRows>("matmul", "rows", rows, [&]<int BR>() {
+      constexpr MatvecConfig C = kGpuFewRows;
+      auto g = grid(cdiv(N, C.rows));
+      if (has_bias) im.kernel<matvec_rows<T, BR, C.rows, C.cols, true, C.cols>>()(g, x, w, b, out, rows, N, K);
+      else im.kernel<matvec_rows<T, BR, C.rows, C.cols, false, C.cols>>()(g, x, w, b, out, rows, N, K);
+    });
     return;
   }
   auto tiles = [&]<const auto &Cs>() {

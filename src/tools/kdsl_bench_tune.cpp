@@ -54,7 +54,7 @@ std::string pick_of(const Device &dev, int rows, const Shape &s, bool tuned) {
     kernel = kd::dense_point_name<T>(kd::DensePoint::Decode, false), key = fmt::format("N={},K={}", nb, kb);
     labels = kd::candidate_labels<kd::kDecodeCandidates>();
   } else {
-    const bool few = rows <= kd::kMaxFewRows;
+    const bool few = rows <= kd::kMaxFewRowsCpu;
     kernel = kd::dense_point_name<T>(few ? kd::DensePoint::FewRows : kd::DensePoint::Prefill, false);
     key = fmt::format("rows={},N={},K={}", tune_bucket(rows), nb, kb);
     labels = few ? kd::candidate_labels<kd::kFewRowsCandidates>()
@@ -84,7 +84,7 @@ template <class T>
 void bench_type(const Options &o, const Device &dev, const models::ModelHParams &h, std::mt19937 &rng) {
   for (const Shape &s : shapes(h))
     for (int rows : o.rows) {
-      if (rows > 1 && s.name == "classifier" && rows > kd::kMaxFewRows) continue;  // prefill computes the last row's logits only
+      if (rows > 1 && s.name == "classifier" && rows > kd::kMaxFewRowsCpu) continue;  // prefill computes the last row's logits only
       std::uniform_real_distribution<float> dist(-1, 1);
       std::vector<float> x(size_t(rows) * size_t(s.K)), out(size_t(rows) * size_t(s.N));
       std::vector<typename T::storage> w(size_t(s.N) * size_t(s.K));

@@ -40,7 +40,7 @@ TEST_CASE("kernels: matmul, one row (decode), aligned and ragged, f32 / f16 / bf
   check_matmul<kdsl::bf16>(rng, 1, 64, 512, true);
 }
 
-TEST_CASE("kernels: matmul, a few rows (2..16, streamed once) and batched rows (prefill tiles), f32 / f16 / bf16 weights") {
+TEST_CASE("kernels: matmul, a few rows (2..32: register-blocked on the CPU, streamed once on a GPU) and batched rows (prefill tiles), f32 / f16 / bf16 weights") {
   KDSL_TEST_RNG(rng);
   check_matmul<kdsl::f32>(rng, 2, 37, 300, false);
   check_matmul<kdsl::bf16>(rng, 8, 64, 96, true);
@@ -52,10 +52,12 @@ TEST_CASE("kernels: matmul, a few rows (2..16, streamed once) and batched rows (
   check_matmul<kdsl::f32>(rng, 33, 37, 300, true);
   check_matmul<kdsl::f16>(rng, 16, 64, 96, true);
   check_matmul<kdsl::f32>(rng, 9, 37, 300, true);
-  check_matmul<kdsl::f16>(rng, 11, 37, 300, true);  // 8 + 2 + 1 rows: three launches into one output
-  check_matmul<kdsl::f32>(rng, 12, 64, 96, false);  // 8 + 4
+  check_matmul<kdsl::f16>(rng, 11, 37, 300, true);
+  check_matmul<kdsl::f32>(rng, 12, 64, 96, false);
   check_matmul<kdsl::bf16>(rng, 13, 64, 96, false);
   check_matmul<kdsl::f16>(rng, 17, 37, 300, false);
+  check_matmul<kdsl::f16>(rng, 31, 37, 7, true);  // K below one 8-column step: only the masked one
+  check_matmul<kdsl::f32>(rng, 32, 3, 300, false);  // N below a program's weight rows
 }
 
 TEST_CASE("kernels: matmul rejects an unsupported weight type, naming it") {

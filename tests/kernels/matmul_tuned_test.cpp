@@ -29,7 +29,7 @@ fs::path record_path(const Case &c) {
     kernel = dense_point_name<T>(DensePoint::Decode, c.bias);
     key = "N=" + std::to_string(nb) + ",K=" + std::to_string(kb);
   } else {
-    const bool few = c.rows <= kMaxFewRows;
+    const bool few = c.rows <= kMaxFewRowsCpu;
     kernel = dense_point_name<T>(few ? DensePoint::FewRows : DensePoint::Prefill, c.bias);
     key = "rows=" + std::to_string(kdsl::tune_bucket(c.rows)) + ",N=" + std::to_string(nb) + ",K=" + std::to_string(kb);
   }
@@ -107,12 +107,15 @@ TEST_CASE("kernels: tuned matmul, every candidate of decode, few rows and prefil
   check_tuned<kdsl::f16>(rng, {1, 37, 300, false});
   check_tuned<kdsl::f32>(rng, {1, 130, 17, true});
   check_tuned<kdsl::bf16>(rng, {1, 64, 96, false});
-  // A few rows: ragged rows in their power-of-two block (7 rows are one 8-row launch; 5 would
-  // be two, 4 + 1, each its own tuned point: row_chunks.h).
+  // A few rows (matvec_lanes, one launch): rows that are no multiple of either candidate's
+  // row block, ragged N and K, every weight type, with and without a bias.
   check_tuned<kdsl::f16>(rng, {7, 37, 300, false});
+  check_tuned<kdsl::f16>(rng, {2, 37, 300, true});
   check_tuned<kdsl::f16>(rng, {16, 64, 256, true});
-  // Short prefill tiles (17..32 rows), then the tall ones: ragged rows, N and K.
-  check_tuned<kdsl::f16>(rng, {20, 37, 300, false});
+  check_tuned<kdsl::f32>(rng, {9, 33, 20, false});
+  check_tuned<kdsl::bf16>(rng, {31, 70, 100, true});
+  // Prefill tiles: ragged rows, N and K.
+  check_tuned<kdsl::f16>(rng, {40, 37, 300, false});
   check_tuned<kdsl::f32>(rng, {70, 130, 96, true});
   check_tuned<kdsl::bf16>(rng, {128, 128, 64, false});
 }
