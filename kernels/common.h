@@ -28,9 +28,11 @@ Block<E, 1, N> row(const Block<E, N> &x) {
 // (Sapphire Rapids), with the prefetch of matvec.h, kdsl-bench-engine's single f16 decode
 // products went from 17-20 to 25-28 GB/s, f32 from 21-23 to 26-28 and Q8_0 from 9-12 to
 // 16-23. A GPU sees the same coalesced rows, only in another order.
-template <int BN>
+// AXIS is the grid axis that numbers the runs' rows (1 where axis 0 numbers rows of x, so that
+// the programs one thread runs in a row share their weight rows).
+template <int BN, int AXIS = 0>
 Block<i32, BN> spread_rows(const Scalar<i32> &N) {
-  return program_id(0) + arange<BN>() * ((N + (BN - 1)) / BN);
+  return program_id(AXIS) + arange<BN>() * ((N + (BN - 1)) / BN);
 }
 
 }  // namespace kdsl::kernels

@@ -11,14 +11,14 @@ namespace kdsl::kernels {
 // loop. RB * BN * L floats stay in vector registers across the loop when they fit (RB * BN
 // registers of L = 8 lanes, beside RB + BN operands); the host lowering keeps them there for
 // some shapes only, and the others ran several times slower (bench/RESULTS.md, the
-// register-blocked few-row entry), so the Library offers 4 x 2 and 2 x 4. Program (program_id(0), program_id(1))
-// takes rows RB * program_id(0) .. + RB - 1 of x and the weight rows program_id(1) spreads as
-// matvec.h's program_id(0) does: the row groups of x are the fastest-varying programs, so the
-// programs a thread runs one after another read the same weight rows, once from memory.
+// register-blocked few-row entry), so the Library offers 4 x 2 and 2 x 4.
+// Program (i, j) takes rows RB * i .. RB * i + RB - 1 of x and the weight rows spread_rows
+// gives axis j (common.h): the row groups of x are the fastest grid axis, so the programs a
+// thread runs one after another read the same weight rows.
 template <class T, int RB, int BN, int L, bool HAS_BIAS>
 void matvec_lanes(Ptr<const f32> x, Ptr<const T> w, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> rows, Scalar<i32> N, Scalar<i32> K) {
   auto r = program_id(0) * RB + arange<RB>();
-  auto rn = program_id(1) + arange<BN>() * ((N + (BN - 1)) / BN);
+  auto rn = spread_rows<BN, 1>(N);
   auto rk = arange<L>();
   auto x_rows = reshape<RB, 1, 1>(x + wide(minimum(r, rows - 1)) * wide(K));  // [RB, 1, 1]
   auto w_rows = reshape<1, BN, 1>(w + wide(minimum(rn, N - 1)) * wide(K));    // [1, BN, 1]
