@@ -34,21 +34,43 @@ struct IntDotDecodeConfig {
 };
 inline constexpr IntDotDecodeConfig kIntDotDecodeCandidates[] = {{kRows}, {4}, {16}};
 
+// The few-row launches' programs, a tuned point per format and shape: rows of x by weight rows.
+// The kernels keep [x rows, weight rows, 4] lanes across their loop; 4 x 4 measured ahead of
+// 2 x 8 for Q8_0 and Q4_0 on the development VM and 4 x 8 about even with it
+// (bench/RESULTS.md, 2026-12-04), 4 x 8 is what the formats with sums ran.
+struct IntDotRowsConfig {
+  int x_rows, w_rows;
+  std::string label() const { return std::to_string(x_rows) + "x" + std::to_string(w_rows); }
+};
+inline constexpr IntDotRowsConfig kIntDotFewCandidates[] = {{4, 4}, {2, 8}, {4, 8}};
+inline constexpr IntDotRowsConfig kIntDotFewSumsCandidates[] = {{4, 8}, {4, 4}, {2, 8}};
+
+// A tuned point's names in records and logs: "<point><q4_0>", "<point><q4_0,bias>".
+struct IntDotPoints {
+  std::string decode, few_rows;
+};
+
 // run.template operator()<BR, BN>(first, count, use) for each launch over rows
-// [first, first + count) of x, BN weight rows a program: 1 row for decode, BN tuned (the
-// policy's `name` and the bucketed N and K key it); a few rows in power-of-two chunks of at
-// most the policy's few_rows_launch (row_chunks.h: a kernel computes all BR of its rows,
-// clamped copies included); one launch for more (a prefill). `use` launches the kernel, or
-// compiles it for the tuner (library_tuning.h).
+// [first, first + count) of x, BR rows of x by BN weight rows a program: 1 row for decode, BN
+// tuned (the policy's `name` and the bucketed N and K key it); a few rows in power-of-two
+// chunks of at most the policy's few_rows_launch (row_chunks.h: a kernel computes all BR of
+// its rows, clamped copies included), BR and BN tuned from `FewCs` (keyed by the bucketed rows
+// too); one launch for more (a prefill). `use` launches the kernel, or compiles it for the
+// tuner (library_tuning.h).
 //
-// kMostRows caps the rows of x one program takes (a launch of more rows has more programs along
-// axis 1, each reading the weights again, from cache). The Q8_0 / Q4_0 kernel keeps 4 f32 lanes
-// per (x row, weight row) in registers: 2 rows of x by 8 weight rows cost less a row than a
-// decode row; 4 or 8 rows left the blocks on the stack and cost several times more a row
-// (bench/RESULTS.md, 2026-12-03, "integer-dot kernels: four rows a vpdpbusd", has the figures).
-template <int kMostRows, class Run>
-void run_rows(Library::Impl &im, const std::string &decode_point, int rows, int N, int K, int few_rows_launch, Run &&run) {
-  auto many = [&]<int BR>(int first, int count) { run.template operator()<std::min(BR, kMostRows), kRows>(first, count, LaunchIt{}); };
+// kMostRows is the rows of x one prefill program takes (a launch of more rows has more programs
+// along axis 1, each reading the weights again, from cache). The kernels keep 4 f32 lanes per
+// (x row, weight row) across their loop: 2 rows of x by 8 weight rows measured best for Q8_0 /
+// Q4_0 prefill programs, and 4 by 8 for the formats with sums (bench/RESULTS.md, 2026-12-03,
+// "integer-dot kernels: four rows a vpdpbusd"); the few-row launches tune theirs (above).
+template <int kMostRows, const auto &FewCs, class Run>
+void run_rows(Library::Impl &im, const IntDotPoints &points, int rows, int N, int K, int few_rows_launch, Run &&run) {
+  const std::string &decode_point = points.decode;
+  auto few = [&](int first, int count) {
+    launch_tuned<FewCs>(im, points.few_rows, "rows,N,K", tune_bucket(count), tune_bucket(N), tune_bucket(K), [&]<class Use>(int i, Use use) {
+      with_candidate<FewCs>(i, [&]<IntDotRowsConfig C>() { run.template operator()<C.x_rows, C.w_rows>(first, count, use); });
+    });
+  };
 
   auto decode = [&](int first) {
     launch_tuned<kIntDotDecodeCandidates>(im, decode_point, "N,K", tune_bucket(N), tune_bucket(K), 0, [&]<class Use>(int i, Use use) {
@@ -62,11 +84,11 @@ void run_rows(Library::Impl &im, const std::string &decode_point, int rows, int 
         im, rows,
         [&](int first, int count) {
           if (count == 1) decode(first);
-          else with_block<2, kTileRows>("matmul", "rows", count, [&]<int BR>() { many.template operator()<BR>(first, count); });
+          else few(first, count);
         },
         few_rows_launch);
   } else {
-    many.template operator()<kMostRows>(0, rows);
+    run.template operator()<kMostRows, kRows>(0, rows, LaunchIt{});
   }
 }
 
@@ -77,7 +99,7 @@ void run_rows(Library::Impl &im, const std::string &decode_point, int rows, int 
 // 2026-12-03, "integer-dot kernels: four rows a vpdpbusd").
 template <class P>
 void run_int_dot(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K, int few_rows_launch,
-                 const std::string &decode_point) {
+                 const IntDotPoints &points) {
   constexpr bool kSums = requires { P::kSumGroup; };
   constexpr int BE = [] {
     if constexpr (kSums) return P::kBlockElements;
@@ -118,7 +140,8 @@ void run_int_dot(Library::Impl &im, const float *x, const void *w, const float *
       else use(im.kernel<matvec_int8<P, BR, BN, false, kPrefetch>>(), g, q, d, wq, b, o, count, N, K);
     }
   };
-  run_rows<kSums ? 4 : 2>(im, decode_point, rows, N, K, few_rows_launch, run);
+  if constexpr (kSums) run_rows<4, kIntDotFewSumsCandidates>(im, points, rows, N, K, few_rows_launch, run);
+  else run_rows<2, kIntDotFewCandidates>(im, points, rows, N, K, few_rows_launch, run);
 }
 
 }  // namespace
@@ -132,10 +155,12 @@ bool matmul_int_dot(Library::Impl &im, const float *x, const void *w, const floa
     const int most_rows = im.integer_dot_rows < 0 ? default_int_dot_rows<F>(im.device) : im.integer_dot_rows;
     if (!dispatches_for_cpu(im) || rows > most_rows) return false;
     constexpr int few_rows_launch = int_dot_policy<F>::few_rows_launch;
-    static const std::string decode_point[2] = {std::string("matmul.int_dot_decode<") + int_dot_policy<F>::name + ">",
-                                                std::string("matmul.int_dot_decode<") + int_dot_policy<F>::name + ",bias>"};
-    const std::string &point = decode_point[bias != nullptr];
-    run_int_dot<P>(im, x, w, bias, out, rows, N, K, few_rows_launch, point);
+    auto named = [](const char *point, bool with_bias) {
+      return std::string(point) + "<" + int_dot_policy<F>::name + (with_bias ? ",bias>" : ">");
+    };
+    static const IntDotPoints points[2] = {{named("matmul.int_dot_decode", false), named("matmul.int_dot_rows", false)},
+                                           {named("matmul.int_dot_decode", true), named("matmul.int_dot_rows", true)}};
+    run_int_dot<P>(im, x, w, bias, out, rows, N, K, few_rows_launch, points[bias != nullptr]);
     return true;
   }
 }

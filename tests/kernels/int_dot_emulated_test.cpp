@@ -19,9 +19,11 @@ std::vector<int8_t> random_activations(std::mt19937 &rng, size_t n) {
   return q;
 }
 
-// One program grid over `rows` rows of x and N weight rows of K values, BN rows a program.
+// One program grid over `rows` rows of x and N weight rows of K values, BN rows a program; the
+// two runs' outputs within `tolerance` of each other, relatively (emulator_compare.h).
 template <auto K>
-void check_decode(std::mt19937 &rng, const char *name, WeightType t, bool sums, int rows, int n, int k, int bn, int br, const Flavour &flavour) {
+void check_decode(std::mt19937 &rng, const char *name, WeightType t, bool sums, int rows, int n, int k, int bn, int br, const Flavour &flavour,
+                  double tolerance = 1e-5) {
   CAPTURE(name);
   CAPTURE(rows);
   CAPTURE(n);
@@ -41,7 +43,7 @@ void check_decode(std::mt19937 &rng, const char *name, WeightType t, bool sums, 
   args.push_back(value(int32_t(n)));
   args.push_back(value(int32_t(k)));
   const tools::NamedKernel kernel = tools::named_kernel<K>(name, 4);
-  CHECK(compare(kernel, grid(cdiv(n, bn), cdiv(rows, br)), args, flavour) < 1e-5);
+  CHECK(compare(kernel, grid(cdiv(n, bn), cdiv(rows, br)), args, flavour) < tolerance);
 }
 
 }  // namespace int_dot_emulated_test
@@ -56,5 +58,9 @@ TEST_CASE("emulated: the Q8_0, Q4_0 and Q4_K integer-dot decode kernels (dot4 as
   check_decode<matvec_int8<kernels::Q8_0IntDot, 1, 8, false>>(rng, "q8_0_decode", WeightType::Q8_0, false, 1, 13, 64, 8, 1, flavour);
   check_decode<matvec_int8<kernels::Q4_0IntDot, 1, 8, false>>(rng, "q4_0_decode", WeightType::Q4_0, false, 1, 16, 96, 8, 1, flavour);
   check_decode<matvec_int8<kernels::Q4_0IntDot, 2, 4, false>>(rng, "q4_0_rows", WeightType::Q4_0, false, 3, 9, 64, 4, 2, flavour);
-  check_decode<matvec_int8_sums<kernels::Q4_KIntDot, 1, 4, false>>(rng, "q4_k_decode", WeightType::Q4_K, true, 1, 6, 256, 4, 1, flavour);
+  // Q4_K's output is the scaled sums minus the minimums' offset, often terms far larger than
+  // their difference: the two backends' f32 sums of them in another order differ by a few
+  // ulps of the terms, 2.7e-5 of the output with KDSL_TEST_SEED=223622845 (a wrong sub-block
+  // or scale is off by far more than 1e-4).
+  check_decode<matvec_int8_sums<kernels::Q4_KIntDot, 1, 4, false>>(rng, "q4_k_decode", WeightType::Q4_K, true, 1, 6, 256, 4, 1, flavour, 1e-4);
 }
