@@ -44,8 +44,7 @@ int collect_importance(Engine &engine, std::span<const int> tokens, const Import
     throw Error(fmt::format("importance matrix: the text has {} tokens, fewer than one chunk of {} (lower -c or give more text)", tokens.size(),
                             o.context));
   int chunks = o.max_chunks > 0 ? std::min(o.max_chunks, available) : available;
-  const bool all_rows = o.keep_output;
-  if (all_rows && o.context > engine.max_logit_rows())
+  if (o.keep_output && o.context > engine.max_logit_rows())
     throw Error(fmt::format("importance matrix: keeping the classifier's input needs logits of all {} rows (the engine keeps {})", o.context,
                             engine.max_logit_rows()));
   std::vector<int> input(size_t(o.context));
@@ -56,7 +55,7 @@ int collect_importance(Engine &engine, std::span<const int> tokens, const Import
     std::span<const int> text = tokens.subspan(size_t(c) * size_t(o.context), size_t(o.context));
     std::copy(text.begin(), text.end(), input.begin());
     if (o.bos >= 0) input[0] = o.bos;
-    if (all_rows) engine.forward_rows(input, 0);
+    if (o.keep_output) engine.forward_rows(input, 0);
     else engine.forward(input, 0);
     matrix.chunk_count++;
     if (progress) progress(c + 1, chunks);

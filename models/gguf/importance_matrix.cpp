@@ -160,6 +160,15 @@ const ImportanceEntry *ImportanceMatrix::find(std::string_view tensor) const {
   return it == entries.end() ? nullptr : &it->second;
 }
 
+std::vector<float> ImportanceMatrix::column_weights(const std::string &tensor, int64_t cols, std::string_view source, std::string_view matrix) const {
+  const ImportanceEntry *e = find(tensor);
+  if (!e) return {};
+  if (int64_t(e->sum_squares.size()) != cols)
+    throw Error(fmt::format("{}: entry '{}' has {} columns, but {} has rows of {}: an importance matrix of another model?", source, tensor,
+                            e->sum_squares.size(), matrix, cols));
+  return e->mean_squares();
+}
+
 void ImportanceMatrix::save(const std::string &path) const {
   if (entries.empty()) throw Error(fmt::format("{}: no importance data to write (no forward pass was observed)", path));
   GgufWriter w;
@@ -179,8 +188,11 @@ void ImportanceMatrix::save(const std::string &path) const {
 ImportanceMatrix ImportanceMatrix::load(const std::string &path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(fmt::format("{}: cannot open the importance matrix", path));
+  char magic[4] = {};
+  if (f.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0) return load_gguf(path);  // mapped, not read here
+  f.clear();
+  f.seekg(0);
   std::vector<char> bytes{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-  if (bytes.size() >= 4 && std::memcmp(bytes.data(), "GGUF", 4) == 0) return load_gguf(path);
   return load_dat(path, bytes);
 }
 

@@ -34,6 +34,11 @@ class ImportanceMatrix {
   void add(const std::string &tensor, std::span<const float> rows, int cols);
   // The entry of weight `tensor`, or null.
   const ImportanceEntry *find(std::string_view tensor) const;
+  // What a quantizer weighs the `cols` columns of matrix `tensor` by (quantize_row): its
+  // entry's mean squares, or empty where it has no entry. An entry of another column count is
+  // an importance matrix of another model: kdsl::Error "<source>: entry '<tensor>' has N
+  // columns, but <matrix> has rows of <cols>".
+  std::vector<float> column_weights(const std::string &tensor, int64_t cols, std::string_view source, std::string_view matrix) const;
 
   // Writes `path` atomically (a temporary file renamed into place).
   void save(const std::string &path) const;

@@ -340,9 +340,11 @@ template <class Block>
 void quantize_k(const float *x, Block &b, int nmax, float rmin, int nstep, const Importance *imp) {
   uint8_t L[kQK_K];
   float scales[8], mins[8], weights[32], sub_block_weight[8];
-  float sigma2 = 0;
-  for (int l = 0; l < kQK_K; ++l) sigma2 += x[l] * x[l];
-  sigma2 = sigma2 * 2 / kQK_K;
+  float sigma2 = 0;  // the importance weights' scale: twice the super-block's mean square
+  if (imp) {
+    for (int l = 0; l < kQK_K; ++l) sigma2 += x[l] * x[l];
+    sigma2 = sigma2 * 2 / kQK_K;
+  }
   for (int j = 0; j < 8; ++j) {
     const float *v = x + 32 * j;
     if (imp) {

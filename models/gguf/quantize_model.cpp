@@ -145,12 +145,8 @@ QuantizeSummary quantize_model(const std::string &in, const std::string &out, co
                                       : quantize_type_for(target, options.pure, t->name, t->shape, has_output, n_layer, n_gqa, imatrix != nullptr);
     // The importance of each column, where the matrix is requantized and the matrix has some.
     std::vector<float> importance;
-    if (const ImportanceEntry *e = imatrix && to != t->type ? imatrix->find(t->name) : nullptr) {
-      if (int64_t(e->sum_squares.size()) != t->shape[0])
-        throw Error(fmt::format("{}: entry '{}' has {} columns, but {}'s tensor {} has rows of {}: an importance matrix of another model?",
-                                options.imatrix_file, t->name, e->sum_squares.size(), in, t->shape_string(), t->shape[0]));
-      importance = e->mean_squares();
-    }
+    if (imatrix && to != t->type)
+      importance = imatrix->column_weights(t->name, t->shape[0], options.imatrix_file, fmt::format("{}'s tensor {}", in, t->shape_string()));
     summary.tensors++;
     summary.quantized += to != t->type;
     summary.weighted += !importance.empty();

@@ -25,13 +25,7 @@ struct SelfDraftMemory {
 void requantize(Weight &w, GgmlType type, kernels::WeightType wtype, SelfDraftMemory &memory, const ImportanceMatrix *imatrix,
                 const std::string &name) {
   if (!w || w.type == wtype || w.cols % 32 != 0) return;
-  std::vector<float> importance;
-  if (const ImportanceEntry *e = imatrix ? imatrix->find(name) : nullptr) {
-    if (int64_t(e->sum_squares.size()) != w.cols)
-      throw Error(fmt::format("importance matrix: entry '{}' has {} columns, the model's matrix {}: an importance matrix of another model?", name,
-                              e->sum_squares.size(), w.cols));
-    importance = e->mean_squares();
-  }
+  const std::vector<float> importance = imatrix ? imatrix->column_weights(name, w.cols, "importance matrix", "the model's matrix") : std::vector<float>{};
   const GgmlType from = w.type;
   const int64_t row_in = kernels::weight_bytes(w.type, w.cols), row_out = kernels::weight_bytes(wtype, w.cols);
   std::vector<uint8_t> &out = memory.matrices.emplace_back(size_t(w.rows * row_out));

@@ -11,7 +11,7 @@
 #include "models/engine/model_tokenizer.h"
 #include "models/eval/collect_importance.h"
 #include "models/tokenizer/tokenizer.h"
-#include "src/tools/text_file.h"
+#include "src/tools/eval_inputs.h"
 #include "src/tools/tool_main.h"
 
 using namespace kdsl;
@@ -27,18 +27,15 @@ struct Options {
 
 int run(const Options &o) {
   auto start = std::chrono::steady_clock::now();
-  Device dev = o.device == "cuda" ? Device::cuda(0) : o.device == "cpu" ? Device::cpu(o.threads)
-                                                                        : throw Error(fmt::format("--device {}: expected cpu or cuda", o.device));
+  Device dev = tools::eval_device(o.device, o.threads);
   ModelWeights model = load_model_weights(o.model);
   tools::report_sigbus_for("kdsl-imatrix", o.model);
   std::unique_ptr<Tokenizer> tok = open_model_tokenizer(model, o.model, o.tokenizer_path);
-  // The whole text at once, BOS first as the model's tokenizer says; each chunk then starts
-  // with BOS in place of its first token, as llama-imatrix does.
-  bool bos = tok->vocab().add_bos && tok->bos_id() >= 0;
-  std::vector<int> tokens = tok->encode(tools::read_text_file(o.text_file), bos);
+  // Each chunk starts with BOS in place of its first token, as llama-imatrix does.
+  const auto [tokens, bos] = tools::tokenize_text_file(*tok, o.text_file);
   if (tokens.size() < size_t(o.context))
     throw Error(fmt::format("{}: the text has {} tokens, fewer than one chunk of {} (lower -c or give more text)", o.text_file, tokens.size(), o.context));
-  ImportanceOptions io{.context = o.context, .max_chunks = o.chunks, .bos = bos ? tok->bos_id() : -1, .keep_output = o.process_output};
+  ImportanceOptions io{.context = o.context, .max_chunks = o.chunks, .bos = bos, .keep_output = o.process_output};
   Engine engine(model, dev,
                 EngineOptions{.context = o.context, .max_batch = std::min(o.context, 512), .max_logit_rows = o.process_output ? o.context : 1});
   ImportanceMatrix matrix;

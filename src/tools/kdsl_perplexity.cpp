@@ -13,7 +13,7 @@
 #include "models/eval/perplexity.h"
 #include "models/spec/self_draft.h"
 #include "models/tokenizer/tokenizer.h"
-#include "src/tools/text_file.h"
+#include "src/tools/eval_inputs.h"
 #include "src/tools/tool_main.h"
 
 using namespace kdsl;
@@ -29,8 +29,7 @@ struct Options {
 
 int run(const Options &o) {
   auto start = std::chrono::steady_clock::now();
-  Device dev = o.device == "cuda" ? Device::cuda(0) : o.device == "cpu" ? Device::cpu(o.threads)
-                                                                        : throw Error(fmt::format("--device {}: expected cpu or cuda", o.device));
+  Device dev = tools::eval_device(o.device, o.threads);
   ModelWeights loaded = load_model_weights(o.model);
   tools::report_sigbus_for("kdsl-perplexity", o.model);
   std::unique_ptr<Tokenizer> tok = open_model_tokenizer(loaded, o.model, o.tokenizer_path);
@@ -47,11 +46,9 @@ int run(const Options &o) {
                                                               .imatrix = imatrix ? &*imatrix : nullptr});
   }
   const ModelWeights &model = requantized ? *requantized : loaded;
-  // The whole text at once, BOS first as the model's tokenizer says; each chunk then starts
-  // with BOS in place of its first token, as llama.cpp does.
-  bool bos = tok->vocab().add_bos && tok->bos_id() >= 0;
-  std::vector<int> tokens = tok->encode(tools::read_text_file(o.text_file), bos);
-  PerplexityOptions po{.context = o.context, .max_chunks = o.chunks, .bos = bos ? tok->bos_id() : -1};
+  // Each chunk starts with BOS in place of its first token, as llama.cpp does.
+  const auto [tokens, bos] = tools::tokenize_text_file(*tok, o.text_file);
+  PerplexityOptions po{.context = o.context, .max_chunks = o.chunks, .bos = bos};
 
   std::unique_ptr<LogProbFile> base;
   if (o.kl_divergence) {
