@@ -44,9 +44,10 @@ inline constexpr MatvecConfig kGpuFewRows = {8, 128};
 inline constexpr int kMaxFewRows = 16;     // on a GPU: matvec_rows up to here, then dot tiles
 inline constexpr int kMaxFewRowsCpu = 32;  // on the CPU: matvec_lanes up to here
 // Up to kShortTileM rows take tiles that tall: a taller tile would multiply its clamped rows
-// past `rows` too.
+// past `rows` too. Only a GPU's rows come here (17..32; the CPU's take matvec_lanes), and a
+// GPU takes a point's first candidate untimed: one is listed.
 inline constexpr int kShortTileM = 32;
-inline constexpr TileConfig kShortPrefillCandidates[] = {{32, 64, 32}, {32, 128, 32}};
+inline constexpr TileConfig kShortPrefillCandidates[] = {{32, 64, 32}};
 inline constexpr TileConfig kPrefillCandidates[] = {{64, 64, 32}, {128, 64, 32}, {64, 128, 32}, {32, 64, 32}};
 
 enum class DensePoint { Decode, FewRows, Prefill };

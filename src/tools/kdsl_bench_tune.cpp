@@ -57,8 +57,7 @@ std::string pick_of(const Device &dev, int rows, const Shape &s, bool tuned) {
     const bool few = rows <= kd::kMaxFewRowsCpu;
     kernel = kd::dense_point_name<T>(few ? kd::DensePoint::FewRows : kd::DensePoint::Prefill, false);
     key = fmt::format("rows={},N={},K={}", tune_bucket(rows), nb, kb);
-    labels = few ? kd::candidate_labels<kd::kFewRowsCandidates>()
-                 : rows <= kd::kShortTileM ? kd::candidate_labels<kd::kShortPrefillCandidates>() : kd::candidate_labels<kd::kPrefillCandidates>();
+    labels = few ? kd::candidate_labels<kd::kFewRowsCandidates>() : kd::candidate_labels<kd::kPrefillCandidates>();  // the CPU's points
   }
   if (!tuned) return labels[0];
   std::string problem;
