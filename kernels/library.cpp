@@ -5,6 +5,7 @@
 #include "kernels/embedding.h"
 #include "kernels/kv_append.h"
 #include "kernels/kv_move.h"
+#include "kernels/library_device.h"
 #include "kernels/library_impl.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
@@ -116,11 +117,20 @@ void Library::rope(float *q, float *k, int rows, int n_heads, int n_kv_heads, in
   Impl &im = *impl_;
   const float *inv_freq = rope_inv_freq(im, rows, n_heads, n_kv_heads, head_dim, theta, freq_divisors, magnitude);
   if (rows == 0) return;
+  const bool gpu = !detail::dispatches_for_cpu(im);
   with_block<8, 128>("rope", "head_dim / 2", head_dim / 2, [&]<int H>() {
-    if (neox)
+    if (gpu) {  // a program per head (rope_heads says why)
+      auto heads = [&]<bool NEOX>() {
+        im.kernel<kernels::rope_heads<H, NEOX>>()(grid(rows, n_heads), q, inv_freq, n_heads, head_dim, pos0, magnitude);
+        im.kernel<kernels::rope_heads<H, NEOX>>()(grid(rows, n_kv_heads), k, inv_freq, n_kv_heads, head_dim, pos0, magnitude);
+      };
+      if (neox) heads.template operator()<true>();
+      else heads.template operator()<false>();
+    } else if (neox) {
       im.kernel<kernels::rope<H, true>>()(grid(rows), q, k, inv_freq, n_heads, n_kv_heads, head_dim, pos0, magnitude);
-    else
+    } else {
       im.kernel<kernels::rope<H, false>>()(grid(rows), q, k, inv_freq, n_heads, n_kv_heads, head_dim, pos0, magnitude);
+    }
   });
 }
 

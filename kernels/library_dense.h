@@ -2,13 +2,16 @@
 #pragma once
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "kernels/library_tuning.h"
 #include "kernels/library_device.h"
 #include "kernels/matmul.h"
+#include "kernels/matmul_narrow.h"
 #include "kernels/matvec.h"
 #include "kernels/matvec_lanes.h"
 #include "kernels/matvec_rows.h"
+#include "kernels/matvec_wide.h"
 
 namespace kdsl::kernels::detail {
 
@@ -41,6 +44,14 @@ struct TileConfig {
 inline constexpr MatvecConfig kDecodeCandidates[] = {{8, 128}, {4, 128}, {16, 64}, {8, 256}};
 inline constexpr LanesConfig kFewRowsCandidates[] = {{4, 2}, {2, 4}};
 inline constexpr MatvecConfig kGpuFewRows = {8, 128};
+// A GPU's decode: matvec_wide, 4 neighbouring rows of W by 512 columns a step. On an H200 it
+// read bf16 [14336 x 4096] and [4096 x 14336] at 88-89% of the device copy, matvec's 8 x 128
+// at 34-47% (bench/RESULTS.md, 2026-12-04, kdsl-bench-cuda's decode rows).
+inline constexpr MatvecConfig kGpuDecode = {4, 512};
+// A GPU's prefill over f16/bf16 weights: matmul_narrow on the tensor cores at Triton's tutorial
+// tile, 128 x 128 x 64 with 8 warps and 3 stages (the best of the tiles kdsl-bench-cuda times).
+inline constexpr TileConfig kGpuNarrowTile = {128, 128, 64};
+inline constexpr int kGpuNarrowWarps = 8, kGpuNarrowStages = 3;
 inline constexpr int kMaxFewRows = 16;     // on a GPU: matvec_rows up to here, then dot tiles
 inline constexpr int kMaxFewRowsCpu = 32;  // on the CPU: matvec_lanes up to here
 // Up to kShortTileM rows take tiles that tall: a taller tile would multiply its clamped rows
@@ -77,6 +88,14 @@ void run_dense_matmul(Library::Impl &im, const float *x, const typename T::stora
       });
     });
   };
+  const bool gpu = !dispatches_for_cpu(im);
+  if (rows == 1 && gpu) {
+    constexpr MatvecConfig C = kGpuDecode;
+    auto g = grid(cdiv(N, C.rows));
+    if (has_bias) im.kernel<matvec_wide<T, C.rows, C.cols, true>>()(g, x, w, b, out, N, K);
+    else im.kernel<matvec_wide<T, C.rows, C.cols, false>>()(g, x, w, b, out, N, K);
+    return;
+  }
   if (rows == 1) return decode(x, out);
   if (dispatches_for_cpu(im) && rows <= kMaxFewRowsCpu) {
     // One launch for all the rows: matvec_lanes computes at most RB - 1 clamped rows, where a
@@ -90,7 +109,7 @@ void run_dense_matmul(Library::Impl &im, const float *x, const typename T::stora
     });
     return;
   }
-  if (!dispatches_for_cpu(im) && rows <= kMaxFewRows) {
+  if (gpu && rows <= kMaxFewRows) {
     // One program of all the rows (BR, a power of two) per kGpuFewRows.rows weight rows.
     with_block<2, kMaxFewRows>("matmul", "rows", rows, [&]<int BR>() {
       constexpr MatvecConfig C = kGpuFewRows;
@@ -99,6 +118,16 @@ void run_dense_matmul(Library::Impl &im, const float *x, const typename T::stora
       else im.kernel<matvec_rows<T, BR, C.rows, C.cols, false, C.cols>>()(g, x, w, b, out, rows, N, K);
     });
     return;
+  }
+  if constexpr (!std::is_same_v<T, f32>) {
+    if (gpu) {
+      constexpr TileConfig C = kGpuNarrowTile;
+      constexpr int W = kGpuNarrowWarps, S = kGpuNarrowStages;
+      auto g = grid(cdiv(rows, C.m), cdiv(N, C.n));
+      if (has_bias) im.kernel_with<kernels::matmul_narrow<T, C.m, C.n, C.k, true>, W, S>()(g, x, w, b, out, rows, N, K);
+      else im.kernel_with<kernels::matmul_narrow<T, C.m, C.n, C.k, false>, W, S>()(g, x, w, b, out, rows, N, K);
+      return;
+    }
   }
   auto tiles = [&]<const auto &Cs>() {
     launch_tuned<Cs>(im, dense_point_name<T>(DensePoint::Prefill, has_bias), "rows,N,K", tune_bucket(rows), nb, kb, [&]<class Use>(int i, Use use) {

@@ -57,10 +57,17 @@ struct Library::Impl {
   template <auto K>
   LibraryKernel<K> kernel() {
     static const char identity = 0;  // one address per kernel instantiation
-    if (recorder && !recorder->launches()) return {nullptr, device_memory, recorder, &identity, options};
-    auto it = kernels.find(&identity);
-    if (it == kernels.end()) it = kernels.emplace(&identity, std::make_shared<Kernel<K>>(device, options)).first;
-    return {static_cast<const Kernel<K> *>(it->second.get()), device_memory, recorder, &identity, options};
+    return kernel_at<K>(&identity, options);
+  }
+
+  // K compiled at its own warps and pipeline stages (a GPU tile that wants 8 warps); the
+  // Library's other options (checked mode) still apply.
+  template <auto K, int NUM_WARPS, int NUM_STAGES>
+  LibraryKernel<K> kernel_with() {
+    static const char identity = 0;
+    auto [it, fresh] = own_options.try_emplace(&identity, options);
+    if (fresh) it->second.num_warps = NUM_WARPS, it->second.num_stages = NUM_STAGES;
+    return kernel_at<K>(&identity, it->second);
   }
 
   // Processors the dispatch fills: the CPU's threads, a GPU's multiprocessors (or those of the
@@ -70,8 +77,9 @@ struct Library::Impl {
   Device device;
   bool device_memory;  // the Library's pointers are device addresses, not host memory
   LaunchRecorder *recorder;
-  CompileOptions options;  // every library kernel's
+  CompileOptions options;  // every library kernel's, except those of kernel_with
   std::unordered_map<const void *, std::shared_ptr<const void>> kernels;
+  std::unordered_map<const void *, CompileOptions> own_options;  // kernel_with's (nodes: references stay valid)
 
   // Scratch in the device's memory, grown (never shrunk) on demand so steady-state calls reuse it.
   Buffer<float> attention_partials;   // decode split-K: normalized outputs, then (max, sum) pairs
@@ -84,6 +92,15 @@ struct Library::Impl {
   Buffer<float> activation_scales;
   int integer_dot_rows = Library::kDefaultIntegerDotRows;
   Buffer<int32_t> activation_sums;    // their integer group sums (quantize_activations_sums)
+
+ private:
+  template <auto K>
+  LibraryKernel<K> kernel_at(const void *identity, const CompileOptions &o) {
+    if (recorder && !recorder->launches()) return {nullptr, device_memory, recorder, identity, o};
+    auto it = kernels.find(identity);
+    if (it == kernels.end()) it = kernels.emplace(identity, std::make_shared<Kernel<K>>(device, o)).first;
+    return {static_cast<const Kernel<K> *>(it->second.get()), device_memory, recorder, identity, o};
+  }
 };
 
 namespace detail {

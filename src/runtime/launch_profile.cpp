@@ -1,4 +1,4 @@
-// launch_profile.cpp - per-kernel launch counts and wall time under KDSL_PROFILE, as a table on stderr at exit
+// launch_profile.cpp - per-kernel launch counts and times under KDSL_PROFILE, as a table on stderr at exit
 #include "runtime/launch_profile.h"
 
 #include <fmt/format.h>
@@ -40,7 +40,7 @@ class LaunchProfile {
     std::sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) { return a.second.total_us > b.second.total_us; });
     double all_us = 0;
     for (const auto &r : rows) all_us += r.second.total_us;
-    std::string out = fmt::format("kdsl launch profile (KDSL_PROFILE: host launches, wall time)\n{:>10} {:>11} {:>10} {:>6}  kernel\n",
+    std::string out = fmt::format("kdsl launch profile (KDSL_PROFILE: host launches' wall time, GPU launches' event time)\n{:>10} {:>11} {:>10} {:>6}  kernel\n",
                                   "launches", "total ms", "mean us", "share");
     for (const auto &[name, t] : rows)
       out += fmt::format("{:>10} {:>11.3f} {:>10.2f} {:>5.1f}%  {}\n", t.launches, t.total_us / 1e3, t.total_us / double(t.launches),

@@ -1,4 +1,4 @@
-// launch_profile.h - KDSL_PROFILE=1: the wall time of host launches per kernel, printed when the process exits
+// launch_profile.h - KDSL_PROFILE=1: the time of each kernel's launches, printed when the process exits
 #pragma once
 #include <string>
 #include <string_view>
@@ -10,8 +10,9 @@ namespace kdsl::detail {
 bool launch_profile_enabled();
 void set_launch_profile_enabled(bool on);  // for tests
 
-// Adds one launch of `kernel` that took `us` microseconds of wall time (a host launch is
-// synchronous: from the call to the return of its last program).
+// Adds one launch of `kernel` that took `us` microseconds: wall time for a host launch (it is
+// synchronous: from the call to the return of its last program), CUDA events around a GPU
+// launch, which is then waited for.
 void record_launch(std::string_view kernel, double us);
 
 // The launches recorded so far as a table, largest total time first (empty if none), and

@@ -13,6 +13,8 @@
 
 #include <kdsl/kdsl.h>
 
+#include "kernels/matvec.h"
+#include "kernels/matvec_wide.h"
 #include "runtime/cuda/cuda_device.h"
 #include "src/tools/example_kernels.h"
 
@@ -34,6 +36,59 @@ void matmul_bf16(Ptr<bf16> a, Ptr<bf16> b, Ptr<f32> c, Scalar<i32> M, Scalar<i32
   });
   store(c + row * N + col, acc, row < M && col < N);
 }
+
+// The matmul rows: the small tile first, then Triton's tutorial configurations for 16-bit
+// inputs on sm_80/sm_90 (128x128x64 at 8 warps and 3 stages leads there).
+struct MatmulTile {
+  int bm, bn, bk, warps, stages;
+  detail::KernelSignature (*make)();
+  detail::KernelSignature signature() const { return make(); }
+  std::string label() const { return fmt::format("{}x{}x{} w{} s{}", bm, bn, bk, warps, stages); }
+};
+
+template <auto F>
+detail::KernelSignature signature_of(std::string name) {
+  using Params = detail::kernel_params<decltype(F)>;
+  return {std::move(name), Params::types(), &Params::template trace<F>};
+}
+
+template <int BM, int BN, int BK>
+detail::KernelSignature matmul_signature() {
+  return signature_of<matmul_bf16<BM, BN, BK>>(fmt::format("matmul_bf16<{}, {}, {}>", BM, BN, BK));
+}
+
+const MatmulTile kMatmulTiles[] = {
+    {64, 64, 32, 4, 2, &matmul_signature<64, 64, 32>},     {128, 128, 32, 4, 3, &matmul_signature<128, 128, 32>},
+    {128, 128, 64, 8, 3, &matmul_signature<128, 128, 64>}, {128, 256, 64, 8, 3, &matmul_signature<128, 256, 64>},
+    {128, 64, 64, 4, 4, &matmul_signature<128, 64, 64>},
+};
+
+// The decode rows: one bf16 matrix-vector product at Llama-3-8B's largest shapes (W far larger
+// than the L2, so each launch streams it from memory), by the library's CPU-shaped matvec and
+// by matvec_wide at several tiles.
+struct MatvecTile {
+  std::string label;
+  int rows_per_program, warps;
+  detail::KernelSignature (*make)();
+};
+
+template <int BN, int BK>
+detail::KernelSignature matvec_wide_signature() {
+  return signature_of<kernels::matvec_wide<bf16, BN, BK, false>>(fmt::format("matvec_wide<bf16, {}, {}>", BN, BK));
+}
+
+detail::KernelSignature matvec_signature() {
+  return signature_of<kernels::matvec<bf16, 8, 128, false, 128>>("matvec<bf16, 8, 128>");
+}
+
+const MatvecTile kMatvecTiles[] = {
+    {"matvec 8x128 w4", 8, 4, &matvec_signature},
+    {"wide 8x256 w4", 8, 4, &matvec_wide_signature<8, 256>},
+    {"wide 4x512 w4", 4, 4, &matvec_wide_signature<4, 512>},
+    {"wide 8x512 w4", 8, 4, &matvec_wide_signature<8, 512>},
+    {"wide 2x1024 w4", 2, 4, &matvec_wide_signature<2, 1024>},
+    {"wide 4x1024 w8", 4, 8, &matvec_wide_signature<4, 1024>},
+};
 
 // y[i] = x[i] + y[i] written by hand in CUDA C++: the baseline a kdsl kernel should match.
 const char *kHandAdd = R"(
@@ -129,9 +184,9 @@ int main(int argc, char **argv) {
     throw Error(std::string("no kernel ") + name);
   };
   const size_t n = quick ? size_t(1) << 20 : size_t(1) << 26;  // 64 Mi floats: 256 MiB per array
+  double copy_gbs = 0;
   {
     std::optional<Buffer<float>> x, y, z;
-    double copy_gbs = 0;
     fmt::print("{:<30} {:>10} {:>14} {:>8}\n", "kernel", "GB/s", "copy GB/s", "ratio");
     row("device-to-device copy", "GB/s", [&](Result &r) {
       x.emplace(device, std::vector<float>(n, 1.0f)), y.emplace(device, std::vector<float>(n, 2.0f)), z.emplace(device, n);
@@ -172,29 +227,52 @@ int main(int argc, char **argv) {
     });
   }  // arrays freed
 
+  {
+    fmt::print("\n{:<30} {:>10} {:>14} {:>8}\n", "bf16 decode matvec", "GB/s", "copy GB/s", "ratio");
+    const std::pair<int, int> shapes[] = {{14336, 4096}, {4096, 14336}};
+    for (auto [N, K] : shapes) {
+      if (quick) N = 256, K = 512;
+      Buffer<bfloat16> w(device, std::vector<bfloat16>(size_t(N) * K, bfloat16(0.5f)));
+      Buffer<float> x(device, std::vector<float>(size_t(K), 1.0f)), out(device, size_t(N));
+      std::vector<ArgValue> args = {make_arg(x), make_arg(w), make_arg(out), make_arg(out), make_arg(N), make_arg(K)};
+      for (const MatvecTile &tile : kMatvecTiles) {
+        row(fmt::format("{}x{} {}", N, K, tile.label), "GB/s", [&](Result &r) {
+          auto mv = detail::make_kernel(device, tile.make(), {tile.warps, 2});
+          double bytes = 2.0 * N * K + 4.0 * K + 4.0 * N;
+          r.value = rate(bytes, timed([&] { detail::launch(*mv, grid(cdiv(N, tile.rows_per_program)), args.data(), args.size()); }));
+          r.ceiling = copy_gbs;
+        });
+        if (quick) break;
+      }
+      if (quick) break;
+    }
+  }
+
   fmt::print("\n{:<30} {:>10} {:>14} {:>14} {:>10}\n", "bf16 matmul (f32 out)", "TFLOP/s", "torch.matmul", "triton", "vs torch");
-  using Matmul = detail::kernel_params<decltype(&matmul_bf16<64, 64, 32>)>;
-  detail::KernelSignature sig{"matmul_bf16<64, 64, 32>", Matmul::types(), &Matmul::trace<matmul_bf16<64, 64, 32>>};
   std::vector<int> sizes = quick ? std::vector<int>{512} : std::vector<int>{4096, 8192};
   for (int size : sizes) {
     std::string torch = cell(baselines, fmt::format("torch_{}", size)), triton = cell(baselines, fmt::format("triton_{}", size));
     fmt::print("({}^3: torch.matmul {}, triton {})\n", size, torch, triton);
-    row(fmt::format("{}^3", size), "TFLOP/s", [&](Result &r) {
-      size_t elems = size_t(size) * size;
-      auto mm = detail::make_kernel(device, sig, {4, 2});
-      Buffer<bfloat16> a(device, std::vector<bfloat16>(elems, bfloat16(1.0f))), b(device, std::vector<bfloat16>(elems, bfloat16(1.0f)));
-      Buffer<float> c(device, elems);
-      std::vector<ArgValue> args = {make_arg(a), make_arg(b), make_arg(c), make_arg(size), make_arg(size), make_arg(size)};
-      int saved = repeats;
-      repeats = 3;
-      double ms = timed([&] { detail::launch(*mm, grid(size / 64, size / 64), args.data(), args.size()); });
-      repeats = saved;
-      r.value = ms > 0 ? 2.0 * size * size * double(size) / ms / 1e9 : 0;
-      std::string key = fmt::format("torch_{}", size);
-      if (baselines.contains(key) && baselines[key].is_number()) r.ceiling = baselines[key].get<double>();
-    });
+    size_t elems = size_t(size) * size;
+    Buffer<bfloat16> a(device, std::vector<bfloat16>(elems, bfloat16(1.0f))), b(device, std::vector<bfloat16>(elems, bfloat16(1.0f)));
+    Buffer<float> c(device, elems);
+    std::vector<ArgValue> args = {make_arg(a), make_arg(b), make_arg(c), make_arg(size), make_arg(size), make_arg(size)};
+    for (const MatmulTile &tile : kMatmulTiles) {
+      if (quick && &tile != &kMatmulTiles[0]) break;
+      row(fmt::format("{}^3 {}", size, tile.label()), "TFLOP/s", [&](Result &r) {
+        auto mm = detail::make_kernel(device, tile.signature(), {tile.warps, tile.stages});
+        int saved = repeats;
+        repeats = 3;
+        double ms = timed([&] { detail::launch(*mm, grid(cdiv(size, tile.bm), cdiv(size, tile.bn)), args.data(), args.size()); });
+        repeats = saved;
+        r.value = ms > 0 ? 2.0 * size * size * double(size) / ms / 1e9 : 0;
+        std::string key = fmt::format("torch_{}", size);
+        if (baselines.contains(key) && baselines[key].is_number()) r.ceiling = baselines[key].get<double>();
+      });
+    }
   }
-  fmt::print("\n(matmul runs the kdsl dot path at one 64 x 64 x 32 tile; torch.matmul is cuBLAS)\n");
+  fmt::print("\n(each matmul row is the kdsl dot path at the tile BMxBNxBK, warps w, pipeline stages s; torch.matmul is cuBLAS;\n"
+             " Triton's tutorial kernel runs its own autotuned tiles)\n");
   write_json();
   bool any_failed = std::any_of(results.begin(), results.end(), [](const Result &r) { return !r.error.empty(); });
   return any_failed ? 1 : 0;

@@ -75,6 +75,12 @@ TEST_CASE("nvptx: aligned vector add moves 128 bits per access; unaligned sizes 
   CHECK_FALSE(contains(unaligned, "ld.global.v4"));
 }
 
+TEST_CASE("nvptx: a multiply feeding an add is contracted to fma.rn.f32, as Triton and nvcc do") {
+  std::string ptx = compile(find("layer_norm"), "sm_90").ptx;
+  CHECK(contains(ptx, "fma.rn.f32"));
+  CHECK_FALSE(contains(ptx, "mul.rn.f32"));  // the separately rounded product of an uncontracted lowering
+}
+
 TEST_CASE("nvptx: softmax reduces across lanes with shfl.sync and across warps through shared memory; exp is ex2.approx") {
   codegen::CompiledObject obj = compile(find("softmax"), "sm_90");
   CHECK(contains(obj.ptx, "shfl.sync.bfly.b32"));

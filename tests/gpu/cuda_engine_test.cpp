@@ -46,14 +46,22 @@ double relative_error(std::span<const float> got, std::span<const float> want) {
   return std::sqrt(num / std::max(den, 1e-30));
 }
 
-// A 20-token prompt crossing KV pages, then 6 decode steps: GPU logits within 1e-3 of the CPU's
-// (both f32 accumulation, in different orders and with different exp/rsqrt implementations).
+// A 20-token prompt crossing KV pages, then 6 decode steps: GPU logits within `tolerance` of
+// the CPU's. Both accumulate in f32, in different orders and with different exp/rsqrt
+// implementations: 1e-3. The CPU takes its f32 path for quantized weights too: its
+// integer-dot kernels round the activations to 8 bits (0.6-1.7% of the largest logit,
+// tests/models/engine_synthetic_test.cpp), which the GPU does not. A GPU's prefill over f16 or
+// bf16 weights rounds the activations to that type for the tensor cores (matmul_narrow.h),
+// and decode attends to keys and values made so: the bound is wider there (the largest error
+// seen is printed).
 void check_engine_matches_cpu(const Device &device, SynthConfig config, const std::string &name) {
   std::string path = test::scratch_path(name);
   write_synthetic_model(config, path);
   ModelWeights model = load_model_weights(path);
   EngineOptions o{.context = 64, .page_size = 16};
-  Engine on_gpu(model, device, o), on_cpu(model, Device::cpu(), o);
+  EngineOptions f32_path = o;
+  f32_path.integer_dot_rows = 0;
+  Engine on_gpu(model, device, o), on_cpu(model, Device::cpu(), f32_path);
   std::vector<int> prompt;
   for (int i = 0; i < 20; ++i) prompt.push_back(1 + (i * 37) % (int(model.hparams.n_vocab) - 1));
   std::span<const float> first = on_cpu.forward(prompt, 0);
@@ -62,14 +70,20 @@ void check_engine_matches_cpu(const Device &device, SynthConfig config, const st
     on_gpu.forward(prompt, 0);
     return;
   }
-  CHECK(relative_error(on_gpu.forward(prompt, 0), want) < 1e-3);
+  const GgmlType t = config.weight_type;
+  const double tolerance = t == GgmlType::BF16 ? 1e-2 : t == GgmlType::F16 ? 2e-3 : 1e-3;
+  double worst = relative_error(on_gpu.forward(prompt, 0), want);
+  CHECK(worst < tolerance);
   int token[1] = {7};
   for (int p = int(prompt.size()); p < int(prompt.size()) + 6; ++p) {
     std::span<const float> cpu_logits = on_cpu.forward(token, p);
     want.assign(cpu_logits.begin(), cpu_logits.end());
     INFO(name, " decode position ", p);
-    CHECK(relative_error(on_gpu.forward(token, p), want) < 1e-3);
+    double e = relative_error(on_gpu.forward(token, p), want);
+    CHECK(e < tolerance);
+    worst = std::max(worst, e);
   }
+  MESSAGE(name, " (", ggml_type_name(t), " weights): the largest relative error of the logits against the CPU's is ", worst, " (bound ", tolerance, ")");
 }
 
 TEST_CASE("gpu engine: synthetic llama and qwen3 logits match the CPU engine, f32 / f16 / bf16 / q8_0 / q4_0 / q4_k / q6_k weights") {

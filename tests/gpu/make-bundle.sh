@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make-bundle.sh - build Release here and pack what tests/gpu/run.sh needs on a GPU machine that cannot build kdsl
 # (no LLVM 19, fmt, CLI11, doctest there): the test and tool binaries, the shared libraries they load that glibc
-# does not provide, the fake libcuda, and the small models of ../shared/models, as gpu-bundle/kdsl-gpu-bundle.tar.xz
+# does not provide, the fake libcuda, libamdhip64 and libhiprtc, and the small models of ../shared/models, as gpu-bundle/kdsl-gpu-bundle.tar.xz
 # (git-ignored; under 56 MiB, so that it travels with the checkout under the 64 MiB a device run carries).
 # Usage: tests/gpu/make-bundle.sh    (BUILD=build; MODELS=../shared/models; JOBS=2)
 set -uo pipefail
@@ -14,7 +14,7 @@ OUTDIR=$ROOT/gpu-bundle
 LIMIT=$((56 * 1024 * 1024))
 die() { echo "make-bundle: $*" >&2; exit 1; }
 
-TARGETS=(kdsl_tests kdsl_fake_cuda kdsl-run kdsl-bench-engine kdsl-bench-cuda kdsl-compile kdsl-synth)
+TARGETS=(kdsl_tests kdsl_fake_cuda kdsl_fake_hip kdsl_fake_hiprtc kdsl-run kdsl-bench-engine kdsl-bench-cuda kdsl-compile kdsl-synth)
 echo "== configure ($BUILD, Release) and build: ${TARGETS[*]}"
 if [ "$BUILD" = build ]; then cmake --preset default >/dev/null || die "cmake --preset default failed"
 else cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKDSL_BUILD_TESTS=ON >/dev/null || die "cmake failed"; fi
@@ -29,7 +29,9 @@ for f in tests/kdsl_tests src/tools/kdsl-run src/tools/kdsl-bench-engine src/too
   cp "$BUILD/$f" "$B/bin/" || die "$BUILD/$f is missing"
 done
 strip --strip-unneeded "$B"/bin/* 2>/dev/null || true
-cp "$BUILD/tests/libkdsl_fake_cuda.so" "$B/fake/" || die "the fake libcuda is missing"
+for f in libkdsl_fake_cuda.so libkdsl_fake_hip.so libkdsl_fake_hiprtc.so; do
+  cp "$BUILD/tests/$f" "$B/fake/" || die "the fake GPU library $f is missing"
+done
 
 # Every library the binaries load, except glibc's own (the GPU machine's glibc 2.39 is newer
 # than this one's). libstdc++ and libgcc_s go to lib/fallback: the GPU machine's are newer and

@@ -11,7 +11,7 @@
 # Sections: gpu-kernels, gpu-runtime, gpu-engine (tests/gpu, one process per file: a sticky CUDA error stays in its
 #   file), runtime-tests (tests/runtime), kdsl-run-smoke (aidreams260K on the GPU against the CPU), baselines
 #   (torch, Triton), bench-cuda, bench-engine-llama3-8b (bf16; its 16 GB model is written in the background from
-#   the start), kernel-dumps (kdsl-compile for sm_90 and the kernel cache, compressed).
+#   the start), profile-decode-llama3-8b (KDSL_PROFILE: each kernel's GPU time in decode steps), kernel-dumps (kdsl-compile for sm_90 and the kernel cache, compressed).
 # A section is ok, FAILED, TIMEOUT or skipped (with the reason; a test that prints "skipped:" makes its section
 #   skipped, not ok). A failed GPU section is rerun once with CUDA_LAUNCH_BLOCKING=1 while the budget allows.
 # $OUT gets run.log (everything), logs/<section>.log, summary.txt (the table), results.json, baselines.json,
@@ -117,6 +117,9 @@ say "CUDA_HOME=${CUDA_HOME:-none}; ptxas: $([ -x "${PTXAS:-}" ] && "$PTXAS" --ve
 export KDSL_CACHE_DIR=$OUT/kernel-cache  # the compiled kernels: packed into kernel-dumps.tar.xz at the end
 export KDSL_SHARED_MODELS_DIR=${MODELS:-${KDSL_SHARED_MODELS_DIR:-}}
 export KDSL_TEST_SCRATCH_DIR=$OUT/scratch KDSL_TEST_FAKE_LIBCUDA=$FAKE_SO KDSL_TEST_TOOLS_DIR=$BIN
+# The runtime tests' fake HIP runtime and hipRTC, beside the fake libcuda (the build folder does not travel).
+FAKES=$(dirname "${FAKE_SO:-/nonexistent/x}")
+export KDSL_TEST_FAKE_LIBAMDHIP64=$FAKES/libkdsl_fake_hip.so KDSL_TEST_FAKE_LIBHIPRTC=$FAKES/libkdsl_fake_hiprtc.so
 mkdir -p "$KDSL_CACHE_DIR" "$KDSL_TEST_SCRATCH_DIR"
 # The bundle's libraries for kdsl's binaries only: python (torch) and the system's tools keep the machine's own.
 KLD=${LIBS}${LIBS:+${LD_LIBRARY_PATH:+:}}${LD_LIBRARY_PATH:-}
@@ -258,6 +261,14 @@ bench_engine() {
 export -f bench_engine
 export WRITER_PID BIG_MODEL BIG_DIR
 run_section bench-engine-llama3-8b 240 gpu bash -c bench_engine
+
+profile_engine() {  # where a decode step's time goes: each kernel's launches timed with CUDA events (KDSL_PROFILE)
+  [ "$FAKE" = 1 ] && { echo "skipped: the fake driver times nothing"; return 0; }
+  [ -f "$BIG_MODEL" ] || { echo "skipped: $BIG_MODEL was not written (see bench-engine-llama3-8b)"; return 0; }
+  KDSL_PROFILE=1 k "$BIN/kdsl-bench-engine" -m "$BIG_MODEL" --device cuda --prompt 0 --warmup 2 --decode 16 --no-kernels
+}
+export -f profile_engine
+run_section profile-decode-llama3-8b 60 gpu bash -c profile_engine
 
 dumps() {  # every example kernel for sm_90 (PTX, cubin, ptxas's report) and the kernel cache of this run, compressed
   k "$BIN/kdsl-compile" --target sm_90 --out "$OUT/kdsl-compile" >"$OUT/logs/kdsl-compile.txt" 2>&1

@@ -24,6 +24,7 @@
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/cuda_toolchain.h"
 #include "runtime/cuda/nvrtc.h"
+#include "tests/fake_libraries.h"
 #include "tests/scratch_cache.h"
 #include "tests/test_util.h"
 
@@ -35,10 +36,7 @@ namespace fake_driver_test {
 
 // The fake driver and the tools: where this build put them, or where a GPU bundle (tests/gpu/make-bundle.sh)
 // unpacked them ($KDSL_TEST_FAKE_LIBCUDA, $KDSL_TEST_TOOLS_DIR).
-std::string fake_libcuda() {
-  const char *v = std::getenv("KDSL_TEST_FAKE_LIBCUDA");
-  return v && *v ? v : KDSL_FAKE_LIBCUDA;
-}
+std::string fake_libcuda() { return test::fake_library("KDSL_TEST_FAKE_LIBCUDA", KDSL_FAKE_LIBCUDA); }
 std::string tools_dir() {
   const char *v = std::getenv("KDSL_TEST_TOOLS_DIR");
   return v && *v ? v : KDSL_TOOLS_DIR;
@@ -472,7 +470,7 @@ TEST_CASE("fake driver: kdsl-bench-cuda keeps every row when one row's launch fa
   CHECK(WEXITSTATUS(status) == 1);  // a failed row fails the run
   CHECK(output.find("\nvector add (f32)               FAILED: kernel 'examples::add<1024> (kdsl_") != std::string::npos);
   CHECK(output.find("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES") != std::string::npos);
-  for (const char *later : {"\nvector add (CUDA C++, NVRTC)   ", "\nsoftmax (f32, 1024 cols)       ", "\nRMSNorm (f32, 1024 cols)       ", "\n512^3      "}) {
+  for (const char *later : {"\nvector add (CUDA C++, NVRTC)   ", "\nsoftmax (f32, 1024 cols)       ", "\nRMSNorm (f32, 1024 cols)       ", "\n512^3 64x64x32 w4 s2   "}) {
     CAPTURE(later);
     CHECK(output.find(later) != std::string::npos);
   }

@@ -15,16 +15,14 @@
 #include "codegen/amdgpu/rocm_tools.h"
 #include "runtime/hip/hip_device.h"
 #include "runtime/hip/hip_runtime.h"
+#include "tests/fake_libraries.h"
 #include "tests/scratch_cache.h"
 
 using namespace kdsl;
 
 namespace fake_hip_test {
 
-std::string fake_libamdhip64() {
-  const char *v = std::getenv("KDSL_TEST_FAKE_LIBAMDHIP64");
-  return v && *v ? v : KDSL_FAKE_LIBAMDHIP64;
-}
+std::string fake_libamdhip64() { return test::fake_library("KDSL_TEST_FAKE_LIBAMDHIP64", KDSL_FAKE_LIBAMDHIP64); }
 
 struct Fake {
   hip::Runtime runtime;

@@ -13,6 +13,7 @@
 #include "runtime/hip/hip_device.h"
 #include "runtime/hip/hip_runtime.h"
 #include "runtime/hip/hiprtc.h"
+#include "tests/fake_libraries.h"
 #include "tests/scratch_cache.h"
 
 using namespace kdsl;
@@ -33,6 +34,9 @@ F symbol(void *h, const char *name) {
   return reinterpret_cast<F>(p);
 }
 
+std::string fake_libamdhip64() { return test::fake_library("KDSL_TEST_FAKE_LIBAMDHIP64", KDSL_FAKE_LIBAMDHIP64); }
+std::string fake_libhiprtc() { return test::fake_library("KDSL_TEST_FAKE_LIBHIPRTC", KDSL_FAKE_LIBHIPRTC); }
+
 struct Fakes {
   hip::Runtime runtime;
   int (*compiles)() = nullptr;
@@ -48,10 +52,10 @@ struct Fakes {
 // before the first hip_source.
 Fakes &fakes() {
   static Fakes f = [] {
-    ::setenv("KDSL_LIBHIPRTC", KDSL_FAKE_LIBHIPRTC, 1);
+    ::setenv("KDSL_LIBHIPRTC", fake_libhiprtc().c_str(), 1);
     Fakes f;
-    f.runtime = hip::load_runtime(KDSL_FAKE_LIBAMDHIP64);
-    void *hip = dlopen(KDSL_FAKE_LIBAMDHIP64, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    f.runtime = hip::load_runtime(fake_libamdhip64());
+    void *hip = dlopen(fake_libamdhip64().c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
     REQUIRE(hip);
     f.loads = symbol<int (*)()>(hip, "fake_hip_loads");
     f.last_function = symbol<const char *(*)()>(hip, "fake_hip_last_function");
@@ -149,5 +153,5 @@ TEST_CASE("hip_source: a missing hipRTC is an error naming the path and how to p
   CHECK(contains(missing, "KDSL_LIBHIPRTC"));
   ::setenv("KDSL_LIBHIPRTC", "/somewhere/libhiprtc.so", 1);
   CHECK(hiprtc::library_candidates().front() == "/somewhere/libhiprtc.so");
-  ::setenv("KDSL_LIBHIPRTC", KDSL_FAKE_LIBHIPRTC, 1);
+  ::setenv("KDSL_LIBHIPRTC", fake_libhiprtc().c_str(), 1);
 }

@@ -1,6 +1,8 @@
 // nvptx_intrinsics.cpp - NVVM intrinsics and libdevice calls used by the GPU lowering
 #include "codegen/nvptx/nvptx_intrinsics.h"
 
+#include <algorithm>
+
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/Module.h>
@@ -123,6 +125,11 @@ void mark_kernel(llvm::Function *f, int threads) {
   };
   entry("kernel", 1);
   entry("maxntidx", threads);
+  // Registers: what one block of `threads` may have (65536 a multiprocessor, 255 a thread at
+  // most). Without a budget ptxas sizes kernels of 128 threads to 64 registers for occupancy
+  // and spills rather than exceed it (bench/RESULTS.md: with FMA contraction a test kernel
+  // spilled 4 bytes at 64 registers and used 72 under .maxnreg).
+  entry("maxnreg", std::min(255, 65536 / std::max(threads, 1)));
 }
 
 }  // namespace kdsl::codegen::nvptx

@@ -6,6 +6,7 @@
 #include <kdsl/error.h>
 
 #include "runtime/cuda/cuda_target.h"
+#include "runtime/launch_profile.h"
 
 namespace kdsl::detail {
 
@@ -43,6 +44,8 @@ CudaDevice::CudaDevice(int ordinal, const cuda::Driver &driver) : drv_(driver), 
   drv_.check(drv_.cuStreamCreate(&stream_, 0), "cuStreamCreate");
   drv_.check(drv_.cuEventCreate(&start_, 0), "cuEventCreate");
   drv_.check(drv_.cuEventCreate(&stop_, 0), "cuEventCreate");
+  drv_.check(drv_.cuEventCreate(&profile_start_, 0), "cuEventCreate");
+  drv_.check(drv_.cuEventCreate(&profile_stop_, 0), "cuEventCreate");
 }
 
 std::string CudaDevice::context_key() const { return fmt::format("cuda:{}@{}", ordinal_, static_cast<const void *>(context_)); }
@@ -163,6 +166,10 @@ void CudaDevice::launch(const CudaFunction &f, const int32_t grid[3], const uint
 void CudaDevice::launch(const CudaFunction &f, const unsigned grid[3], const unsigned block[3], int shared_bytes, void **params) {
   if (uint64_t(grid[0]) * grid[1] * grid[2] == 0) return;
   make_current();
+  // KDSL_PROFILE: each launch is timed on the device with events and waited for, so the table
+  // gives the kernels' own times (and the run is slower than an unprofiled one).
+  const bool profiling = launch_profile_enabled();
+  if (profiling) check(drv_.cuEventRecord(profile_start_, stream_), "cuEventRecord");
   cuda::CUresult r =
       drv_.cuLaunchKernel(f.function, grid[0], grid[1], grid[2], block[0], block[1], block[2], unsigned(shared_bytes), stream_, params, nullptr);
   if (r != 0) {
@@ -174,6 +181,13 @@ void CudaDevice::launch(const CudaFunction &f, const unsigned grid[3], const uns
     }
     throw Error(fmt::format("kernel '{}' did not launch on {} (grid ({}, {}, {}), block ({}, {}, {}), {} bytes of dynamic shared memory): {}{}", f.name,
                             name_, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes, why, last_launch_note()));
+  }
+  if (profiling) {
+    check(drv_.cuEventRecord(profile_stop_, stream_), "cuEventRecord");
+    check(drv_.cuEventSynchronize(profile_stop_), "cuEventSynchronize");
+    float ms = 0;
+    check(drv_.cuEventElapsedTime(&ms, profile_start_, profile_stop_), "cuEventElapsedTime");
+    record_launch(f.name, 1000.0 * ms);
   }
   std::lock_guard lock(last_mutex_);
   last_.name.assign(f.name);  // reuses its capacity: no allocation per launch

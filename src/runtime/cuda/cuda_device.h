@@ -129,6 +129,7 @@ class CudaDevice final : public Backend {
   cuda::CUcontext context_ = nullptr;
   cuda::CUstream stream_ = nullptr;
   cuda::CUevent start_ = nullptr, stop_ = nullptr;
+  cuda::CUevent profile_start_ = nullptr, profile_stop_ = nullptr;  // KDSL_PROFILE's, apart from time_ms's
   std::string name_;
   bool embeds_ptx_ = false;
   codegen::TargetDesc target_;

@@ -1,0 +1,140 @@
+// gpu_forms_test.cpp - the kernels a GPU's Library takes (matvec_wide, matmul_narrow, rope_heads): the CPU backend against scalar references, and the GPU lowering (SIMT emulator) against the CPU backend
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "kernels/matmul_narrow.h"
+#include "kernels/matvec_wide.h"
+#include "kernels/rope.h"
+#include "tests/codegen/emulator_compare.h"
+#include "tests/kernels/library_test_util.h"
+
+namespace gpu_forms_test {
+using namespace kdsl;
+using namespace kernels_test;
+using emulator_test::Arg;
+using emulator_test::Flavour;
+
+// Weights rounded to T, and the rounded values back as floats for the reference.
+template <class T>
+std::pair<std::vector<typename T::storage>, std::vector<float>> rounded(std::mt19937 &rng, size_t n) {
+  auto f = random_floats(rng, n);
+  std::vector<typename T::storage> w(n);
+  for (size_t i = 0; i < n; ++i) w[i] = typename T::storage(f[i]), f[i] = float(w[i]);
+  return {w, f};
+}
+
+template <class T, int BN, int BK>
+void check_matvec_wide(std::mt19937 &rng, int N, int K, bool with_bias, const Flavour &flavour) {
+  CAPTURE(std::string(T::text));
+  CAPTURE(N);
+  CAPTURE(K);
+  CAPTURE(with_bias);
+  auto x = random_floats(rng, size_t(K));
+  auto [w, wf] = rounded<T>(rng, size_t(N) * K);
+  auto bias = random_floats(rng, size_t(N));
+  ReferenceProduct ref = reference_matmul(x, wf, with_bias ? bias.data() : nullptr, 1, N, K);
+  GuardedOutput out(size_t(N), -7.0f);
+  auto run = [&]<bool B>() {
+    auto k = kdsl::compile<kernels::matvec_wide<T, BN, BK, B>>(kdsl_test::cpu());
+    k(grid(cdiv(N, BN)), x.data(), w.data(), bias.data(), out.data(), N, K);
+    std::vector<Arg> args{emulator_test::array(x), emulator_test::array(w), emulator_test::array(bias),
+                          emulator_test::array(std::vector<float>(size_t(N), -7.0f)), emulator_test::value(int32_t(N)), emulator_test::value(int32_t(K))};
+    auto named = tools::named_kernel<kernels::matvec_wide<T, BN, BK, B>>("matvec_wide", 4);
+    CHECK(emulator_test::compare(named, grid(cdiv(N, BN)), args, flavour) <= 1e-4);  // f32 sums in another order
+  };
+  if (with_bias) run.template operator()<true>();
+  else run.template operator()<false>();
+  expect_close_scaled("matvec_wide", out.values(), ref.values, ref.scale, 1e-5);
+  CHECK_MESSAGE(out.intact(), "matvec_wide wrote past its N outputs");
+}
+
+// matmul_narrow rounds x to T: the reference multiplies the rounded x, so only the f32
+// accumulation's order separates them.
+template <class T>
+void check_matmul_narrow(std::mt19937 &rng, int M, int N, int K, bool with_bias, const Flavour &flavour) {
+  CAPTURE(std::string(T::text));
+  CAPTURE(M);
+  CAPTURE(N);
+  CAPTURE(K);
+  auto x = random_floats(rng, size_t(M) * K);
+  std::vector<float> x_rounded(x.size());
+  for (size_t i = 0; i < x.size(); ++i) x_rounded[i] = float(typename T::storage(x[i]));
+  auto [w, wf] = rounded<T>(rng, size_t(N) * K);
+  auto bias = random_floats(rng, size_t(N));
+  ReferenceProduct ref = reference_matmul(x_rounded, wf, with_bias ? bias.data() : nullptr, M, N, K);
+  GuardedOutput out(size_t(M) * N, -7.0f);
+  constexpr int BM = 32, BN = 32, BK = 32;
+  auto run = [&]<bool B>() {
+    auto k = kdsl::compile<kernels::matmul_narrow<T, BM, BN, BK, B>>(kdsl_test::cpu());
+    k(grid(cdiv(M, BM), cdiv(N, BN)), x.data(), w.data(), bias.data(), out.data(), M, N, K);
+    std::vector<Arg> args{emulator_test::array(x), emulator_test::array(w), emulator_test::array(bias),
+                          emulator_test::array(std::vector<float>(size_t(M) * N, -7.0f)), emulator_test::value(int32_t(M)),
+                          emulator_test::value(int32_t(N)), emulator_test::value(int32_t(K))};
+    auto named = tools::named_kernel<kernels::matmul_narrow<T, BM, BN, BK, B>>("matmul_narrow", 4);
+    for (bool tensor_cores : {false, true}) {
+      if (tensor_cores && flavour.arch != "sm_80") continue;  // mma.sync is emulated for NVIDIA only
+      CAPTURE(tensor_cores);
+      Flavour f = flavour;
+      f.tensor_cores = tensor_cores;
+      // mma.sync sums each k step in its own order: sums that cancel to near zero differ in
+      // their last bits (simt_emulator_test.cpp's tensor-core bound); a misplaced element is off by O(1).
+      CHECK(emulator_test::compare(named, grid(cdiv(M, BM), cdiv(N, BN)), args, f) <= (tensor_cores ? 1e-3 : 1e-4));
+    }
+  };
+  if (with_bias) run.template operator()<true>();
+  else run.template operator()<false>();
+  expect_close_scaled("matmul_narrow", out.values(), ref.values, ref.scale, 1e-5);
+  CHECK_MESSAGE(out.intact(), "matmul_narrow wrote past its M x N outputs");
+}
+
+}  // namespace gpu_forms_test
+
+using namespace gpu_forms_test;
+
+TEST_CASE("kernels: matvec_wide (a GPU's decode) against the float64 product, aligned and ragged N and K, f32 / f16 / bf16, on the CPU and emulated") {
+  KDSL_TEST_RNG(rng);
+  const Flavour flavour = emulator_test::each_emulated_target();
+  check_matvec_wide<f32, 4, 512>(rng, 16, 1024, false, flavour);
+  check_matvec_wide<f16, 4, 512>(rng, 13, 1000, true, flavour);
+  check_matvec_wide<bf16, 4, 512>(rng, 7, 300, false, flavour);  // K under one step: the masked step alone
+  check_matvec_wide<bf16, 4, 128>(rng, 9, 640, true, flavour);
+}
+
+TEST_CASE("kernels: matmul_narrow (a GPU's 16-bit prefill) against the float64 product of the rounded x, aligned and ragged, f16 / bf16, on the CPU and emulated") {
+  KDSL_TEST_RNG(rng);
+  const Flavour flavour = emulator_test::each_emulated_target();
+  check_matmul_narrow<bf16>(rng, 64, 64, 128, false, flavour);
+  check_matmul_narrow<f16>(rng, 37, 45, 100, true, flavour);
+  check_matmul_narrow<bf16>(rng, 5, 33, 40, true, flavour);
+}
+
+TEST_CASE("kernels: rope_heads (a GPU's rope, a program per head) rotates q and k as rope does, adjacent pairs and NeoX, ragged head_dim") {
+  KDSL_TEST_RNG(rng);
+  const Flavour flavour = emulator_test::each_emulated_target();
+  for (bool neox : {false, true}) {
+    for (int head_dim : {64, 48}) {
+      CAPTURE(neox);
+      CAPTURE(head_dim);
+      const int rows = 3, n_heads = 4, n_kv_heads = 2, pos0 = 11;
+      auto q = random_floats(rng, size_t(rows) * n_heads * head_dim), k = random_floats(rng, size_t(rows) * n_kv_heads * head_dim);
+      std::vector<float> inv_freq(size_t(head_dim / 2));
+      for (int i = 0; i < head_dim / 2; ++i) inv_freq[size_t(i)] = float(std::pow(10000.0, -2.0 * i / head_dim));
+      auto q_want = q, k_want = k, q_got = q, k_got = k;
+      auto check = [&]<bool NEOX>() {
+        kdsl::compile<kernels::rope<32, NEOX>>(kdsl_test::cpu())(grid(rows), q_want.data(), k_want.data(), inv_freq.data(), n_heads, n_kv_heads,
+                                                                   head_dim, pos0, 1.0f);
+        auto heads = kdsl::compile<kernels::rope_heads<32, NEOX>>(kdsl_test::cpu());
+        heads(grid(rows, n_heads), q_got.data(), inv_freq.data(), n_heads, head_dim, pos0, 1.0f);
+        heads(grid(rows, n_kv_heads), k_got.data(), inv_freq.data(), n_kv_heads, head_dim, pos0, 1.0f);
+        std::vector<Arg> args{emulator_test::array(q), emulator_test::array(inv_freq), emulator_test::value(int32_t(n_heads)),
+                              emulator_test::value(int32_t(head_dim)), emulator_test::value(int32_t(pos0)), emulator_test::value(1.0f)};
+        CHECK(emulator_test::compare(tools::named_kernel<kernels::rope_heads<32, NEOX>>("rope_heads", 4), grid(rows, n_heads), args, flavour) <= 1e-5);
+      };
+      if (neox) check.template operator()<true>();
+      else check.template operator()<false>();
+      CHECK(q_got == q_want);  // the same f32 operations per element
+      CHECK(k_got == k_want);
+    }
+  }
+}
