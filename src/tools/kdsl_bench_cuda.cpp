@@ -13,6 +13,7 @@
 
 #include <kdsl/kdsl.h>
 
+#include "kernels/matmul_narrow.h"
 #include "kernels/matvec.h"
 #include "kernels/matvec_wide.h"
 #include "runtime/cuda/cuda_device.h"
@@ -56,6 +57,19 @@ template <int BM, int BN, int BK>
 detail::KernelSignature matmul_signature() {
   return signature_of<matmul_bf16<BM, BN, BK>>(fmt::format("matmul_bf16<{}, {}, {}>", BM, BN, BK));
 }
+
+// The prefill rows: the Library's GPU prefill (matmul_narrow: f32 x rounded to bf16, bf16 W
+// [N][K]) at a 512-token prompt's shapes of Llama-3-8B, by tile.
+template <int BM, int BN, int BK>
+detail::KernelSignature narrow_signature() {
+  return signature_of<kernels::matmul_narrow<bf16, BM, BN, BK, false>>(fmt::format("matmul_narrow<bf16, {}, {}, {}>", BM, BN, BK));
+}
+
+const MatmulTile kNarrowTiles[] = {
+    {128, 128, 64, 8, 3, &narrow_signature<128, 128, 64>}, {128, 128, 32, 4, 3, &narrow_signature<128, 128, 32>},
+    {64, 128, 64, 4, 3, &narrow_signature<64, 128, 64>},   {128, 64, 64, 4, 3, &narrow_signature<128, 64, 64>},
+    {64, 64, 64, 4, 3, &narrow_signature<64, 64, 64>},
+};
 
 const MatmulTile kMatmulTiles[] = {
     {64, 64, 32, 4, 2, &matmul_signature<64, 64, 32>},     {128, 128, 32, 4, 3, &matmul_signature<128, 128, 32>},
@@ -269,6 +283,25 @@ int main(int argc, char **argv) {
         std::string key = fmt::format("torch_{}", size);
         if (baselines.contains(key) && baselines[key].is_number()) r.ceiling = baselines[key].get<double>();
       });
+    }
+  }
+  fmt::print("\n{:<30} {:>10}\n", "prefill (matmul_narrow, bf16)", "TFLOP/s");
+  {
+    const int M = quick ? 64 : 512, K = quick ? 256 : 4096;
+    for (int N : {4096, 14336}) {
+      if (quick) N = 128;
+      Buffer<float> x(device, std::vector<float>(size_t(M) * K, 0.5f)), out(device, size_t(M) * N);
+      Buffer<bfloat16> w(device, std::vector<bfloat16>(size_t(N) * K, bfloat16(0.25f)));
+      std::vector<ArgValue> args = {make_arg(x), make_arg(w), make_arg(out), make_arg(out), make_arg(M), make_arg(N), make_arg(K)};
+      for (const MatmulTile &tile : kNarrowTiles) {
+        row(fmt::format("{}x{}x{} {}", M, N, K, tile.label()), "TFLOP/s", [&](Result &r) {
+          auto mm = detail::make_kernel(device, tile.signature(), {tile.warps, tile.stages});
+          double ms = timed([&] { detail::launch(*mm, grid(cdiv(M, tile.bm), cdiv(N, tile.bn)), args.data(), args.size()); });
+          r.value = ms > 0 ? 2.0 * M * N * double(K) / ms / 1e9 : 0;
+        });
+        if (quick) break;
+      }
+      if (quick) break;
     }
   }
   fmt::print("\n(each matmul row is the kdsl dot path at the tile BMxBNxBK, warps w, pipeline stages s; torch.matmul is cuBLAS;\n"
