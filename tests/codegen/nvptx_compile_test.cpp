@@ -8,6 +8,7 @@
 #include "codegen/codegen.h"
 #include "codegen/nvptx/ptxas.h"
 #include "codegen/target_info.h"
+#include "kernels/matmul_narrow.h"
 #include "src/tools/example_kernels.h"
 #include "tests/codegen/nvptx_test_kernels.h"
 
@@ -73,6 +74,15 @@ TEST_CASE("nvptx: aligned vector add moves 128 bits per access; unaligned sizes 
   // Pointers not known to be aligned: no vector access either.
   std::string unaligned = compile(add, "sm_80", "none").ptx;
   CHECK_FALSE(contains(unaligned, "ld.global.v4"));
+}
+
+TEST_CASE("nvptx: a dot's B given as trans(W[N][K]) is copied as stored ([n][k], cp.async) and read by ldmatrix without .trans") {
+  auto k = tools::named_kernel<kernels::matmul_narrow<bf16, 64, 64, 32, false>>("matmul_narrow", 4);
+  std::string ptx = compile(k, "sm_90", "aligned", 3).ptx;
+  CHECK(contains(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"));
+  CHECK(contains(ptx, "cp.async.cg.shared.global"));  // W's tile, pipelined
+  CHECK(contains(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
+  CHECK_FALSE(contains(ptx, ".trans"));  // neither a transposing fragment load nor a transposed copy of W
 }
 
 TEST_CASE("nvptx: a multiply feeding an add is contracted to fma.rn.f32, as Triton and nvcc do") {

@@ -53,10 +53,17 @@ void plan_pipelining(const ir::Function &fn, const TargetInfo &target, int num_s
       const MatrixInstruction &mi = target.matrix_instructions[size_t(plan.instruction_of(&dot))];
       for (int operand : {0, 1}) {
         ir::ValueId tile = dot.operands[size_t(operand)];
+        // B as trans(x) of a loaded [N, K] x: x is copied as it is stored, [n][k], which the
+        // [n][k] fragment loads read (lower_mma.cpp), for 16-bit and 8-bit elements alike.
+        bool transposed = false;
+        if (const ir::Op *t = d.def[size_t(tile)]; operand == 1 && t && t->kind == OpKind::Trans && fn.type(tile).shape.rank == 2 && d.uses[tile] == 1) {
+          tile = t->operands[0];
+          transposed = true;
+        }
         const ir::Op *load = d.def[size_t(tile)];
         if (!load || load->kind != OpKind::Load || d.uses[tile] != 1 || (operand == 0 && dot.operands[1] == tile)) continue;
         if (std::none_of(body.ops.begin(), body.ops.end(), [&](const ir::Op &o) { return &o == load; })) continue;  // top level of this body
-        if (operand == 1 && !mma_b_transposed_load(mi)) continue;  // 8-bit B is staged transposed: through registers
+        if (operand == 1 && !transposed && !mma_b_transposed_load(mi)) continue;  // 8-bit B is staged transposed: through registers
         const ir::Type &t = fn.type(tile);
         if (plan.width_of(load) * dtype_bytes(t.elem) != 16) continue;
         if (load->operands.size() == 3 && !is_zero_constant(d, load->operands[2])) continue;

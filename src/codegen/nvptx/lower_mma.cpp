@@ -35,23 +35,29 @@ void emit_mma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstruction
   if (l.kind != LayoutKind::Mma) internal_error(fmt::format("nvptx: mma dot of '{}' without an mma result layout ({})", g.fn_.name, l.str()));
   int64_t M = ct.shape[0], N = ct.shape[1], K = at.shape[1];
   int eb = dtype_bytes(at.elem);
-  bool b_as_stored = mma_b_transposed_load(mi);  // else staged transposed, [n][k]
+  // B given as trans(x), x [N, K] with k contiguous (weights stored by output row, K^T in
+  // attention): x is staged as it is, [n][k], and read by the [n][k] fragment loads, for
+  // 16-bit elements as for 8-bit; the transpose is never materialized (no shared-memory round
+  // trip through a copy of x), and plan_pipelining may copy x with cp.async.
+  ir::ValueId b_src = b;
+  if (const ir::Op *t = g.def_[size_t(b)]; t && t->kind == OpKind::Trans && g.fn_.type(b).shape.rank == 2) b_src = t->operands[0];
+  bool b_as_stored = b_src == b && mma_b_transposed_load(mi);  // [k][n], else [n][k]
 
   std::vector<llvm::Value *> acc = g.regs_as(op.operands[2], v);
   // An operand a pipelined load copied with cp.async is already staged (lower_pipeline.cpp).
-  llvm::Value *a_staged = g.state_[size_t(a)].staged, *b_staged = g.state_[size_t(b)].staged;
+  llvm::Value *a_staged = g.state_[size_t(a)].staged, *b_staged = g.state_[size_t(b_src)].staged;
   std::vector<llvm::Value *> a_regs = a_staged ? std::vector<llvm::Value *>{} : g.to_regs(a);
-  std::vector<llvm::Value *> b_regs = b_staged ? std::vector<llvm::Value *>{} : g.to_regs(b);
+  std::vector<llvm::Value *> b_regs = b_staged ? std::vector<llvm::Value *>{} : g.to_regs(b_src);
 
   // 1. Operands into shared memory, one barrier pair around the writes.
   StagedTile sa{a_staged, staged_row_bytes(K * eb)};
   StagedTile sb{b_staged, staged_row_bytes((b_as_stored ? N : K) * eb)};
-  if (b_staged && !b_as_stored) internal_error("nvptx mma: a pipelined B operand must be staged as stored");
+  if (b_staged && !b_as_stored && b_src == b) internal_error("nvptx mma: a pipelined B operand must be staged as stored");
   if (!sa.base) sa.base = g.allocate_shared(M * sa.row_bytes);
   if (!sb.base) sb.base = g.allocate_shared((b_as_stored ? K : N) * sb.row_bytes);
   if (!a_staged || !b_staged) g.barrier_before_write();
   if (!a_staged) g.stage_operand(a, a_regs, sa.base, sa.row_bytes, false);
-  if (!b_staged) g.stage_operand(b, b_regs, sb.base, sb.row_bytes, !b_as_stored);
+  if (!b_staged) g.stage_operand(b_src, b_regs, sb.base, sb.row_bytes, b_src == b && !b_as_stored);
   if (!a_staged || !b_staged) g.barrier_after_write();
 
   // 2. Where this lane points ldmatrix (the same formulas the host tests check).
