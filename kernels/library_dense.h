@@ -48,10 +48,14 @@ inline constexpr MatvecConfig kGpuFewRows = {8, 128};
 // read bf16 [14336 x 4096] and [4096 x 14336] at 88-89% of the device copy, matvec's 8 x 128
 // at 34-47% (bench/RESULTS.md, 2026-12-04, kdsl-bench-cuda's decode rows).
 inline constexpr MatvecConfig kGpuDecode = {4, 512};
-// A GPU's prefill over f16/bf16 weights: matmul_narrow on the tensor cores at Triton's tutorial
-// tile, 128 x 128 x 64 with 8 warps and 3 stages (the best of the tiles kdsl-bench-cuda times).
-inline constexpr TileConfig kGpuNarrowTile = {128, 128, 64};
-inline constexpr int kGpuNarrowWarps = 8, kGpuNarrowStages = 3;
+// A GPU's prefill over f16/bf16 weights: matmul_narrow on the tensor cores, 64 x 128 x 64 with
+// 4 warps and 3 stages. On an H200, at a 512-token prompt's Llama-3-8B shapes, it ran at
+// 128 and 120 TFLOP/s against 98 and 91 for Triton's tutorial tile (128 x 128 x 64, 8 warps),
+// the best of the others at N = 4096 (bench/RESULTS.md, 2026-12-04, kdsl-bench-cuda's prefill
+// rows). It makes twice the programs: 256 for 512 rows and N = 4096, where 128 x 128 tiles
+// leave 4 of 132 SMs idle.
+inline constexpr TileConfig kGpuNarrowTile = {64, 128, 64};
+inline constexpr int kGpuNarrowWarps = 4, kGpuNarrowStages = 3;
 inline constexpr int kMaxFewRows = 16;     // on a GPU: matvec_rows up to here, then dot tiles
 inline constexpr int kMaxFewRowsCpu = 32;  // on the CPU: matvec_lanes up to here
 // Up to kShortTileM rows take tiles that tall: a taller tile would multiply its clamped rows
