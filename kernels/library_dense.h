@@ -15,20 +15,23 @@
 
 namespace kdsl::kernels::detail {
 
-// One row of x (decode) streams BN spread weight rows BK columns at a time, prefetching one
-// step ahead (matvec.h says why and what it measured). Up to kMaxFewRowsCpu rows on the CPU
-// take matvec_lanes in one launch: RB rows of x by BN weight rows in 8-lane accumulators that
-// stay in registers, summed once at the end (4 x 2 and 2 x 4 measured best of the shapes that
-// fit 16 registers; bench/RESULTS.md, the register-blocked few-row entry). On a GPU up to
-// kMaxFewRows rows take matvec_rows, one program of all the rows per BN weight rows, bound by
-// reading W. More rows take dot tiles of BM x BN outputs over BK-deep steps. Each list's first
-// entry is the hand-set default; kdsl::autotune may choose another per shape bucket on the CPU
-// (library_tuning.h). 8 x 128 was the best decode tile of the 4-16 row, 64-256 column spread
-// tiles tried (and of the 1-32 x 64-1024 neighbouring-row tiles before them); the others listed
-// are its nearest neighbours, which were close. With dot register-blocked on the host,
-// 64 x 64 x 32 tiles prefilled 512 tokens of the synthetic 110M faster than 32 x 64 x 32 and
-// 128 x 64 x 32 (bench/RESULTS.md, the prefill entry after the register-blocked dot): each step
-// transposes its W tile for dot, and taller tiles share that cost among more rows of x.
+// On a GPU, one row of x (decode) takes matvec_wide (kGpuDecode), up to kMaxFewRows rows take
+// matvec_rows (one program of all the rows per BN weight rows, bound by reading W), and more
+// rows over f16/bf16 weights take matmul_narrow on the tensor cores (kGpuNarrowTile); none is
+// tuned. On the CPU, one row of x streams BN spread weight rows BK columns at a time,
+// prefetching one step ahead (matvec.h says why and what it measured), and up to
+// kMaxFewRowsCpu rows take matvec_lanes in one launch: RB rows of x by BN weight rows in
+// 8-lane accumulators that stay in registers, summed once at the end (4 x 2 and 2 x 4
+// measured best of the shapes that fit 16 registers; bench/RESULTS.md, the register-blocked
+// few-row entry). More rows (every type on the CPU, f32 weights on a GPU) take dot tiles of
+// BM x BN outputs over BK-deep steps. Each list's first entry is the hand-set default;
+// kdsl::autotune may choose another per shape bucket on the CPU (library_tuning.h). 8 x 128
+// was the best decode tile of the 4-16 row, 64-256 column spread tiles tried (and of the
+// 1-32 x 64-1024 neighbouring-row tiles before them); the others listed are its nearest
+// neighbours, which were close. With dot register-blocked on the host, 64 x 64 x 32 tiles
+// prefilled 512 tokens of the synthetic 110M faster than 32 x 64 x 32 and 128 x 64 x 32
+// (bench/RESULTS.md, the prefill entry after the register-blocked dot): each step transposes
+// its W tile for dot, and taller tiles share that cost among more rows of x.
 struct MatvecConfig {
   int rows, cols;
   std::string label() const { return std::to_string(rows) + "x" + std::to_string(cols); }

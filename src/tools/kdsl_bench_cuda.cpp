@@ -38,8 +38,8 @@ void matmul_bf16(Ptr<bf16> a, Ptr<bf16> b, Ptr<f32> c, Scalar<i32> M, Scalar<i32
   store(c + row * N + col, acc, row < M && col < N);
 }
 
-// The matmul rows: the small tile first, then Triton's tutorial configurations for 16-bit
-// inputs on sm_80/sm_90 (128x128x64 at 8 warps and 3 stages leads there).
+// The matmul rows: the small tile first, then larger ones of the kind Triton's tutorial
+// autotunes over for 16-bit inputs (128x128x64 at 8 warps and 3 stages among them).
 struct MatmulTile {
   int bm, bn, bk, warps, stages;
   detail::KernelSignature (*make)();
