@@ -4,21 +4,16 @@
 
 namespace kdsl::kernels {
 
-// Rotates token r's query heads and key heads by the angles pos * inv_freq[i] (i < head_dim/2
-// <= HALF), computed once per token (rope_angles), in a run-time loop over heads (rotate_head):
-//   (x[a], x[b]) <- magnitude * (x[a] cos - x[b] sin, x[a] sin + x[b] cos)
-// with (a, b) = (2i, 2i + 1) (llama2.c, GGUF llama) or (i, i + head_dim/2) (NEOX: GPT-NeoX, Qwen).
-// inv_freq[i] = theta^(-2i/head_dim) comes from the host, computed in double; magnitude is 1,
-// or YaRN's attention scaling (models/arch/rope_scaling.h).
-// The angles of position pos: (cos, sin) * magnitude, and the pair offsets (a, b) in a head.
-template <int HALF, bool NEOX>
+// The angles of position pos, (cos, sin) * magnitude, and the pair offsets (a, b) in a head,
+// for every rotated pair i (mask: i < head_dim / 2).
+template <int HALF>
 struct RopeAngles {
   Block<i32, HALF> a, b;
   Block<boolean, HALF> mask;
   Block<f32, HALF> c, s;
 };
 template <int HALF, bool NEOX>
-RopeAngles<HALF, NEOX> rope_angles(Ptr<const f32> inv_freq, Scalar<i32> head_dim, Scalar<i32> pos, Scalar<f32> magnitude) {
+RopeAngles<HALF> rope_angles(Ptr<const f32> inv_freq, Scalar<i32> head_dim, Scalar<i32> pos, Scalar<f32> magnitude) {
   auto i = arange<HALF>();
   auto half = head_dim / 2;
   auto mask = i < half;
@@ -26,20 +21,26 @@ RopeAngles<HALF, NEOX> rope_angles(Ptr<const f32> inv_freq, Scalar<i32> head_dim
   return {NEOX ? i : i * 2, NEOX ? i + half : i * 2 + 1, mask, cos(angle) * magnitude, sin(angle) * magnitude};
 }
 
-template <int HALF, bool NEOX>
-void rotate_head(Ptr<f32> head, const RopeAngles<HALF, NEOX> &r) {
+template <int HALF>
+void rotate_head(Ptr<f32> head, const RopeAngles<HALF> &r) {
   auto xa = load(head + r.a, r.mask, 0);
   auto xb = load(head + r.b, r.mask, 0);
   store(head + r.a, xa * r.c - xb * r.s, r.mask);
   store(head + r.b, xa * r.s + xb * r.c, r.mask);
 }
 
+// Rotates token r's query heads and key heads by the angles pos * inv_freq[i] (i < head_dim/2
+// <= HALF), computed once per token (rope_angles), in a run-time loop over heads (rotate_head):
+//   (x[a], x[b]) <- magnitude * (x[a] cos - x[b] sin, x[a] sin + x[b] cos)
+// with (a, b) = (2i, 2i + 1) (llama2.c, GGUF llama) or (i, i + head_dim/2) (NEOX: GPT-NeoX, Qwen).
+// inv_freq[i] = theta^(-2i/head_dim) comes from the host, computed in double; magnitude is 1,
+// or YaRN's attention scaling (models/arch/rope_scaling.h).
 template <int HALF, bool NEOX>
 void rotate_token(Ptr<f32> q, Ptr<f32> k, Ptr<const f32> inv_freq, Scalar<i32> n_heads, Scalar<i32> n_kv_heads, Scalar<i32> head_dim,
                   Scalar<i32> r, Scalar<i32> pos, Scalar<f32> magnitude) {
   auto angles = rope_angles<HALF, NEOX>(inv_freq, head_dim, pos, magnitude);
   auto rotate_heads = [&](Ptr<f32> x, Scalar<i32> heads) {
-    for_range(0, heads, 1, [&](auto h) { rotate_head<HALF, NEOX>(x + (r * heads + h) * head_dim, angles); });
+    for_range(0, heads, 1, [&](auto h) { rotate_head<HALF>(x + (r * heads + h) * head_dim, angles); });
   };
   rotate_heads(q, n_heads);
   rotate_heads(k, n_kv_heads);
@@ -70,7 +71,7 @@ template <int HALF, bool NEOX>
 void rope_heads(Ptr<f32> x, Ptr<const f32> inv_freq, Scalar<i32> heads, Scalar<i32> head_dim, Dynamic<i32> pos0, Scalar<f32> magnitude) {
   auto r = program_id(0);
   auto angles = rope_angles<HALF, NEOX>(inv_freq, head_dim, pos0 + r, magnitude);
-  rotate_head<HALF, NEOX>(x + (r * heads + program_id(1)) * head_dim, angles);
+  rotate_head<HALF>(x + (r * heads + program_id(1)) * head_dim, angles);
 }
 
 }  // namespace kdsl::kernels
