@@ -157,7 +157,11 @@ class GpuLowering {
   llvm::Value *tid_ = nullptr, *lane_ = nullptr, *warp_ = nullptr;
   std::array<llvm::Value *, 3> pid_{}, grid_{};
   llvm::GlobalVariable *shared_base_ = nullptr;  // dynamic shared memory (LDS), sized at launch
-  int64_t shared_top_ = 0;
+  // Shared memory is a stack: a region's allocations (the loop's pipeline buffers, staged dot
+  // operands, layout conversions inside it) are released when the region ends, and the kernel
+  // asks for the peak. Every shared write is preceded by barrier_before_write, so space reused
+  // after a region is not written while another thread may still read its old contents.
+  int64_t shared_top_ = 0, shared_peak_ = 0;
   bool shared_dirty_ = false;  // shared memory was read since the last barrier
   int depth_ = 0;
   std::vector<std::pair<ir::ValueId, int>> shared_made_;  // copies made inside nested regions

@@ -71,6 +71,7 @@ void GpuLowering::emit_for(const ir::Op &op) {
   llvm::Value *lo = element(op.operands[0], {}), *hi = element(op.operands[1], {}), *step = element(op.operands[2], {});
   std::vector<std::vector<llvm::Value *>> inits;
   for (size_t i = 3; i < op.operands.size(); ++i) inits.push_back(regs_as(op.operands[i], body.args[i - 2]));
+  const int64_t shared_mark = shared_top_;  // the loop's buffers are released after it
   bool pipelined = pipeline_prologue(op, lo, hi, step);
   llvm::Function *f = b_.GetInsertBlock()->getParent();
   llvm::BasicBlock *pre = b_.GetInsertBlock();
@@ -122,6 +123,9 @@ void GpuLowering::emit_for(const ir::Op &op) {
     }
   }
   --depth_;
+  // Every copy the pipeline issued was waited for inside the loop (lower_pipeline.cpp), and
+  // whatever the body put in shared memory is dead: the results are in registers.
+  shared_top_ = shared_mark;
 
   b_.SetInsertPoint(exit);
   shared_dirty_ = true;
@@ -136,6 +140,7 @@ void GpuLowering::emit_if(const ir::Op &op) {
   std::vector<std::vector<llvm::Value *>> yielded[2];
   llvm::BasicBlock *ends[2] = {};
   bool dirty = shared_dirty_, dirty_after = false;
+  const int64_t shared_mark = shared_top_;  // each branch's shared memory is released after it
   for (int branch = 0; branch < 2; ++branch) {
     b_.SetInsertPoint(blocks[branch]);
     shared_dirty_ = dirty;
@@ -153,6 +158,7 @@ void GpuLowering::emit_if(const ir::Op &op) {
       }
     }
     --depth_;
+    shared_top_ = shared_mark;
     dirty_after |= shared_dirty_;
     ends[branch] = b_.GetInsertBlock();
     b_.CreateBr(done);
@@ -217,7 +223,7 @@ LoweringResult GpuLowering::run(const std::string &symbol) {
   for (size_t i = 0; i < fn_.args.size(); ++i) bind_argument(fn_.args[i], f->getArg(unsigned(i)));
   emit_region(fn_.body);
   b_.CreateRetVoid();
-  return {int((shared_top_ + 15) / 16 * 16), threads_};
+  return {int((shared_peak_ + 15) / 16 * 16), threads_};
 }
 
 LoweringResult lower_to_gpu(const ir::Function &fn, const LayoutPlan &plan, GpuTarget &target, llvm::Module &module,

@@ -4,10 +4,12 @@
 #include <fmt/format.h>
 #include <llvm/IR/Intrinsics.h>
 
+#include <algorithm>
+
 #include <kdsl/error.h>
 
-#include "codegen/host/element_math.h"
 #include "codegen/gpu/gpu_lowering.h"
+#include "codegen/host/element_math.h"
 
 namespace kdsl::codegen::gpu {
 
@@ -155,6 +157,7 @@ std::vector<llvm::Value *> GpuLowering::regs_as(ir::ValueId v, ir::ValueId like)
 llvm::Value *GpuLowering::allocate_shared(int64_t bytes) {
   int64_t offset = (shared_top_ + 15) / 16 * 16;
   shared_top_ = offset + bytes;
+  shared_peak_ = std::max(shared_peak_, shared_top_);
   return b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), shared_base_, uint64_t(offset));
 }
 
