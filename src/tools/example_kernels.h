@@ -15,7 +15,9 @@
 #include "ir/ir.h"
 #include "kernels/argmax.h"
 #include "kernels/matmul.h"
+#include "kernels/matmul_narrow.h"
 #include "kernels/matvec.h"
+#include "kernels/matvec_wide.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
 #include "kernels/softmax.h"
@@ -48,8 +50,10 @@ inline std::vector<NamedKernel> example_kernels() {
       named_kernel<kernels::swiglu<1024>>("swiglu"),
       named_kernel<kernels::argmax<1024>>("argmax"),
       named_kernel<kernels::matvec<f16, 64, 64, true>>("matvec_f16"),
-      named_kernel<kernels::matvec<f16, 8, 128, false, 128>>("matvec_f16_decode"),  // as Library::matmul launches them
+      named_kernel<kernels::matvec<f16, 8, 128, false, 128>>("matvec_f16_decode"),  // as Library::matmul launches them on the CPU
       named_kernel<kernels::matmul<f16, 64, 64, 32, false>>("matmul_f16_prefill"),
+      named_kernel<kernels::matvec_wide<bf16, 4, 512, false>>("matvec_bf16_gpu_decode"),  // and on a GPU
+      named_kernel<kernels::matmul_narrow<bf16, 64, 128, 64, false>>("matmul_bf16_gpu_prefill"),
   };
 }
 

@@ -13,6 +13,8 @@
 #include <functional>
 #include <optional>
 #include <random>
+#include <tuple>
+#include <utility>
 
 #include <kdsl/kdsl.h>
 
@@ -149,4 +151,34 @@ TEST_CASE("gpu: matmul, swiglu and argmax match the CPU backend") {
   auto x = random_f32(1000, rng);
   std::vector<int32_t> index(1);
   check_on_gpu(kernel("argmax"), grid(1), {Arg::array(x), Arg::array(index), Arg::value(1000)}, kExact);
+}
+
+// The products a GPU's Library runs (kernels/library_dense.h): decode by matvec_wide, 16-bit
+// prefill by matmul_narrow on the tensor cores, at aligned and ragged N and K.
+TEST_CASE("gpu: the Library's GPU decode (matvec_wide) and prefill (matmul_narrow) products match the CPU backend, aligned and ragged") {
+  if (!gpu()) return;
+  std::mt19937 rng(3);
+  auto bf16_weights = [&](size_t n) {
+    std::vector<bfloat16> w(n);
+    for (auto &v : w) v = bfloat16(std::uniform_real_distribution<float>(-1, 1)(rng));
+    return w;
+  };
+  for (auto [N, K] : {std::pair{4096, 4096}, std::pair{1001, 1000}}) {
+    CAPTURE(N);
+    CAPTURE(K);
+    auto x = random_f32(size_t(K), rng);
+    std::vector<float> unread(static_cast<size_t>(N)), out(static_cast<size_t>(N));
+    check_on_gpu(kernel("matvec_bf16_gpu_decode"), grid(cdiv(N, 4)),
+                 {Arg::array(x), Arg::array(bf16_weights(size_t(N) * K)), Arg::array(unread), Arg::array(out), Arg::value(N), Arg::value(K)}, kReduction);
+  }
+  for (auto [M, N, K] : {std::tuple{256, 512, 1024}, std::tuple{77, 300, 200}}) {
+    CAPTURE(M);
+    CAPTURE(N);
+    CAPTURE(K);
+    auto x = random_f32(size_t(M) * K, rng);
+    std::vector<float> unread(static_cast<size_t>(N)), out(static_cast<size_t>(M) * N);
+    check_on_gpu(kernel("matmul_bf16_gpu_prefill"), grid(cdiv(M, 64), cdiv(N, 128)),
+                 {Arg::array(x), Arg::array(bf16_weights(size_t(N) * K)), Arg::array(unread), Arg::array(out), Arg::value(M), Arg::value(N), Arg::value(K)},
+                 kTensorCoreDot);
+  }
 }
