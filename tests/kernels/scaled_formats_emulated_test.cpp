@@ -23,7 +23,10 @@ void check_decode(std::mt19937 &rng, const char *name, WeightType t, int n, int 
   std::vector<Arg> args{array(random_f32(size_t(k), rng, -1, 1)), array(w), array(std::vector<float>(size_t(n), 0.0f)),
                         array(std::vector<float>(size_t(n), -7.0f)), value(int32_t(n)), value(int32_t(k))};
   const tools::NamedKernel kernel = tools::named_kernel<kernels::matvec_quantized<F, kRows, false>>(name, 4);
-  CHECK(compare(kernel, grid(cdiv(n, kRows)), args, flavour) <= 1e-4);  // f32 sums: the lanes are added in another order there
+  // f32 sums whose lanes are added in another order there: an output that cancels to near zero
+  // differs in its last bits against compare's 1e-3 floor (seed 1885778910: 1.6e-4); a
+  // misplaced or misdecoded element is off by O(1).
+  CHECK(compare(kernel, grid(cdiv(n, kRows)), args, flavour) <= 1e-3);
 }
 
 }  // namespace scaled_formats_emulated_test
