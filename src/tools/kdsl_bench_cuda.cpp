@@ -8,13 +8,17 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <optional>
+#include <random>
+#include <span>
 
 #include <kdsl/kdsl.h>
 
 #include "kernels/matmul_narrow.h"
 #include "kernels/matvec.h"
+#include "kernels/matvec_quantized.h"
 #include "kernels/matvec_wide.h"
 #include "runtime/cuda/cuda_device.h"
 #include "src/tools/example_kernels.h"
@@ -103,6 +107,25 @@ const MatvecTile kMatvecTiles[] = {
     {"wide 2x1024 w4", 2, 4, &matvec_wide_signature<2, 1024>},
     {"wide 4x1024 w8", 4, 8, &matvec_wide_signature<4, 1024>},
 };
+
+// The quantized decode rows: the Library's GPU decode over Q8_0 and Q4_0 blocks
+// (matvec_quantized, 8 rows a program, as library_quantized.cpp launches it), to compare with
+// the bf16 rows above.
+template <class F>
+detail::KernelSignature quantized_decode_signature(const char *type) {
+  return signature_of<kernels::matvec_quantized<F, 8, false, 512>>(fmt::format("matvec_quantized<{}, 8>", type));
+}
+
+// Blocks of format F for an [N x K] matrix: random quant bytes, every scale 1/64.
+template <class F>
+std::vector<uint8_t> quantized_weights(int N, int K) {
+  std::vector<uint8_t> bytes(size_t(N) * (K / F::kBlockElements) * F::kBlockBytes);
+  std::mt19937 rng(5);
+  for (uint8_t &b : bytes) b = uint8_t(rng());
+  const half scale(1.0f / 64);
+  for (size_t at = 0; at < bytes.size(); at += F::kBlockBytes) std::memcpy(&bytes[at], &scale, sizeof scale);
+  return bytes;
+}
 
 // y[i] = x[i] + y[i] written by hand in CUDA C++: the baseline a kdsl kernel should match.
 const char *kHandAdd = R"(
@@ -285,6 +308,24 @@ int main(int argc, char **argv) {
       });
     }
   }
+  {
+    fmt::print("\n{:<30} {:>10} {:>14} {:>8}\n", "quantized decode", "GB/s", "copy GB/s", "ratio");
+    const int N = quick ? 256 : 14336, K = quick ? 512 : 4096;
+    Buffer<float> x(device, std::vector<float>(size_t(K), 1.0f)), out(device, size_t(N));
+    auto measure = [&]<class F>(const char *type) {
+      std::vector<uint8_t> bytes = quantized_weights<F>(N, K);
+      Buffer<typename F::Quant::storage> w(device, std::span(reinterpret_cast<const typename F::Quant::storage *>(bytes.data()), bytes.size()));
+      std::vector<ArgValue> args = {make_arg(x), make_arg(w), make_arg(out), make_arg(out), make_arg(N), make_arg(K)};
+      row(fmt::format("{}x{} {}", N, K, type), "GB/s", [&](Result &r) {
+        auto mv = detail::make_kernel(device, quantized_decode_signature<F>(type), {4, 2});
+        r.value = rate(double(bytes.size()) + 4.0 * K + 4.0 * N, timed([&] { detail::launch(*mv, grid(cdiv(N, 8)), args.data(), args.size()); }));
+        r.ceiling = copy_gbs;
+      });
+    };
+    measure.template operator()<kernels::Q8_0Format>("q8_0");
+    measure.template operator()<kernels::Q4_0Format>("q4_0");
+  }
+
   fmt::print("\n{:<30} {:>10}\n", "prefill (matmul_narrow, bf16)", "TFLOP/s");
   {
     const int M = quick ? 64 : 512, K = quick ? 256 : 4096;
