@@ -48,8 +48,8 @@ inline constexpr MatvecConfig kDecodeCandidates[] = {{8, 128}, {4, 128}, {16, 64
 inline constexpr LanesConfig kFewRowsCandidates[] = {{4, 2}, {2, 4}};
 inline constexpr MatvecConfig kGpuFewRows = {8, 128};
 // A GPU's decode: matvec_wide, 4 neighbouring rows of W by 512 columns a step. On an H200 it
-// read bf16 [14336 x 4096] and [4096 x 14336] at 88-89% of the device copy, matvec's 8 x 128
-// at 34-47% (bench/RESULTS.md, 2026-12-04, kdsl-bench-cuda's decode rows).
+// read bf16 [14336 x 4096] and [4096 x 14336] at 81-89% of the device copy, matvec's 8 x 128
+// at 34-48% (bench/RESULTS.md, 2026-12-04, kdsl-bench-cuda's decode rows).
 inline constexpr MatvecConfig kGpuDecode = {4, 512};
 // A GPU's prefill over f16/bf16 weights: matmul_narrow on the tensor cores, 64 x 128 x 64 with
 // 4 warps and 3 stages. On an H200, at a 512-token prompt's Llama-3-8B shapes, it ran at

@@ -42,8 +42,7 @@ void matmul_bf16(Ptr<bf16> a, Ptr<bf16> b, Ptr<f32> c, Scalar<i32> M, Scalar<i32
   store(c + row * N + col, acc, row < M && col < N);
 }
 
-// The matmul rows: the small tile first, then larger ones of the kind Triton's tutorial
-// autotunes over for 16-bit inputs (128x128x64 at 8 warps and 3 stages among them).
+// A timed tile of a matrix product: its shape, warps, pipeline stages and kernel.
 struct MatmulTile {
   int bm, bn, bk, warps, stages;
   detail::KernelSignature (*make)();
@@ -51,34 +50,24 @@ struct MatmulTile {
   std::string label() const { return fmt::format("{}x{}x{} w{} s{}", bm, bn, bk, warps, stages); }
 };
 
-template <auto F>
-detail::KernelSignature signature_of(std::string name) {
-  using Params = detail::kernel_params<decltype(F)>;
-  return {std::move(name), Params::types(), &Params::template trace<F>};
-}
-
-template <int BM, int BN, int BK>
-detail::KernelSignature matmul_signature() {
-  return signature_of<matmul_bf16<BM, BN, BK>>(fmt::format("matmul_bf16<{}, {}, {}>", BM, BN, BK));
-}
-
 // The prefill rows: the Library's GPU prefill (matmul_narrow: f32 x rounded to bf16, bf16 W
 // [N][K]) at a 512-token prompt's shapes of Llama-3-8B, by tile.
-template <int BM, int BN, int BK>
-detail::KernelSignature narrow_signature() {
-  return signature_of<kernels::matmul_narrow<bf16, BM, BN, BK, false>>(fmt::format("matmul_narrow<bf16, {}, {}, {}>", BM, BN, BK));
-}
-
 const MatmulTile kNarrowTiles[] = {
-    {128, 128, 64, 8, 3, &narrow_signature<128, 128, 64>}, {128, 128, 32, 4, 3, &narrow_signature<128, 128, 32>},
-    {64, 128, 64, 4, 3, &narrow_signature<64, 128, 64>},   {128, 64, 64, 4, 3, &narrow_signature<128, 64, 64>},
-    {64, 64, 64, 4, 3, &narrow_signature<64, 64, 64>},
+    {128, 128, 64, 8, 3, &detail::kernel_signature<kernels::matmul_narrow<bf16, 128, 128, 64, false>>},
+    {128, 128, 32, 4, 3, &detail::kernel_signature<kernels::matmul_narrow<bf16, 128, 128, 32, false>>},
+    {64, 128, 64, 4, 3, &detail::kernel_signature<kernels::matmul_narrow<bf16, 64, 128, 64, false>>},
+    {128, 64, 64, 4, 3, &detail::kernel_signature<kernels::matmul_narrow<bf16, 128, 64, 64, false>>},
+    {64, 64, 64, 4, 3, &detail::kernel_signature<kernels::matmul_narrow<bf16, 64, 64, 64, false>>},
 };
 
+// The matmul rows: the small tile first, then larger ones of the kind Triton's tutorial
+// autotunes over for 16-bit inputs (128x128x64 at 8 warps and 3 stages among them).
 const MatmulTile kMatmulTiles[] = {
-    {64, 64, 32, 4, 2, &matmul_signature<64, 64, 32>},     {128, 128, 32, 4, 3, &matmul_signature<128, 128, 32>},
-    {128, 128, 64, 8, 3, &matmul_signature<128, 128, 64>}, {128, 256, 64, 8, 3, &matmul_signature<128, 256, 64>},
-    {128, 64, 64, 4, 4, &matmul_signature<128, 64, 64>},
+    {64, 64, 32, 4, 2, &detail::kernel_signature<matmul_bf16<64, 64, 32>>},
+    {128, 128, 32, 4, 3, &detail::kernel_signature<matmul_bf16<128, 128, 32>>},
+    {128, 128, 64, 8, 3, &detail::kernel_signature<matmul_bf16<128, 128, 64>>},
+    {128, 256, 64, 8, 3, &detail::kernel_signature<matmul_bf16<128, 256, 64>>},
+    {128, 64, 64, 4, 4, &detail::kernel_signature<matmul_bf16<128, 64, 64>>},
 };
 
 // The decode rows: one bf16 matrix-vector product at Llama-3-8B's largest shapes (W far larger
@@ -90,32 +79,18 @@ struct MatvecTile {
   detail::KernelSignature (*make)();
 };
 
-template <int BN, int BK>
-detail::KernelSignature matvec_wide_signature() {
-  return signature_of<kernels::matvec_wide<bf16, BN, BK, false>>(fmt::format("matvec_wide<bf16, {}, {}>", BN, BK));
-}
-
-detail::KernelSignature matvec_signature() {
-  return signature_of<kernels::matvec<bf16, 8, 128, false, 128>>("matvec<bf16, 8, 128>");
-}
-
 const MatvecTile kMatvecTiles[] = {
-    {"matvec 8x128 w4", 8, 4, &matvec_signature},
-    {"wide 8x256 w4", 8, 4, &matvec_wide_signature<8, 256>},
-    {"wide 4x512 w4", 4, 4, &matvec_wide_signature<4, 512>},
-    {"wide 8x512 w4", 8, 4, &matvec_wide_signature<8, 512>},
-    {"wide 2x1024 w4", 2, 4, &matvec_wide_signature<2, 1024>},
-    {"wide 4x1024 w8", 4, 8, &matvec_wide_signature<4, 1024>},
+    {"matvec 8x128 w4", 8, 4, &detail::kernel_signature<kernels::matvec<bf16, 8, 128, false, 128>>},
+    {"wide 8x256 w4", 8, 4, &detail::kernel_signature<kernels::matvec_wide<bf16, 8, 256, false>>},
+    {"wide 4x512 w4", 4, 4, &detail::kernel_signature<kernels::matvec_wide<bf16, 4, 512, false>>},
+    {"wide 8x512 w4", 8, 4, &detail::kernel_signature<kernels::matvec_wide<bf16, 8, 512, false>>},
+    {"wide 2x1024 w4", 2, 4, &detail::kernel_signature<kernels::matvec_wide<bf16, 2, 1024, false>>},
+    {"wide 4x1024 w8", 4, 8, &detail::kernel_signature<kernels::matvec_wide<bf16, 4, 1024, false>>},
 };
 
 // The quantized decode rows: the Library's GPU decode over Q8_0 and Q4_0 blocks
 // (matvec_quantized, 8 rows a program, as library_quantized.cpp launches it), to compare with
 // the bf16 rows above.
-template <class F>
-detail::KernelSignature quantized_decode_signature(const char *type) {
-  return signature_of<kernels::matvec_quantized<F, 8, false, 512>>(fmt::format("matvec_quantized<{}, 8>", type));
-}
-
 // Blocks of format F for an [N x K] matrix: random quant bytes, every scale 1/64.
 template <class F>
 std::vector<uint8_t> quantized_weights(int N, int K) {
@@ -317,7 +292,7 @@ int main(int argc, char **argv) {
       Buffer<typename F::Quant::storage> w(device, std::span(reinterpret_cast<const typename F::Quant::storage *>(bytes.data()), bytes.size()));
       std::vector<ArgValue> args = {make_arg(x), make_arg(w), make_arg(out), make_arg(out), make_arg(N), make_arg(K)};
       row(fmt::format("{}x{} {}", N, K, type), "GB/s", [&](Result &r) {
-        auto mv = detail::make_kernel(device, quantized_decode_signature<F>(type), {4, 2});
+        auto mv = detail::make_kernel(device, detail::kernel_signature<kernels::matvec_quantized<F, 8, false, 512>>(), {4, 2});
         r.value = rate(double(bytes.size()) + 4.0 * K + 4.0 * N, timed([&] { detail::launch(*mv, grid(cdiv(N, 8)), args.data(), args.size()); }));
         r.ceiling = copy_gbs;
       });

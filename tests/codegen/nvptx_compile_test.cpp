@@ -26,20 +26,6 @@ codegen::CompiledObject compile(const tools::NamedKernel &k, const std::string &
 
 bool contains(const std::string &text, const char *what) { return text.find(what) != std::string::npos; }
 
-// Triton's tutorial matmul: f16 A [M][K] and B [K][N], f32 accumulation, an f16 C.
-template <int BM, int BN, int BK>
-void matmul_f16_out(Ptr<f16> a, Ptr<f16> b, Ptr<f16> c, Scalar<i32> M, Scalar<i32> N, Scalar<i32> K) {
-  auto row = expand_dims<1>(program_id(0) * BM + arange<BM>());
-  auto col = expand_dims<0>(program_id(1) * BN + arange<BN>());
-  auto rk = arange<BK>();
-  auto acc = for_range(0, K, BK, zeros<f32, BM, BN>(), [&](auto k, auto acc) {
-    auto ka = expand_dims<0>(k + rk);
-    auto kb = expand_dims<1>(k + rk);
-    return dot(load(a + row * K + ka, row < M && ka < K, 0), load(b + kb * N + col, kb < K && col < N, 0), acc);
-  });
-  store(c + row * N + col, cast<f16>(acc), row < M && col < N);
-}
-
 }  // namespace nvptx_test
 
 using namespace nvptx_test;
@@ -104,7 +90,7 @@ TEST_CASE("nvptx: a dot's B given as trans(W[N][K]) is copied as stored ([n][k],
 // a blocked layout for the narrow store (66,048 bytes). The conversion reuses the pipeline's
 // space once the loop is done: 107,520 bytes, where two live-forever allocations took 173,568.
 TEST_CASE("nvptx: shared memory is released when its loop ends: the f16-output matmul at 128 x 128 x 64, 8 warps, 3 stages takes the larger of its pipeline and its epilogue, not the sum") {
-  auto k = tools::named_kernel<matmul_f16_out<128, 128, 64>>("matmul_f16_out", 8);
+  auto k = tools::named_kernel<tiled_matmul<f16, f32, 128, 128, 64, f16>>("matmul_f16_out", 8);
   codegen::CompiledObject obj = compile(k, "sm_90", "aligned", 3);
   CHECK(contains(obj.ptx, "cp.async.cg.shared.global"));
   CHECK(obj.resources.dynamic_shared_bytes == 107520);

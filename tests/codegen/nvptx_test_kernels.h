@@ -1,5 +1,7 @@
 // nvptx_test_kernels.h - kernels that reach the corners of the GPU lowering the examples do not
 #pragma once
+#include <type_traits>
+
 #include <kdsl/kdsl.h>
 
 #include "src/tools/example_kernels.h"
@@ -66,9 +68,10 @@ void dot4_rows(Ptr<u8> w, Ptr<i8> x, Ptr<i32> out) {
 }
 
 // examples/matmul.h over any operand and accumulator type: f16, bf16 and i8 run on tensor
-// cores where the tiles are whole instruction tiles (mma.sync m16n8k16, m16n8k32).
-template <class T, class Acc, int BM, int BN, int BK>
-void tiled_matmul(Ptr<T> a, Ptr<T> b, Ptr<Acc> c, Scalar<i32> M, Scalar<i32> N, Scalar<i32> K) {
+// cores where the tiles are whole instruction tiles (mma.sync m16n8k16, m16n8k32). C is
+// stored as Out (an f16 C: the accumulator converted to a blocked layout for the narrow store).
+template <class T, class Acc, int BM, int BN, int BK, class Out = Acc>
+void tiled_matmul(Ptr<T> a, Ptr<T> b, Ptr<Out> c, Scalar<i32> M, Scalar<i32> N, Scalar<i32> K) {
   auto row = expand_dims<1>(program_id(0) * BM + arange<BM>());
   auto col = expand_dims<0>(program_id(1) * BN + arange<BN>());
   auto rk = arange<BK>();
@@ -79,7 +82,8 @@ void tiled_matmul(Ptr<T> a, Ptr<T> b, Ptr<Acc> c, Scalar<i32> M, Scalar<i32> N, 
     auto tb = load(b + kb * N + col, kb < K && col < N, 0);
     return dot(ta, tb, acc);
   });
-  store(c + row * N + col, acc, row < M && col < N);
+  if constexpr (std::is_same_v<Out, Acc>) store(c + row * N + col, acc, row < M && col < N);
+  else store(c + row * N + col, cast<Out>(acc), row < M && col < N);
 }
 
 // An epilogue on the accumulator: scaled, clamped at zero and stored as f16 (a narrow store:

@@ -53,11 +53,10 @@ void plan_pipelining(const ir::Function &fn, const TargetInfo &target, int num_s
       const MatrixInstruction &mi = target.matrix_instructions[size_t(plan.instruction_of(&dot))];
       for (int operand : {0, 1}) {
         ir::ValueId tile = dot.operands[size_t(operand)];
-        // B as trans(x) of a loaded [N, K] x: x is copied as it is stored, [n][k], which the
-        // [n][k] fragment loads read (lower_mma.cpp), for 16-bit and 8-bit elements alike.
+        // B as trans(x) of a loaded x: x is copied as it is stored, [n][k] (staged_tile.h).
         bool transposed = false;
-        if (const ir::Op *t = d.def[size_t(tile)]; operand == 1 && t && t->kind == OpKind::Trans && fn.type(tile).shape.rank == 2 && d.uses[tile] == 1) {
-          tile = t->operands[0];
+        if (ir::ValueId x = dot_b_source(fn, d.def, tile); operand == 1 && x != tile && d.uses[tile] == 1) {
+          tile = x;
           transposed = true;
         }
         const ir::Op *load = d.def[size_t(tile)];

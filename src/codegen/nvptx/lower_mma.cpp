@@ -35,12 +35,8 @@ void emit_mma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstruction
   if (l.kind != LayoutKind::Mma) internal_error(fmt::format("nvptx: mma dot of '{}' without an mma result layout ({})", g.fn_.name, l.str()));
   int64_t M = ct.shape[0], N = ct.shape[1], K = at.shape[1];
   int eb = dtype_bytes(at.elem);
-  // B given as trans(x), x [N, K] with k contiguous (weights stored by output row, K^T in
-  // attention): x is staged as it is, [n][k], and read by the [n][k] fragment loads, for
-  // 16-bit elements as for 8-bit; the transpose is never materialized (no shared-memory round
-  // trip through a copy of x), and plan_pipelining may copy x with cp.async.
-  ir::ValueId b_src = b;
-  if (const ir::Op *t = g.def_[size_t(b)]; t && t->kind == OpKind::Trans && g.fn_.type(b).shape.rank == 2) b_src = t->operands[0];
+  // B as trans(x): x staged as stored, [n][k] (staged_tile.h), perhaps copied by cp.async.
+  ir::ValueId b_src = gpu::dot_b_source(g.fn_, g.def_, b);
   bool b_as_stored = b_src == b && mma_b_transposed_load(mi);  // [k][n], else [n][k]
 
   std::vector<llvm::Value *> acc = g.regs_as(op.operands[2], v);
