@@ -121,8 +121,7 @@ void Library::rope(float *q, float *k, int rows, int n_heads, int n_kv_heads, in
   with_block<8, 128>("rope", "head_dim / 2", head_dim / 2, [&]<int H>() {
     if (gpu) {  // a program per head (rope_heads says why)
       auto heads = [&]<bool NEOX>() {
-        im.kernel<kernels::rope_heads<H, NEOX>>()(grid(rows, n_heads), q, inv_freq, n_heads, head_dim, pos0, magnitude);
-        im.kernel<kernels::rope_heads<H, NEOX>>()(grid(rows, n_kv_heads), k, inv_freq, n_kv_heads, head_dim, pos0, magnitude);
+        im.kernel<kernels::rope_heads<H, NEOX>>()(grid(rows, n_heads + n_kv_heads), q, k, inv_freq, n_heads, n_kv_heads, head_dim, pos0, magnitude);
       };
       if (neox) heads.template operator()<true>();
       else heads.template operator()<false>();

@@ -64,14 +64,18 @@ void rope_at(Ptr<f32> q, Ptr<f32> k, Ptr<const f32> inv_freq, Ptr<const i32> pos
   rotate_token<HALF, NEOX>(q, k, inv_freq, n_heads, n_kv_heads, head_dim, r, load(positions + r), magnitude);
 }
 
-// One program per (token r, head): a GPU's form of rope, for q and k in a launch each. rope's
-// serial loop over a token's heads leaves a GPU one program per token (one multiprocessor in
-// decode); here every head is a program of its own and the angles are recomputed per head.
+// One program per (token r, head h): a GPU's form of rope, q's heads (h < n_heads) and k's
+// (the rest) in one launch. rope's serial loop over a token's heads leaves a GPU one program
+// per token (one multiprocessor in decode); here every head is a program of its own and the
+// angles are recomputed per head.
 template <int HALF, bool NEOX>
-void rope_heads(Ptr<f32> x, Ptr<const f32> inv_freq, Scalar<i32> heads, Scalar<i32> head_dim, Dynamic<i32> pos0, Scalar<f32> magnitude) {
+void rope_heads(Ptr<f32> q, Ptr<f32> k, Ptr<const f32> inv_freq, Scalar<i32> n_heads, Scalar<i32> n_kv_heads, Scalar<i32> head_dim,
+                Dynamic<i32> pos0, Scalar<f32> magnitude) {
   auto r = program_id(0);
+  auto h = program_id(1);
   auto angles = rope_angles<HALF, NEOX>(inv_freq, head_dim, pos0 + r, magnitude);
-  rotate_head<HALF>(x + (r * heads + program_id(1)) * head_dim, angles);
+  if_(h < n_heads, [&] { rotate_head<HALF>(q + (r * n_heads + h) * head_dim, angles); });
+  if_(h >= n_heads, [&] { rotate_head<HALF>(k + (r * n_kv_heads + h - n_heads) * head_dim, angles); });
 }
 
 }  // namespace kdsl::kernels

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include <kdsl/error.h>
@@ -32,9 +33,32 @@ int default_context(const ModelHParams &h, const Device &device, kernels::KvType
 
 // Where a recording that stands in for a GPU puts every weight: an address aligned as a fresh
 // upload's (cuMemAlloc's 256 bytes), so its launches classify as a GPU's do; nothing reads it.
+// A group placed together (below) takes offsets from it, never dereferenced.
 alignas(256) const uint8_t kUploadStandIn[256] = {};
 
 bool records_only(const EngineOptions &o) { return o.recorder && !o.recorder->launches(); }
+
+// The weights a GPU upload places back to back, so that decode multiplies one vector by all of
+// them in one launch (Engine::layer): q, k and v (and their biases); gate and up.
+std::vector<std::vector<Weight *>> placed_together(LayerWeights &l) {
+  std::vector<std::vector<Weight *>> groups = {{&l.wq, &l.wk, &l.wv}, {&l.w_gate, &l.w_up}};
+  if (l.bq) groups.push_back({&l.bq, &l.bk, &l.bv});
+  return groups;
+}
+
+// Each weight's offset in one allocation holding `group` back to back, or nothing where they
+// cannot share one: a weight missing or of another type, or one that would not start
+// 256-byte aligned, as its own upload would.
+std::optional<std::vector<int64_t>> stacked_offsets(const std::vector<Weight *> &group) {
+  std::vector<int64_t> offsets;
+  int64_t total = 0;
+  for (const Weight *w : group) {
+    if (!*w || w->type != group.front()->type || total % 256 != 0) return std::nullopt;
+    offsets.push_back(total);
+    total += w->bytes();
+  }
+  return offsets;
+}
 
 // The model's views on the CPU; on a GPU, each tensor uploaded once and viewed there.
 DeviceWeights place_weights(const ModelWeights &model, const Device &device, const EngineOptions &options) {
@@ -42,11 +66,16 @@ DeviceWeights place_weights(const ModelWeights &model, const Device &device, con
   d.token_embd = model.token_embd, d.output_norm = model.output_norm, d.output = model.output;
   d.layers = model.layers;
   if (records_only(options) && options.recorder->stand_in().gpu) {
+    const auto stand_in = reinterpret_cast<uintptr_t>(kUploadStandIn);
     for (Weight *w : {&d.token_embd, &d.output_norm, &d.output})
       if (*w) w->data = kUploadStandIn;
-    for (LayerWeights &l : d.layers)
+    for (LayerWeights &l : d.layers) {
       for (Weight *w : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down})
         if (*w) w->data = kUploadStandIn;
+      for (const std::vector<Weight *> &group : placed_together(l))
+        if (auto offsets = stacked_offsets(group))
+          for (size_t i = 0; i < group.size(); ++i) group[i]->data = reinterpret_cast<const void *>(stand_in + uintptr_t((*offsets)[i]));
+    }
     return d;
   }
   if (device.memory_space() == MemorySpace::Host) return d;
@@ -63,10 +92,33 @@ DeviceWeights place_weights(const ModelWeights &model, const Device &device, con
     w.data = b.data();
   };
   place(d.token_embd), place(d.output_norm), place(d.output);
-  for (LayerWeights &l : d.layers)
+  for (LayerWeights &l : d.layers) {
+    std::vector<const Weight *> stacked;
+    for (const std::vector<Weight *> &group : placed_together(l)) {
+      std::optional<std::vector<int64_t>> offsets = stacked_offsets(group);
+      if (!offsets) continue;  // placed one by one below
+      const int64_t total = offsets->back() + group.back()->bytes();
+      Buffer<uint8_t> &b = d.uploads.emplace_back(device, size_t(total));
+      for (size_t i = 0; i < group.size(); ++i) {
+        uint8_t *at = b.data() + (*offsets)[i];
+        kdsl::detail::device_copy_from_host(device, at, group[i]->data, size_t(group[i]->bytes()));
+        group[i]->data = at;
+        stacked.push_back(group[i]);
+      }
+      d.uploaded_bytes += total;
+    }
+    // The rest, and the groups that could not share an allocation.
     for (Weight *w : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down})
-      place(*w);
+      if (std::find(stacked.begin(), stacked.end(), w) == stacked.end()) place(*w);
+  }
   return d;
+}
+
+// Whether b lies right after a in memory, of the same type, so that the two read as one
+// weight: a matrix of a's rows then b's (same columns), or one vector (biases).
+bool back_to_back(const Weight &a, const Weight &b) {
+  const bool stackable = a.cols == b.cols || (a.rows == 1 && b.rows == 1);
+  return a && b && a.type == b.type && stackable && static_cast<const uint8_t *>(a.data) + a.bytes() == b.data;
 }
 
 // The KV cache's bytes for `context` tokens, whole pages, both K and V, every layer; as int64,
@@ -138,6 +190,8 @@ Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions op
   proj_ = Buffer<float>(device, b * size_t(dim_));
   gate_ = Buffer<float>(device, b * size_t(ff_));
   up_ = Buffer<float>(device, b * size_t(ff_));
+  qkv_ = Buffer<float>(device, size_t(q_dim_ + 2 * kv_dim_));
+  gate_up_ = Buffer<float>(device, 2 * size_t(ff_));
   logits_ = Buffer<float>(device, size_t(options.max_logit_rows) * size_t(vocab_));
   if (logits_.on_device()) logits_host_.resize(logits_.size());
   ids_ = Buffer<int32_t>(device, b);
@@ -273,34 +327,51 @@ void Engine::layer(int l, int n, int pos, bool tree) {
   int hd = int(h.head_dim), heads = int(h.n_head), kv_heads = int(h.n_head_kv);
   auto bias = [](const Weight &b) { return b ? b.f32() : nullptr; };
 
+  // Decode multiplies one row by q, k and v (and by gate and up) in one product where their
+  // weights lie back to back (on a GPU always: place_weights puts them so): fewer launches,
+  // and the small k and v products no longer leave most of a GPU idle. The rows of a larger
+  // batch stay in separate outputs, as the kernels after the products read them.
   for (TensorName t : {TensorName::AttnQ, TensorName::AttnK, TensorName::AttnV}) show_input(t, l, xb_, 0, n, dim_);
-  kernels_.matmul(xb_.data(), w.wq.data, w.wq.type, bias(w.bq), q_.data(), n, q_dim_, dim_);
-  kernels_.matmul(xb_.data(), w.wk.data, w.wk.type, bias(w.bk), k_.data(), n, kv_dim_, dim_);
-  kernels_.matmul(xb_.data(), w.wv.data, w.wv.type, bias(w.bv), v_.data(), n, kv_dim_, dim_);
-  if (w.q_norm) kernels_.rmsnorm(q_.data(), w.q_norm.f32(), q_.data(), n * heads, hd, h.rms_eps);
-  if (w.k_norm) kernels_.rmsnorm(k_.data(), w.k_norm.f32(), k_.data(), n * kv_heads, hd, h.rms_eps);
+  float *q = q_.data(), *k = k_.data(), *v = v_.data();
+  const bool qkv_biases = !w.bq && !w.bk && !w.bv ? true : back_to_back(w.bq, w.bk) && back_to_back(w.bk, w.bv);
+  if (n == 1 && back_to_back(w.wq, w.wk) && back_to_back(w.wk, w.wv) && qkv_biases) {
+    q = qkv_.data(), k = q + q_dim_, v = k + kv_dim_;
+    kernels_.matmul(xb_.data(), w.wq.data, w.wq.type, bias(w.bq), q, 1, q_dim_ + 2 * kv_dim_, dim_);
+  } else {
+    kernels_.matmul(xb_.data(), w.wq.data, w.wq.type, bias(w.bq), q, n, q_dim_, dim_);
+    kernels_.matmul(xb_.data(), w.wk.data, w.wk.type, bias(w.bk), k, n, kv_dim_, dim_);
+    kernels_.matmul(xb_.data(), w.wv.data, w.wv.type, bias(w.bv), v, n, kv_dim_, dim_);
+  }
+  if (w.q_norm) kernels_.rmsnorm(q, w.q_norm.f32(), q, n * heads, hd, h.rms_eps);
+  if (w.k_norm) kernels_.rmsnorm(k, w.k_norm.f32(), k, n * kv_heads, hd, h.rms_eps);
   const float *divisors = model_.rope_freq_divisors.empty() ? nullptr : model_.rope_freq_divisors.data();
   if (tree)
-    kernels_.rope_at(q_.data(), k_.data(), n, heads, kv_heads, hd, tree_positions_.data(), h.rope_freq_base, h.rope_type == RopeType::Neox, divisors,
+    kernels_.rope_at(q, k, n, heads, kv_heads, hd, tree_positions_.data(), h.rope_freq_base, h.rope_type == RopeType::Neox, divisors,
                      model_.rope_magnitude);
   else
-    kernels_.rope(q_.data(), k_.data(), n, heads, kv_heads, hd, pos, h.rope_freq_base, h.rope_type == RopeType::Neox, divisors, model_.rope_magnitude);
-  kernels_.kv_append(k_.data(), v_.data(), k_pages_[size_t(l)].data(), v_pages_[size_t(l)].data(), block_table_.data(), pos, n, kv_heads, hd,
+    kernels_.rope(q, k, n, heads, kv_heads, hd, pos, h.rope_freq_base, h.rope_type == RopeType::Neox, divisors, model_.rope_magnitude);
+  kernels_.kv_append(k, v, k_pages_[size_t(l)].data(), v_pages_[size_t(l)].data(), block_table_.data(), pos, n, kv_heads, hd,
                      options_.page_size, options_.kv_types);
   if (tree)
-    kernels_.attention_tree(q_.data(), k_pages_[size_t(l)].data(), v_pages_[size_t(l)].data(), block_table_.data(), tree_ancestors_.data(), att_.data(),
+    kernels_.attention_tree(q, k_pages_[size_t(l)].data(), v_pages_[size_t(l)].data(), block_table_.data(), tree_ancestors_.data(), att_.data(),
                             n, pos, heads, kv_heads, hd, options_.page_size, 1.0f / std::sqrt(float(hd)), options_.kv_types);
   else
-    kernels_.attention(q_.data(), k_pages_[size_t(l)].data(), v_pages_[size_t(l)].data(), block_table_.data(), att_.data(), n, pos, heads, kv_heads, hd,
+    kernels_.attention(q, k_pages_[size_t(l)].data(), v_pages_[size_t(l)].data(), block_table_.data(), att_.data(), n, pos, heads, kv_heads, hd,
                        options_.page_size, 1.0f / std::sqrt(float(hd)), options_.kv_types);
   show_input(TensorName::AttnOutput, l, att_, 0, n, q_dim_);
   kernels_.matmul(att_.data(), w.wo.data, w.wo.type, nullptr, proj_.data(), n, dim_, q_dim_);
   kernels_.add_rmsnorm(x_.data(), proj_.data(), w.ffn_norm.f32(), xb_.data(), n, dim_, h.rms_eps);
 
   for (TensorName t : {TensorName::FfnGate, TensorName::FfnUp}) show_input(t, l, xb_, 0, n, dim_);
-  kernels_.matmul(xb_.data(), w.w_gate.data, w.w_gate.type, nullptr, gate_.data(), n, ff_, dim_);
-  kernels_.matmul(xb_.data(), w.w_up.data, w.w_up.type, nullptr, up_.data(), n, ff_, dim_);
-  kernels_.swiglu(gate_.data(), up_.data(), gate_.data(), int64_t(n) * ff_);
+  if (n == 1 && back_to_back(w.w_gate, w.w_up)) {
+    float *gate_up = gate_up_.data();
+    kernels_.matmul(xb_.data(), w.w_gate.data, w.w_gate.type, nullptr, gate_up, 1, 2 * ff_, dim_);
+    kernels_.swiglu(gate_up, gate_up + ff_, gate_.data(), ff_);
+  } else {
+    kernels_.matmul(xb_.data(), w.w_gate.data, w.w_gate.type, nullptr, gate_.data(), n, ff_, dim_);
+    kernels_.matmul(xb_.data(), w.w_up.data, w.w_up.type, nullptr, up_.data(), n, ff_, dim_);
+    kernels_.swiglu(gate_.data(), up_.data(), gate_.data(), int64_t(n) * ff_);
+  }
   show_input(TensorName::FfnDown, l, gate_, 0, n, ff_);
   kernels_.matmul(gate_.data(), w.w_down.data, w.w_down.type, nullptr, proj_.data(), n, dim_, ff_);
   bool last = l + 1 == int(weights_.layers.size());

@@ -84,6 +84,8 @@ class Engine {
   const Device &device() const { return device_; }
   // Bytes of weights copied to the device (0 on the CPU, which reads the model in place).
   int64_t uploaded_bytes() const { return weights_.uploaded_bytes; }
+  // The weights as the kernels read them (on a GPU: where the upload placed them).
+  const DeviceWeights &weights() const { return weights_; }
   kernels::Library &kernels() { return kernels_; }
   // From now on, every weight product's input is shown to `observer` (null: none) before the
   // product runs (an importance matrix's collection; matmul_observer.h). On a GPU each input
@@ -107,6 +109,7 @@ class Engine {
   int dim_ = 0, q_dim_ = 0, kv_dim_ = 0, ff_ = 0, vocab_ = 0;
   // Activations in device memory, sized for max_batch rows; logits for max_logit_rows.
   Buffer<float> x_, xb_, q_, k_, v_, att_, proj_, gate_, up_, logits_;
+  Buffer<float> qkv_, gate_up_;  // one row's fused products (decode): q | k | v, gate | up
   Buffer<int32_t> ids_;
   std::vector<int32_t> ids_host_;
   std::vector<float> logits_host_;  // GPU only: the logits, copied back

@@ -12,8 +12,11 @@ void set_launch_profile_enabled(bool on);  // for tests
 
 // Adds one launch of `kernel` that took `us` microseconds: wall time for a host launch (it is
 // synchronous: from the call to the return of its last program), CUDA events around a GPU
-// launch, which is then waited for.
+// launch, which runs as it would unprofiled (its time is read at the next wait).
 void record_launch(std::string_view kernel, double us);
+// The row of a GPU's idle time between one launch's end and the next one's start, waits for
+// the host included (what a CUDA graph or fewer launches would save).
+inline constexpr std::string_view kIdleBetweenLaunches = "(device idle between launches)";
 
 // The launches recorded so far as a table, largest total time first (empty if none), and
 // forgets them. What is left at exit is printed to stderr.

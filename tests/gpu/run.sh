@@ -2,7 +2,9 @@
 # run.sh - the GPU check, for a machine with an NVIDIA GPU that is lent for minutes: every section in its own process
 # under its own time limit inside one budget, every result written to $OUT as it comes, one table at the end.
 #
-# Usage: OUT=gpu-out BUDGET=360 tests/gpu/run.sh
+# Usage: OUT=gpu-out BUDGET=360 [ONLY="bench-cuda bench-engine-llama3-8b"] tests/gpu/run.sh
+#   ONLY: the sections to run (names as below), the others recorded as skipped: a later run of a session spends its
+#   device time on what changed.
 #   Binaries come from gpu-bundle/kdsl-gpu-bundle.tar.xz (tests/gpu/make-bundle.sh, run where kdsl builds); only
 #   without a bundle does it build (cmake + ninja, which needs LLVM 19, fmt, CLI11, doctest, xxhash).
 #   CUDA is found here: $KDSL_LIBCUDA or libcuda.so.1 (ldconfig, the usual driver folders), NVRTC, ptxas and
@@ -164,6 +166,7 @@ run_section() {
   local name=$1 limit=$2 kind=$3
   shift 3
   if [ -n "$NO_GPU_REASON" ]; then record "$name" skipped "$NO_GPU_REASON" 0; return; fi
+  if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then record "$name" skipped "not in ONLY ($ONLY)" 0; return; fi
   local left=$(($(remaining) - RESERVE))
   if [ "$left" -lt 10 ]; then record "$name" skipped "budget spent (BUDGET=$BUDGET s)" 0; return; fi
   [ "$limit" -gt "$left" ] && limit=$left

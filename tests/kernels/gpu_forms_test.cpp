@@ -125,11 +125,17 @@ TEST_CASE("kernels: rope_heads (a GPU's rope, a program per head) rotates q and 
         kdsl::compile<kernels::rope<32, NEOX>>(kdsl_test::cpu())(grid(rows), q_want.data(), k_want.data(), inv_freq.data(), n_heads, n_kv_heads,
                                                                    head_dim, pos0, 1.0f);
         auto heads = kdsl::compile<kernels::rope_heads<32, NEOX>>(kdsl_test::cpu());
-        heads(grid(rows, n_heads), q_got.data(), inv_freq.data(), n_heads, head_dim, pos0, 1.0f);
-        heads(grid(rows, n_kv_heads), k_got.data(), inv_freq.data(), n_kv_heads, head_dim, pos0, 1.0f);
-        std::vector<Arg> args{emulator_test::array(q), emulator_test::array(inv_freq), emulator_test::value(int32_t(n_heads)),
-                              emulator_test::value(int32_t(head_dim)), emulator_test::value(int32_t(pos0)), emulator_test::value(1.0f)};
-        CHECK(emulator_test::compare(tools::named_kernel<kernels::rope_heads<32, NEOX>>("rope_heads", 4), grid(rows, n_heads), args, flavour) <= 1e-5);
+        heads(grid(rows, n_heads + n_kv_heads), q_got.data(), k_got.data(), inv_freq.data(), n_heads, n_kv_heads, head_dim, pos0, 1.0f);
+        std::vector<Arg> args{emulator_test::array(q),
+                              emulator_test::array(k),
+                              emulator_test::array(inv_freq),
+                              emulator_test::value(int32_t(n_heads)),
+                              emulator_test::value(int32_t(n_kv_heads)),
+                              emulator_test::value(int32_t(head_dim)),
+                              emulator_test::value(int32_t(pos0)),
+                              emulator_test::value(1.0f)};
+        CHECK(emulator_test::compare(tools::named_kernel<kernels::rope_heads<32, NEOX>>("rope_heads", 4), grid(rows, n_heads + n_kv_heads), args,
+                                     flavour) <= 1e-5);
       };
       if (neox) check.template operator()<true>();
       else check.template operator()<false>();

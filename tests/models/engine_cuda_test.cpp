@@ -65,6 +65,14 @@ TEST_CASE("engine on a CUDA device: weights uploaded once, then per token one id
   int64_t weights = model.bytes_per_token() + model.token_embd.bytes();
   CHECK(engine.uploaded_bytes() == weights);
   CHECK(fake.count.htod_bytes() - htod_before >= weights);
+  // q, k and v, and gate and up, lie back to back, so that decode reads each group in one product.
+  for (const LayerWeights &l : engine.weights().layers) {
+    auto end = [](const Weight &w) { return static_cast<const uint8_t *>(w.data) + w.bytes(); };
+    CHECK(end(l.wq) == l.wk.data);
+    CHECK(end(l.wk) == l.wv.data);
+    CHECK(end(l.w_gate) == l.w_up.data);
+    CHECK(reinterpret_cast<uintptr_t>(l.wq.data) % 256 == 0);
+  }
 
   std::vector<int> prompt = {1, 5, 9, 13, 17};
   int launches = fake.count.launches();
@@ -84,7 +92,9 @@ TEST_CASE("engine on a CUDA device: weights uploaded once, then per token one id
   CHECK(fake.count.dtoh_bytes() - dtoh == steps * int64_t(sizeof(float)) * model.hparams.n_vocab);  // the logits
   const int per_step = (fake.count.launches() - launches) / steps;
   CHECK((fake.count.launches() - launches) % steps == 0);
-  CHECK(per_step >= int(model.layers.size()) * 10);  // matrix products, norms, rope, KV append, attention, swiglu per layer
+  // Per layer: the qkv product, rope, KV append, attention, the output product, two norms, the
+  // gate-and-up product, swiglu, the down product.
+  CHECK(per_step >= int(model.layers.size()) * 9);
   MESSAGE("per decode step: ", per_step, " launches for ", model.layers.size(), " layers");
 
   // A speculative check of the last token and 3 drafts: 4 ids in, 4 rows of logits out, no allocation.

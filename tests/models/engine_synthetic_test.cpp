@@ -123,6 +123,13 @@ TEST_CASE("engine vs float64 reference: YaRN RoPE scaling blends frequencies and
 TEST_CASE("engine vs float64 reference: llama with grouped-query attention") {
   SynthConfig c = synth_preset("tiny");  // 4 heads sharing 2 KV heads
   check_against_reference(c, "ref-llama.gguf");
+  // kdsl-synth writes q, k, v and gate, up back to back, so decode here runs the fused products
+  // a GPU upload arranges for every model (Engine::layer); llama2.c files cover the separate ones.
+  ModelWeights model = load_model_weights(test::scratch_path("ref-llama.gguf"));
+  auto end = [](const Weight &w) { return static_cast<const uint8_t *>(w.data) + w.bytes(); };
+  CHECK(end(model.layers[0].wq) == model.layers[0].wk.data);
+  CHECK(end(model.layers[0].wk) == model.layers[0].wv.data);
+  CHECK(end(model.layers[0].w_gate) == model.layers[0].w_up.data);
 }
 
 TEST_CASE("engine vs float64 reference: llama with f16 and bf16 weights") {

@@ -24,6 +24,7 @@
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/cuda_toolchain.h"
 #include "runtime/cuda/nvrtc.h"
+#include "runtime/launch_profile.h"
 #include "tests/fake_libraries.h"
 #include "tests/scratch_cache.h"
 #include "tests/test_util.h"
@@ -374,6 +375,27 @@ TEST_CASE("fake driver: a refused launch names kernel, grid, block and shared me
                    " (grid (5, 1, 1), block (256, 1, 1), 0 bytes of dynamic shared memory)") != std::string::npos);
   CHECK(fault.find("rerun with CUDA_LAUNCH_BLOCKING=1") != std::string::npos);
   gpu.synchronize();  // the fake's fault was once
+}
+
+TEST_CASE("fake driver: KDSL_PROFILE times GPU launches without waiting for each, read at the next wait with the idle time between them") {
+  ScratchCache cache("fake_cuda_cache");
+  Device gpu = fake_gpu();
+  const int n = 5000;
+  Buffer<float> x(gpu, n), y(gpu, n), out(gpu, n);
+  declare_params({8, 8, 8, 8, 8});
+  auto k = compile<axpy<1024>>(gpu, {.num_warps = 8});
+  (void)detail::take_launch_profile();
+  detail::set_launch_profile_enabled(true);
+  for (int i = 0; i < 3; ++i) k(grid(cdiv(n, 1024)), x, y, out, 2.5f, n);
+  CHECK(detail::take_launch_profile().empty());  // nothing read before a wait
+  std::vector<float> host(n);
+  out.copy_to_host(host);
+  detail::set_launch_profile_enabled(false);
+  const std::string table = detail::take_launch_profile();
+  CHECK(table.find(fmt::format("{:>10}", 3) + " ") != std::string::npos);
+  CHECK(table.find(decltype(k)::name()) != std::string::npos);
+  CHECK(table.find(fmt::format("{:>10}", 2) + " ") != std::string::npos);  // two gaps between three launches
+  CHECK(table.find(detail::kIdleBetweenLaunches) != std::string::npos);
 }
 
 TEST_CASE("fake driver: a GPU newer than sm_90 (compute capability 10.0) gets PTX, cached apart from sm_90's cubins") {

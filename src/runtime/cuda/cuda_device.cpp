@@ -44,8 +44,6 @@ CudaDevice::CudaDevice(int ordinal, const cuda::Driver &driver) : drv_(driver), 
   drv_.check(drv_.cuStreamCreate(&stream_, 0), "cuStreamCreate");
   drv_.check(drv_.cuEventCreate(&start_, 0), "cuEventCreate");
   drv_.check(drv_.cuEventCreate(&stop_, 0), "cuEventCreate");
-  drv_.check(drv_.cuEventCreate(&profile_start_, 0), "cuEventCreate");
-  drv_.check(drv_.cuEventCreate(&profile_stop_, 0), "cuEventCreate");
 }
 
 std::string CudaDevice::context_key() const { return fmt::format("cuda:{}@{}", ordinal_, static_cast<const void *>(context_)); }
@@ -89,6 +87,7 @@ void CudaDevice::copy_to_device(cuda::CUdeviceptr dst, const void *src, size_t b
 void CudaDevice::copy_to_host(void *dst, cuda::CUdeviceptr src, size_t bytes) {
   make_current();
   check(drv_.cuMemcpyDtoH(dst, src, bytes), "cuMemcpyDtoH");
+  if (!profiled_.empty()) read_profile();
 }
 void CudaDevice::zero(cuda::CUdeviceptr dst, size_t bytes) {
   make_current();
@@ -166,13 +165,19 @@ void CudaDevice::launch(const CudaFunction &f, const int32_t grid[3], const uint
 void CudaDevice::launch(const CudaFunction &f, const unsigned grid[3], const unsigned block[3], int shared_bytes, void **params) {
   if (uint64_t(grid[0]) * grid[1] * grid[2] == 0) return;
   make_current();
-  // KDSL_PROFILE: each launch is timed on the device with events and waited for, so the table
-  // gives the kernels' own times (and the run is slower than an unprofiled one).
+  // KDSL_PROFILE: each launch is bracketed by events and left to run as it would unprofiled,
+  // so the table shows the kernels' own times and, apart, the device's idle time between them
+  // (what launching costs where the host does not keep ahead of the device).
   const bool profiling = launch_profile_enabled();
-  if (profiling) check(drv_.cuEventRecord(profile_start_, stream_), "cuEventRecord");
+  cuda::CUevent start = nullptr;
+  if (profiling) {
+    start = take_event();
+    check(drv_.cuEventRecord(start, stream_), "cuEventRecord");
+  }
   cuda::CUresult r =
       drv_.cuLaunchKernel(f.function, grid[0], grid[1], grid[2], block[0], block[1], block[2], unsigned(shared_bytes), stream_, params, nullptr);
   if (r != 0) {
+    if (start) spare_events_.push_back(start);
     std::string why;
     try {
       drv_.check(r, "cuLaunchKernel");
@@ -183,11 +188,11 @@ void CudaDevice::launch(const CudaFunction &f, const unsigned grid[3], const uns
                             name_, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes, why, last_launch_note()));
   }
   if (profiling) {
-    check(drv_.cuEventRecord(profile_stop_, stream_), "cuEventRecord");
-    check(drv_.cuEventSynchronize(profile_stop_), "cuEventSynchronize");
-    float ms = 0;
-    check(drv_.cuEventElapsedTime(&ms, profile_start_, profile_stop_), "cuEventElapsedTime");
-    record_launch(f.name, 1000.0 * ms);
+    cuda::CUevent stop = take_event();
+    check(drv_.cuEventRecord(stop, stream_), "cuEventRecord");
+    profiled_.push_back({f.name, start, stop});
+    constexpr size_t kProfileBatch = 4096;  // events held before a batch is read (a full one waits)
+    if (profiled_.size() >= kProfileBatch) read_profile();
   }
   std::lock_guard lock(last_mutex_);
   last_.name.assign(f.name);  // reuses its capacity: no allocation per launch
@@ -206,6 +211,36 @@ size_t CudaDevice::free_memory() {
 void CudaDevice::synchronize() {
   make_current();
   check(drv_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  if (!profiled_.empty()) read_profile();
+}
+
+cuda::CUevent CudaDevice::take_event() {
+  cuda::CUevent e = nullptr;
+  if (!spare_events_.empty()) {
+    e = spare_events_.back();
+    spare_events_.pop_back();
+  } else {
+    check(drv_.cuEventCreate(&e, 0), "cuEventCreate");
+  }
+  return e;
+}
+
+void CudaDevice::read_profile() {
+  std::vector<ProfiledLaunch> batch;
+  batch.swap(profiled_);  // emptied first: a failure below must not read the batch again
+  for (ProfiledLaunch &p : batch) spare_events_.push_back(p.start), spare_events_.push_back(p.stop);
+  check(drv_.cuEventSynchronize(batch.back().stop), "cuEventSynchronize");
+  auto elapsed_us = [&](cuda::CUevent from, cuda::CUevent to) {
+    float ms = 0;
+    check(drv_.cuEventElapsedTime(&ms, from, to), "cuEventElapsedTime");
+    return 1000.0 * double(ms);
+  };
+  for (size_t i = 0; i < batch.size(); ++i) {
+    record_launch(batch[i].name, elapsed_us(batch[i].start, batch[i].stop));
+    if (i > 0) record_launch(kIdleBetweenLaunches, elapsed_us(batch[i - 1].stop, batch[i].start));
+  }
+  profiled_.swap(batch);  // keeps the vector's capacity for the next batch
+  profiled_.clear();
 }
 
 void CudaDevice::begin_timing() {

@@ -114,6 +114,10 @@ class CudaDevice final : public Backend {
   void check(cuda::CUresult result, const char *call) const;
   // "; the last kernel launched on ... was ..." or "" before the first launch.
   std::string last_launch_note() const;
+  cuda::CUevent take_event();
+  // Waits for the profiled launches (at a point that waits anyway: a copy back, synchronize, or
+  // a full batch), records each one's time and the device's idle time between them.
+  void read_profile();
 
   // The last launch, kept as fields (formatted only for an error: launches are hot).
   struct LastLaunch {
@@ -129,7 +133,13 @@ class CudaDevice final : public Backend {
   cuda::CUcontext context_ = nullptr;
   cuda::CUstream stream_ = nullptr;
   cuda::CUevent start_ = nullptr, stop_ = nullptr;
-  cuda::CUevent profile_start_ = nullptr, profile_stop_ = nullptr;  // KDSL_PROFILE's, apart from time_ms's
+  // KDSL_PROFILE: each launch between two events of its own, read back in batches (read_profile).
+  struct ProfiledLaunch {
+    std::string name;  // a copy: the function may be unloaded before the batch is read
+    cuda::CUevent start, stop;
+  };
+  std::vector<ProfiledLaunch> profiled_;
+  std::vector<cuda::CUevent> spare_events_;
   std::string name_;
   bool embeds_ptx_ = false;
   codegen::TargetDesc target_;
