@@ -61,6 +61,16 @@ class Library {
   // at most the sum over values of (d_x / 2) * |w| (the activations' rounding), plus f32
   // rounding; elsewhere the weights are dequantized to f32.
   void matmul(const float *x, const void *w, WeightType wtype, const float *bias, float *out, int rows, int N, int K);
+  // A GPU's decode product (one row of x) with a step around it in the same launch: either
+  // the RMSNorm before it, out[n] = W[n,:] . rmsnorm(x) (+ bias[n]) with
+  // rmsnorm(x) = x * rsqrt(mean(x^2) + eps) * norm_w (norm_w non-null; add false), or the
+  // residual add after it, out[n] += W[n,:] . x (add true; norm_w and bias null). Where
+  // fuses_norm_and_add(wtype) is false (the CPU, whose decode kernels are its own; the formats
+  // without a wide GPU kernel: Q4_1, Q5_0, Q5_1 and the k-quants) it is a user error naming
+  // the type: callers take rmsnorm, matmul and add_rmsnorm there. out may not alias x.
+  void matvec_fused(const float *x, const float *norm_w, float eps, const void *w, WeightType wtype, const float *bias, float *out, bool add, int N,
+                    int K);
+  bool fuses_norm_and_add(WeightType wtype) const;
   // The most rows of x the quantized matmul above takes through integer dot products on the
   // CPU; products of more rows, and every product with 0, dequantize the weights to f32 as on a
   // GPU: for the tests of that path and for benchmarks that compare the two. The default,
@@ -68,6 +78,10 @@ class Library {
   // default_int_dot_rows: 16 rows at most without VNNI).
   static constexpr int kDefaultIntegerDotRows = -1;
   void set_integer_dot_rows(int max_rows);
+  // Whether a CPU Library dispatches as a GPU's does (the kernels a GPU takes, its fused decode
+  // products: matvec_fused), run on the CPU: the engine's GPU path checked against the
+  // reference where no GPU is (tests). Off by default; a GPU's Library always does.
+  void set_gpu_forms(bool on);
   // Rotary embedding in place. q: [rows][n_heads][head_dim], k: [rows][n_kv_heads][head_dim];
   // token r is at position pos0 + r; freq_i = theta^(-2i/head_dim) (computed in double, the
   // angle pos * freq_i in f32); neox = false rotates pairs (2i, 2i+1) (llama2.c, GGUF llama),

@@ -9,8 +9,9 @@ namespace kdsl::kernels::detail {
 // kernels, not the CPU-only ones: the integer-dot kernels are chosen on the CPU alone (dot4
 // lowers to dp4a and v_dot4 on GPUs and is checked there on the emulator, but no GPU has
 // yet measured them against the f32 path).
+// Library::set_gpu_forms has a CPU Library take a GPU's kernels too (its engine tests).
 inline bool dispatches_for_cpu(const Library::Impl &im) {
-  const bool stands_for_gpu = im.recorder && im.recorder->stand_in().gpu;
+  const bool stands_for_gpu = (im.recorder && im.recorder->stand_in().gpu) || im.gpu_forms;
   return !stands_for_gpu && im.device.kind() == Device::Kind::Cpu;
 }
 

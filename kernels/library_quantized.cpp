@@ -3,11 +3,14 @@
 
 #include "kernels/decoded_formats.h"
 #include "kernels/embedding_quantized.h"
+#include "kernels/library_device.h"
+#include "kernels/library_gpu_decode.h"
 #include "kernels/library_impl.h"
 #include "kernels/library_int_dot.h"
 #include "kernels/matmul_quantized.h"
 #include "kernels/matvec_kquant.h"
 #include "kernels/matvec_quantized.h"
+#include "kernels/matvec_quantized_wide.h"
 #include "kernels/row_chunks.h"
 
 namespace kdsl::kernels {
@@ -47,6 +50,13 @@ void run_matmul(Library::Impl &im, const float *x, const void *w, const float *b
   // Without a bias the kernels get `out` for it, unread.
   const float *b = bias ? bias : out;
   auto decode = [&](const float *xr, float *outr) {
+    if (!detail::dispatches_for_cpu(im)) {
+      using detail::kGpuQuantBlocks, detail::kGpuQuantRows;
+      auto g = grid(cdiv(N, kGpuQuantRows));
+      if (bias) im.kernel<matvec_quantized_wide<F, kGpuQuantRows, kGpuQuantBlocks, true>>()(g, xr, wq, b, outr, N, K);
+      else im.kernel<matvec_quantized_wide<F, kGpuQuantRows, kGpuQuantBlocks, false>>()(g, xr, wq, b, outr, N, K);
+      return;
+    }
     auto g = grid(cdiv(N, kMatvecRows));
     if (bias) im.kernel<matvec_quantized<F, kMatvecRows, true, kPrefetchBytes>>()(g, xr, wq, b, outr, N, K);
     else im.kernel<matvec_quantized<F, kMatvecRows, false, kPrefetchBytes>>()(g, xr, wq, b, outr, N, K);

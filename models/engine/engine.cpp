@@ -280,16 +280,23 @@ std::span<const float> Engine::run(std::span<const int> tokens, int pos, int log
     }
     ids_.copy_from_host(std::span<const int32_t>(ids_host_.data(), size_t(n)));
     kernels_.embedding(ids_.data(), weights_.token_embd.data, weights_.token_embd.type, x_.data(), n, dim_);
-    kernels_.rmsnorm(x_.data(), weights_.layers[0].attn_norm.f32(), xb_.data(), n, dim_, h.rms_eps);
-    for (int l = 0; l < int(weights_.layers.size()); ++l) layer(l, n, pos + start, tree);
-    // After the last layer xb holds the final norm of every row; only the wanted rows' logits
-    // are computed (a prompt's prefill wants its last row alone).
+    // One row on a GPU takes the products with the norms and residual adds fused in (layer()).
+    const bool fused = n == 1 && fuses_norms() && !observer_;
+    if (!fused) kernels_.rmsnorm(x_.data(), weights_.layers[0].attn_norm.f32(), xb_.data(), n, dim_, h.rms_eps);
+    for (int l = 0; l < int(weights_.layers.size()); ++l) layer(l, n, pos + start, tree, fused);
+    // After the last layer xb holds the final norm of every row (fused: x, not yet normed);
+    // only the wanted rows' logits are computed (a prompt's prefill wants its last row alone).
     int from = std::max(start, first_logit);
     if (from < start + n) {
-      const float *rows = xb_.data() + size_t(from - start) * size_t(dim_);
       float *out = logits_.data() + size_t(from - first_logit) * size_t(vocab_);
-      show_input(TensorName::Output, -1, xb_, from - start, start + n - from, dim_);
-      kernels_.matmul(rows, weights_.output.data, weights_.output.type, nullptr, out, start + n - from, vocab_, dim_);
+      const Weight &o = weights_.output;
+      if (fused) {
+        kernels_.matvec_fused(x_.data(), weights_.output_norm.f32(), h.rms_eps, o.data, o.type, nullptr, out, false, vocab_, dim_);
+      } else {
+        const float *rows = xb_.data() + size_t(from - start) * size_t(dim_);
+        show_input(TensorName::Output, -1, xb_, from - start, start + n - from, dim_);
+        kernels_.matmul(rows, o.data, o.type, nullptr, out, start + n - from, vocab_, dim_);
+      }
     }
   }
   size_t count = size_t(logit_rows) * size_t(vocab_);
@@ -307,6 +314,13 @@ std::span<const float> Engine::run(std::span<const int> tokens, int pos, int log
   return {host, count};
 }
 
+bool Engine::fuses_norms() {
+  bool all = kernels_.fuses_norm_and_add(weights_.output.type);
+  for (const LayerWeights &l : weights_.layers)
+    for (const Weight *w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) all = all && kernels_.fuses_norm_and_add(w->type);
+  return all;
+}
+
 void Engine::show_input(TensorName weight, int layer, const Buffer<float> &input, int first_row, int n, int cols) {
   if (!observer_ || n <= 0 || records_only(options_)) return;
   const size_t offset = size_t(first_row) * size_t(cols), count = size_t(n) * size_t(cols);
@@ -319,13 +333,26 @@ void Engine::show_input(TensorName weight, int layer, const Buffer<float> &input
   observer_->observe(weight, layer, std::span<const float>(rows, count), cols);
 }
 
-// Expects xb = attn_norm(x) for this layer; leaves xb = the next layer's attn_norm(x) (or the
-// final output norm).
-void Engine::layer(int l, int n, int pos, bool tree) {
+// Unfused, expects xb = attn_norm(x) for this layer and leaves xb = the next layer's
+// attn_norm(x) (or the final output norm). Fused (one row on a GPU: Engine::run says when),
+// reads and updates x alone: each norm is part of the product after it, each residual add part
+// of the product before it, and xb is not written.
+void Engine::layer(int l, int n, int pos, bool tree, bool fused) {
   const ModelHParams &h = model_.hparams;
   const LayerWeights &w = weights_.layers[size_t(l)];
   int hd = int(h.head_dim), heads = int(h.n_head), kv_heads = int(h.n_head_kv);
   auto bias = [](const Weight &b) { return b ? b.f32() : nullptr; };
+  // A product of the normed residual stream: of xb, or of x with `norm` fused in.
+  auto product_in = [&](const Weight &wt, const Weight &b, const Weight &norm, float *out, int N) {
+    if (fused) kernels_.matvec_fused(x_.data(), norm.f32(), h.rms_eps, wt.data, wt.type, bias(b), out, false, N, dim_);
+    else kernels_.matmul(xb_.data(), wt.data, wt.type, bias(b), out, n, N, dim_);
+  };
+  // A product added to the residual stream, then normed by `next_norm` into xb (unfused).
+  auto product_out = [&](const float *in, const Weight &wt, int K, const float *next_norm) {
+    if (fused) return kernels_.matvec_fused(in, nullptr, 0.0f, wt.data, wt.type, nullptr, x_.data(), true, dim_, K);
+    kernels_.matmul(in, wt.data, wt.type, nullptr, proj_.data(), n, dim_, K);
+    kernels_.add_rmsnorm(x_.data(), proj_.data(), next_norm, xb_.data(), n, dim_, h.rms_eps);
+  };
 
   // Decode multiplies one row by q, k and v (and by gate and up) in one product where their
   // weights lie back to back (on a GPU always: place_weights puts them so): fewer launches,
@@ -336,11 +363,11 @@ void Engine::layer(int l, int n, int pos, bool tree) {
   const bool qkv_biases = !w.bq && !w.bk && !w.bv ? true : back_to_back(w.bq, w.bk) && back_to_back(w.bk, w.bv);
   if (n == 1 && back_to_back(w.wq, w.wk) && back_to_back(w.wk, w.wv) && qkv_biases) {
     q = qkv_.data(), k = q + q_dim_, v = k + kv_dim_;
-    kernels_.matmul(xb_.data(), w.wq.data, w.wq.type, bias(w.bq), q, 1, q_dim_ + 2 * kv_dim_, dim_);
+    product_in(w.wq, w.bq, w.attn_norm, q, q_dim_ + 2 * kv_dim_);
   } else {
-    kernels_.matmul(xb_.data(), w.wq.data, w.wq.type, bias(w.bq), q, n, q_dim_, dim_);
-    kernels_.matmul(xb_.data(), w.wk.data, w.wk.type, bias(w.bk), k, n, kv_dim_, dim_);
-    kernels_.matmul(xb_.data(), w.wv.data, w.wv.type, bias(w.bv), v, n, kv_dim_, dim_);
+    product_in(w.wq, w.bq, w.attn_norm, q, q_dim_);
+    product_in(w.wk, w.bk, w.attn_norm, k, kv_dim_);
+    product_in(w.wv, w.bv, w.attn_norm, v, kv_dim_);
   }
   if (w.q_norm) kernels_.rmsnorm(q, w.q_norm.f32(), q, n * heads, hd, h.rms_eps);
   if (w.k_norm) kernels_.rmsnorm(k, w.k_norm.f32(), k, n * kv_heads, hd, h.rms_eps);
@@ -359,24 +386,22 @@ void Engine::layer(int l, int n, int pos, bool tree) {
     kernels_.attention(q, k_pages_[size_t(l)].data(), v_pages_[size_t(l)].data(), block_table_.data(), att_.data(), n, pos, heads, kv_heads, hd,
                        options_.page_size, 1.0f / std::sqrt(float(hd)), options_.kv_types);
   show_input(TensorName::AttnOutput, l, att_, 0, n, q_dim_);
-  kernels_.matmul(att_.data(), w.wo.data, w.wo.type, nullptr, proj_.data(), n, dim_, q_dim_);
-  kernels_.add_rmsnorm(x_.data(), proj_.data(), w.ffn_norm.f32(), xb_.data(), n, dim_, h.rms_eps);
+  product_out(att_.data(), w.wo, q_dim_, w.ffn_norm.f32());
 
   for (TensorName t : {TensorName::FfnGate, TensorName::FfnUp}) show_input(t, l, xb_, 0, n, dim_);
   if (n == 1 && back_to_back(w.w_gate, w.w_up)) {
     float *gate_up = gate_up_.data();
-    kernels_.matmul(xb_.data(), w.w_gate.data, w.w_gate.type, nullptr, gate_up, 1, 2 * ff_, dim_);
+    product_in(w.w_gate, Weight{}, w.ffn_norm, gate_up, 2 * ff_);
     kernels_.swiglu(gate_up, gate_up + ff_, gate_.data(), ff_);
   } else {
-    kernels_.matmul(xb_.data(), w.w_gate.data, w.w_gate.type, nullptr, gate_.data(), n, ff_, dim_);
-    kernels_.matmul(xb_.data(), w.w_up.data, w.w_up.type, nullptr, up_.data(), n, ff_, dim_);
+    product_in(w.w_gate, Weight{}, w.ffn_norm, gate_.data(), ff_);
+    product_in(w.w_up, Weight{}, w.ffn_norm, up_.data(), ff_);
     kernels_.swiglu(gate_.data(), up_.data(), gate_.data(), int64_t(n) * ff_);
   }
   show_input(TensorName::FfnDown, l, gate_, 0, n, ff_);
-  kernels_.matmul(gate_.data(), w.w_down.data, w.w_down.type, nullptr, proj_.data(), n, dim_, ff_);
   bool last = l + 1 == int(weights_.layers.size());
   const float *next_norm = last ? weights_.output_norm.f32() : weights_.layers[size_t(l + 1)].attn_norm.f32();
-  kernels_.add_rmsnorm(x_.data(), proj_.data(), next_norm, xb_.data(), n, dim_, h.rms_eps);
+  product_out(gate_.data(), w.w_down, ff_, next_norm);
 }
 
 }  // namespace kdsl::models

@@ -96,7 +96,10 @@ class Engine {
   // Runs the tokens and computes the logits of the last `logit_rows` of them; with `tree`,
   // as the nodes of a token tree (forward_tree) in one chunk.
   std::span<const float> run(std::span<const int> tokens, int pos, int logit_rows, bool tree = false);
-  void layer(int l, int n, int pos, bool tree);
+  void layer(int l, int n, int pos, bool tree, bool fused);
+  // Whether every product's weights have a kernel here that fuses the norm before it and the
+  // residual add after it (Library::fuses_norm_and_add: on a GPU), so decode takes them.
+  bool fuses_norms();
   // Shows the observer (if any) rows first_row .. first_row + n - 1 of `input`, cols floats each.
   void show_input(TensorName weight, int layer, const Buffer<float> &input, int first_row, int n, int cols);
 

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "kernels/matvec_quantized.h"
+#include "kernels/matvec_quantized_wide.h"
 #include "tests/codegen/emulator_compare.h"
 #include "tests/kernels/quantized_test_util.h"
 #include "tests/test_util.h"
@@ -29,6 +30,42 @@ void check_decode(std::mt19937 &rng, const char *name, WeightType t, int n, int 
   CHECK(compare(kernel, grid(cdiv(n, kRows)), args, flavour) <= 1e-3);
 }
 
+// matvec_quantized_wide (a GPU's decode) on the CPU backend against the float64 product of the
+// reference dequantizer's weights, then through the GPU lowering against the CPU backend. N = 13
+// leaves the last 4-row program ragged; K = 96 (3 blocks) is one masked 2-block step after a
+// whole one, 256 two whole steps of 4 blocks.
+template <class F>
+void check_decode_wide(std::mt19937 &rng, const char *name, WeightType t, int n, int k, bool with_bias, const Flavour &flavour) {
+  CAPTURE(name);
+  CAPTURE(n);
+  CAPTURE(k);
+  constexpr int kRows = 4, kBlocks = 2;
+  std::vector<uint8_t> w = kernels_test::random_quantized(rng, t, n, k);
+  std::vector<float> wf = kernels_test::dequantized(t, w, n, k), x = random_f32(size_t(k), rng, -1, 1), bias = random_f32(size_t(n), rng, -1, 1);
+  std::vector<float> out(size_t(n) + 1, -7.0f);  // one guard value past N
+  auto run = [&]<bool B>() {
+    auto kernel = kdsl::compile<kernels::matvec_quantized_wide<F, kRows, kBlocks, B>>(kdsl_test::cpu());
+    kernel(grid(cdiv(n, kRows)), x.data(), reinterpret_cast<const typename F::Quant::storage *>(w.data()), bias.data(), out.data(), n, k);
+    std::vector<Arg> args{array(x), array(w), array(bias), array(std::vector<float>(size_t(n), -7.0f)), value(int32_t(n)), value(int32_t(k))};
+    const tools::NamedKernel named = tools::named_kernel<kernels::matvec_quantized_wide<F, kRows, kBlocks, B>>(name, 4);
+    CHECK(compare(named, grid(cdiv(n, kRows)), args, flavour) <= 1e-3);  // as check_decode says
+  };
+  if (with_bias) run.template operator()<true>();
+  else run.template operator()<false>();
+  double scale = 0;
+  std::vector<double> want(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    double s = with_bias ? double(bias[size_t(r)]) : 0.0;
+    for (int c = 0; c < k; ++c) s += double(wf[size_t(r) * size_t(k) + size_t(c)]) * double(x[size_t(c)]);
+    want[size_t(r)] = s, scale = std::max(scale, std::fabs(s));
+  }
+  for (int r = 0; r < n; ++r) {
+    CAPTURE(r);
+    CHECK(std::fabs(double(out[size_t(r)]) - want[size_t(r)]) <= 1e-5 * std::max(1.0, scale));
+  }
+  CHECK(out[size_t(n)] == -7.0f);
+}
+
 }  // namespace scaled_formats_emulated_test
 
 using namespace scaled_formats_emulated_test;
@@ -41,4 +78,15 @@ TEST_CASE("emulated: the decode product over Q8_0, Q4_0, IQ4_NL and F8_E4M3 bloc
   check_decode<kernels::IQ4_NLFormat>(rng, "iq4_nl_decode", WeightType::IQ4_NL, 13, 96, -1, flavour);
   check_decode<kernels::F8_E4M3Format>(rng, "f8_e4m3_decode", WeightType::F8_E4M3, 13, 96, -1, flavour);
   check_decode<kernels::F8_E4M3Format>(rng, "f8_e4m3_nan", WeightType::F8_E4M3, 9, 64, 3 * 68 + 2 + 5, flavour);  // row 3's 6th value
+}
+
+TEST_CASE("emulated: a GPU's wide decode product over Q8_0, Q4_0, IQ4_NL and F8_E4M3 blocks, ragged N and K, with and without bias") {
+  KDSL_TEST_RNG(rng);
+  const Flavour flavour = each_emulated_target();
+  check_decode_wide<kernels::Q8_0Format>(rng, "q8_0_decode_wide", WeightType::Q8_0, 13, 96, false, flavour);
+  check_decode_wide<kernels::Q8_0Format>(rng, "q8_0_decode_wide", WeightType::Q8_0, 8, 256, true, flavour);
+  check_decode_wide<kernels::Q4_0Format>(rng, "q4_0_decode_wide", WeightType::Q4_0, 13, 96, true, flavour);
+  check_decode_wide<kernels::Q4_0Format>(rng, "q4_0_decode_wide", WeightType::Q4_0, 16, 256, false, flavour);
+  check_decode_wide<kernels::IQ4_NLFormat>(rng, "iq4_nl_decode_wide", WeightType::IQ4_NL, 13, 96, false, flavour);
+  check_decode_wide<kernels::F8_E4M3Format>(rng, "f8_e4m3_decode_wide", WeightType::F8_E4M3, 13, 96, true, flavour);
 }

@@ -32,18 +32,21 @@ constexpr double kFloatTolerance = 1e-4;
 
 // integer_dot_rows: EngineOptions' (-1: the Library's default; 0: every quantized product on
 // the f32 dequantize path).
-void check_model_against_reference(const std::string &path, double tolerance = kFloatTolerance, int integer_dot_rows = -1);
+// gpu_forms: the Library dispatches as a GPU's does (Library::set_gpu_forms), on the CPU.
+void check_model_against_reference(const std::string &path, double tolerance = kFloatTolerance, int integer_dot_rows = -1, bool gpu_forms = false);
 
-void check_against_reference(const SynthConfig &config, const std::string &file, double tolerance = kFloatTolerance, int integer_dot_rows = -1) {
+void check_against_reference(const SynthConfig &config, const std::string &file, double tolerance = kFloatTolerance, int integer_dot_rows = -1,
+                             bool gpu_forms = false) {
   std::string path = test::scratch_path(file);
   write_synthetic_model(config, path);
-  check_model_against_reference(path, tolerance, integer_dot_rows);
+  check_model_against_reference(path, tolerance, integer_dot_rows, gpu_forms);
 }
 
-void check_model_against_reference(const std::string &path, double tolerance, int integer_dot_rows) {
+void check_model_against_reference(const std::string &path, double tolerance, int integer_dot_rows, bool gpu_forms) {
   ModelWeights model = load_model_weights(path);
   // Pages of 4 positions and prefill chunks of 5 tokens: the 11-token prompt crosses both.
   Engine engine(model, Device::cpu(), EngineOptions{.context = 32, .page_size = 4, .max_batch = 5, .integer_dot_rows = integer_dot_rows});
+  engine.kernels().set_gpu_forms(gpu_forms);
   test::ReferenceForward reference(model);
   std::vector<int> prompt;
   for (int i = 0; i < 11; ++i) prompt.push_back((i * 97 + 3) % int(model.hparams.n_vocab));
@@ -338,4 +341,23 @@ TEST_CASE("engine: f16 and bf16 KV caches give the f32 cache's logits within the
   CHECK(kdsl_test::contains(text, "KV cache type q4_0: expected f32, f16, bf16 or q8_0"));
   text = kdsl_test::error_text([&] { Engine(model, Device::cpu(), EngineOptions{.context = 32, .kv_types = {GgmlType::F16, GgmlType::F32}}); });
   CHECK(kdsl_test::contains(text, "KV cache types: keys f16 and values f32; expected one type for both"));
+}
+
+// A GPU's kernels and its decode (one product for q, k and v, norms and residual adds fused
+// into the products: Engine::layer), run on the CPU where no GPU is. The 16-bit prefill rounds
+// the activations to the weights' type on the tensor cores (matmul_narrow), hence bf16's bound.
+TEST_CASE("engine vs float64 reference: a GPU's dispatch and fused decode, on the CPU (f32, bf16, Q8_0, Q4_0, qwen2's biases, qwen3)") {
+  SynthConfig c = synth_preset("tiny");
+  check_against_reference(c, "ref-gpu-forms-f32.gguf", kFloatTolerance, -1, true);
+  c.weight_type = GgmlType::BF16;
+  check_against_reference(c, "ref-gpu-forms-bf16.gguf", 1e-2, -1, true);
+  c.weight_type = GgmlType::Q8_0;
+  c.embedding_type = GgmlType::Q8_0;
+  check_against_reference(c, "ref-gpu-forms-q8_0.gguf", kFloatTolerance, -1, true);
+  c.weight_type = GgmlType::Q4_0;
+  check_against_reference(c, "ref-gpu-forms-q4_0.gguf", kFloatTolerance, -1, true);
+  SynthConfig qwen2 = synth_preset("tiny");
+  qwen2.hparams.arch = Arch::Qwen2;
+  check_against_reference(qwen2, "ref-gpu-forms-qwen2.gguf", kFloatTolerance, -1, true);
+  check_against_reference(synth_preset("qwen3-tiny"), "ref-gpu-forms-qwen3.gguf", kFloatTolerance, -1, true);
 }

@@ -1,0 +1,100 @@
+// library_fused.cpp - Library::matvec_fused: a GPU's decode product with the RMSNorm before it or the residual add after it in one launch
+#include <string>
+
+#include "kernels/library_dense.h"
+#include "kernels/library_gpu_decode.h"
+#include "kernels/matvec_quantized_wide.h"
+#include "kernels/quant_formats.h"
+
+namespace kdsl::kernels {
+namespace {
+
+// What one fused product asks for: a norm before it (norm_w non-null) or an add after it.
+struct FusedCall {
+  const float *x, *norm_w;
+  float eps;
+  const float *bias;
+  float *out;
+  bool add;
+  int N, K;
+};
+
+// Launches kernel template K<HAS_BIAS, NORMED, ADD> (a matvec_wide_fused or
+// matvec_quantized_wide_fused at its GPU tile) for the call's combination: a norm with or
+// without a bias, or an add.
+template <template <bool, bool, bool> class Kernel, class W>
+void launch_fused(Library::Impl &im, const FusedCall &c, const W *w, int rows_per_program) {
+  auto g = grid(cdiv(c.N, rows_per_program));
+  const float *bias = c.bias ? c.bias : c.out;  // unread without a bias
+  const float *norm_w = c.norm_w ? c.norm_w : c.x;  // unread without a norm
+  auto run = [&]<bool B, bool NORMED, bool ADD>() {
+    im.kernel<Kernel<B, NORMED, ADD>::value>()(g, c.x, norm_w, w, bias, c.out, c.N, c.K, c.eps);
+  };
+  if (c.add) run.template operator()<false, false, true>();
+  else if (c.bias) run.template operator()<true, true, false>();
+  else run.template operator()<false, true, false>();
+}
+
+template <class T>
+struct DenseFused {
+  template <bool B, bool NORMED, bool ADD>
+  struct At {
+    static constexpr auto value = &matvec_wide_fused<T, detail::kGpuDecode.rows, detail::kGpuDecode.cols, B, NORMED, ADD>;
+  };
+};
+
+template <class F>
+struct ScaledFused {
+  template <bool B, bool NORMED, bool ADD>
+  struct At {
+    static constexpr auto value = &matvec_quantized_wide_fused<F, detail::kGpuQuantRows, detail::kGpuQuantBlocks, B, NORMED, ADD>;
+  };
+};
+
+}  // namespace
+
+bool Library::fuses_norm_and_add(WeightType wtype) const {
+  if (detail::dispatches_for_cpu(*impl_)) return false;  // the CPU keeps its own decode kernels (integer dots, tuned tiles)
+  const formats::WeightKernels k = weight_type_info(wtype).kernels;
+  return k == formats::WeightKernels::Plain || k == formats::WeightKernels::Scaled;
+}
+
+void Library::matvec_fused(const float *x, const float *norm_w, float eps, const void *w, WeightType wtype, const float *bias, float *out, bool add,
+                           int N, int K) {
+  using detail::require;
+  require(N > 0 && K > 0, "matvec_fused", [&] { return "sizes must be positive (N " + std::to_string(N) + ", K " + std::to_string(K) + ")"; });
+  require(fuses_norm_and_add(wtype), "matvec_fused", [&] {
+    return "no fused decode kernel for " + std::string(weight_type_info(wtype).name) + " weights on " + impl_->device.name() +
+           " (fuses_norm_and_add says where there is one)";
+  });
+  require((norm_w != nullptr) != add, "matvec_fused", [] { return "expected a norm before the product or an add after it, one of the two"; });
+  require(!(add && bias), "matvec_fused", [] { return "an add after the product takes no bias"; });
+  require(K % weight_type_info(wtype).block_elements == 0, "matvec_fused", [&] {
+    return "K " + std::to_string(K) + " is not a multiple of " + std::to_string(weight_type_info(wtype).block_elements) + ", the block size of " +
+           std::string(weight_type_info(wtype).name) + " weights";
+  });
+  Impl &im = *impl_;
+  const FusedCall c{x, norm_w, eps, bias, out, add, N, K};
+  switch (wtype) {
+    case WeightType::F32: return launch_fused<DenseFused<f32>::At>(im, c, static_cast<const float *>(w), detail::kGpuDecode.rows);
+    case WeightType::F16: return launch_fused<DenseFused<f16>::At>(im, c, static_cast<const half *>(w), detail::kGpuDecode.rows);
+    case WeightType::BF16: return launch_fused<DenseFused<bf16>::At>(im, c, static_cast<const bfloat16 *>(w), detail::kGpuDecode.rows);
+#define KDSL_KERNELS_None(Name)
+#define KDSL_KERNELS_Plain(Name)
+#define KDSL_KERNELS_Decoded(Name)
+#define KDSL_KERNELS_Scaled(Name)                                                                                                   \
+  case WeightType::Name:                                                                                                            \
+    return launch_fused<ScaledFused<Name##Format>::At>(im, c, static_cast<const typename Name##Format::Quant::storage *>(w),       \
+                                                       detail::kGpuQuantRows);
+#define KDSL_WEIGHT_TYPE(Name, id, name, elements, bytes, Layout, kernels, ftype) KDSL_KERNELS_##kernels(Name)
+#include <kdsl/formats/weight_types.def>
+#undef KDSL_WEIGHT_TYPE
+#undef KDSL_KERNELS_None
+#undef KDSL_KERNELS_Plain
+#undef KDSL_KERNELS_Decoded
+#undef KDSL_KERNELS_Scaled
+    default: break;
+  }
+}
+
+}  // namespace kdsl::kernels

@@ -1,0 +1,61 @@
+// matvec_quantized_wide.h - decode for GPUs over Q8_0 / Q4_0 / IQ4_NL / F8_E4M3 weights read in place, partial sums kept across K
+#pragma once
+#include "kernels/quant_formats.h"
+
+namespace kdsl::kernels {
+
+// matvec_quantized.h steps one 32-value block of each row at a time: on a GPU that is a few
+// hundred bytes a step for a whole block of threads, latency after latency (2-4% of an H200's
+// bandwidth). As matvec_wide.h does for 16-bit weights, a program here takes BN neighbouring
+// rows BB blocks at a time ([BN, BB, kPartBytes] quant bytes and [BN, BB] scales, BB * 32
+// values of each row) and keeps every thread's share of the products in f32 registers across
+// K, reduced once after the loop: the loop is loads, decoding and FMAs. W is [N][K] in format F
+// (quant_formats.h), K a multiple of 32; rows past N are clamped and their stores masked; a last
+// step of fewer than BB blocks is masked.
+// NORMED and ADD fuse the norm before the product and the residual add after it, as
+// matvec_wide_fused (matvec_wide.h) does.
+template <class F, int BN, int BB, bool HAS_BIAS, bool NORMED, bool ADD>
+void matvec_quantized_wide_fused(Ptr<const f32> x, Ptr<const f32> norm_w, Ptr<const typename F::Quant> wq, Ptr<const f32> bias, Ptr<f32> out,
+                                 Scalar<i32> N, Scalar<i32> K, Scalar<f32> eps) {
+  constexpr int PB = F::kPartBytes;
+  auto blocks = K / F::kBlockElements;  // per row
+  auto rn = program_id(0) * BN + arange<BN>();
+  auto row_block = col(wide(minimum(rn, N - 1)) * wide(blocks));  // [BN, 1] each row's first block
+  auto rb = arange<BB>();
+  auto rj = reshape<1, 1, PB>(arange<PB>());
+  auto step = [&](auto b0, auto partial, auto squares, bool masked) {
+    auto blk = b0 + rb;               // [BB]
+    auto in_row = row(blk < blocks);  // [1, BB]
+    auto in_row3 = expand_dims<2>(in_row);
+    auto g = load_block_group<F>(wq, row_block + row(wide(blk)), in_row, masked);  // [BN, BB, PB], [BN, BB, 1]
+    auto at = expand_dims<2>(row(blk * F::kBlockElements)) + rj;                   // [1, BB, PB]
+    for (int p = 0; p < F::kParts; ++p) {
+      auto xs = masked ? load(x + (at + p * PB), in_row3, 0) : load(x + (at + p * PB));
+      if constexpr (NORMED) {
+        squares = squares + xs * xs;
+        xs = xs * (masked ? load(norm_w + (at + p * PB), in_row3, 0) : load(norm_w + (at + p * PB)));
+      }
+      partial = partial + F::part(g.quants, p) * (xs * g.scales);
+    }
+    return std::tuple(partial, squares);
+  };
+  auto b_main = blocks - blocks % BB;
+  auto squares0 = zeros<f32, 1, NORMED ? BB : 1, NORMED ? PB : 1>();
+  auto sums = for_range(0, b_main, BB, zeros<f32, BN, BB, PB>(), squares0, [&](auto b, auto partial, auto squares) { return step(b, partial, squares, false); });
+  sums = if_(
+      b_main < blocks, [&] { return step(b_main, std::get<0>(sums), std::get<1>(sums), true); }, [&] { return sums; });
+  auto [partial, squares] = sums;
+  auto y = sum<1>(sum<2>(partial));
+  if constexpr (NORMED) y = y * rsqrt(sum(squares) / cast<f32>(K) + eps);
+  if constexpr (HAS_BIAS) y = y + load(bias + minimum(rn, N - 1));
+  if constexpr (ADD) y = y + load(out + rn, rn < N, 0);
+  store(out + rn, y, rn < N);
+}
+
+// The plain product: out[n] = W[n,:] . x (+ bias[n]).
+template <class F, int BN, int BB, bool HAS_BIAS>
+void matvec_quantized_wide(Ptr<const f32> x, Ptr<const typename F::Quant> wq, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> N, Scalar<i32> K) {
+  matvec_quantized_wide_fused<F, BN, BB, HAS_BIAS, false, false>(x, x, wq, bias, out, N, K, full<f32>(0.0f));  // no norm: x stands for its weights
+}
+
+}  // namespace kdsl::kernels
