@@ -13,7 +13,8 @@
 # Sections: gpu-kernels, gpu-runtime, gpu-engine (tests/gpu, one process per file: a sticky CUDA error stays in its
 #   file), runtime-tests (tests/runtime), kdsl-run-smoke (aidreams260K on the GPU against the CPU), baselines
 #   (torch, Triton), bench-cuda, bench-engine-llama3-8b (bf16; its 16 GB model is written in the background from
-#   the start), profile-decode-llama3-8b (KDSL_PROFILE: each kernel's GPU time in decode steps), kernel-dumps (kdsl-compile for sm_90 and the kernel cache, compressed).
+#   the start), bench-engine-llama3-8b-q8_0 (the same shape in Q8_0, written by the section), profile-decode-llama3-8b
+#   (KDSL_PROFILE: each kernel's GPU time in decode steps), kernel-dumps (kdsl-compile for sm_90 and the kernel cache, compressed).
 # A section is ok, FAILED, TIMEOUT or skipped (with the reason; a test that prints "skipped:" makes its section
 #   skipped, not ok). A failed GPU section is rerun once with CUDA_LAUNCH_BLOCKING=1 while the budget allows.
 # $OUT gets run.log (everything), logs/<section>.log, summary.txt (the table), results.json, baselines.json,
@@ -265,6 +266,7 @@ export -f bench_engine
 export WRITER_PID BIG_MODEL BIG_DIR
 run_section bench-engine-llama3-8b 240 gpu bash -c bench_engine
 
+
 profile_engine() {  # where a decode step's time goes: each kernel's launches timed with CUDA events (KDSL_PROFILE)
   [ "$FAKE" = 1 ] && { echo "skipped: the fake driver times nothing"; return 0; }
   [ -f "$BIG_MODEL" ] || { echo "skipped: $BIG_MODEL was not written (see bench-engine-llama3-8b)"; return 0; }
@@ -272,6 +274,18 @@ profile_engine() {  # where a decode step's time goes: each kernel's launches ti
 }
 export -f profile_engine
 run_section profile-decode-llama3-8b 60 gpu bash -c profile_engine
+
+bench_engine_q8_0() {  # the same shape in Q8_0 (about 8.5 GB, written here): the quantized GPU decode at engine level
+  [ "$FAKE" = 1 ] && { echo "skipped: the fake driver times nothing"; return 0; }
+  local model=$BIG_DIR/synth-llama3-8b-q8_0.gguf
+  if [ ! -f "$model" ]; then
+    k "$BIN/kdsl-synth" -o "$model.partial" --preset llama3-8b --type q8_0 >"$OUT/logs/llama3-8b-q8_0-writer.log" 2>&1 && mv "$model.partial" "$model" ||
+      { echo "FAILED: $model was not written: $(tail -3 "$OUT/logs/llama3-8b-q8_0-writer.log")"; return 1; }
+  fi
+  k "$BIN/kdsl-bench-engine" -m "$model" --device cuda --prompt 512 --decode 32 --no-kernels
+}
+export -f bench_engine_q8_0
+run_section bench-engine-llama3-8b-q8_0 150 gpu bash -c bench_engine_q8_0
 
 dumps() {  # every example kernel for sm_90 (PTX, cubin, ptxas's report) and the kernel cache of this run, compressed
   k "$BIN/kdsl-compile" --target sm_90 --out "$OUT/kdsl-compile" >"$OUT/logs/kdsl-compile.txt" 2>&1
