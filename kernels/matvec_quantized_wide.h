@@ -11,7 +11,8 @@ namespace kdsl::kernels {
 // values of each row) and keeps every thread's share of the products in f32 registers across
 // K, reduced once after the loop: the loop is loads, decoding and FMAs. W is [N][K] in format F
 // (quant_formats.h), K a multiple of 32; rows past N are clamped and their stores masked; a last
-// step of fewer than BB blocks is masked.
+// step of fewer than BB blocks is masked. The quants are decoded without integer-to-float
+// conversions where the format can (part_without_conversion, quant_formats.h).
 // NORMED and ADD fuse the norm before the product and the residual add after it, as
 // matvec_wide_fused (matvec_wide.h) does.
 template <class F, int BN, int BB, bool HAS_BIAS, bool NORMED, bool ADD>
@@ -35,7 +36,7 @@ void matvec_quantized_wide_fused(Ptr<const f32> x, Ptr<const f32> norm_w, Ptr<co
         squares = squares + xs * xs;
         xs = xs * (masked ? load(norm_w + (at + p * PB), in_row3, 0) : load(norm_w + (at + p * PB)));
       }
-      partial = partial + F::part(g.quants, p) * (xs * g.scales);
+      partial = partial + part_without_conversion<F>(g.quants, p) * (xs * g.scales);
     }
     return std::tuple(partial, squares);
   };

@@ -30,11 +30,24 @@ struct ScaledFormat {
   static constexpr int kParts = kPartsPerBlock, kPartBytes = kBytesPerPart;
 };
 
+// A small integer n (0 <= n < 2^23) as f32 without a conversion instruction: the bits of
+// 2^23 + n, minus 2^23 (exact). A GPU converts integers to floats at a quarter of its
+// arithmetic rate (I2F), which a decode product streaming quantized weights at memory speed
+// runs into; an OR and a subtraction run at the full rate. part_bits() below decodes so.
+template <int... D>
+Block<f32, D...> exact_small_int(const Block<i32, D...> &n, float minus) {
+  return bitcast<f32>(n | 0x4B000000) - (8388608.0f + minus);
+}
+
 // x[i] = d * qs[i], qs int8
 struct Q8_0Format : ScaledFormat<formats::BlockQ8_0, i8, formats::kQK8_0, 1, 32> {
   template <int... D>
   static Block<f32, D...> part(const Block<i8, D...> &q, int /*p*/) {
     return cast<f32>(q);
+  }
+  template <int... D>
+  static Block<f32, D...> part_bits(const Block<i8, D...> &q, int /*p*/) {
+    return exact_small_int(cast<i32>(q) + 128, 128.0f);
   }
 };
 
@@ -44,7 +57,19 @@ struct Q4_0Format : ScaledFormat<formats::BlockQ4_0, u8, formats::kQK4_0, 2, 16>
   static Block<f32, D...> part(const Block<u8, D...> &q, int p) {
     return cast<f32>(p == 0 ? (q & 15) : (q >> 4)) - 8.0f;
   }
+  template <int... D>
+  static Block<f32, D...> part_bits(const Block<u8, D...> &q, int p) {
+    auto b = cast<i32>(q);
+    return exact_small_int(p == 0 ? (b & 15) : (b >> 4), 8.0f);
+  }
 };
+
+// part_bits(q, p) where the format has it, else part(q, p).
+template <class F, class Q>
+auto part_without_conversion(const Q &q, int p) {
+  if constexpr (requires { F::part_bits(q, p); }) return F::part_bits(q, p);
+  else return F::part(q, p);
+}
 
 // x[i] = d * kIQ4NLValues[nibble_i], the nibbles laid out as Q4_0's. The grid has no closed
 // form, so each level is picked by a tree of selects on the nibble's bits (4 levels, 15

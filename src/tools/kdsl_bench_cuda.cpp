@@ -107,6 +107,7 @@ std::vector<QuantizedTile<F>> quantized_tiles() {
       {"wide 8x8", 8, &detail::kernel_signature<kernels::matvec_quantized_wide<F, 8, 8, false>>},
       {"wide 4x32", 4, &detail::kernel_signature<kernels::matvec_quantized_wide<F, 4, 32, false>>},
       {"wide 8x16", 8, &detail::kernel_signature<kernels::matvec_quantized_wide<F, 8, 16, false>>},
+      {"wide 2x64", 2, &detail::kernel_signature<kernels::matvec_quantized_wide<F, 2, 64, false>>},
   };
 }
 // Blocks of format F for an [N x K] matrix: random quant bytes, every scale 1/64.
