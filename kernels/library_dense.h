@@ -15,7 +15,7 @@
 
 namespace kdsl::kernels::detail {
 
-// On a GPU, one row of x (decode) takes matvec_wide (kGpuDecode), up to kMaxFewRows rows take
+// On a GPU, one row of x (decode) takes matvec_wide (with_gpu_decode_tile), up to kMaxFewRows rows take
 // matvec_rows (one program of all the rows per BN weight rows, bound by reading W), and more
 // rows over f16/bf16 weights take matmul_narrow on the tensor cores (kGpuNarrowTile); none is
 // tuned. On the CPU, one row of x streams BN spread weight rows BK columns at a time,
@@ -47,10 +47,19 @@ struct TileConfig {
 inline constexpr MatvecConfig kDecodeCandidates[] = {{8, 128}, {4, 128}, {16, 64}, {8, 256}};
 inline constexpr LanesConfig kFewRowsCandidates[] = {{4, 2}, {2, 4}};
 inline constexpr MatvecConfig kGpuFewRows = {8, 128};
-// A GPU's decode: matvec_wide, 4 neighbouring rows of W by 512 columns a step. On an H200 it
-// read bf16 [14336 x 4096] and [4096 x 14336] at 81-89% of the device copy, matvec's 8 x 128
-// at 34-48% (bench/RESULTS.md, 2026-12-04, kdsl-bench-cuda's decode rows).
-inline constexpr MatvecConfig kGpuDecode = {4, 512};
+// A GPU's decode: matvec_wide, 4 neighbouring rows of W by 512 columns a step where rows are
+// long (K >= kGpuLongRows), 8 by 256 otherwise. On an H200, bf16 [4096 x 14336] read at 89% of
+// the device copy with 4 x 512 and 71% with 8 x 256; [14336 x 4096] at 82% and 86%; matvec's
+// 8 x 128 at 34-48% (bench/RESULTS.md, 2026-12-04, kdsl-bench-cuda's decode rows).
+inline constexpr MatvecConfig kGpuDecode = {4, 512}, kGpuDecodeShortRows = {8, 256};
+inline constexpr int kGpuLongRows = 8192;
+
+// Calls f.template operator()<C>() with the GPU decode tile for rows of K values.
+template <class F>
+void with_gpu_decode_tile(int K, F &&f) {
+  if (K >= kGpuLongRows) f.template operator()<kGpuDecode>();
+  else f.template operator()<kGpuDecodeShortRows>();
+}
 // A GPU's prefill over f16/bf16 weights: matmul_narrow on the tensor cores, 64 x 128 x 64 with
 // 4 warps and 3 stages. On an H200, at a 512-token prompt's Llama-3-8B shapes, it ran at
 // 128 and 120 TFLOP/s against 98 and 91 for Triton's tutorial tile (128 x 128 x 64, 8 warps),
@@ -97,11 +106,11 @@ void run_dense_matmul(Library::Impl &im, const float *x, const typename T::stora
   };
   const bool gpu = !dispatches_for_cpu(im);
   if (rows == 1 && gpu) {
-    constexpr MatvecConfig C = kGpuDecode;
-    auto g = grid(cdiv(N, C.rows));
-    if (has_bias) im.kernel<matvec_wide<T, C.rows, C.cols, true>>()(g, x, w, b, out, N, K);
-    else im.kernel<matvec_wide<T, C.rows, C.cols, false>>()(g, x, w, b, out, N, K);
-    return;
+    return with_gpu_decode_tile(K, [&]<MatvecConfig C>() {
+      auto g = grid(cdiv(N, C.rows));
+      if (has_bias) im.kernel<matvec_wide<T, C.rows, C.cols, true>>()(g, x, w, b, out, N, K);
+      else im.kernel<matvec_wide<T, C.rows, C.cols, false>>()(g, x, w, b, out, N, K);
+    });
   }
   if (rows == 1) return decode(x, out);
   if (dispatches_for_cpu(im) && rows <= kMaxFewRowsCpu) {

@@ -35,13 +35,19 @@ void launch_fused(Library::Impl &im, const FusedCall &c, const W *w, int rows_pe
   else run.template operator()<false, true, false>();
 }
 
-template <class T>
+template <class T, detail::MatvecConfig C>
 struct DenseFused {
   template <bool B, bool NORMED, bool ADD>
   struct At {
-    static constexpr auto value = &matvec_wide_fused<T, detail::kGpuDecode.rows, detail::kGpuDecode.cols, B, NORMED, ADD>;
+    static constexpr auto value = &matvec_wide_fused<T, C.rows, C.cols, B, NORMED, ADD>;
   };
 };
+
+// The dense products at the GPU decode tile for their K (library_dense.h).
+template <class T>
+void launch_dense_fused(Library::Impl &im, const FusedCall &c, const typename T::storage *w) {
+  detail::with_gpu_decode_tile(c.K, [&]<detail::MatvecConfig C>() { launch_fused<DenseFused<T, C>::template At>(im, c, w, C.rows); });
+}
 
 template <class F>
 struct ScaledFused {
@@ -76,9 +82,9 @@ void Library::matvec_fused(const float *x, const float *norm_w, float eps, const
   Impl &im = *impl_;
   const FusedCall c{x, norm_w, eps, bias, out, add, N, K};
   switch (wtype) {
-    case WeightType::F32: return launch_fused<DenseFused<f32>::At>(im, c, static_cast<const float *>(w), detail::kGpuDecode.rows);
-    case WeightType::F16: return launch_fused<DenseFused<f16>::At>(im, c, static_cast<const half *>(w), detail::kGpuDecode.rows);
-    case WeightType::BF16: return launch_fused<DenseFused<bf16>::At>(im, c, static_cast<const bfloat16 *>(w), detail::kGpuDecode.rows);
+    case WeightType::F32: return launch_dense_fused<f32>(im, c, static_cast<const float *>(w));
+    case WeightType::F16: return launch_dense_fused<f16>(im, c, static_cast<const half *>(w));
+    case WeightType::BF16: return launch_dense_fused<bf16>(im, c, static_cast<const bfloat16 *>(w));
 #define KDSL_KERNELS_None(Name)
 #define KDSL_KERNELS_Plain(Name)
 #define KDSL_KERNELS_Decoded(Name)

@@ -92,22 +92,23 @@ const MatvecTile kMatvecTiles[] = {
 // The quantized decode rows over Q8_0 and Q4_0 blocks: the CPU-shaped matvec_quantized (8 rows
 // a program, one block a step: the GPU's decode until 2026-12-04) and matvec_quantized_wide at
 // several tiles (rows x blocks a step), to compare with the bf16 rows above.
-template <class F>
 struct QuantizedTile {
   std::string label;
-  int rows_per_program;
+  int rows_per_program, warps;
   detail::KernelSignature (*make)();
 };
 template <class F>
-std::vector<QuantizedTile<F>> quantized_tiles() {
+std::vector<QuantizedTile> quantized_tiles() {
   return {
-      {"matvec 8x1", 8, &detail::kernel_signature<kernels::matvec_quantized<F, 8, false, 512>>},
-      {"wide 4x16", 4, &detail::kernel_signature<kernels::matvec_quantized_wide<F, 4, 16, false>>},
-      {"wide 2x32", 2, &detail::kernel_signature<kernels::matvec_quantized_wide<F, 2, 32, false>>},
-      {"wide 8x8", 8, &detail::kernel_signature<kernels::matvec_quantized_wide<F, 8, 8, false>>},
-      {"wide 4x32", 4, &detail::kernel_signature<kernels::matvec_quantized_wide<F, 4, 32, false>>},
-      {"wide 8x16", 8, &detail::kernel_signature<kernels::matvec_quantized_wide<F, 8, 16, false>>},
-      {"wide 2x64", 2, &detail::kernel_signature<kernels::matvec_quantized_wide<F, 2, 64, false>>},
+      {"matvec 8x1", 8, 4, &detail::kernel_signature<kernels::matvec_quantized<F, 8, false, 512>>},
+      {"wide 4x16", 4, 4, &detail::kernel_signature<kernels::matvec_quantized_wide<F, 4, 16, false>>},
+      {"wide 4x32", 4, 4, &detail::kernel_signature<kernels::matvec_quantized_wide<F, 4, 32, false>>},
+      {"wide 8x16", 8, 4, &detail::kernel_signature<kernels::matvec_quantized_wide<F, 8, 16, false>>},
+      {"wide 2x64", 2, 4, &detail::kernel_signature<kernels::matvec_quantized_wide<F, 2, 64, false>>},
+      {"wide 4x32 w8", 4, 8, &detail::kernel_signature<kernels::matvec_quantized_wide<F, 4, 32, false>>},
+      {"wide 8x32 w8", 8, 8, &detail::kernel_signature<kernels::matvec_quantized_wide<F, 8, 32, false>>},
+      {"wide 4x64 w8", 4, 8, &detail::kernel_signature<kernels::matvec_quantized_wide<F, 4, 64, false>>},
+      {"wide 16x16 w8", 16, 8, &detail::kernel_signature<kernels::matvec_quantized_wide<F, 16, 16, false>>},
   };
 }
 // Blocks of format F for an [N x K] matrix: random quant bytes, every scale 1/64.
@@ -310,9 +311,9 @@ int main(int argc, char **argv) {
       std::vector<uint8_t> bytes = quantized_weights<F>(N, K);
       Buffer<typename F::Quant::storage> w(device, std::span(reinterpret_cast<const typename F::Quant::storage *>(bytes.data()), bytes.size()));
       std::vector<ArgValue> args = {make_arg(x), make_arg(w), make_arg(out), make_arg(out), make_arg(N), make_arg(K)};
-      for (const QuantizedTile<F> &tile : quantized_tiles<F>()) {
+      for (const QuantizedTile &tile : quantized_tiles<F>()) {
         row(fmt::format("{}x{} {} {}", N, K, type, tile.label), "GB/s", [&](Result &r) {
-          auto mv = detail::make_kernel(device, tile.make(), {4, 2});
+          auto mv = detail::make_kernel(device, tile.make(), {tile.warps, 2});
           r.value = rate(double(bytes.size()) + 4.0 * K + 4.0 * N,
                          timed([&] { detail::launch(*mv, grid(cdiv(N, tile.rows_per_program)), args.data(), args.size()); }));
           r.ceiling = copy_gbs;
