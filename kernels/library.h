@@ -61,15 +61,19 @@ class Library {
   // at most the sum over values of (d_x / 2) * |w| (the activations' rounding), plus f32
   // rounding; elsewhere the weights are dequantized to f32.
   void matmul(const float *x, const void *w, WeightType wtype, const float *bias, float *out, int rows, int N, int K);
-  // A GPU's decode product (one row of x) with a step around it in the same launch: either
-  // the RMSNorm before it, out[n] = W[n,:] . rmsnorm(x) (+ bias[n]) with
-  // rmsnorm(x) = x * rsqrt(mean(x^2) + eps) * norm_w (norm_w non-null; add false), or the
-  // residual add after it, out[n] += W[n,:] . x (add true; norm_w and bias null). Where
-  // fuses_norm_and_add(wtype) is false (the CPU, whose decode kernels are its own; the formats
-  // without a wide GPU kernel: Q4_1, Q5_0, Q5_1 and the k-quants) it is a user error naming
-  // the type: callers take rmsnorm, matmul and add_rmsnorm there. out may not alias x.
-  void matvec_fused(const float *x, const float *norm_w, float eps, const void *w, WeightType wtype, const float *bias, float *out, bool add, int N,
-                    int K);
+  // A GPU's decode product (one row of x) with the steps around it in the same launch:
+  //   Store: out[n] = W[n,:] . rmsnorm(x) (+ bias[n]), rmsnorm(x) = x * rsqrt(mean(x^2) + eps)
+  //     * norm_w (norm_w non-null);
+  //   AddToOut: out[n] += W[n,:] . x (the residual add after a product; norm_w and bias null);
+  //   Swiglu: W holds 2N rows, the gate's then the up product's, and out[n] =
+  //     silu(W[n,:] . rmsnorm(x)) * (W[N + n,:] . rmsnorm(x)) (norm_w non-null, bias null).
+  // Where fuses_norm_and_add(wtype) is false (the CPU, whose decode kernels are its own; the
+  // formats without a wide GPU kernel: Q4_1, Q5_0, Q5_1 and the k-quants) it is a user error
+  // naming the type: callers take rmsnorm, matmul, swiglu and add_rmsnorm there. out may not
+  // alias x.
+  enum class AfterProduct { Store, AddToOut, Swiglu };
+  void matvec_fused(const float *x, const float *norm_w, float eps, const void *w, WeightType wtype, const float *bias, float *out, AfterProduct after,
+                    int N, int K);
   bool fuses_norm_and_add(WeightType wtype) const;
   // The most rows of x the quantized matmul above takes through integer dot products on the
   // CPU; products of more rows, and every product with 0, dequantize the weights to f32 as on a

@@ -9,37 +9,40 @@
 namespace kdsl::kernels {
 namespace {
 
-// What one fused product asks for: a norm before it (norm_w non-null) or an add after it.
+using AfterProduct = Library::AfterProduct;
+
+// What one fused product asks for: a norm before it (norm_w non-null), then what follows it.
 struct FusedCall {
   const float *x, *norm_w;
   float eps;
   const float *bias;
   float *out;
-  bool add;
+  AfterProduct after;
   int N, K;
 };
 
-// Launches kernel template K<HAS_BIAS, NORMED, ADD> (a matvec_wide_fused or
+// Launches kernel template K<HAS_BIAS, NORMED, ADD, SWIGLU> (a matvec_wide_fused or
 // matvec_quantized_wide_fused at its GPU tile) for the call's combination: a norm with or
-// without a bias, or an add.
-template <template <bool, bool, bool> class Kernel, class W>
+// without a bias, an add, or a normed SwiGLU.
+template <template <bool, bool, bool, bool> class Kernel, class W>
 void launch_fused(Library::Impl &im, const FusedCall &c, const W *w, int rows_per_program) {
   auto g = grid(cdiv(c.N, rows_per_program));
   const float *bias = c.bias ? c.bias : c.out;  // unread without a bias
   const float *norm_w = c.norm_w ? c.norm_w : c.x;  // unread without a norm
-  auto run = [&]<bool B, bool NORMED, bool ADD>() {
-    im.kernel<Kernel<B, NORMED, ADD>::value>()(g, c.x, norm_w, w, bias, c.out, c.N, c.K, c.eps);
+  auto run = [&]<bool B, bool NORMED, bool ADD, bool SWIGLU>() {
+    im.kernel<Kernel<B, NORMED, ADD, SWIGLU>::value>()(g, c.x, norm_w, w, bias, c.out, c.N, c.K, c.eps);
   };
-  if (c.add) run.template operator()<false, false, true>();
-  else if (c.bias) run.template operator()<true, true, false>();
-  else run.template operator()<false, true, false>();
+  if (c.after == AfterProduct::AddToOut) run.template operator()<false, false, true, false>();
+  else if (c.after == AfterProduct::Swiglu) run.template operator()<false, true, false, true>();
+  else if (c.bias) run.template operator()<true, true, false, false>();
+  else run.template operator()<false, true, false, false>();
 }
 
 template <class T, detail::MatvecConfig C>
 struct DenseFused {
-  template <bool B, bool NORMED, bool ADD>
+  template <bool B, bool NORMED, bool ADD, bool SWIGLU>
   struct At {
-    static constexpr auto value = &matvec_wide_fused<T, C.rows, C.cols, B, NORMED, ADD>;
+    static constexpr auto value = &matvec_wide_fused<T, C.rows, C.cols, B, NORMED, ADD, SWIGLU>;
   };
 };
 
@@ -49,11 +52,14 @@ void launch_dense_fused(Library::Impl &im, const FusedCall &c, const typename T:
   detail::with_gpu_decode_tile(c.K, [&]<detail::MatvecConfig C>() { launch_fused<DenseFused<T, C>::template At>(im, c, w, C.rows); });
 }
 
+// SwiGLU's kernel keeps two rows' sums a row (gate and up), so it steps half the blocks: the
+// same bytes a step, and registers for more than two programs an SM (ptxas: 202 at 4 x 32).
 template <class F>
 struct ScaledFused {
-  template <bool B, bool NORMED, bool ADD>
+  template <bool B, bool NORMED, bool ADD, bool SWIGLU>
   struct At {
-    static constexpr auto value = &matvec_quantized_wide_fused<F, detail::kGpuQuantRows, detail::kGpuQuantBlocks, B, NORMED, ADD>;
+    static constexpr int kBlocks = SWIGLU ? detail::kGpuQuantBlocks / 2 : detail::kGpuQuantBlocks;
+    static constexpr auto value = &matvec_quantized_wide_fused<F, detail::kGpuQuantRows, kBlocks, B, NORMED, ADD, SWIGLU>;
   };
 };
 
@@ -65,22 +71,23 @@ bool Library::fuses_norm_and_add(WeightType wtype) const {
   return k == formats::WeightKernels::Plain || k == formats::WeightKernels::Scaled;
 }
 
-void Library::matvec_fused(const float *x, const float *norm_w, float eps, const void *w, WeightType wtype, const float *bias, float *out, bool add,
-                           int N, int K) {
+void Library::matvec_fused(const float *x, const float *norm_w, float eps, const void *w, WeightType wtype, const float *bias, float *out,
+                           AfterProduct after, int N, int K) {
   using detail::require;
   require(N > 0 && K > 0, "matvec_fused", [&] { return "sizes must be positive (N " + std::to_string(N) + ", K " + std::to_string(K) + ")"; });
   require(fuses_norm_and_add(wtype), "matvec_fused", [&] {
     return "no fused decode kernel for " + std::string(weight_type_info(wtype).name) + " weights on " + impl_->device.name() +
            " (fuses_norm_and_add says where there is one)";
   });
+  const bool add = after == AfterProduct::AddToOut;
   require((norm_w != nullptr) != add, "matvec_fused", [] { return "expected a norm before the product or an add after it, one of the two"; });
-  require(!(add && bias), "matvec_fused", [] { return "an add after the product takes no bias"; });
+  require(!bias || after == AfterProduct::Store, "matvec_fused", [] { return "only a stored product takes a bias"; });
   require(K % weight_type_info(wtype).block_elements == 0, "matvec_fused", [&] {
     return "K " + std::to_string(K) + " is not a multiple of " + std::to_string(weight_type_info(wtype).block_elements) + ", the block size of " +
            std::string(weight_type_info(wtype).name) + " weights";
   });
   Impl &im = *impl_;
-  const FusedCall c{x, norm_w, eps, bias, out, add, N, K};
+  const FusedCall c{x, norm_w, eps, bias, out, after, N, K};
   switch (wtype) {
     case WeightType::F32: return launch_dense_fused<f32>(im, c, static_cast<const float *>(w));
     case WeightType::F16: return launch_dense_fused<f16>(im, c, static_cast<const half *>(w));

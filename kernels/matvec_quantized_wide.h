@@ -1,6 +1,7 @@
 // matvec_quantized_wide.h - decode for GPUs over Q8_0 / Q4_0 / IQ4_NL / F8_E4M3 weights read in place, partial sums kept across K
 #pragma once
 #include "kernels/quant_formats.h"
+#include "kernels/swiglu.h"
 
 namespace kdsl::kernels {
 
@@ -13,18 +14,19 @@ namespace kdsl::kernels {
 // (quant_formats.h), K a multiple of 32; rows past N are clamped and their stores masked; a last
 // step of fewer than BB blocks is masked. The quants are decoded without integer-to-float
 // conversions where the format can (part_without_conversion, quant_formats.h).
-// NORMED and ADD fuse the norm before the product and the residual add after it, as
-// matvec_wide_fused (matvec_wide.h) does.
-template <class F, int BN, int BB, bool HAS_BIAS, bool NORMED, bool ADD>
+// NORMED, ADD and SWIGLU fuse the norm before the product, the residual add after it, and the
+// feed-forward's gate, up and SwiGLU (W of 2N rows), as matvec_wide_fused (matvec_wide.h) does.
+template <class F, int BN, int BB, bool HAS_BIAS, bool NORMED, bool ADD, bool SWIGLU = false>
 void matvec_quantized_wide_fused(Ptr<const f32> x, Ptr<const f32> norm_w, Ptr<const typename F::Quant> wq, Ptr<const f32> bias, Ptr<f32> out,
                                  Scalar<i32> N, Scalar<i32> K, Scalar<f32> eps) {
   constexpr int PB = F::kPartBytes;
   auto blocks = K / F::kBlockElements;  // per row
   auto rn = program_id(0) * BN + arange<BN>();
   auto row_block = col(wide(minimum(rn, N - 1)) * wide(blocks));  // [BN, 1] each row's first block
+  auto up_block = row_block + wide(N) * wide(blocks);               // SWIGLU: the up product's rows
   auto rb = arange<BB>();
   auto rj = reshape<1, 1, PB>(arange<PB>());
-  auto step = [&](auto b0, auto partial, auto squares, bool masked) {
+  auto step = [&](auto b0, auto partial, auto partial_up, auto squares, bool masked) {
     auto blk = b0 + rb;               // [BB]
     auto in_row = row(blk < blocks);  // [1, BB]
     auto in_row3 = expand_dims<2>(in_row);
@@ -37,18 +39,28 @@ void matvec_quantized_wide_fused(Ptr<const f32> x, Ptr<const f32> norm_w, Ptr<co
         xs = xs * (masked ? load(norm_w + (at + p * PB), in_row3, 0) : load(norm_w + (at + p * PB)));
       }
       partial = partial + part_without_conversion<F>(g.quants, p) * (xs * g.scales);
+      if constexpr (SWIGLU) {
+        auto u = load_block_group<F>(wq, up_block + row(wide(blk)), in_row, masked);
+        partial_up = partial_up + part_without_conversion<F>(u.quants, p) * (xs * u.scales);
+      }
     }
-    return std::tuple(partial, squares);
+    return std::tuple(partial, partial_up, squares);
   };
   auto b_main = blocks - blocks % BB;
-  auto squares0 = zeros<f32, 1, NORMED ? BB : 1, NORMED ? PB : 1>();
-  auto sums = for_range(0, b_main, BB, zeros<f32, BN, BB, PB>(), squares0, [&](auto b, auto partial, auto squares) { return step(b, partial, squares, false); });
+  auto sums = for_range(0, b_main, BB, zeros<f32, BN, BB, PB>(), zeros<f32, SWIGLU ? BN : 1, SWIGLU ? BB : 1, SWIGLU ? PB : 1>(),
+                        zeros<f32, 1, NORMED ? BB : 1, NORMED ? PB : 1>(),
+                        [&](auto b, auto partial, auto partial_up, auto squares) { return step(b, partial, partial_up, squares, false); });
   sums = if_(
-      b_main < blocks, [&] { return step(b_main, std::get<0>(sums), std::get<1>(sums), true); }, [&] { return sums; });
-  auto [partial, squares] = sums;
+      b_main < blocks, [&] { return step(b_main, std::get<0>(sums), std::get<1>(sums), std::get<2>(sums), true); }, [&] { return sums; });
+  auto [partial, partial_up, squares] = sums;
   auto y = sum<1>(sum<2>(partial));
-  if constexpr (NORMED) y = y * rsqrt(sum(squares) / cast<f32>(K) + eps);
+  auto up = sum<1>(sum<2>(partial_up));
+  if constexpr (NORMED) {
+    auto inv_rms = rsqrt(sum(squares) / cast<f32>(K) + eps);
+    y = y * inv_rms, up = up * inv_rms;
+  }
   if constexpr (HAS_BIAS) y = y + load(bias + minimum(rn, N - 1));
+  if constexpr (SWIGLU) y = silu_times(y, up);
   if constexpr (ADD) y = y + load(out + rn, rn < N, 0);
   store(out + rn, y, rn < N);
 }

@@ -1,6 +1,7 @@
 // matvec_wide.h - decode matrix-vector product for GPUs: out[n] = W[n,:] . x (+ bias[n]), partial sums kept across K
 #pragma once
 #include "kernels/common.h"
+#include "kernels/swiglu.h"
 
 namespace kdsl::kernels {
 
@@ -21,16 +22,20 @@ namespace kdsl::kernels {
 //     out[n] = rsqrt(mean(x^2) + eps) * sum_k W[n,k] x[k] norm_w[k].
 //   ADD: out[n] += the product (the residual stream after the attention output and the down
 //     product; each output is read and written by its own program).
-template <class T, int BN, int BK, bool HAS_BIAS, bool NORMED, bool ADD>
+//   SWIGLU: W holds 2N rows, the gate's then the up product's (placed back to back), and
+//     out[n] = silu(W[n,:] . y) * (W[N + n,:] . y) for n < N: the feed-forward's gate, up and
+//     SwiGLU in one launch.
+template <class T, int BN, int BK, bool HAS_BIAS, bool NORMED, bool ADD, bool SWIGLU = false>
 void matvec_wide_fused(Ptr<const f32> x, Ptr<const f32> norm_w, Ptr<const T> w, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> N, Scalar<i32> K,
                        Scalar<f32> eps) {
   auto rn = program_id(0) * BN + arange<BN>();
   auto rows = w + col(wide(minimum(rn, N - 1)) * wide(K));  // [BN, 1] row starts
+  auto up_rows = rows + wide(N) * wide(K);                  // SWIGLU: the up product's rows
   auto rk = arange<BK>();
   auto k_main = K - K % BK;
-  // One step: the [BN, BK] products added to the partial sums, x^2 to the squares (NORMED;
-  // otherwise a [1, 1] block carried unchanged).
-  auto step = [&](auto k, auto partial, auto squares, bool masked) {
+  // One step: the [BN, BK] products added to the partial sums (and the up product's, SWIGLU),
+  // x^2 to the squares (NORMED). What a kernel does not fuse is a [1, 1] block carried unchanged.
+  auto step = [&](auto k, auto partial, auto partial_up, auto squares, bool masked) {
     auto kk = row(k + rk);
     auto in_k = kk < K;
     auto xs = masked ? load(x + kk, in_k, 0) : load(x + kk);
@@ -39,16 +44,22 @@ void matvec_wide_fused(Ptr<const f32> x, Ptr<const f32> norm_w, Ptr<const T> w, 
       squares = squares + xs * xs;
       xs = xs * (masked ? load(norm_w + kk, in_k, 0) : load(norm_w + kk));
     }
-    return std::tuple(partial + wt * xs, squares);
+    if constexpr (SWIGLU) partial_up = partial_up + cast<f32>(masked ? load(up_rows + kk, in_k, 0) : load(up_rows + kk)) * xs;
+    return std::tuple(partial + wt * xs, partial_up, squares);
   };
-  auto squares0 = zeros<f32, 1, NORMED ? BK : 1>();
-  auto sums = for_range(0, k_main, BK, zeros<f32, BN, BK>(), squares0, [&](auto k, auto partial, auto squares) { return step(k, partial, squares, false); });
+  auto sums = for_range(0, k_main, BK, zeros<f32, BN, BK>(), zeros<f32, SWIGLU ? BN : 1, SWIGLU ? BK : 1>(), zeros<f32, 1, NORMED ? BK : 1>(),
+                        [&](auto k, auto partial, auto partial_up, auto squares) { return step(k, partial, partial_up, squares, false); });
   sums = if_(
-      k_main < K, [&] { return step(k_main, std::get<0>(sums), std::get<1>(sums), true); }, [&] { return sums; });
-  auto [partial, squares] = sums;
+      k_main < K, [&] { return step(k_main, std::get<0>(sums), std::get<1>(sums), std::get<2>(sums), true); }, [&] { return sums; });
+  auto [partial, partial_up, squares] = sums;
   auto acc = sum<1>(partial);
-  if constexpr (NORMED) acc = acc * rsqrt(sum(squares) / cast<f32>(K) + eps);
+  auto up = sum<1>(partial_up);
+  if constexpr (NORMED) {
+    auto inv_rms = rsqrt(sum(squares) / cast<f32>(K) + eps);
+    acc = acc * inv_rms, up = up * inv_rms;
+  }
   if constexpr (HAS_BIAS) acc = acc + load(bias + minimum(rn, N - 1));
+  if constexpr (SWIGLU) acc = silu_times(acc, up);
   if constexpr (ADD) acc = acc + load(out + rn, rn < N, 0);
   store(out + rn, acc, rn < N);
 }

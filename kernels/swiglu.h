@@ -4,6 +4,12 @@
 
 namespace kdsl::kernels {
 
+// silu(gate) * up, as every SwiGLU in the library computes it.
+template <class G, class U>
+auto silu_times(const G &gate, const U &up) {
+  return gate * sigmoid(gate) * up;
+}
+
 // One program per BLOCK elements; out may alias gate (or up): both inputs are read first.
 template <int BLOCK>
 void swiglu(Ptr<const f32> gate, Ptr<const f32> up, Ptr<f32> out, Scalar<i32> n) {
@@ -11,7 +17,7 @@ void swiglu(Ptr<const f32> gate, Ptr<const f32> up, Ptr<f32> out, Scalar<i32> n)
   auto mask = offs < n;
   auto g = load(gate + offs, mask, 0);
   auto u = load(up + offs, mask, 0);
-  store(out + offs, g * sigmoid(g) * u, mask);
+  store(out + offs, silu_times(g, u), mask);
 }
 
 }  // namespace kdsl::kernels

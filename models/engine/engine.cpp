@@ -14,6 +14,8 @@
 namespace kdsl::models {
 namespace {
 
+using AfterProduct = kernels::Library::AfterProduct;
+
 // The model's context, capped so the KV cache takes at most a quarter of the device's free
 // memory (measured after the weights are placed there).
 // Bytes of one position's keys and values in one layer: a row of n_head_kv * head_dim values
@@ -291,7 +293,7 @@ std::span<const float> Engine::run(std::span<const int> tokens, int pos, int log
       float *out = logits_.data() + size_t(from - first_logit) * size_t(vocab_);
       const Weight &o = weights_.output;
       if (fused) {
-        kernels_.matvec_fused(x_.data(), weights_.output_norm.f32(), h.rms_eps, o.data, o.type, nullptr, out, false, vocab_, dim_);
+        kernels_.matvec_fused(x_.data(), weights_.output_norm.f32(), h.rms_eps, o.data, o.type, nullptr, out, AfterProduct::Store, vocab_, dim_);
       } else {
         const float *rows = xb_.data() + size_t(from - start) * size_t(dim_);
         show_input(TensorName::Output, -1, xb_, from - start, start + n - from, dim_);
@@ -344,12 +346,12 @@ void Engine::layer(int l, int n, int pos, bool tree, bool fused) {
   auto bias = [](const Weight &b) { return b ? b.f32() : nullptr; };
   // A product of the normed residual stream: of xb, or of x with `norm` fused in.
   auto product_in = [&](const Weight &wt, const Weight &b, const Weight &norm, float *out, int N) {
-    if (fused) kernels_.matvec_fused(x_.data(), norm.f32(), h.rms_eps, wt.data, wt.type, bias(b), out, false, N, dim_);
+    if (fused) kernels_.matvec_fused(x_.data(), norm.f32(), h.rms_eps, wt.data, wt.type, bias(b), out, AfterProduct::Store, N, dim_);
     else kernels_.matmul(xb_.data(), wt.data, wt.type, bias(b), out, n, N, dim_);
   };
   // A product added to the residual stream, then normed by `next_norm` into xb (unfused).
   auto product_out = [&](const float *in, const Weight &wt, int K, const float *next_norm) {
-    if (fused) return kernels_.matvec_fused(in, nullptr, 0.0f, wt.data, wt.type, nullptr, x_.data(), true, dim_, K);
+    if (fused) return kernels_.matvec_fused(in, nullptr, 0.0f, wt.data, wt.type, nullptr, x_.data(), AfterProduct::AddToOut, dim_, K);
     kernels_.matmul(in, wt.data, wt.type, nullptr, proj_.data(), n, dim_, K);
     kernels_.add_rmsnorm(x_.data(), proj_.data(), next_norm, xb_.data(), n, dim_, h.rms_eps);
   };
@@ -389,7 +391,9 @@ void Engine::layer(int l, int n, int pos, bool tree, bool fused) {
   product_out(att_.data(), w.wo, q_dim_, w.ffn_norm.f32());
 
   for (TensorName t : {TensorName::FfnGate, TensorName::FfnUp}) show_input(t, l, xb_, 0, n, dim_);
-  if (n == 1 && back_to_back(w.w_gate, w.w_up)) {
+  if (fused && back_to_back(w.w_gate, w.w_up)) {  // gate, up and SwiGLU in one launch
+    kernels_.matvec_fused(x_.data(), w.ffn_norm.f32(), h.rms_eps, w.w_gate.data, w.w_gate.type, nullptr, gate_.data(), AfterProduct::Swiglu, ff_, dim_);
+  } else if (n == 1 && back_to_back(w.w_gate, w.w_up)) {
     float *gate_up = gate_up_.data();
     product_in(w.w_gate, Weight{}, w.ffn_norm, gate_up, 2 * ff_);
     kernels_.swiglu(gate_up, gate_up + ff_, gate_.data(), ff_);

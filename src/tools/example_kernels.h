@@ -57,6 +57,9 @@ inline std::vector<NamedKernel> example_kernels() {
       named_kernel<kernels::matmul_narrow<bf16, 64, 128, 64, false>>("matmul_bf16_gpu_prefill"),
       named_kernel<kernels::matvec_quantized_wide<kernels::Q8_0Format, 4, 32, false>>("matvec_q8_0_gpu_decode"),
       named_kernel<kernels::matvec_quantized_wide<kernels::Q4_0Format, 4, 32, false>>("matvec_q4_0_gpu_decode"),
+      // The fused decode's heaviest forms: gate, up and SwiGLU after the norm (two rows' sums each)
+      named_kernel<kernels::matvec_wide_fused<bf16, 8, 256, false, true, false, true>>("matvec_bf16_gpu_swiglu"),
+      named_kernel<kernels::matvec_quantized_wide_fused<kernels::Q8_0Format, 4, 16, false, true, false, true>>("matvec_q8_0_gpu_swiglu"),
   };
 }
 

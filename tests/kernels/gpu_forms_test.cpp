@@ -49,39 +49,51 @@ void check_matvec_wide(std::mt19937 &rng, int N, int K, bool with_bias, const Fl
   CHECK_MESSAGE(out.intact(), "matvec_wide wrote past its N outputs");
 }
 
-// matvec_wide_fused with the norm before the product (NORMED, with a bias) or the residual
-// add after it (ADD): the CPU backend against float64 (rmsnorm(x) then the product; the product
-// plus the output's old values), the emulated GPU lowering against the CPU backend.
-template <class T, int BN, int BK, bool NORMED>
+// matvec_wide_fused in the engine's three forms: the norm before the product (with a bias),
+// the residual add after it, and the normed gate, up and SwiGLU (W of 2N rows). The CPU
+// backend against float64 (rmsnorm(x), the products, then the add or silu(gate) * up), the
+// emulated GPU lowering against the CPU backend.
+enum class Fused { NormBias, Add, NormSwiglu };
+
+template <class T, int BN, int BK, Fused MODE>
 void check_matvec_wide_fused(std::mt19937 &rng, int N, int K, const Flavour &flavour) {
   CAPTURE(std::string(T::text));
   CAPTURE(N);
   CAPTURE(K);
-  CAPTURE(NORMED);
-  constexpr bool kBias = NORMED, kAdd = !NORMED;
+  CAPTURE(int(MODE));
+  constexpr bool kBias = MODE == Fused::NormBias, kNormed = MODE != Fused::Add, kAdd = MODE == Fused::Add, kSwiglu = MODE == Fused::NormSwiglu;
+  const int rows = kSwiglu ? 2 * N : N;  // W's rows
   const float eps = 1e-5f;
   auto x = random_floats(rng, size_t(K)), norm_w = random_floats(rng, size_t(K)), bias = random_floats(rng, size_t(N));
-  auto start = random_floats(rng, size_t(N));  // out's values before (ADD adds to them)
-  auto [w, wf] = rounded<T>(rng, size_t(N) * K);
+  auto start = random_floats(rng, size_t(N));  // out's values before (an add adds to them)
+  auto [w, wf] = rounded<T>(rng, size_t(rows) * K);
   std::vector<float> y = x;
-  if (NORMED) {
+  if (kNormed) {
     double squares = 0;
     for (float v : x) squares += double(v) * v;
     const double inv_rms = 1.0 / std::sqrt(squares / K + eps);
     for (int k = 0; k < K; ++k) y[size_t(k)] = float(double(x[size_t(k)]) * inv_rms * norm_w[size_t(k)]);
   }
-  ReferenceProduct ref = reference_matmul(y, wf, kBias ? bias.data() : nullptr, 1, N, K);
-  if (kAdd)
-    for (int n = 0; n < N; ++n) ref.values[size_t(n)] += start[size_t(n)], ref.scale[size_t(n)] += std::fabs(start[size_t(n)]);
+  ReferenceProduct ref = reference_matmul(y, wf, kBias ? bias.data() : nullptr, 1, rows, K);
+  std::vector<double> want(static_cast<size_t>(N)), scale(static_cast<size_t>(N));
+  for (int n = 0; n < N; ++n) {
+    double v = ref.values[size_t(n)], s = ref.scale[size_t(n)];
+    if (kAdd) v += start[size_t(n)], s += std::fabs(start[size_t(n)]);
+    if (kSwiglu) {
+      const double g = v, u = ref.values[size_t(N + n)];
+      v = g / (1 + std::exp(-g)) * u, s = std::max(1.0, s) * std::max(1.0, ref.scale[size_t(N + n)]);
+    }
+    want[size_t(n)] = v, scale[size_t(n)] = s;
+  }
   GuardedOutput out(size_t(N), -7.0f);
   for (int n = 0; n < N; ++n) out.data()[n] = start[size_t(n)];
-  constexpr auto kKernel = kernels::matvec_wide_fused<T, BN, BK, kBias, NORMED, kAdd>;
+  constexpr auto kKernel = kernels::matvec_wide_fused<T, BN, BK, kBias, kNormed, kAdd, kSwiglu>;
   kdsl::compile<kKernel>(kdsl_test::cpu())(grid(cdiv(N, BN)), x.data(), norm_w.data(), w.data(), bias.data(), out.data(), N, K, eps);
   std::vector<Arg> args{emulator_test::array(x),     emulator_test::array(norm_w),       emulator_test::array(w),
                         emulator_test::array(bias),  emulator_test::array(start),        emulator_test::value(int32_t(N)),
                         emulator_test::value(int32_t(K)), emulator_test::value(eps)};
   CHECK(emulator_test::compare(tools::named_kernel<kKernel>("matvec_wide_fused", 4), grid(cdiv(N, BN)), args, flavour) <= 1e-4);
-  expect_close_scaled("matvec_wide_fused", out.values(), ref.values, ref.scale, 1e-5);  // scale: sums of magnitudes
+  expect_close_scaled("matvec_wide_fused", out.values(), want, scale, 1e-5);  // scale: sums of magnitudes
   CHECK_MESSAGE(out.intact(), "matvec_wide_fused wrote past its N outputs");
 }
 
@@ -137,13 +149,15 @@ TEST_CASE("kernels: matvec_wide (a GPU's decode) against the float64 product, al
   check_matvec_wide<bf16, 4, 128>(rng, 9, 640, true, flavour);
 }
 
-TEST_CASE("kernels: matvec_wide_fused (a GPU's decode with the norm before or the residual add after) against float64, on the CPU and emulated") {
+TEST_CASE("kernels: matvec_wide_fused (a GPU's decode with the norm before, the residual add after, or gate, up and SwiGLU) against float64, on the CPU and emulated") {
   KDSL_TEST_RNG(rng);
   const Flavour flavour = emulator_test::each_emulated_target();
-  check_matvec_wide_fused<bf16, 4, 512, true>(rng, 13, 1000, flavour);
-  check_matvec_wide_fused<bf16, 4, 512, false>(rng, 13, 1000, flavour);
-  check_matvec_wide_fused<f32, 4, 128, true>(rng, 8, 256, flavour);  // whole steps only
-  check_matvec_wide_fused<f16, 4, 128, false>(rng, 5, 100, flavour);  // the masked step alone
+  check_matvec_wide_fused<bf16, 4, 512, Fused::NormBias>(rng, 13, 1000, flavour);
+  check_matvec_wide_fused<bf16, 4, 512, Fused::Add>(rng, 13, 1000, flavour);
+  check_matvec_wide_fused<bf16, 8, 256, Fused::NormSwiglu>(rng, 13, 1000, flavour);
+  check_matvec_wide_fused<f32, 4, 128, Fused::NormBias>(rng, 8, 256, flavour);    // whole steps only
+  check_matvec_wide_fused<f16, 4, 128, Fused::Add>(rng, 5, 100, flavour);         // the masked step alone
+  check_matvec_wide_fused<f32, 4, 128, Fused::NormSwiglu>(rng, 6, 100, flavour);
 }
 
 TEST_CASE("kernels: matmul_narrow (a GPU's 16-bit prefill) against the float64 product of the rounded x, aligned and ragged, f16 / bf16, on the CPU and emulated") {
