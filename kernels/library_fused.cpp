@@ -1,4 +1,4 @@
-// library_fused.cpp - Library::matvec_fused: a GPU's decode product with the RMSNorm before it or the residual add after it in one launch
+// library_fused.cpp - Library::matvec_fused: a GPU's decode product with the RMSNorm before it, the residual add or SwiGLU after it, in one launch
 #include <string>
 
 #include "kernels/library_dense.h"

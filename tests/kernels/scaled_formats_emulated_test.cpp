@@ -66,6 +66,24 @@ void check_decode_wide(std::mt19937 &rng, const char *name, WeightType t, int n,
   CHECK(out[size_t(n)] == -7.0f);
 }
 
+// matvec_quantized_wide_fused in the engine's three forms (the norm before the product with a
+// bias, the residual add after it, the normed gate, up and SwiGLU over 2N rows), through the
+// GPU lowering against the CPU backend; the CPU backend's engine-level check is
+// engine_synthetic_test's GPU-forms case, against float64.
+template <class F, bool BIAS, bool NORMED, bool ADD, bool SWIGLU>
+void check_decode_fused(std::mt19937 &rng, const char *name, WeightType t, int n, int k, const Flavour &flavour) {
+  CAPTURE(name);
+  CAPTURE(n);
+  CAPTURE(k);
+  constexpr int kRows = 4, kBlocks = 2;
+  std::vector<uint8_t> w = kernels_test::random_quantized(rng, t, SWIGLU ? 2 * n : n, k);
+  std::vector<Arg> args{array(random_f32(size_t(k), rng, -1, 1)), array(random_f32(size_t(k), rng, -1, 1)), array(w),
+                        array(random_f32(size_t(n), rng, -1, 1)), array(random_f32(size_t(n), rng, -1, 1)), value(int32_t(n)),
+                        value(int32_t(k)), value(1e-5f)};
+  const tools::NamedKernel named = tools::named_kernel<kernels::matvec_quantized_wide_fused<F, kRows, kBlocks, BIAS, NORMED, ADD, SWIGLU>>(name, 4);
+  CHECK(compare(named, grid(cdiv(n, kRows)), args, flavour) <= 1e-3);  // as check_decode says
+}
+
 }  // namespace scaled_formats_emulated_test
 
 using namespace scaled_formats_emulated_test;
@@ -89,4 +107,13 @@ TEST_CASE("emulated: a GPU's wide decode product over Q8_0, Q4_0, IQ4_NL and F8_
   check_decode_wide<kernels::Q4_0Format>(rng, "q4_0_decode_wide", WeightType::Q4_0, 16, 256, false, flavour);
   check_decode_wide<kernels::IQ4_NLFormat>(rng, "iq4_nl_decode_wide", WeightType::IQ4_NL, 13, 96, false, flavour);
   check_decode_wide<kernels::F8_E4M3Format>(rng, "f8_e4m3_decode_wide", WeightType::F8_E4M3, 13, 96, true, flavour);
+}
+
+TEST_CASE("emulated: a GPU's fused decode over Q8_0 and Q4_0 blocks (norm and bias, residual add, gate-up-SwiGLU) matches the CPU backend") {
+  KDSL_TEST_RNG(rng);
+  const Flavour flavour = each_emulated_target();
+  check_decode_fused<kernels::Q8_0Format, true, true, false, false>(rng, "q8_0_normed", WeightType::Q8_0, 13, 96, flavour);
+  check_decode_fused<kernels::Q4_0Format, false, false, true, false>(rng, "q4_0_add", WeightType::Q4_0, 13, 96, flavour);
+  check_decode_fused<kernels::Q8_0Format, false, true, false, true>(rng, "q8_0_swiglu", WeightType::Q8_0, 9, 128, flavour);
+  check_decode_fused<kernels::Q4_0Format, false, true, false, true>(rng, "q4_0_swiglu", WeightType::Q4_0, 9, 96, flavour);
 }
