@@ -46,10 +46,11 @@ struct DeviceWeights {
   int64_t uploaded_bytes = 0;
 };
 
-// One sequence on one device (the CPU or a GPU: the same launches, with activations, KV cache
-// and weights in that device's memory). All buffers are allocated up front, so forward()
-// allocates nothing; llama, qwen2 (QKV bias) and qwen3 (QK norm) share this code, as
-// llama.cpp's graph builders share theirs.
+// One sequence on one device (the CPU or a GPU: the same steps, with activations, KV cache
+// and weights in that device's memory; a GPU's decode takes q, k and v, and gate and up, as
+// one product each, with the norms, residual adds and SwiGLU fused into the products: layer()).
+// All buffers are allocated up front, so forward() allocates nothing; llama, qwen2 (QKV bias)
+// and qwen3 (QK norm) share this code, as llama.cpp's graph builders share theirs.
 class Engine {
  public:
   Engine(const ModelWeights &model, const Device &device, EngineOptions options = {});
