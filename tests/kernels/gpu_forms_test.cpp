@@ -92,7 +92,10 @@ void check_matvec_wide_fused(std::mt19937 &rng, int N, int K, const Flavour &fla
   std::vector<Arg> args{emulator_test::array(x),     emulator_test::array(norm_w),       emulator_test::array(w),
                         emulator_test::array(bias),  emulator_test::array(start),        emulator_test::value(int32_t(N)),
                         emulator_test::value(int32_t(K)), emulator_test::value(eps)};
-  CHECK(emulator_test::compare(tools::named_kernel<kKernel>("matvec_wide_fused", 4), grid(cdiv(N, BN)), args, flavour) <= 1e-4);
+  // f32 sums in another order there; SwiGLU multiplies two of them, so an output near zero
+  // differs in its last bits against compare's floor (seed 929390664: 1.7e-4), as the
+  // tensor-core and quantized comparisons' 1e-3 allows; a misplaced element is off by O(1).
+  CHECK(emulator_test::compare(tools::named_kernel<kKernel>("matvec_wide_fused", 4), grid(cdiv(N, BN)), args, flavour) <= 1e-3);
   expect_close_scaled("matvec_wide_fused", out.values(), want, scale, 1e-5);  // scale: sums of magnitudes
   CHECK_MESSAGE(out.intact(), "matvec_wide_fused wrote past its N outputs");
 }
