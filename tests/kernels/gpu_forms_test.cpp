@@ -206,3 +206,35 @@ TEST_CASE("kernels: rope_heads (a GPU's rope, a program per head) rotates q and 
     }
   }
 }
+
+TEST_CASE("kernels: Library::matvec_fused refuses types it has no kernel for and calls it cannot fuse, naming them; a GPU's dispatch runs it") {
+  using kdsl::kernels::Library;
+  using kdsl::kernels::WeightType;
+  using After = Library::AfterProduct;
+  std::vector<float> x(64, 0.5f), norm(64, 1.0f), out(8, 0.0f), bias(8, 0.25f);
+  std::vector<uint16_t> w(8 * 64, 0x3f80);  // bf16 1.0
+  Library lib(kdsl_test::cpu());
+  // The CPU keeps its own decode kernels: no fused form, said with the type and the device.
+  CHECK_FALSE(lib.fuses_norm_and_add(WeightType::BF16));
+  auto fused = [&](const float *norm_w, const float *b, After after) {
+    lib.matvec_fused(x.data(), norm_w, 1e-5f, w.data(), WeightType::BF16, b, out.data(), after, 8, 64);
+  };
+  std::string text = kdsl_test::error_text([&] { fused(norm.data(), nullptr, After::Store); });
+  CHECK(kdsl_test::contains(text, "matvec_fused"));
+  CHECK(kdsl_test::contains(text, "bf16"));
+  lib.set_gpu_forms(true);
+  CHECK(lib.fuses_norm_and_add(WeightType::BF16));
+  CHECK(lib.fuses_norm_and_add(WeightType::Q8_0));
+  CHECK_FALSE(lib.fuses_norm_and_add(WeightType::Q4_K));  // no wide GPU kernel for the k-quants yet
+  text = kdsl_test::error_text([&] { fused(nullptr, bias.data(), After::AddToOut); });
+  CHECK(kdsl_test::contains(text, "bias"));
+  text = kdsl_test::error_text([&] { fused(norm.data(), nullptr, After::AddToOut); });
+  CHECK(kdsl_test::contains(text, "one of the two"));
+  // A norm then the product: every row reads rmsnorm(x) ~ 1 (eps 1e-5 against mean(x^2) 0.25)
+  // at each of the 64 columns, times 1.0, plus the bias.
+  fused(norm.data(), bias.data(), After::Store);
+  for (float v : out) CHECK(v == doctest::Approx(64.25f).epsilon(1e-4));
+  // The residual add: out += W . x = 64 * 0.5.
+  fused(nullptr, nullptr, After::AddToOut);
+  for (float v : out) CHECK(v == doctest::Approx(96.25f).epsilon(1e-4));
+}
