@@ -48,9 +48,9 @@ inline constexpr MatvecConfig kDecodeCandidates[] = {{8, 128}, {4, 128}, {16, 64
 inline constexpr LanesConfig kFewRowsCandidates[] = {{4, 2}, {2, 4}};
 inline constexpr MatvecConfig kGpuFewRows = {8, 128};
 // A GPU's decode: matvec_wide, 4 neighbouring rows of W by 512 columns a step where rows are
-// long (K >= kGpuLongRows), 8 by 256 otherwise. On an H200, bf16 [4096 x 14336] read at 89% of
-// the device copy with 4 x 512 and 71% with 8 x 256; [14336 x 4096] at 82% and 86%; matvec's
-// 8 x 128 at 34-48% (bench/RESULTS.md, 2026-12-04, kdsl-bench-cuda's decode rows).
+// long (K >= kGpuLongRows), 8 by 256 otherwise: on an H200 each read its shape of Llama-3-8B
+// faster than the other and than matvec's 8 x 128 (bench/RESULTS.md, 2026-12-04,
+// kdsl-bench-cuda's bf16 decode rows).
 inline constexpr MatvecConfig kGpuDecode = {4, 512}, kGpuDecodeShortRows = {8, 256};
 inline constexpr int kGpuLongRows = 8192;
 
@@ -61,11 +61,10 @@ void with_gpu_decode_tile(int K, F &&f) {
   else f.template operator()<kGpuDecodeShortRows>();
 }
 // A GPU's prefill over f16/bf16 weights: matmul_narrow on the tensor cores, 64 x 128 x 64 with
-// 4 warps and 3 stages. On an H200, at a 512-token prompt's Llama-3-8B shapes, it ran at
-// 128 and 120 TFLOP/s against 98 and 91 for Triton's tutorial tile (128 x 128 x 64, 8 warps),
-// the best of the others at N = 4096 (bench/RESULTS.md, 2026-12-04, kdsl-bench-cuda's prefill
-// rows). It makes twice the programs: 256 for 512 rows and N = 4096, where 128 x 128 tiles
-// leave 4 of 132 SMs idle.
+// 4 warps and 3 stages. On an H200, at a 512-token prompt's Llama-3-8B shapes, it ran ahead of
+// Triton's tutorial tile (128 x 128 x 64, 8 warps) and of the other tiles kdsl-bench-cuda times
+// (bench/RESULTS.md, 2026-12-04, its prefill rows). It makes twice the programs: 256 for 512
+// rows and N = 4096, where 128 x 128 tiles leave 4 of 132 SMs idle.
 inline constexpr TileConfig kGpuNarrowTile = {64, 128, 64};
 inline constexpr int kGpuNarrowWarps = 4, kGpuNarrowStages = 3;
 inline constexpr int kMaxFewRows = 16;     // on a GPU: matvec_rows up to here, then dot tiles

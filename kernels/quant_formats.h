@@ -32,8 +32,8 @@ struct ScaledFormat {
 
 // A small integer n (0 <= n < 2^23) as f32 without a conversion instruction: the bits of
 // 2^23 + n, minus 2^23 (exact). A GPU converts integers to floats at a quarter of its
-// arithmetic rate (I2F), which a decode product streaming quantized weights at memory speed
-// runs into; an OR and a subtraction run at the full rate. part_bits() below decodes so.
+// arithmetic rate (I2F), a bound for a decode product streaming quantized weights at memory
+// speed; an OR and a subtraction run at the full rate. part_bits() below decodes so.
 template <int... D>
 Block<f32, D...> exact_small_int(const Block<i32, D...> &n, float minus) {
   return bitcast<f32>(n | 0x4B000000) - (8388608.0f + minus);
