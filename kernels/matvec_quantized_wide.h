@@ -1,13 +1,13 @@
 // matvec_quantized_wide.h - decode for GPUs over Q8_0 / Q4_0 / IQ4_NL / F8_E4M3 weights read in place, partial sums kept across K
 #pragma once
+#include "kernels/matvec_wide.h"
 #include "kernels/quant_formats.h"
-#include "kernels/swiglu.h"
 
 namespace kdsl::kernels {
 
 // matvec_quantized.h steps one 32-value block of each row at a time: on a GPU that is a few
-// hundred bytes a step for a whole block of threads, latency after latency (2-4% of an H200's
-// bandwidth). As matvec_wide.h does for 16-bit weights, a program here takes BN neighbouring
+// hundred bytes a step for a whole block of threads, latency after latency (bench/RESULTS.md,
+// 2026-12-04, the quantized decode rows). As matvec_wide.h does for 16-bit weights, a program here takes BN neighbouring
 // rows BB blocks at a time ([BN, BB, kPartBytes] quant bytes and [BN, BB] scales, BB * 32
 // values of each row) and keeps every thread's share of the products in f32 registers across
 // K, reduced once after the loop: the loop is loads, decoding and FMAs. W is [N][K] in format F
@@ -31,7 +31,8 @@ void matvec_quantized_wide_fused(Ptr<const f32> x, Ptr<const f32> norm_w, Ptr<co
     auto in_row = row(blk < blocks);  // [1, BB]
     auto in_row3 = expand_dims<2>(in_row);
     auto g = load_block_group<F>(wq, row_block + row(wide(blk)), in_row, masked);  // [BN, BB, PB], [BN, BB, 1]
-    auto at = expand_dims<2>(row(blk * F::kBlockElements)) + rj;                   // [1, BB, PB]
+    auto u = g;                                                   // SWIGLU: the up rows' blocks, loaded once
+    auto at = expand_dims<2>(row(blk * F::kBlockElements)) + rj;  // [1, BB, PB]
     for (int p = 0; p < F::kParts; ++p) {
       auto xs = masked ? load(x + (at + p * PB), in_row3, 0) : load(x + (at + p * PB));
       if constexpr (NORMED) {
@@ -40,7 +41,9 @@ void matvec_quantized_wide_fused(Ptr<const f32> x, Ptr<const f32> norm_w, Ptr<co
       }
       partial = partial + part_without_conversion<F>(g.quants, p) * (xs * g.scales);
       if constexpr (SWIGLU) {
-        auto u = load_block_group<F>(wq, up_block + row(wide(blk)), in_row, masked);
+        // Loaded at the first part, after the gate's products: so ordered, ptxas gives the Q8_0
+        // kernel fewer registers than with the load ahead of the loop (kdsl-compile --target sm_90).
+        if (p == 0) u = load_block_group<F>(wq, up_block + row(wide(blk)), in_row, masked);
         partial_up = partial_up + part_without_conversion<F>(u.quants, p) * (xs * u.scales);
       }
     }
@@ -53,16 +56,7 @@ void matvec_quantized_wide_fused(Ptr<const f32> x, Ptr<const f32> norm_w, Ptr<co
   sums = if_(
       b_main < blocks, [&] { return step(b_main, std::get<0>(sums), std::get<1>(sums), std::get<2>(sums), true); }, [&] { return sums; });
   auto [partial, partial_up, squares] = sums;
-  auto y = sum<1>(sum<2>(partial));
-  auto up = sum<1>(sum<2>(partial_up));
-  if constexpr (NORMED) {
-    auto inv_rms = rsqrt(sum(squares) / cast<f32>(K) + eps);
-    y = y * inv_rms, up = up * inv_rms;
-  }
-  if constexpr (HAS_BIAS) y = y + load(bias + minimum(rn, N - 1));
-  if constexpr (SWIGLU) y = silu_times(y, up);
-  if constexpr (ADD) y = y + load(out + rn, rn < N, 0);
-  store(out + rn, y, rn < N);
+  finish_fused_decode<HAS_BIAS, NORMED, ADD, SWIGLU>(sum<1>(sum<2>(partial)), sum<1>(sum<2>(partial_up)), squares, bias, out, rn, N, K, eps);
 }
 
 // The plain product: out[n] = W[n,:] . x (+ bias[n]).

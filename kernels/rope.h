@@ -74,8 +74,9 @@ void rope_heads(Ptr<f32> q, Ptr<f32> k, Ptr<const f32> inv_freq, Scalar<i32> n_h
   auto r = program_id(0);
   auto h = program_id(1);
   auto angles = rope_angles<HALF, NEOX>(inv_freq, head_dim, pos0 + r, magnitude);
-  if_(h < n_heads, [&] { rotate_head<HALF>(q + (r * n_heads + h) * head_dim, angles); });
-  if_(h >= n_heads, [&] { rotate_head<HALF>(k + (r * n_kv_heads + h - n_heads) * head_dim, angles); });
+  if_(
+      h < n_heads, [&] { rotate_head<HALF>(q + (r * n_heads + h) * head_dim, angles); },
+      [&] { rotate_head<HALF>(k + (r * n_kv_heads + h - n_heads) * head_dim, angles); });
 }
 
 }  // namespace kdsl::kernels
