@@ -92,13 +92,8 @@ const MatvecTile kMatvecTiles[] = {
 // The quantized decode rows over Q8_0 and Q4_0 blocks: the CPU-shaped matvec_quantized (8 rows
 // a program, one block a step: the GPU's decode until 2026-12-04) and matvec_quantized_wide at
 // several tiles (rows x blocks a step), to compare with the bf16 rows above.
-struct QuantizedTile {
-  std::string label;
-  int rows_per_program, warps;
-  detail::KernelSignature (*make)();
-};
 template <class F>
-std::vector<QuantizedTile> quantized_tiles() {
+std::vector<MatvecTile> quantized_tiles() {
   return {
       {"matvec 8x1", 8, 4, &detail::kernel_signature<kernels::matvec_quantized<F, 8, false, 512>>},
       {"wide 4x16", 4, 4, &detail::kernel_signature<kernels::matvec_quantized_wide<F, 4, 16, false>>},
@@ -259,6 +254,15 @@ int main(int argc, char **argv) {
     });
   }  // arrays freed
 
+  // One decode row: the tile's kernel over N weight rows, the GB/s of `bytes` read (W, x and
+  // out) against the device copy.
+  auto decode_row = [&](const std::string &name, const MatvecTile &tile, const std::vector<ArgValue> &args, int N, double bytes) {
+    row(name, "GB/s", [&](Result &r) {
+      auto mv = detail::make_kernel(device, tile.make(), {tile.warps, 2});
+      r.value = rate(bytes, timed([&] { detail::launch(*mv, grid(cdiv(N, tile.rows_per_program)), args.data(), args.size()); }));
+      r.ceiling = copy_gbs;
+    });
+  };
   {
     fmt::print("\n{:<30} {:>10} {:>14} {:>8}\n", "bf16 decode matvec", "GB/s", "copy GB/s", "ratio");
     const std::pair<int, int> shapes[] = {{14336, 4096}, {4096, 14336}};
@@ -268,12 +272,7 @@ int main(int argc, char **argv) {
       Buffer<float> x(device, std::vector<float>(size_t(K), 1.0f)), out(device, size_t(N));
       std::vector<ArgValue> args = {make_arg(x), make_arg(w), make_arg(out), make_arg(out), make_arg(N), make_arg(K)};
       for (const MatvecTile &tile : kMatvecTiles) {
-        row(fmt::format("{}x{} {}", N, K, tile.label), "GB/s", [&](Result &r) {
-          auto mv = detail::make_kernel(device, tile.make(), {tile.warps, 2});
-          double bytes = 2.0 * N * K + 4.0 * K + 4.0 * N;
-          r.value = rate(bytes, timed([&] { detail::launch(*mv, grid(cdiv(N, tile.rows_per_program)), args.data(), args.size()); }));
-          r.ceiling = copy_gbs;
-        });
+        decode_row(fmt::format("{}x{} {}", N, K, tile.label), tile, args, N, 2.0 * N * K + 4.0 * K + 4.0 * N);
         if (quick) break;
       }
       if (quick) break;
@@ -311,14 +310,8 @@ int main(int argc, char **argv) {
       std::vector<uint8_t> bytes = quantized_weights<F>(N, K);
       Buffer<typename F::Quant::storage> w(device, std::span(reinterpret_cast<const typename F::Quant::storage *>(bytes.data()), bytes.size()));
       std::vector<ArgValue> args = {make_arg(x), make_arg(w), make_arg(out), make_arg(out), make_arg(N), make_arg(K)};
-      for (const QuantizedTile &tile : quantized_tiles<F>()) {
-        row(fmt::format("{}x{} {} {}", N, K, type, tile.label), "GB/s", [&](Result &r) {
-          auto mv = detail::make_kernel(device, tile.make(), {tile.warps, 2});
-          r.value = rate(double(bytes.size()) + 4.0 * K + 4.0 * N,
-                         timed([&] { detail::launch(*mv, grid(cdiv(N, tile.rows_per_program)), args.data(), args.size()); }));
-          r.ceiling = copy_gbs;
-        });
-      }
+      for (const MatvecTile &tile : quantized_tiles<F>())
+        decode_row(fmt::format("{}x{} {} {}", N, K, type, tile.label), tile, args, N, double(bytes.size()) + 4.0 * K + 4.0 * N);
     };
     measure.template operator()<kernels::Q8_0Format>("q8_0");
     measure.template operator()<kernels::Q4_0Format>("q4_0");
