@@ -354,46 +354,47 @@ TEST_CASE("fake driver: static shared memory counts toward the 48 KB that needs 
   dev.unload(f);
 }
 
-TEST_CASE("fake driver: a refused launch names kernel, grid, block and shared memory; a later device fault names the last launch") {
-  ScratchCache cache("fake_cuda_cache");
+// axpy over n floats compiled for the fake GPU at 8 warps, with its buffers: the launches the
+// error and profile tests below watch.
+struct FakeAxpy {
+  static constexpr int n = 5000;
+  ScratchCache cache{"fake_cuda_cache"};
   Device gpu = fake_gpu();
-  const int n = 5000;
-  Buffer<float> x(gpu, n), y(gpu, n), out(gpu, n);
-  declare_params({8, 8, 8, 8, 8});
-  auto k = compile<axpy<1024>>(gpu, {.num_warps = 8});
-  k(grid(cdiv(n, 1024)), x, y, out, 2.5f, n);
+  Buffer<float> x{gpu, n}, y{gpu, n}, out{gpu, n};
+  Kernel<axpy<1024>> k = (declare_params({8, 8, 8, 8, 8}), compile<axpy<1024>>(gpu, {.num_warps = 8}));
+  void launch(int grid_y = 1) { k(grid(cdiv(n, 1024), grid_y), x, y, out, 2.5f, n); }
+};
+
+TEST_CASE("fake driver: a refused launch names kernel, grid, block and shared memory; a later device fault names the last launch") {
+  FakeAxpy a;
+  a.launch();
   const std::string symbol = fake().last_launch()->function;
-  const std::string kernel = "'" + decltype(k)::name() + " (" + symbol + ")'";
+  const std::string kernel = "'" + decltype(a.k)::name() + " (" + symbol + ")'";
   fake().fail_next_launch(701);
-  std::string refused = thrown([&] { k(grid(cdiv(n, 1024), 2), x, y, out, 2.5f, n); });
+  std::string refused = thrown([&] { a.launch(2); });
   CHECK(refused.starts_with("kernel " + kernel + " did not launch on cuda:0 (Fake GPU, sm_90, 132 SMs) (grid (5, 2, 1), block (256, 1, 1), 0 bytes of " +
                             "dynamic shared memory): CUDA driver call cuLaunchKernel failed: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (701)"));
   fake().fail_next_sync(700);
-  std::string fault = thrown([&] { gpu.synchronize(); });
+  std::string fault = thrown([&] { a.gpu.synchronize(); });
   CHECK(fault.starts_with("CUDA driver call cuStreamSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS (700)"));
   CHECK(fault.find("the last kernel launched on cuda:0 (Fake GPU, sm_90, 132 SMs) was " + kernel +
                    " (grid (5, 1, 1), block (256, 1, 1), 0 bytes of dynamic shared memory)") != std::string::npos);
   CHECK(fault.find("rerun with CUDA_LAUNCH_BLOCKING=1") != std::string::npos);
-  gpu.synchronize();  // the fake's fault was once
+  a.gpu.synchronize();  // the fake's fault was once
 }
 
 TEST_CASE("fake driver: KDSL_PROFILE times GPU launches without waiting for each, read at the next wait with the idle time between them") {
-  ScratchCache cache("fake_cuda_cache");
-  Device gpu = fake_gpu();
-  const int n = 5000;
-  Buffer<float> x(gpu, n), y(gpu, n), out(gpu, n);
-  declare_params({8, 8, 8, 8, 8});
-  auto k = compile<axpy<1024>>(gpu, {.num_warps = 8});
+  FakeAxpy a;
   (void)detail::take_launch_profile();
   detail::set_launch_profile_enabled(true);
-  for (int i = 0; i < 3; ++i) k(grid(cdiv(n, 1024)), x, y, out, 2.5f, n);
+  for (int i = 0; i < 3; ++i) a.launch();
   CHECK(detail::take_launch_profile().empty());  // nothing read before a wait
-  std::vector<float> host(n);
-  out.copy_to_host(host);
+  std::vector<float> host(FakeAxpy::n);
+  a.out.copy_to_host(host);
   detail::set_launch_profile_enabled(false);
   const std::string table = detail::take_launch_profile();
   CHECK(table.find(fmt::format("{:>10}", 3) + " ") != std::string::npos);
-  CHECK(table.find(decltype(k)::name()) != std::string::npos);
+  CHECK(table.find(decltype(a.k)::name()) != std::string::npos);
   CHECK(table.find(fmt::format("{:>10}", 2) + " ") != std::string::npos);  // two gaps between three launches
   CHECK(table.find(detail::kIdleBetweenLaunches) != std::string::npos);
 }
