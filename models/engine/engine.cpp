@@ -72,7 +72,7 @@ DeviceWeights place_weights(const ModelWeights &model, const Device &device, con
     for (Weight *w : {&d.token_embd, &d.output_norm, &d.output})
       if (*w) w->data = kUploadStandIn;
     for (LayerWeights &l : d.layers) {
-      for (Weight *w : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down})
+      for (Weight *w : l.all())
         if (*w) w->data = kUploadStandIn;
       for (const std::vector<Weight *> &group : placed_together(l))
         if (auto offsets = stacked_offsets(group))
@@ -110,7 +110,7 @@ DeviceWeights place_weights(const ModelWeights &model, const Device &device, con
       d.uploaded_bytes += total;
     }
     // The rest, and the groups that could not share an allocation.
-    for (Weight *w : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down})
+    for (Weight *w : l.all())
       if (std::find(stacked.begin(), stacked.end(), w) == stacked.end()) place(*w);
   }
   return d;
@@ -171,6 +171,10 @@ Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions op
     : model_(model), device_(device), kernels_(device, options.recorder), options_(options), weights_(place_weights(model, device, options)) {
   const ModelHParams &h = model.hparams;
   if (options.integer_dot_rows >= 0) kernels_.set_integer_dot_rows(options.integer_dot_rows);
+  kernels_.set_gpu_forms(options.gpu_forms);
+  fuses_norms_ = kernels_.fuses_norm_and_add(weights_.output.type);
+  for (const LayerWeights &l : weights_.layers)
+    for (const Weight *w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) fuses_norms_ = fuses_norms_ && kernels_.fuses_norm_and_add(w->type);
   if (options.page_size < 1 || options.page_size > 4096) throw Error(fmt::format("KV page size: expected 1 to 4096, got {}", options.page_size));
   if (options.max_logit_rows < 1 || options.max_logit_rows > 1024)
     throw Error(fmt::format("rows of logits per forward pass: expected 1 to 1024, got {} (--draft-max is at most 1023)", options.max_logit_rows));
@@ -283,7 +287,7 @@ std::span<const float> Engine::run(std::span<const int> tokens, int pos, int log
     ids_.copy_from_host(std::span<const int32_t>(ids_host_.data(), size_t(n)));
     kernels_.embedding(ids_.data(), weights_.token_embd.data, weights_.token_embd.type, x_.data(), n, dim_);
     // One row on a GPU takes the products with the norms and residual adds fused in (layer()).
-    const bool fused = n == 1 && fuses_norms() && !observer_;
+    const bool fused = n == 1 && fuses_norms_ && !observer_;
     if (!fused) kernels_.rmsnorm(x_.data(), weights_.layers[0].attn_norm.f32(), xb_.data(), n, dim_, h.rms_eps);
     for (int l = 0; l < int(weights_.layers.size()); ++l) layer(l, n, pos + start, tree, fused);
     // After the last layer xb holds the final norm of every row (fused: x, not yet normed);
@@ -314,13 +318,6 @@ std::span<const float> Engine::run(std::span<const int> tokens, int pos, int log
       std::fill(host + size_t(r) * size_t(vocab_) + size_t(options_.sampled_vocab), host + size_t(r + 1) * size_t(vocab_),
                 std::numeric_limits<float>::lowest());
   return {host, count};
-}
-
-bool Engine::fuses_norms() {
-  bool all = kernels_.fuses_norm_and_add(weights_.output.type);
-  for (const LayerWeights &l : weights_.layers)
-    for (const Weight *w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) all = all && kernels_.fuses_norm_and_add(w->type);
-  return all;
 }
 
 void Engine::show_input(TensorName weight, int layer, const Buffer<float> &input, int first_row, int n, int cols) {

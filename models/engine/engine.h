@@ -35,6 +35,9 @@ struct EngineOptions {
   // The most rows a quantized product on the CPU takes through integer dot products
   // (Library::set_integer_dot_rows; -1: the Library's default, 0: none), for comparing paths.
   int integer_dot_rows = -1;
+  // The Library dispatches as a GPU's does (Library::set_gpu_forms), the engine's GPU path with
+  // it: on the CPU, for the tests that check that path against the reference.
+  bool gpu_forms = false;
 };
 
 // The weights as the kernels read them, in the device's memory: on the CPU the ModelWeights'
@@ -98,9 +101,7 @@ class Engine {
   // as the nodes of a token tree (forward_tree) in one chunk.
   std::span<const float> run(std::span<const int> tokens, int pos, int logit_rows, bool tree = false);
   void layer(int l, int n, int pos, bool tree, bool fused);
-  // Whether every product's weights have a kernel here that fuses the norm before it and the
-  // residual add after it (Library::fuses_norm_and_add: on a GPU), so decode takes them.
-  bool fuses_norms();
+
   // Shows the observer (if any) rows first_row .. first_row + n - 1 of `input`, cols floats each.
   void show_input(TensorName weight, int layer, const Buffer<float> &input, int first_row, int n, int cols);
 
@@ -127,7 +128,10 @@ class Engine {
   std::vector<int32_t> tree_positions_host_, branch_moves_host_;
   std::vector<int64_t> tree_ancestors_host_;
   MatmulInputObserver *observer_ = nullptr;
-  std::vector<float> observed_host_;  // GPU only: an input copied back for the observer
+  std::vector<float> observed_host_;
+  // Whether every product's weights have a kernel here that fuses the norm before it and the
+  // residual add after it (Library::fuses_norm_and_add: on a GPU), so decode takes them.
+  bool fuses_norms_ = false;  // GPU only: an input copied back for the observer
 };
 
 }  // namespace kdsl::models

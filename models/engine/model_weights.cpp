@@ -81,8 +81,7 @@ std::optional<kernels::WeightType> kernel_weight_type(GgmlType t) {
 int64_t ModelWeights::bytes_per_token() const {
   int64_t total = output.bytes() + output_norm.bytes();
   for (const LayerWeights &l : layers)
-    for (const Weight *w : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down})
-      total += w->bytes();
+    for (const Weight *w : l.all()) total += w->bytes();
   return total;
 }
 

@@ -1,5 +1,6 @@
 // model_weights.h - a loaded model as the engine sees it: hyper-parameters and typed weight views
 #pragma once
+#include <array>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,12 @@ struct LayerWeights {
   Weight bq, bk, bv;          // qwen2: QKV biases
   Weight q_norm, k_norm;      // qwen3: per-head RMSNorm of q and k
   Weight ffn_norm, w_gate, w_up, w_down;
+
+  // Every weight of the layer, present or not (a missing one is null).
+  std::array<Weight *, 14> all() { return {&attn_norm, &wq, &wk, &wv, &wo, &bq, &bk, &bv, &q_norm, &k_norm, &ffn_norm, &w_gate, &w_up, &w_down}; }
+  std::array<const Weight *, 14> all() const {
+    return {&attn_norm, &wq, &wk, &wv, &wo, &bq, &bk, &bv, &q_norm, &k_norm, &ffn_norm, &w_gate, &w_up, &w_down};
+  }
 };
 
 struct ModelWeights {

@@ -45,8 +45,8 @@ void check_against_reference(const SynthConfig &config, const std::string &file,
 void check_model_against_reference(const std::string &path, double tolerance, int integer_dot_rows, bool gpu_forms) {
   ModelWeights model = load_model_weights(path);
   // Pages of 4 positions and prefill chunks of 5 tokens: the 11-token prompt crosses both.
-  Engine engine(model, Device::cpu(), EngineOptions{.context = 32, .page_size = 4, .max_batch = 5, .integer_dot_rows = integer_dot_rows});
-  engine.kernels().set_gpu_forms(gpu_forms);
+  Engine engine(model, Device::cpu(),
+                EngineOptions{.context = 32, .page_size = 4, .max_batch = 5, .integer_dot_rows = integer_dot_rows, .gpu_forms = gpu_forms});
   test::ReferenceForward reference(model);
   std::vector<int> prompt;
   for (int i = 0; i < 11; ++i) prompt.push_back((i * 97 + 3) % int(model.hparams.n_vocab));
