@@ -41,7 +41,11 @@ void check_matvec_wide(std::mt19937 &rng, int N, int K, bool with_bias, const Fl
     std::vector<Arg> args{emulator_test::array(x), emulator_test::array(w), emulator_test::array(bias),
                           emulator_test::array(std::vector<float>(size_t(N), -7.0f)), emulator_test::value(int32_t(N)), emulator_test::value(int32_t(K))};
     auto named = tools::named_kernel<kernels::matvec_wide<T, BN, BK, B>>("matvec_wide", 4);
-    CHECK(emulator_test::compare(named, grid(cdiv(N, BN)), args, flavour) <= 1e-4);  // f32 sums in another order
+    // f32 sums in another order there: an output that cancels to near zero differs in its last
+    // bits against compare's floor (seed 3290160757: 1.3e-4, the same float operations as when
+    // the bound was set), as the other emulated comparisons' 1e-3 allows; a misplaced element
+    // is off by O(1).
+    CHECK(emulator_test::compare(named, grid(cdiv(N, BN)), args, flavour) <= 1e-3);
   };
   if (with_bias) run.template operator()<true>();
   else run.template operator()<false>();
