@@ -136,7 +136,9 @@ void speculate(Engine &engine, Sampler &sampler, const std::vector<int> &prompt_
     }
     pos += accepted + 1;
     if (cache_stats().compile_ms != compile_before) check_ms = draft_ms = -1;
-    lengths.record(drafted, accepted, check_ms, draft_ms);
+    const int asked = k > 0 && k >= spec.draft_min ? k : 0;
+    lengths.record(asked, drafted, accepted, check_ms, draft_ms);
+    r.spec_plain += asked == 0, r.spec_empty += asked > 0 && drafted == 0;
     if (drafted > 0) {
       r.spec_drafted += drafted, r.spec_accepted += accepted, ++r.spec_checks;
       ++r.spec_accepted_histogram[size_t(accepted)];

@@ -25,8 +25,10 @@ struct GenerationResult {
   std::string stop_reason;   // "length", "eos", "context", "stop" (a stop string)
   // Speculative decoding (zero without a drafter): drafted tokens the target checked, those it
   // kept, the checks (passes with at least one draft), and accepted_histogram[j] the checks
-  // that kept j drafts.
-  int64_t spec_drafted = 0, spec_accepted = 0, spec_checks = 0;
+  // that kept j drafts; the steps that asked the drafter and got nothing back (no n-gram match,
+  // a draft model below --draft-p-min), and those that did not ask (speculation off where it
+  // would not pay, DraftLength).
+  int64_t spec_drafted = 0, spec_accepted = 0, spec_checks = 0, spec_empty = 0, spec_plain = 0;
   std::vector<int64_t> spec_accepted_histogram;
 };
 

@@ -1,9 +1,10 @@
-// self_draft.cpp - the target's matrices requantized row by row into memory the draft owns, and its layers cut
+// self_draft.cpp - the target's matrices requantized row by row into memory the draft owns (q, k, v and gate, up back to back), and its layers cut
 #include "models/spec/self_draft.h"
 
 #include <fmt/format.h>
 #include <kdsl/error.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
@@ -22,20 +23,29 @@ struct SelfDraftMemory {
   std::vector<std::vector<uint8_t>> matrices;
 };
 
-void requantize(Weight &w, GgmlType type, kernels::WeightType wtype, SelfDraftMemory &memory, const ImportanceMatrix *imatrix,
-                const std::string &name) {
-  if (!w || w.type == wtype || w.cols % 32 != 0) return;
-  const std::vector<float> importance = imatrix ? imatrix->column_weights(name, w.cols, "importance matrix", "the model's matrix") : std::vector<float>{};
-  const GgmlType from = w.type;
-  const int64_t row_in = kernels::weight_bytes(w.type, w.cols), row_out = kernels::weight_bytes(wtype, w.cols);
-  std::vector<uint8_t> &out = memory.matrices.emplace_back(size_t(w.rows * row_out));
-  std::vector<float> row(static_cast<size_t>(w.cols));
-  const auto *in = static_cast<const uint8_t *>(w.data);
-  for (int64_t r = 0; r < w.rows; ++r) {
-    dequantize_row(from, in + r * row_in, row.data(), w.cols);
-    quantize_row(type, row.data(), out.data() + r * row_out, w.cols, importance.empty() ? nullptr : importance.data());
+bool needs_requantizing(const Weight &w, kernels::WeightType wtype) { return w && w.type != wtype && w.cols % 32 == 0; }
+
+// Requantizes `group` (one weight, or weights of one column count) into one allocation, back to
+// back in order, so that the engine multiplies a row by all of them in one launch, as it does
+// with a file that holds q, k and v (or gate and up) together.
+void requantize(const std::vector<std::pair<Weight *, std::string>> &group, GgmlType type, kernels::WeightType wtype,
+                SelfDraftMemory &memory, const ImportanceMatrix *imatrix) {
+  int64_t total = 0;
+  for (auto &[w, name] : group) total += w->rows * kernels::weight_bytes(wtype, w->cols);
+  std::vector<uint8_t> &out = memory.matrices.emplace_back(size_t(total));
+  uint8_t *at = out.data();
+  for (auto &[w, name] : group) {
+    const std::vector<float> importance = imatrix ? imatrix->column_weights(name, w->cols, "importance matrix", "the model's matrix") : std::vector<float>{};
+    const int64_t row_in = kernels::weight_bytes(w->type, w->cols), row_out = kernels::weight_bytes(wtype, w->cols);
+    std::vector<float> row(static_cast<size_t>(w->cols));
+    const auto *in = static_cast<const uint8_t *>(w->data);
+    for (int64_t r = 0; r < w->rows; ++r) {
+      dequantize_row(w->type, in + r * row_in, row.data(), w->cols);
+      quantize_row(type, row.data(), at + r * row_out, w->cols, importance.empty() ? nullptr : importance.data());
+    }
+    w->data = at, w->type = wtype;
+    at += w->rows * row_out;
   }
-  w.data = out.data(), w.type = wtype;
 }
 
 }  // namespace
@@ -76,14 +86,25 @@ ModelWeights self_draft_weights(const ModelWeights &target, const SelfDraftOptio
     const kernels::WeightType wtype = *kernel_weight_type(*options.type);
     // The classifier is read whole every token; a tied one is the token table too, and then the copy serves both.
     bool tied = d.output.data == d.token_embd.data;
-    requantize(d.output, *options.type, wtype, *memory, options.imatrix, tensor_name(TensorName::Output));
+    if (needs_requantizing(d.output, wtype)) requantize({{&d.output, tensor_name(TensorName::Output)}}, *options.type, wtype, *memory, options.imatrix);
     if (tied) d.token_embd = d.output;
     for (size_t l = 0; l < d.layers.size(); ++l) {
       LayerWeights &lw = d.layers[l];
-      const std::pair<TensorName, Weight *> matrices[] = {{TensorName::AttnQ, &lw.wq},     {TensorName::AttnK, &lw.wk},  {TensorName::AttnV, &lw.wv},
-                                                          {TensorName::AttnOutput, &lw.wo}, {TensorName::FfnGate, &lw.w_gate},
-                                                          {TensorName::FfnUp, &lw.w_up},    {TensorName::FfnDown, &lw.w_down}};
-      for (auto [name, w] : matrices) requantize(*w, *options.type, wtype, *memory, options.imatrix, tensor_name(name, int(l)));
+      const int layer = int(l);
+      const std::vector<std::pair<Weight *, std::string>> groups[] = {
+          {{&lw.wq, tensor_name(TensorName::AttnQ, layer)}, {&lw.wk, tensor_name(TensorName::AttnK, layer)}, {&lw.wv, tensor_name(TensorName::AttnV, layer)}},
+          {{&lw.wo, tensor_name(TensorName::AttnOutput, layer)}},
+          {{&lw.w_gate, tensor_name(TensorName::FfnGate, layer)}, {&lw.w_up, tensor_name(TensorName::FfnUp, layer)}},
+          {{&lw.w_down, tensor_name(TensorName::FfnDown, layer)}}};
+      for (const auto &group : groups) {
+        const bool together = std::all_of(group.begin(), group.end(), [&](const auto &m) {
+          return needs_requantizing(*m.first, wtype) && m.first->cols == group.front().first->cols;
+        });
+        if (together) requantize(group, *options.type, wtype, *memory, options.imatrix);
+        else
+          for (const auto &m : group)
+            if (needs_requantizing(*m.first, wtype)) requantize({m}, *options.type, wtype, *memory, options.imatrix);
+      }
     }
   }
   d.keep_alive = memory;

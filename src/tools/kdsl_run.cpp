@@ -190,6 +190,8 @@ void print_summary(const ModelWeights &m, const Device &dev, const GenerationRes
       out["summary"]["spec_drafted"] = r.spec_drafted;
       out["summary"]["spec_accepted"] = r.spec_accepted;
       out["summary"]["spec_checks"] = r.spec_checks;
+      out["summary"]["spec_empty_drafts"] = r.spec_empty;
+      out["summary"]["spec_plain_steps"] = r.spec_plain;
       out["summary"]["spec_acceptance_rate"] = acceptance;
       out["summary"]["spec_mean_accepted_length"] = mean_accepted;
       out["summary"]["spec_accepted_histogram"] = r.spec_accepted_histogram;
@@ -213,6 +215,8 @@ void print_summary(const ModelWeights &m, const Device &dev, const GenerationRes
       if (r.spec_accepted_histogram[j]) histogram += fmt::format(" {}:{}", j, r.spec_accepted_histogram[j]);
     fmt::print(stderr, "speculative     {}: {} drafted, {} accepted ({:.1f}%), {} checks, mean accepted length {:.2f}; checks by drafts kept:{}\n",
                spec_drafter, r.spec_drafted, r.spec_accepted, 100 * acceptance, r.spec_checks, mean_accepted, histogram.empty() ? " none" : histogram);
+    fmt::print(stderr, "                {} steps asked for drafts and got none; {} plain steps (speculation off where it would not pay)\n", r.spec_empty,
+               r.spec_plain);
   }
   fmt::print(stderr, "kernels         {} compiled in {:.0f} ms, {} memory and {} disk cache hits\n", cs.compiled, cs.compile_ms, cs.memory_hits, cs.disk_hits);
   if (ts.timed || ts.recorded)

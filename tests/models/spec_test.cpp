@@ -10,6 +10,7 @@
 
 #include "models/engine/engine.h"
 #include "models/engine/generator.h"
+#include "models/gguf/dequantize.h"
 #include "models/gguf/gguf_file.h"
 #include "models/gguf/quantize.h"
 #include "models/spec/draft_length.h"
@@ -370,7 +371,7 @@ TEST_CASE("spec: the draft length follows the acceptance rate and turns speculat
   for (int i = 0; i < 30; ++i) {
     int k = good.next();
     REQUIRE(k >= 1);
-    good.record(k, k, 10.0 + k, 0.1 * k);
+    good.record(k, k, k, 10.0 + k, 0.1 * k);
   }
   CHECK(good.next() == 8);
   CHECK(good.acceptance_rate() > 0.9);
@@ -382,10 +383,10 @@ TEST_CASE("spec: the draft length follows the acceptance rate and turns speculat
     int k = bad.next();
     if (k == 0) {
       ++plain;
-      bad.record(0, 0, 10.0, 0);
+      bad.record(0, 0, 0, 10.0, 0);
     } else {
       ++probes;
-      bad.record(k, 0, 10.0 + k, 5.0 * k);
+      bad.record(k, k, 0, 10.0 + k, 5.0 * k);
     }
   }
   CHECK(bad.acceptance_rate() < 0.2);
@@ -400,8 +401,8 @@ TEST_CASE("spec: the draft length follows the acceptance rate and turns speculat
   for (int i = 0; i < 300; ++i) {
     int k = slow.next();
     checks += k > 0;
-    if (k > 0) slow.record(k, k, 10.0 + k, 20.0 * k);
-    else slow.record(0, 0, 10.0, 0);
+    if (k > 0) slow.record(k, k, k, 10.0 + k, 20.0 * k);
+    else slow.record(0, 0, 0, 10.0, 0);
   }
   CHECK(slow.acceptance_rate() > 0.7);
   CHECK(checks <= 3);
@@ -413,13 +414,78 @@ TEST_CASE("spec: the draft length follows the acceptance rate and turns speculat
   DraftLength blocked(SpecOptions{.draft_max = 7});
   for (int i = 0; i < 40; ++i) {
     int k = blocked.next();
-    blocked.record(k, k, blocked_ms(k), 0.01 * k);
+    blocked.record(k, k, k, blocked_ms(k), 0.01 * k);
   }
   CHECK(blocked.next() == 7);
   // Fixed length when not adaptive.
   DraftLength fixed(SpecOptions{.draft_max = 5, .adaptive = false});
-  fixed.record(5, 0, 10, 0);
+  fixed.record(5, 5, 0, 10, 0);
   CHECK(fixed.next() == 5);
+}
+
+// Accepts each draft with probability `rate` until the first rejection, from a fixed stream.
+struct SimulatedDrafts {
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  int kept(int drafted, double rate) {
+    int accepted = 0;
+    while (accepted < drafted) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      if (double(state >> 11) * 0x1p-53 >= rate) break;
+      ++accepted;
+    }
+    return accepted;
+  }
+};
+
+TEST_CASE("spec: the draft length weighs a drafter's fixed cost, and asks that propose nothing") {
+  // A draft model: 4 ms to catch up on the last check's tokens, then 5.5 ms a token; the
+  // target's pass 13 ms and 1.3 ms an extra row; 90% of drafts kept. Tokens per ms over a
+  // plain step's: 1.04 at k = 1, 1.15 at 2, 1.195 at 3, 1.205 at 4, 1.195 at 5, 1.18 at 6. A
+  // cost per token through zero (9.5 ms a token, from k = 1) would never leave k = 1.
+  auto ratio = [](int k) { return (1 - std::pow(0.9, k + 1)) / 0.1 * 13.0 / (17.0 + 6.8 * k); };
+  DraftLength lengths(SpecOptions{.draft_max = 8});
+  SimulatedDrafts drafts;
+  std::vector<int> chosen;
+  for (int i = 0; i < 200; ++i) {
+    int k = lengths.next();
+    chosen.push_back(k);
+    if (k == 0) lengths.record(0, 0, 0, 13.0, 0);
+    else lengths.record(k, k, drafts.kept(k, 0.9), 13.0 + 1.3 * k, 4.0 + 5.5 * k);
+  }
+  int late_good = 0;
+  for (size_t i = 100; i < chosen.size(); ++i) late_good += ratio(chosen[i]) >= 1.18;
+  CHECK(late_good >= 90);  // of the last 100 steps: k from 3 to 6
+  CHECK(lengths.speedup(4) == doctest::Approx(ratio(4)).epsilon(0.1));
+
+  // A draft model below --draft-p-min at nearly every token: each ask costs its catch-up (6
+  // ms) and proposes nothing. Speculation turns itself off (before, such asks were never
+  // counted, and every step paid 6 ms on top of a 13 ms pass).
+  DraftLength unsure(SpecOptions{.draft_max = 8});
+  int asks = 0;
+  for (int i = 0; i < 300; ++i) {
+    int k = unsure.next();
+    asks += k > 0;
+    if (k == 0) unsure.record(0, 0, 0, 13.0, 0);
+    else unsure.record(k, 0, 0, 13.0, 6.0);
+  }
+  CHECK(unsure.empty_rate() > 0.5);
+  CHECK(unsure.speedup(1) < 1.0);
+  CHECK(asks <= 12);
+
+  // n-gram lookup: half the asks find no match, at no cost, and what it proposes is kept.
+  // Asking stays on at every step: an empty ask is just a plain pass.
+  DraftLength lookup(SpecOptions{.draft_max = 8});
+  int plain_steps = 0;
+  for (int i = 0; i < 200; ++i) {
+    int k = lookup.next();
+    plain_steps += k == 0;
+    if (k == 0) lookup.record(0, 0, 0, 13.0, 0);
+    else if (i % 2) lookup.record(k, 0, 0, 13.0, 0.01);
+    else lookup.record(k, k, k, 13.0 + 0.5 * k, 0.01);
+  }
+  CHECK(lookup.empty_rate() > 0.3);
+  CHECK(plain_steps == 0);
+  CHECK(lookup.next() == 8);
 }
 
 TEST_CASE("spec: greedy speculative decoding gives plain decoding's tokens on synthetic llama, qwen2 and qwen3 models (GQA, f16, Q8_0)") {
@@ -600,6 +666,21 @@ TEST_CASE("spec: a self-draft requantizes the target's matrices into memory it o
   CHECK(q4.layers[1].w_up.data != target.layers[1].w_up.data);
   CHECK(q4.token_embd.data == target.token_embd.data);  // one row of it is read a token: kept
   CHECK(q4.bytes_per_token() * 3 < target.bytes_per_token());
+  // q, k and v, and gate and up, back to back, so that decode makes one product of each group.
+  auto follows = [](const Weight &a, const Weight &b) { return static_cast<const uint8_t *>(a.data) + a.bytes() == b.data; };
+  for (const LayerWeights &l : q4.layers) {
+    CHECK(follows(l.wq, l.wk));
+    CHECK(follows(l.wk, l.wv));
+    CHECK(follows(l.w_gate, l.w_up));
+  }
+  // Each requantized row the same as the target's row quantized alone.
+  std::vector<float> row(size_t(target.layers[1].wk.cols));
+  std::vector<uint8_t> alone(size_t(kernels::weight_bytes(kernels::WeightType::Q4_0, target.layers[1].wk.cols)));
+  const int64_t last = target.layers[1].wk.rows - 1;
+  dequantize_row(GgmlType::F16, static_cast<const uint8_t *>(target.layers[1].wk.data) + last * kernels::weight_bytes(kernels::WeightType::F16, target.layers[1].wk.cols),
+                 row.data(), target.layers[1].wk.cols);
+  quantize_row(GgmlType::Q4_0, row.data(), alone.data(), target.layers[1].wk.cols, nullptr);
+  CHECK(std::memcmp(static_cast<const uint8_t *>(q4.layers[1].wk.data) + last * int64_t(alone.size()), alone.data(), alone.size()) == 0);
   ModelWeights first = self_draft_weights(target, SelfDraftOptions{.layers = 1});
   CHECK(first.layers.size() == 1);
   CHECK(first.hparams.n_layer == 1);

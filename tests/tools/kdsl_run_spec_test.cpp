@@ -56,7 +56,12 @@ TEST_CASE("kdsl-run: -md and --spec-ngram generate plain decoding's tokens and r
     // Its own weights, quantized, draft well; but a random model is never 75% sure of a token
     // (the default --draft-p-min), and then drafts nothing.
     if (spec[0] == "-md" || spec[0] == "--draft-type") CHECK(s["spec_accepted"].get<int64_t>() > 0);
-    if (spec[0] == "--model-draft") CHECK(s["spec_drafted"] == 0);
+    if (spec[0] == "--model-draft") {
+      CHECK(s["spec_drafted"] == 0);
+      // Asked, got nothing, and the asks cost a draft model's pass: speculation turns itself off.
+      CHECK(s["spec_empty_drafts"].get<int64_t>() >= 1);
+      CHECK(s["spec_plain_steps"].get<int64_t>() > s["spec_empty_drafts"].get<int64_t>());
+    }
     CHECK(s.contains("spec_acceptance_rate"));
     CHECK(s.contains("spec_mean_accepted_length"));
   }
@@ -64,6 +69,7 @@ TEST_CASE("kdsl-run: -md and --spec-ngram generate plain decoding's tokens and r
   REQUIRE(text.status == 0);
   CHECK(text.err.find("speculative     draft model: ") != std::string::npos);
   CHECK(text.err.find("mean accepted length") != std::string::npos);
+  CHECK(text.err.find("steps asked for drafts and got none") != std::string::npos);
 }
 
 TEST_CASE("kdsl-run: speculative options that cannot work are refused in one line") {
