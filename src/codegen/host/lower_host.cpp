@@ -413,9 +413,31 @@ class HostLowering {
     return a.fp ? round_to(r, fn_.type(a.op->operands[0]).elem) : r;
   }
 
-  // One element of a reduction's result: a loop over the reduced axis.
+  // One element of a reduction's result: a loop over the reduced axis. An f32 sum over a short
+  // last axis (a kernel's lanes, [.., 4] or [.., 8], summed once after its loop) is one
+  // vector reduce of the row instead. Written as scalar adds, the SLP vectorizer seeded its
+  // vectors at that sum (one vector per lane across the rows) and carried the layout back into
+  // the loop: the lanes' accumulators transposed there in every step, 30 shuffles a block in
+  // the Q8_0 decode (bench/RESULTS.md, 2026-12-04, "a row's lanes summed as one vector").
   llvm::Value *reduce(const ir::Op &op, const Index &idx) {
     int axis = int(op.ints[0]);
+    const ir::Type &in = fn_.type(op.operands[0]);
+    const int64_t extent = in.shape[axis];
+    if (op.kind == OpKind::ReduceSum && in.elem == DType::F32 && axis == in.shape.rank - 1 && extent >= 2 && extent <= 16 && (extent & (extent - 1)) == 0) {
+      llvm::Value *row = llvm::PoisonValue::get(llvm::FixedVectorType::get(b_.getFloatTy(), unsigned(extent)));
+      for (int64_t i = 0; i < extent; ++i) {
+        Index full = idx;
+        full.push_back(b_.getInt64(i));
+        row = b_.CreateInsertElement(row, element(op.operands[0], full), uint64_t(i));
+      }
+      llvm::Value *sum = b_.CreateFAddReduce(llvm::ConstantFP::getNegativeZero(b_.getFloatTy()), row);
+      llvm::FastMathFlags reassoc;
+      reassoc.setAllowReassoc();
+      reassoc.setNoNaNs();
+      reassoc.setNoSignedZeros();
+      llvm::cast<llvm::Instruction>(sum)->setFastMathFlags(reassoc);
+      return sum;
+    }
     Accumulator a = start_reduction(op);
     loop(fn_.type(op.operands[0]).shape[axis], [&](llvm::Value *i) {
       Index full = idx;
