@@ -456,10 +456,143 @@ class HostLowering {
     return alloca_array(fn_.type(v), name);
   }
 
-  // Stores an already computed or fused value into a new (or given) array.
+  // Stores an already computed or fused value into a new (or given) array; a value in rows of
+  // lanes (below) a group of rows at a time.
   void materialize(ir::ValueId v, llvm::AllocaInst *into) {
     const ir::Type &t = fn_.type(v);
+    if (unsigned lanes = lane_count(t)) {
+      store_lane_groups(t, into, lanes, [&](const Index &base, unsigned rows) { return lane_group(v, base, rows, lanes); });
+      return;
+    }
     loop_nest(t.shape, [&](const Index &idx) { b_.CreateStore(element(v, idx), array_element_ptr(into, t, idx)); });
+  }
+
+  // --- rows of lanes ------------------------------------------------------------------------
+  // An f32 or i32 value whose last axis is short (2 to 16, a power of two) is a kernel's lanes:
+  // dot4's [.., 4] sums, an accumulator's [.., 8]. It is computed as vectors of whole rows,
+  // as many consecutive rows a vector as fill 8 elements (two rows of 4 lanes: one AVX2
+  // register), where its ops allow (arithmetic, i32 to f32, broadcasts, arrays); a broadcast
+  // along the lanes (a scale per weight row) repeats each row's one element across its lanes.
+  // Written per element instead, the SLP vectorizer built its vectors across the rows (one per
+  // lane, to meet a [BN] vector of scales) and transposed every dot4 result to get there: 400
+  // shuffles a Q6_K block in the decode (bench/RESULTS.md, 2026-12-04, "rows of lanes").
+  unsigned lane_count(const ir::Type &t) const {
+    if (t.is_ptr || t.shape.rank < 1 || (t.elem != DType::F32 && t.elem != DType::I32)) return 0;
+    const int64_t lanes = t.shape[t.shape.rank - 1];
+    return lanes >= 2 && lanes <= 16 && (lanes & (lanes - 1)) == 0 ? unsigned(lanes) : 0;
+  }
+
+  llvm::FixedVectorType *group_type(DType elem, unsigned rows, unsigned lanes) {
+    return llvm::FixedVectorType::get(compute_type(elem), rows * lanes);
+  }
+
+  // Index `base` with the row axis (the one before the lanes) moved on by `row` and the lane set.
+  static Index lane_index(const Index &base, int64_t row, llvm::Value *lane, llvm::IRBuilder<> &b) {
+    Index idx = base;
+    if (row) idx.back() = b.CreateAdd(idx.back(), b.getInt64(row));
+    idx.push_back(lane);
+    return idx;
+  }
+
+  // Calls group_value(base, rows) for each group of `rows` consecutive rows of t and stores the
+  // vector it returns; base indexes every axis but the lanes, at the group's first row.
+  template <class F>
+  void store_lane_groups(const ir::Type &t, llvm::AllocaInst *into, unsigned lanes, F &&group_value) {
+    const int rank = t.shape.rank;
+    unsigned rows = 1;
+    if (rank >= 2)
+      for (unsigned r = std::max(1u, 8 / lanes); r > 1 && rows == 1; r /= 2)
+        if (t.shape[rank - 2] % r == 0) rows = r;
+    ir::Shape groups = t.shape;
+    groups.rank -= 1;
+    if (rank >= 2) groups.dims[size_t(rank - 2)] /= rows;
+    loop_nest(groups, [&](const Index &g) {
+      Index base = g;
+      if (rank >= 2) base.back() = b_.CreateMul(base.back(), b_.getInt64(rows));
+      b_.CreateAlignedStore(group_value(base, rows), array_element_ptr(into, t, lane_index(base, 0, b_.getInt64(0), b_)), llvm::Align(4));
+    });
+  }
+
+  // Rows base .. base + rows - 1 of v, lanes and all, as one vector.
+  llvm::Value *lane_group(ir::ValueId v, const Index &base, unsigned rows, unsigned lanes) {
+    const ir::Type &t = fn_.type(v);
+    if (llvm::AllocaInst *array = state_[size_t(v)].array)
+      return b_.CreateAlignedLoad(group_type(t.elem, rows, lanes), array_element_ptr(array, t, lane_index(base, 0, b_.getInt64(0), b_)), llvm::Align(4));
+    const ir::Op *def = plan_.def[size_t(v)];
+    if (def && plan_.storage[size_t(v)] == Storage::Fused) return lane_group_of(*def, base, rows, lanes);
+    return group_of_elements(t.elem, rows, lanes, base, [&](const Index &idx) { return element(v, idx); });
+  }
+
+  template <class F>
+  llvm::Value *group_of_elements(DType elem, unsigned rows, unsigned lanes, const Index &base, F &&value) {
+    llvm::Value *r = llvm::PoisonValue::get(group_type(elem, rows, lanes));
+    for (unsigned i = 0; i < rows * lanes; ++i) r = b_.CreateInsertElement(r, value(lane_index(base, i / lanes, b_.getInt64(i % lanes), b_)), uint64_t(i));
+    return r;
+  }
+
+  // Each of `row_values` (a vector of one element per row) repeated across its row's lanes.
+  llvm::Value *spread_rows(llvm::Value *row_values, unsigned rows, unsigned lanes) {
+    std::vector<int> mask;
+    for (unsigned i = 0; i < rows * lanes; ++i) mask.push_back(int(i / lanes));
+    return b_.CreateShuffleVector(row_values, mask);
+  }
+  // One row's lanes repeated `rows` times.
+  llvm::Value *repeat_row(llvm::Value *row, unsigned rows, unsigned lanes) {
+    if (rows == 1) return row;
+    std::vector<int> mask;
+    for (unsigned i = 0; i < rows * lanes; ++i) mask.push_back(int(i % lanes));
+    return b_.CreateShuffleVector(row, mask);
+  }
+
+  // The group of op's result at `base`: its op on the operands' groups where it has a vector
+  // form, otherwise element by element.
+  llvm::Value *lane_group_of(const ir::Op &op, const Index &base, unsigned rows, unsigned lanes) {
+    const ir::Type &t = fn_.type(op.results[0]);
+    const int rank = t.shape.rank;
+    auto same_type = [&](ir::ValueId operand) {
+      const ir::Type &o = fn_.type(operand);
+      return !o.is_ptr && o.elem == t.elem && o.shape.rank == rank && o.shape[rank - 1] == t.shape[rank - 1];
+    };
+    switch (op.kind) {
+      case OpKind::Broadcast: {
+        const ir::Type &in = fn_.type(op.operands[0]);
+        if (in.shape.rank != rank || in.is_ptr) break;
+        Index mapped(base.size());
+        for (size_t d = 0; d < base.size(); ++d) mapped[d] = in.shape[int(d)] == 1 ? b_.getInt64(0) : base[d];
+        const bool rows_stretched = rows > 1 && in.shape[rank - 2] == 1;
+        if (in.shape[rank - 1] == 1) {  // along the lanes: one element a row
+          if (rows == 1 || rows_stretched) return b_.CreateVectorSplat(rows * lanes, element(op.operands[0], lane_index(mapped, 0, b_.getInt64(0), b_)));
+          llvm::Value *per_row = llvm::PoisonValue::get(group_type(t.elem, rows, 1));
+          for (unsigned r = 0; r < rows; ++r)
+            per_row = b_.CreateInsertElement(per_row, element(op.operands[0], lane_index(mapped, r, b_.getInt64(0), b_)), uint64_t(r));
+          return spread_rows(per_row, rows, lanes);
+        }
+        if (rows_stretched) return repeat_row(lane_group(op.operands[0], mapped, 1, lanes), rows, lanes);
+        return lane_group(op.operands[0], mapped, rows, lanes);
+      }
+      case OpKind::ExpandDims: {
+        const int axis = int(op.ints[0]);
+        if (axis >= rank - 1 || (axis == rank - 2 && rows != 1)) break;
+        Index mapped = base;
+        mapped.erase(mapped.begin() + axis);
+        return lane_group(op.operands[0], mapped, rows, lanes);
+      }
+      case OpKind::Add: case OpKind::Sub: case OpKind::Mul: {
+        if (!same_type(op.operands[0]) || !same_type(op.operands[1])) break;
+        llvm::Value *a = lane_group(op.operands[0], base, rows, lanes), *b = lane_group(op.operands[1], base, rows, lanes);
+        const bool fp = t.elem == DType::F32;
+        if (op.kind == OpKind::Add) return fp ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b);
+        if (op.kind == OpKind::Sub) return fp ? b_.CreateFSub(a, b) : b_.CreateSub(a, b);
+        return fp ? b_.CreateFMul(a, b) : b_.CreateMul(a, b);
+      }
+      case OpKind::Cast: {
+        const ir::Type &from = fn_.type(op.operands[0]);
+        if (t.elem != DType::F32 || from.elem != DType::I32 || from.is_ptr) break;
+        return b_.CreateSIToFP(lane_group(op.operands[0], base, rows, lanes), group_type(DType::F32, rows, lanes));
+      }
+      default: break;
+    }
+    return group_of_elements(t.elem, rows, lanes, base, [&](const Index &idx) { return compute(op, idx); });
   }
 
   void emit_op(const ir::Op &op) {
@@ -498,6 +631,12 @@ class HostLowering {
         return;
       case Storage::Array: {
         llvm::AllocaInst *a = target_array(v, ir::op_name(op.kind));
+        const unsigned lanes = lane_count(t);
+        if (lanes && plan_.reductions_in_loop[size_t(v)].empty()) {
+          store_lane_groups(t, a, lanes, [&](const Index &base, unsigned rows) { return lane_group_of(op, base, rows, lanes); });
+          state_[size_t(v)].array = a;
+          return;
+        }
         // Full reductions of this value ride along in the loop that writes it.
         std::vector<Accumulator> riders;
         for (const ir::Op *r : plan_.reductions_in_loop[size_t(v)]) riders.push_back(start_reduction(*r));

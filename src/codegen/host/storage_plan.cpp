@@ -26,6 +26,8 @@ class Planner {
     uses_.resize(n);
     eval_position_.assign(n, kManyPlaces);
     into_write_.assign(n, false);
+    carried_.assign(n, false);
+    data_.assign(n, -1);
     index_uses(fn.body);
   }
 
@@ -49,6 +51,8 @@ class Planner {
       for (size_t k = 0; k < op.operands.size(); ++k) uses_[size_t(op.operands[k])].push_back({&op, k, &r, int(i)});
       for (ir::ValueId res : op.results) plan_.def[size_t(res)] = &op;
       def_region_[&op] = &r;
+      if (op.kind == OpKind::For)
+        for (size_t a = 1; a < op.regions[0].args.size(); ++a) carried_[size_t(op.regions[0].args[a])] = true;
       for (const ir::Region &inner : op.regions) index_uses(inner);
     }
   }
@@ -80,6 +84,13 @@ class Planner {
       ir::ValueId v = op.results[0];
       const ir::Type &t = fn_.type(v);
       if (t.shape.rank == 0) continue;
+      // Integer arithmetic on a few rows of lanes (dot4's sums times their scales, summed over
+      // a block's sub-blocks) is data, not index math, and is computed where the program
+      // computes it. As index math it was fused into every use: the Q6_K decode's chain of
+      // sixteen such updates ran at its end, every dot4 result it reads alive until then (64
+      // vectors, 450 spills a block). f32 lanes keep the usual fusion: stored at each step,
+      // the Q4_K and Q5_K decodes lost 5-10% (bench/RESULTS.md, 2026-12-04, "rows of lanes").
+      if (t.elem == DType::I32 && is_elementwise(op.kind) && is_lane_block(t) && is_data(v)) continue;
       if (is_index_math(op, t)) {
         plan_.storage[size_t(v)] = Storage::Fused;
         continue;  // eval position stays "many places"
@@ -140,12 +151,41 @@ class Planner {
 
   const Region *definition_region(const Op *def) const { return def_region_.at(def); }
 
+  // A few rows of f32 or i32 lanes (the host lowering's rows of lanes): the last axis 2 to 16
+  // (a power of two), 128 elements at most.
+  static bool is_lane_block(const ir::Type &t) {
+    if (t.is_ptr || (t.elem != DType::F32 && t.elem != DType::I32) || t.shape.rank < 1 || t.shape.numel() > 128) return false;
+    const int64_t lanes = t.shape[t.shape.rank - 1];
+    return lanes >= 2 && lanes <= 16 && (lanes & (lanes - 1)) == 0;
+  }
+
+  // Whether v is data (floats, what loads, dot products and reductions give, loop-carried
+  // values, and arithmetic on any of them) rather than index arithmetic.
+  bool is_data(ValueId v) {
+    int8_t &known = data_[size_t(v)];
+    if (known >= 0) return known;
+    const ir::Type &t = fn_.type(v);
+    const Op *def = plan_.def[size_t(v)];
+    bool data = (!t.is_ptr && is_float(t.elem)) || carried_[size_t(v)];
+    if (!data && def) {
+      if (is_elementwise(def->kind) || is_view(def->kind)) {
+        for (ValueId operand : def->operands) data = data || is_data(operand);
+      } else {
+        data = !is_index_math(*def, t);
+      }
+    }
+    known = data ? 1 : 0;
+    return data;
+  }
+
   const ir::Function &fn_;
   StoragePlan plan_;
   std::unordered_map<const Op *, const Region *> def_region_;
   std::vector<std::vector<Use>> uses_;
   std::vector<int> eval_position_;
   std::vector<bool> into_write_;  // fused into a chain that ends in a store or atomic
+  std::vector<bool> carried_;     // a loop's carried argument
+  std::vector<int8_t> data_;      // is_data, once known (-1: not yet)
 };
 
 }  // namespace

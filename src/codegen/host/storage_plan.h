@@ -25,7 +25,8 @@ struct StoragePlan {
 };
 
 // Fuses index arithmetic always (integer, boolean and pointer elementwise ops, views, ranges,
-// constants); fuses a float op or a load into its single elementwise consumer in the same
+// constants; not integer data such as dot4's sums, which are computed where they are defined);
+// fuses a float op or a load into its single elementwise consumer in the same
 // region (a load only when no store, atomic or nested region runs between its place in the
 // program and the place it is evaluated, and never into a chain ending in a store, whose
 // loop could overwrite elements the load has yet to read); materializes everything else.

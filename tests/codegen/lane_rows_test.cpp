@@ -1,0 +1,133 @@
+// lane_rows_test.cpp - blocks of a few rows of lanes ([R, 2..16], f32 and i32) on the host: per-row and per-lane broadcasts, loop-carried updates, the sum of each row, and the storage plan's integer lanes
+#include <doctest/doctest.h>
+#include <kdsl/kdsl.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "codegen/host/storage_plan.h"
+#include "tests/test_util.h"
+#include "tests/traced.h"
+
+namespace lane_rows_test {
+using namespace kdsl;
+
+// The int-dot decode's arithmetic in miniature. Each step has two sub-steps of integer lanes q
+// [R, L] times a scale per row s [R, 1] (broadcast along the lanes, as a k-quant sub-block's
+// scale per weight row), summed in i32; the sum goes to f32 times a scale per lane d [1, L]
+// (broadcast along the rows) into the f32 accumulator, and into an i32 one as it is. Outputs:
+// both accumulators [R, L] and the f32 one's row sums [R] (the lanes summed once after the loop).
+template <int R, int L>
+void lanes_kernel(Ptr<const i32> q, Ptr<const i32> s, Ptr<const f32> d, Ptr<f32> acc_out, Ptr<i32> int_out, Ptr<f32> row_sums, Scalar<i32> steps) {
+  auto rows = expand_dims<1>(arange<R>());                 // [R, 1]
+  auto lanes = expand_dims<0>(arange<L>());                // [1, L]
+  auto at = rows * L + lanes;                              // [R, L]
+  auto [acc, int_acc] = for_range(0, steps, 1, zeros<f32, R, L>(), zeros<i32, R, L>(), [&](auto k, auto acc, auto int_acc) {
+    auto scaled = zeros<i32, R, L>();
+    for (int sub = 0; sub < 2; ++sub) {
+      auto step = k * 2 + sub;
+      scaled = scaled + load(q + (step * (R * L) + at)) * load(s + (step * R + rows));
+    }
+    return std::tuple(acc + cast<f32>(scaled) * load(d + (k * L + lanes)), int_acc + scaled);
+  });
+  store(acc_out + at, acc);
+  store(int_out + at, int_acc);
+  store(row_sums + arange<R>(), sum<1>(acc));
+}
+
+template <int R, int L>
+void check_lanes(std::mt19937 &rng, int steps) {
+  CAPTURE(R);
+  CAPTURE(L);
+  CAPTURE(steps);
+  std::uniform_int_distribution<int32_t> quant(-100, 100), scale(-60, 60);
+  std::uniform_real_distribution<float> lane_scale(-1.0f, 1.0f);
+  std::vector<int32_t> q(size_t(2 * steps * R * L)), s(size_t(2 * steps * R));
+  std::vector<float> d(size_t(steps * L));
+  for (int32_t &v : q) v = quant(rng);
+  for (int32_t &v : s) v = scale(rng);
+  for (float &v : d) v = lane_scale(rng);
+  std::vector<float> acc(static_cast<size_t>(R * L), -1.0f), sums(static_cast<size_t>(R), -1.0f);
+  std::vector<int32_t> ints(size_t(R * L), -1);
+  compile<lanes_kernel<R, L>>(kdsl_test::cpu())(grid(1), q.data(), s.data(), d.data(), acc.data(), ints.data(), sums.data(), steps);
+  for (int r = 0; r < R; ++r) {
+    double row_total = 0, row_magnitude = 0;
+    for (int l = 0; l < L; ++l) {
+      int64_t exact = 0;
+      double total = 0, magnitude = 0;
+      for (int k = 0; k < steps; ++k) {
+        int64_t scaled = 0;
+        for (int sub = 0; sub < 2; ++sub) {
+          const int step = 2 * k + sub;
+          scaled += int64_t(q[size_t((step * R + r) * L + l)]) * s[size_t(step * R + r)];
+        }
+        exact += scaled;
+        total += double(scaled) * d[size_t(k * L + l)];
+        magnitude += std::fabs(double(scaled) * d[size_t(k * L + l)]);
+      }
+      CAPTURE(r);
+      CAPTURE(l);
+      CHECK(ints[size_t(r * L + l)] == exact);
+      // Each step's product rounds once in f32 (the integers are exact), then the sum.
+      CHECK(std::fabs(acc[size_t(r * L + l)] - total) <= 1e-6 * magnitude + 1e-30);
+      row_total += total, row_magnitude += magnitude;
+    }
+    CHECK(std::fabs(sums[size_t(r)] - row_total) <= 2e-6 * row_magnitude + 1e-30);
+  }
+}
+
+TEST_CASE("lane rows: per-row and per-lane scales, loop-carried lanes and their row sums, against exact and float64 references") {
+  KDSL_TEST_RNG(rng);
+  for (int steps : {1, 3, 17}) {
+    check_lanes<1, 4>(rng, steps);   // one row: a vector of 4
+    check_lanes<8, 4>(rng, steps);   // rows two to a vector
+    check_lanes<3, 4>(rng, steps);   // an odd row count: one row a vector
+    check_lanes<6, 2>(rng, steps);   // 2 lanes: rows two to a vector (6 is not a multiple of 4)
+    check_lanes<4, 2>(rng, steps);   // rows four to a vector
+    check_lanes<2, 8>(rng, steps);   // one row fills a vector
+    check_lanes<2, 16>(rng, steps);  // a row wider than a vector of 8
+    check_lanes<5, 3>(rng, steps);   // 3 lanes: element by element, as before
+  }
+}
+
+// The storage plan computes integer lanes that are data (what dot4 and loads give, times
+// scales) where the program computes them, and keeps fusing integer index arithmetic and f32
+// chains with one use.
+TEST_CASE("lane rows: the storage plan stores integer data lanes and fuses index arithmetic") {
+  ir::Function fn = kdsl_test::traced<lanes_kernel<8, 4>>();
+  codegen::StoragePlan plan = codegen::plan_storage(fn);
+  // Data: what a load gives, a loop's carried values, and arithmetic on either (in program order).
+  std::vector<bool> data(fn.values.size(), false);
+  int int_data = 0, int_data_stored = 0, f32_products = 0, f32_products_fused = 0, int_index = 0, int_index_fused = 0;
+  auto walk = [&](auto &self, const ir::Region &r, bool in_loop) -> void {
+    for (const ir::Op &op : r.ops) {
+      for (const ir::Region &inner : op.regions) {
+        for (size_t a = 1; a < inner.args.size(); ++a) data[size_t(inner.args[a])] = true;
+        self(self, inner, true);
+      }
+      if (op.results.size() != 1) continue;
+      const ir::ValueId v = op.results[0];
+      bool from_data = op.kind == ir::OpKind::Load;
+      for (ir::ValueId operand : op.operands) from_data = from_data || data[size_t(operand)];
+      data[size_t(v)] = from_data;
+      const ir::Type &t = fn.type(v);
+      if (t.shape.rank != 2 || t.shape[0] != 8 || t.shape[1] != 4 || t.is_ptr || (op.kind != ir::OpKind::Mul && op.kind != ir::OpKind::Add)) continue;
+      const codegen::Storage storage = plan.storage[size_t(v)];
+      if (t.elem == DType::I32 && from_data) ++int_data, int_data_stored += storage == codegen::Storage::Array;
+      if (t.elem == DType::I32 && !from_data) ++int_index, int_index_fused += storage == codegen::Storage::Fused;
+      if (in_loop && t.elem == DType::F32 && op.kind == ir::OpKind::Mul) ++f32_products, f32_products_fused += storage == codegen::Storage::Fused;
+    }
+  };
+  walk(walk, fn.body, false);
+  CHECK(int_data == 5);  // two products by the row scales, two sums of them, the i32 accumulator's update
+  CHECK(int_data_stored == int_data);
+  CHECK(int_index >= 3);  // rows * L + lanes, and each sub-step's offsets
+  CHECK(int_index_fused == int_index);
+  CHECK(f32_products == 1);
+  CHECK(f32_products_fused == 1);
+}
+
+}  // namespace lane_rows_test
