@@ -1,4 +1,4 @@
-// cse.cpp - scoped hash-consing of pure ops
+// cse.cpp - scoped hash-consing of pure ops, and views that change nothing replaced by their operand
 #include "codegen/passes/cse.h"
 
 #include <bit>
@@ -32,6 +32,13 @@ class Cse {
       for (ir::ValueId &v : op.operands) v = resolve(v);
       for (ir::Region &inner : op.regions) region(inner);
       if (has_effect(op.kind) || has_regions(op.kind) || op.results.size() != 1) continue;
+      // A reshape or broadcast to its operand's own shape is the operand: kept, a transposed
+      // read through it re-derived each index by division (matmul_kquant's reshape of a
+      // [BN, 32] part to [BN, 32] before trans).
+      if ((op.kind == OpKind::Reshape || op.kind == OpKind::Broadcast) && fn_.type(op.results[0]) == fn_.type(op.operands[0])) {
+        replacement_[op.results[0]] = op.operands[0];
+        continue;
+      }
       Key key{op.kind, op.operands, op.ints, std::bit_cast<uint64_t>(op.fval), fn_.type(op.results[0]).str()};
       if (ir::ValueId prior = lookup(key); prior != ir::kNoValue) {
         replacement_[op.results[0]] = prior;
