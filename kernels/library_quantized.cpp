@@ -26,6 +26,10 @@ namespace {
 constexpr int kMatvecRows = 8, kPrefetchBytes = 512;
 constexpr int kMaxFewRows = 16, kFewRowsBlocks = 2;
 constexpr int kTileM = 64, kShortTileM = 32, kTileN = 64, kTileBlocks = 2;
+// On the CPU up to 128 rows a tile, by the rows there are: the dequantized W tile then serves
+// twice the rows of x again, which measured faster for Q8_0 and Q4_0 prompts of 128 rows and
+// more (bench/RESULTS.md, 2026-12-04, "prefill tiles").
+constexpr int kCpuTileM = 128;
 constexpr int kEmbeddingBlocks = 8;
 // The k-quant kernels (matvec_kquant.h) count 256-element super-blocks: decode takes one per
 // step of kMatvecRows rows, prefetching kKQuantPrefetchBytes ahead; the batched kernel
@@ -33,6 +37,10 @@ constexpr int kEmbeddingBlocks = 8;
 // embedding program dequantizes kKQuantEmbeddingBlocks super-blocks.
 constexpr int kKQuantPrefetchBytes = 1024;
 constexpr int kKQuantTileM = 32, kKQuantTileN = 32;  // 64 columns need 171 KiB of shared memory on NVPTX (Q6_K), past sm_80's 163
+// On the CPU the batched kernel's rows go up to kKQuantCpuTileM, by the rows there are: each
+// step's decoded (and transposed) W tile then serves up to 128 rows of x rather than 32, which
+// measured faster at 64 and again at 128 (bench/RESULTS.md, 2026-12-04, "prefill tiles").
+constexpr int kKQuantCpuTileM = 128;
 constexpr int kKQuantEmbeddingBlocks = 2;
 
 // The weights' address as the kernels take it: their quant bytes (the scales are read through a
@@ -78,11 +86,13 @@ void run_matmul(Library::Impl &im, const float *x, const void *w, const float *b
     return;
   }
   // Short prompts take shorter tiles, as in library_matmul.cpp.
-  detail::with_block<kShortTileM, kTileM>("matmul", "rows", std::min(rows, kTileM), [&]<int BM>() {
+  auto tiles = [&]<int BM>() {
     auto g = grid(cdiv(rows, BM), cdiv(N, kTileN));
     if (bias) im.kernel<matmul_quantized<F, BM, kTileN, kTileBlocks, true>>()(g, x, wq, b, out, rows, N, K);
     else im.kernel<matmul_quantized<F, BM, kTileN, kTileBlocks, false>>()(g, x, wq, b, out, rows, N, K);
-  });
+  };
+  if (!detail::dispatches_for_cpu(im)) detail::with_block<kShortTileM, kTileM>("matmul", "rows", std::min(rows, kTileM), tiles);
+  else detail::with_block<kShortTileM, kCpuTileM>("matmul", "rows", std::min(rows, kCpuTileM), tiles);
 }
 
 template <class F>
@@ -110,7 +120,8 @@ void run_matmul_kquant(Library::Impl &im, const float *x, const void *w, const f
     else im.kernel<matmul_kquant<F, BM, kKQuantTileN, false>>()(g, x, wq, b, out, rows, N, K);
   };
   if (rows <= kMaxFewRows) run.template operator()<kMaxFewRows>();
-  else run.template operator()<kKQuantTileM>();
+  else if (!detail::dispatches_for_cpu(im)) run.template operator()<kKQuantTileM>();
+  else detail::with_block<kKQuantTileM, kKQuantCpuTileM>("matmul", "rows", std::min(rows, kKQuantCpuTileM), run);
 }
 
 template <class F>

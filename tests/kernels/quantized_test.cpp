@@ -24,6 +24,7 @@ TEST_CASE("kernels: quantized matmul, a few rows (2..8) and batched rows (prefil
       check_library_matmul(rng, t, rows, 64, 256, false);
       check_library_matmul(rng, t, rows, 37, 416, rows == 8);
     }
+    check_library_matmul(rng, t, 131, 70, 256, true);  // on the CPU a full 128-row tile and a ragged one
     check_library_matmul(rng, t, 2, 37, 96, true);
     check_library_matmul(rng, t, 20, 37, 96, false);  // 17..32 rows: the short tiles
     check_library_matmul(rng, t, 33, 37, 96, true);

@@ -417,8 +417,8 @@ class HostLowering {
   // last axis (a kernel's lanes, [.., 4] or [.., 8], summed once after its loop) is one
   // vector reduce of the row instead. Written as scalar adds, the SLP vectorizer seeded its
   // vectors at that sum (one vector per lane across the rows) and carried the layout back into
-  // the loop: the lanes' accumulators transposed there in every step, 30 shuffles a block in
-  // the Q8_0 decode (bench/RESULTS.md, 2026-12-04, "a row's lanes summed as one vector").
+  // the loop: the lanes' accumulators were transposed there in every step (bench/RESULTS.md,
+  // 2026-12-04, "rows of lanes").
   llvm::Value *reduce(const ir::Op &op, const Index &idx) {
     int axis = int(op.ints[0]);
     const ir::Type &in = fn_.type(op.operands[0]);
@@ -474,8 +474,8 @@ class HostLowering {
   // register), where its ops allow (arithmetic, i32 to f32, broadcasts, arrays); a broadcast
   // along the lanes (a scale per weight row) repeats each row's one element across its lanes.
   // Written per element instead, the SLP vectorizer built its vectors across the rows (one per
-  // lane, to meet a [BN] vector of scales) and transposed every dot4 result to get there: 400
-  // shuffles a Q6_K block in the decode (bench/RESULTS.md, 2026-12-04, "rows of lanes").
+  // lane, to meet a [BN] vector of scales) and transposed every dot4 result to get there
+  // (bench/RESULTS.md, 2026-12-04, "rows of lanes").
   unsigned lane_count(const ir::Type &t) const {
     if (t.is_ptr || t.shape.rank < 1 || (t.elem != DType::F32 && t.elem != DType::I32)) return 0;
     const int64_t lanes = t.shape[t.shape.rank - 1];

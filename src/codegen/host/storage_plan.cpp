@@ -87,9 +87,9 @@ class Planner {
       // Integer arithmetic on a few rows of lanes (dot4's sums times their scales, summed over
       // a block's sub-blocks) is data, not index math, and is computed where the program
       // computes it. As index math it was fused into every use: the Q6_K decode's chain of
-      // sixteen such updates ran at its end, every dot4 result it reads alive until then (64
-      // vectors, 450 spills a block). f32 lanes keep the usual fusion: stored at each step,
-      // the Q4_K and Q5_K decodes lost 5-10% (bench/RESULTS.md, 2026-12-04, "rows of lanes").
+      // sixteen such updates ran at its end, with every dot4 result it reads alive until then
+      // and spilled. f32 lanes keep the usual fusion: stored at each step, they made the Q4_K
+      // and Q5_K decodes slower (bench/RESULTS.md, 2026-12-04, "rows of lanes").
       if (t.elem == DType::I32 && is_elementwise(op.kind) && is_lane_block(t) && is_data(v)) continue;
       if (is_index_math(op, t)) {
         plan_.storage[size_t(v)] = Storage::Fused;
