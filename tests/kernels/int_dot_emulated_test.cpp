@@ -20,10 +20,15 @@ std::vector<int8_t> random_activations(std::mt19937 &rng, size_t n) {
 }
 
 // One program grid over `rows` rows of x and N weight rows of K values, BN rows a program; the
-// two runs' outputs within `tolerance` of each other, relatively (emulator_compare.h).
+// two runs' outputs within `tolerance` of each other, relatively (emulator_compare.h). The
+// integer sums are exact on both; the f32 sums of their scaled lanes are not, and the two
+// backends add them in different orders (the host sums each row's 4 lanes as one vector
+// reduce, a tree). An output that cancels shows a few ulps of its terms: 1.05e-5 of the
+// output for the Q4_0 rows kernel in one fresh-clone run, where a wrong block, scale or lane
+// is off by far more than 1e-4.
 template <auto K>
 void check_decode(std::mt19937 &rng, const char *name, WeightType t, bool sums, int rows, int n, int k, int bn, int br, const Flavour &flavour,
-                  double tolerance = 1e-5) {
+                  double tolerance = 1e-4) {
   CAPTURE(name);
   CAPTURE(rows);
   CAPTURE(n);
