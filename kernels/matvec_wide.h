@@ -5,6 +5,23 @@
 
 namespace kdsl::kernels {
 
+// The end of a fused decode product, matvec_wide_fused's and matvec_quantized_wide_fused's:
+// the rows' sums y (and the up product's, SWIGLU) scaled by rsqrt(mean(x^2) + eps) from the
+// squares summed on the way (NORMED), plus the bias, through SwiGLU, added to out (ADD), and
+// stored for the rows rn inside N.
+template <bool HAS_BIAS, bool NORMED, bool ADD, bool SWIGLU, class Y, class Up, class Squares, class Rows>
+void finish_fused_decode(Y y, Up up, const Squares &squares, Ptr<const f32> bias, Ptr<f32> out, const Rows &rn, Scalar<i32> N, Scalar<i32> K,
+                         Scalar<f32> eps) {
+  if constexpr (NORMED) {
+    auto inv_rms = rsqrt(sum(squares) / cast<f32>(K) + eps);
+    y = y * inv_rms, up = up * inv_rms;
+  }
+  if constexpr (HAS_BIAS) y = y + load(bias + minimum(rn, N - 1));
+  if constexpr (SWIGLU) y = silu_times(y, up);
+  if constexpr (ADD) y = y + load(out + rn, rn < N, 0);
+  store(out + rn, y, rn < N);
+}
+
 // matvec.h reduces each [BN, BK] tile of products to [BN] inside the loop. On a GPU that is a
 // cross-thread reduction (shuffles, and shared memory with a barrier across warps) for every
 // few kilobytes of weights, and the next step's loads wait behind it. Here each thread keeps
@@ -25,23 +42,6 @@ namespace kdsl::kernels {
 //   SWIGLU: W holds 2N rows, the gate's then the up product's (placed back to back), and
 //     out[n] = silu(W[n,:] . y) * (W[N + n,:] . y) for n < N: the feed-forward's gate, up and
 //     SwiGLU in one launch.
-// The end of a fused decode product, matvec_wide_fused's and matvec_quantized_wide_fused's:
-// the rows' sums y (and the up product's, SWIGLU) scaled by rsqrt(mean(x^2) + eps) from the
-// squares summed on the way (NORMED), plus the bias, through SwiGLU, added to out (ADD), and
-// stored for the rows rn inside N.
-template <bool HAS_BIAS, bool NORMED, bool ADD, bool SWIGLU, class Y, class Up, class Squares, class Rows>
-void finish_fused_decode(Y y, Up up, const Squares &squares, Ptr<const f32> bias, Ptr<f32> out, const Rows &rn, Scalar<i32> N, Scalar<i32> K,
-                         Scalar<f32> eps) {
-  if constexpr (NORMED) {
-    auto inv_rms = rsqrt(sum(squares) / cast<f32>(K) + eps);
-    y = y * inv_rms, up = up * inv_rms;
-  }
-  if constexpr (HAS_BIAS) y = y + load(bias + minimum(rn, N - 1));
-  if constexpr (SWIGLU) y = silu_times(y, up);
-  if constexpr (ADD) y = y + load(out + rn, rn < N, 0);
-  store(out + rn, y, rn < N);
-}
-
 template <class T, int BN, int BK, bool HAS_BIAS, bool NORMED, bool ADD, bool SWIGLU = false>
 void matvec_wide_fused(Ptr<const f32> x, Ptr<const f32> norm_w, Ptr<const T> w, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> N, Scalar<i32> K,
                        Scalar<f32> eps) {

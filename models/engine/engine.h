@@ -101,7 +101,6 @@ class Engine {
   // as the nodes of a token tree (forward_tree) in one chunk.
   std::span<const float> run(std::span<const int> tokens, int pos, int logit_rows, bool tree = false);
   void layer(int l, int n, int pos, bool tree, bool fused);
-
   // Shows the observer (if any) rows first_row .. first_row + n - 1 of `input`, cols floats each.
   void show_input(TensorName weight, int layer, const Buffer<float> &input, int first_row, int n, int cols);
 
@@ -128,10 +127,10 @@ class Engine {
   std::vector<int32_t> tree_positions_host_, branch_moves_host_;
   std::vector<int64_t> tree_ancestors_host_;
   MatmulInputObserver *observer_ = nullptr;
-  std::vector<float> observed_host_;
+  std::vector<float> observed_host_;  // GPU only: an input copied back for the observer
   // Whether every product's weights have a kernel here that fuses the norm before it and the
   // residual add after it (Library::fuses_norm_and_add: on a GPU), so decode takes them.
-  bool fuses_norms_ = false;  // GPU only: an input copied back for the observer
+  bool fuses_norms_ = false;
 };
 
 }  // namespace kdsl::models

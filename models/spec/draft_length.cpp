@@ -29,7 +29,7 @@ void DraftLength::CostByLength::add(int k, double sample) {
 }
 
 DraftLength::DraftLength(const SpecOptions &options)
-    : options_(options), check_(std::max(0, options.draft_max)), draft_(std::max(0, options.draft_max)) {
+    : options_(options), check_(std::max(0, options.draft_max)), draft_(std::max(0, options.draft_max)), empty_(0) {
   if (options.draft_max < 1 || options.draft_max > 1023)
     throw Error(fmt::format("--draft-max {}: expected 1 to 1023 drafted tokens per check", options.draft_max));
   if (options.draft_min < 0 || options.draft_min > options.draft_max)
@@ -77,7 +77,7 @@ double DraftLength::speedup_at(int k, double r, double empty) const {
   const double base = check_ms(0);
   // Nothing timed yet: relative units, with nothing to set the drafter's time against.
   const bool timed = check_.any();
-  const double drafting = timed ? draft_ms(k) : 0.0, asking_for_nothing = timed ? empty_ms_ : 0.0;
+  const double drafting = timed ? draft_ms(k) : 0.0, asking_for_nothing = timed && empty_.any() ? empty_.ms[0] : 0.0;
   const double tokens = empty + (1 - empty) * kept_tokens;
   const double cost = empty * (base + asking_for_nothing) + (1 - empty) * (check_ms(k) + drafting);
   return tokens * base / cost;
@@ -116,7 +116,7 @@ void DraftLength::record(int asked, int drafted, int accepted, double check_ms, 
     proposals_ *= kDecay, empties_ *= kDecay;
     if (drafted == 0) {
       empties_ += 1;
-      if (draft_ms >= 0) empty_ms_ = empty_timed_ ? (1 - kCostWeight) * empty_ms_ + kCostWeight * draft_ms : draft_ms, empty_timed_ = true;
+      empty_.add(0, draft_ms);
     } else {
       proposals_ += 1;
       // A draft cut short (a drafter below --draft-p-min) ends the check as a rejection does.

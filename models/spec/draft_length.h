@@ -64,8 +64,7 @@ class DraftLength {
   double proposals_ = 1, empties_ = 0;   // asks that proposed something, and that did not
   CostByLength check_;  // [rows - 1]: the target's pass
   CostByLength draft_;  // [asked]: the drafter, for asks that proposed something
-  double empty_ms_ = 0;  // running mean of an ask that proposed nothing
-  bool empty_timed_ = false;
+  CostByLength empty_;  // [0]: an ask that proposed nothing
   int plain_run_ = 0;  // plain steps since the last check
   int probe_every_ = kProbeEvery;
   bool probing_ = false;  // the last step was a probe

@@ -359,11 +359,17 @@ class HostLowering {
   }
 
   // Folds element x (at position i of the reduced axis) into the accumulator.
-  void accumulate(const Accumulator &a, llvm::Value *x, llvm::Value *i) {
-    llvm::FastMathFlags reassoc;  // lets the vectorizer split the reduction into lanes
+  // The flags of a reduction's adds and extremes: they let the vectorizer split it into lanes.
+  static llvm::FastMathFlags reduction_flags() {
+    llvm::FastMathFlags reassoc;
     reassoc.setAllowReassoc();
     reassoc.setNoNaNs();
     reassoc.setNoSignedZeros();
+    return reassoc;
+  }
+
+  void accumulate(const Accumulator &a, llvm::Value *x, llvm::Value *i) {
+    const llvm::FastMathFlags reassoc = reduction_flags();
     llvm::Value *prior = b_.CreateLoad(a.type, a.acc);
     llvm::Value *next = nullptr;
     switch (a.op->kind) {
@@ -422,20 +428,10 @@ class HostLowering {
   llvm::Value *reduce(const ir::Op &op, const Index &idx) {
     int axis = int(op.ints[0]);
     const ir::Type &in = fn_.type(op.operands[0]);
-    const int64_t extent = in.shape[axis];
-    if (op.kind == OpKind::ReduceSum && in.elem == DType::F32 && axis == in.shape.rank - 1 && extent >= 2 && extent <= 16 && (extent & (extent - 1)) == 0) {
-      llvm::Value *row = llvm::PoisonValue::get(llvm::FixedVectorType::get(b_.getFloatTy(), unsigned(extent)));
-      for (int64_t i = 0; i < extent; ++i) {
-        Index full = idx;
-        full.push_back(b_.getInt64(i));
-        row = b_.CreateInsertElement(row, element(op.operands[0], full), uint64_t(i));
-      }
+    if (unsigned lanes = lane_count(in); lanes && op.kind == OpKind::ReduceSum && in.elem == DType::F32 && axis == in.shape.rank - 1) {
+      llvm::Value *row = group_of_elements(DType::F32, 1, lanes, idx, [&](const Index &full) { return element(op.operands[0], full); });
       llvm::Value *sum = b_.CreateFAddReduce(llvm::ConstantFP::getNegativeZero(b_.getFloatTy()), row);
-      llvm::FastMathFlags reassoc;
-      reassoc.setAllowReassoc();
-      reassoc.setNoNaNs();
-      reassoc.setNoSignedZeros();
-      llvm::cast<llvm::Instruction>(sum)->setFastMathFlags(reassoc);
+      llvm::cast<llvm::Instruction>(sum)->setFastMathFlags(reduction_flags());
       return sum;
     }
     Accumulator a = start_reduction(op);
@@ -476,12 +472,6 @@ class HostLowering {
   // Written per element instead, the SLP vectorizer built its vectors across the rows (one per
   // lane, to meet a [BN] vector of scales) and transposed every dot4 result to get there
   // (bench/RESULTS.md, 2026-12-04, "rows of lanes").
-  unsigned lane_count(const ir::Type &t) const {
-    if (t.is_ptr || t.shape.rank < 1 || (t.elem != DType::F32 && t.elem != DType::I32)) return 0;
-    const int64_t lanes = t.shape[t.shape.rank - 1];
-    return lanes >= 2 && lanes <= 16 && (lanes & (lanes - 1)) == 0 ? unsigned(lanes) : 0;
-  }
-
   llvm::FixedVectorType *group_type(DType elem, unsigned rows, unsigned lanes) {
     return llvm::FixedVectorType::get(compute_type(elem), rows * lanes);
   }
@@ -577,14 +567,10 @@ class HostLowering {
         mapped.erase(mapped.begin() + axis);
         return lane_group(op.operands[0], mapped, rows, lanes);
       }
-      case OpKind::Add: case OpKind::Sub: case OpKind::Mul: {
+      case OpKind::Add: case OpKind::Sub: case OpKind::Mul:
+        // The shared element semantics, on vectors: for f32 and i32 these are the plain IR ops.
         if (!same_type(op.operands[0]) || !same_type(op.operands[1])) break;
-        llvm::Value *a = lane_group(op.operands[0], base, rows, lanes), *b = lane_group(op.operands[1], base, rows, lanes);
-        const bool fp = t.elem == DType::F32;
-        if (op.kind == OpKind::Add) return fp ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b);
-        if (op.kind == OpKind::Sub) return fp ? b_.CreateFSub(a, b) : b_.CreateSub(a, b);
-        return fp ? b_.CreateFMul(a, b) : b_.CreateMul(a, b);
-      }
+        return el_.elementwise(op, fn_, [&](size_t i) { return lane_group(op.operands[i], base, rows, lanes); });
       case OpKind::Cast: {
         const ir::Type &from = fn_.type(op.operands[0]);
         if (t.elem != DType::F32 || from.elem != DType::I32 || from.is_ptr) break;

@@ -151,13 +151,8 @@ class Planner {
 
   const Region *definition_region(const Op *def) const { return def_region_.at(def); }
 
-  // A few rows of f32 or i32 lanes (the host lowering's rows of lanes): the last axis 2 to 16
-  // (a power of two), 128 elements at most.
-  static bool is_lane_block(const ir::Type &t) {
-    if (t.is_ptr || (t.elem != DType::F32 && t.elem != DType::I32) || t.shape.rank < 1 || t.shape.numel() > 128) return false;
-    const int64_t lanes = t.shape[t.shape.rank - 1];
-    return lanes >= 2 && lanes <= 16 && (lanes & (lanes - 1)) == 0;
-  }
+  // A few rows of lanes (lane_count): 128 elements at most.
+  static bool is_lane_block(const ir::Type &t) { return lane_count(t) && t.shape.numel() <= 128; }
 
   // Whether v is data (floats, what loads, dot products and reductions give, loop-carried
   // values, and arithmetic on any of them) rather than index arithmetic.
@@ -189,6 +184,12 @@ class Planner {
 };
 
 }  // namespace
+
+unsigned lane_count(const ir::Type &t) {
+  if (t.is_ptr || t.shape.rank < 1 || (t.elem != DType::F32 && t.elem != DType::I32)) return 0;
+  const int64_t lanes = t.shape[t.shape.rank - 1];
+  return lanes >= 2 && lanes <= 16 && (lanes & (lanes - 1)) == 0 ? unsigned(lanes) : 0;
+}
 
 StoragePlan plan_storage(const ir::Function &fn) { return Planner(fn).run(); }
 

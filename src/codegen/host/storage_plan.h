@@ -24,6 +24,11 @@ struct StoragePlan {
   std::vector<std::vector<const ir::Op *>> reductions_in_loop;  // by ValueId of the reduced value
 };
 
+// The lanes of a block in rows of lanes: an f32 or i32 value whose last axis is short (2 to
+// 16, a power of two), as dot4's [.., 4] sums and a kernel's lane accumulators are; 0 for any
+// other. The host lowering computes such values a row vector at a time (lower_host.cpp).
+unsigned lane_count(const ir::Type &t);
+
 // Fuses index arithmetic always (integer, boolean and pointer elementwise ops, views, ranges,
 // constants; not integer data such as dot4's sums, which are computed where they are defined);
 // fuses a float op or a load into its single elementwise consumer in the same
