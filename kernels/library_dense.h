@@ -21,10 +21,11 @@ namespace kdsl::kernels::detail {
 // tuned. On the CPU, one row of x streams BN spread weight rows BK columns at a time,
 // prefetching one step ahead (matvec.h says why and what it measured), and up to
 // kMaxFewRowsCpu rows take matvec_lanes in one launch: RB rows of x by BN weight rows in
-// 8-lane accumulators that stay in registers, summed once at the end (4 x 2 and 2 x 4
-// measured best of the shapes that fit 16 registers; bench/RESULTS.md, the register-blocked
-// few-row entry). More rows (every type on the CPU, f32 weights on a GPU) take dot tiles of
-// BM x BN outputs over BK-deep steps. Each list's first entry is the hand-set default;
+// 8-lane accumulators that stay in registers, summed once at the end. Up to kOneGroupRowsCpu
+// rows are one row group (kFewRowsOneGroup, by the row count; not tuned, see there); more take
+// 4 x 2 or 2 x 4 groups, tuned (the best of the shapes that fit 16 registers;
+// bench/RESULTS.md, the register-blocked few-row entry). More rows (every type on the CPU,
+// f32 weights on a GPU) take dot tiles of BM x BN outputs over BK-deep steps. Each list's first entry is the hand-set default;
 // kdsl::autotune may choose another per shape bucket on the CPU (library_tuning.h). 8 x 128
 // was the best decode tile of the 4-16 row, 64-256 column spread tiles tried (and of the
 // 1-32 x 64-1024 neighbouring-row tiles before them); the others listed are its nearest
@@ -46,6 +47,19 @@ struct TileConfig {
 };
 inline constexpr MatvecConfig kDecodeCandidates[] = {{8, 128}, {4, 128}, {16, 64}, {8, 256}};
 inline constexpr LanesConfig kFewRowsCandidates[] = {{4, 2}, {2, 4}};
+// The few rows a speculative check or a short prompt brings (2-6) are one row group on the
+// CPU: 4 x 3 up to 4 rows, 6 x 2 up to 6, each weight row prefetched kFewRowsPrefetch elements
+// ahead. A second row group re-reads W from the cache, but its arithmetic then runs after the
+// first's stream instead of under it: on the synthetic 110M f32, a 5-row pass took 20-21 ms in
+// two groups and 16-17 in one, a plain step 15 (bench/RESULTS.md, the entry on few-row products
+// in one row group). The tuner cannot see that: it times a candidate back to back, with W in
+// the cache, where a second group costs little. At 8 rows it took 2 x 4 for the FFN's shapes
+// (150-154 us a launch against 4 x 2's 195-198), with which the cold pass was the slower
+// (24-25 ms against 22-23).
+inline constexpr int kOneGroupRowsCpu = 6;
+inline constexpr LanesConfig kFewRowsOneGroup[] = {{4, 3}, {6, 2}};
+inline constexpr int kFewRowsPrefetch = 256;
+static_assert(kFewRowsOneGroup[1].x_rows == kOneGroupRowsCpu);
 inline constexpr MatvecConfig kGpuFewRows = {8, 128};
 // A GPU's decode: matvec_wide, 4 neighbouring rows of W by 512 columns a step where rows are
 // long (K >= kGpuLongRows), 8 by 256 otherwise: on an H200 each read its shape of Llama-3-8B
@@ -115,12 +129,17 @@ void run_dense_matmul(Library::Impl &im, const float *x, const typename T::stora
   if (dispatches_for_cpu(im) && rows <= kMaxFewRowsCpu) {
     // One launch for all the rows: matvec_lanes computes at most RB - 1 clamped rows, where a
     // second launch for the odd ones (9 = 8 + 1) would read W again.
+    auto lanes = [&]<LanesConfig C, class Use>(Use use) {
+      auto g = grid(cdiv(rows, C.x_rows), cdiv(N, C.w_rows));
+      constexpr int P = kFewRowsPrefetch;
+      if (has_bias) use(im.kernel<matvec_lanes<T, C.x_rows, C.w_rows, 8, true, P>>(), g, x, w, b, out, rows, N, K);
+      else use(im.kernel<matvec_lanes<T, C.x_rows, C.w_rows, 8, false, P>>(), g, x, w, b, out, rows, N, K);
+    };
+    if (rows <= kOneGroupRowsCpu)
+      return with_candidate<kFewRowsOneGroup>(rows <= kFewRowsOneGroup[0].x_rows ? 0 : 1,
+                                              [&]<LanesConfig C>() { lanes.template operator()<C>(LaunchIt{}); });
     launch_tuned<kFewRowsCandidates>(im, dense_point_name<T>(DensePoint::FewRows, has_bias), "rows,N,K", tune_bucket(rows), nb, kb, [&]<class Use>(int i, Use use) {
-      with_candidate<kFewRowsCandidates>(i, [&]<LanesConfig C>() {
-        auto g = grid(cdiv(rows, C.x_rows), cdiv(N, C.w_rows));
-        if (has_bias) use(im.kernel<matvec_lanes<T, C.x_rows, C.w_rows, 8, true>>(), g, x, w, b, out, rows, N, K);
-        else use(im.kernel<matvec_lanes<T, C.x_rows, C.w_rows, 8, false>>(), g, x, w, b, out, rows, N, K);
-      });
+      with_candidate<kFewRowsCandidates>(i, [&]<LanesConfig C>() { lanes.template operator()<C>(use); });
     });
     return;
   }

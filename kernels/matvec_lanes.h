@@ -11,11 +11,15 @@ namespace kdsl::kernels {
 // loop. RB * BN * L floats stay in vector registers across the loop when they fit (RB * BN
 // registers of L = 8 lanes, beside RB + BN operands); the host lowering keeps them there for
 // some shapes only, and the others ran several times slower (bench/RESULTS.md, the
-// register-blocked few-row entry), so the Library offers 4 x 2 and 2 x 4.
+// register-blocked few-row entry), so the Library offers a few shapes (library_dense.h).
+// PREFETCH > 0 asks for each weight row PREFETCH elements past the step. With more rows of x
+// per program there is more arithmetic per weight byte, and without it the loads waiting on
+// memory filled the scheduler: one program of 6 rows of x took a third more time than one row
+// did (bench/RESULTS.md, the entry on few-row products in one row group).
 // Program (i, j) takes rows RB * i .. RB * i + RB - 1 of x and the weight rows spread_rows
 // gives axis j (common.h): the row groups of x are the fastest grid axis, so the programs a
 // thread runs one after another read the same weight rows.
-template <class T, int RB, int BN, int L, bool HAS_BIAS>
+template <class T, int RB, int BN, int L, bool HAS_BIAS, int PREFETCH = 0>
 void matvec_lanes(Ptr<const f32> x, Ptr<const T> w, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> rows, Scalar<i32> N, Scalar<i32> K) {
   auto r = program_id(0) * RB + arange<RB>();
   auto rn = spread_rows<BN, 1>(N);
@@ -25,6 +29,8 @@ void matvec_lanes(Ptr<const f32> x, Ptr<const T> w, Ptr<const f32> bias, Ptr<f32
   auto step = [&](auto acc, auto kk, bool masked) {
     auto k = reshape<1, 1, L>(kk);
     auto k_ok = k < K;
+    if constexpr (PREFETCH > 0)
+      if (!masked) prefetch(w_rows + k + PREFETCH);
     auto xs = masked ? load(x_rows + k, k_ok, 0) : load(x_rows + k);                         // [RB, 1, L]
     auto ws = cast<f32>(masked ? load(w_rows + k, k_ok, 0) : load(w_rows + k));              // [1, BN, L]
     return acc + xs * ws;

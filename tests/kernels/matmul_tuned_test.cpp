@@ -107,10 +107,9 @@ TEST_CASE("kernels: tuned matmul, every candidate of decode, few rows and prefil
   check_tuned<kdsl::f16>(rng, {1, 37, 300, false});
   check_tuned<kdsl::f32>(rng, {1, 130, 17, true});
   check_tuned<kdsl::bf16>(rng, {1, 64, 96, false});
-  // A few rows (matvec_lanes, one launch): rows that are no multiple of either candidate's
-  // row block, ragged N and K, every weight type, with and without a bias.
+  // More rows than one row group (matvec_lanes, one launch): rows that are no multiple of either
+  // candidate's row block, ragged N and K, every weight type, with and without a bias.
   check_tuned<kdsl::f16>(rng, {7, 37, 300, false});
-  check_tuned<kdsl::f16>(rng, {2, 37, 300, true});
   check_tuned<kdsl::f16>(rng, {16, 64, 256, true});
   check_tuned<kdsl::f32>(rng, {9, 33, 20, false});
   check_tuned<kdsl::bf16>(rng, {31, 70, 100, true});
@@ -132,4 +131,20 @@ TEST_CASE("kernels: tuned matmul with KDSL_AUTOTUNE=0 takes the defaults and rec
   CHECK(kdsl::tune_stats().timed == before.timed);
   CHECK(kdsl::tune_stats().defaults > before.defaults);
   CHECK(!fs::exists(record_path<kdsl::f16>(c)));
+}
+
+TEST_CASE("kernels: matmul of 2-6 rows on the CPU, one row group chosen by the row count, untimed, equal to the reference") {
+  kdsl_test::ScopedEnv on("KDSL_AUTOTUNE", "1");
+  KDSL_TEST_RNG(rng);
+  static_assert(kdsl::kernels::detail::kOneGroupRowsCpu == 6);
+  // Every row count of both shapes (4 x 3: 2-4 rows, 6 x 2: 5-6), N ragged against their 3 and
+  // 2 weight rows, K ragged against the 8 lanes and the prefetch distance, each weight type.
+  for (int rows = 2; rows <= 6; ++rows) {
+    CAPTURE(rows);
+    const kdsl::TuneStats before = kdsl::tune_stats();
+    Product<kdsl::f32>(rng, {rows, 37, 300, rows % 2 == 0}).check({rows, 37, 300, rows % 2 == 0}, "f32, one row group");
+    Product<kdsl::f16>(rng, {rows, 70, 17, true}).check({rows, 70, 17, true}, "f16, one row group");
+    Product<kdsl::bf16>(rng, {rows, 3, 520, false}).check({rows, 3, 520, false}, "bf16, one row group");
+    CHECK(kdsl::tune_stats().timed == before.timed);
+  }
 }
