@@ -5,6 +5,7 @@
 #include "kernels/attention_decode.h"
 #include "kernels/attention_dispatch.h"
 #include "kernels/attention_prefill.h"
+#include "kernels/library_device.h"
 #include "kernels/library_impl.h"
 
 namespace kdsl::kernels::detail {
@@ -12,6 +13,20 @@ namespace kdsl::kernels::detail {
 constexpr int kMaxSplits = 32;  // decode splits per head (the combine's block)
 constexpr int kMinSplitPositions = 128;
 constexpr int kPrefillRows = 16;
+// On the CPU a pass of up to kFewRows rows (a speculative check, a short prompt) takes query
+// tiles that tall: a 16-row tile computed 10 clamped rows for each head of a 6-row check
+// (bench/RESULTS.md, the entry on few-row attention tiles). GPUs keep 16 rows, the tensor
+// cores' smallest tile height.
+constexpr int kFewRows = 8;
+
+// Calls f.template operator()<BM>() with the query rows per program for a pass of `rows`.
+template <class F>
+void with_query_rows(const Library::Impl &im, int rows, F &&f) {
+  if (rows <= kFewRows && dispatches_for_cpu(im))
+    f.template operator()<kFewRows>();
+  else
+    f.template operator()<kPrefillRows>();
+}
 // The smallest head block D: 16, or the policies' fewest columns (q8_0's whole blocks of 32).
 template <class KP, class VP>
 constexpr int kMinHead = std::max({16, KP::kMinColumns, VP::kMinColumns});
@@ -46,9 +61,11 @@ void run_attention_tree(Library::Impl &im, const AttentionCall &c) {
   with_block<kMinHead<KP, VP>, 256>("attention_tree", "head_dim", c.head_dim, [&]<int D>() {
     with_kv_step(c.page_size, [&]<int STEP, bool TILE_IN_PAGE>() {
       with_full_d<D>(c.head_dim, [&]<bool FULL_D>() {
-        im.kernel<kernels::attention_tree<kPrefillRows, STEP, D, TILE_IN_PAGE, FULL_D, KP, VP>>()(
-            grid(cdiv(c.rows, kPrefillRows), c.n_heads), c.q, kp, vp, c.block_table, c.ancestors, c.out, c.rows, c.pos0, c.n_heads, group,
-            c.n_kv_heads, c.head_dim, c.page_size, c.scale);
+        with_query_rows(im, c.rows, [&]<int BM>() {
+          im.kernel<kernels::attention_tree<BM, STEP, D, TILE_IN_PAGE, FULL_D, KP, VP>>()(
+              grid(cdiv(c.rows, BM), c.n_heads), c.q, kp, vp, c.block_table, c.ancestors, c.out, c.rows, c.pos0, c.n_heads, group,
+              c.n_kv_heads, c.head_dim, c.page_size, c.scale);
+        });
       });
     });
   });
@@ -63,9 +80,11 @@ void run_attention(Library::Impl &im, const AttentionCall &c) {
     with_block<kMinHead<KP, VP>, 256>("attention", "head_dim", c.head_dim, [&]<int D>() {
       with_kv_step(c.page_size, [&]<int STEP, bool TILE_IN_PAGE>() {
         with_full_d<D>(c.head_dim, [&]<bool FULL_D>() {
-          im.kernel<attention_prefill<kPrefillRows, STEP, D, TILE_IN_PAGE, FULL_D, KP, VP>>()(
-              grid(cdiv(c.rows, kPrefillRows), c.n_heads), c.q, kp, vp, c.block_table, c.out, c.rows, c.pos0, c.n_heads, group, c.n_kv_heads,
-              c.head_dim, c.page_size, c.scale);
+          with_query_rows(im, c.rows, [&]<int BM>() {
+            im.kernel<attention_prefill<BM, STEP, D, TILE_IN_PAGE, FULL_D, KP, VP>>()(
+                grid(cdiv(c.rows, BM), c.n_heads), c.q, kp, vp, c.block_table, c.out, c.rows, c.pos0, c.n_heads, group, c.n_kv_heads,
+                c.head_dim, c.page_size, c.scale);
+          });
         });
       });
     });

@@ -50,7 +50,9 @@ TEST_CASE("kernels: prefill attention, causal over pages, from the start and chu
   struct Case {
     int rows, pos0, n_kv, D, page_size;
   };
-  for (Case t : {Case{20, 0, 2, 64, 16}, Case{37, 50, 2, 64, 16}, Case{5, 3, 8, 64, 32}, Case{70, 0, 1, 40, 16}, Case{2, 100, 4, 64, 24}}) {
+  // Rows of both query tiles (8 rows up to 8, else 16) and either side of the boundary.
+  for (Case t : {Case{20, 0, 2, 64, 16}, Case{37, 50, 2, 64, 16}, Case{5, 3, 8, 64, 32}, Case{70, 0, 1, 40, 16}, Case{2, 100, 4, 64, 24},
+                 Case{8, 17, 2, 64, 16}, Case{9, 40, 4, 40, 32}}) {
     CAPTURE(t.rows);
     CAPTURE(t.pos0);
     CAPTURE(t.n_kv);
@@ -83,7 +85,7 @@ TEST_CASE("kernels: tree attention, each node along its own branch, over pages")
   struct Case {
     int nodes, pos0, n_kv, D, page_size;
   };
-  for (Case t : {Case{11, 13, 2, 64, 4}, Case{37, 50, 1, 24, 16}, Case{64, 5, 4, 40, 32}, Case{1, 9, 2, 32, 8}}) {
+  for (Case t : {Case{11, 13, 2, 64, 4}, Case{37, 50, 1, 24, 16}, Case{64, 5, 4, 40, 32}, Case{1, 9, 2, 32, 8}, Case{7, 21, 2, 64, 16}}) {
     CAPTURE(t.nodes);
     CAPTURE(t.D);
     // A random tree: node i's parent an earlier node; bit j of ancestors[i] for each node on
@@ -115,18 +117,21 @@ TEST_CASE("kernels: tree attention, each node along its own branch, over pages")
 
 TEST_CASE("kernels: a chain is a tree: tree attention of a chain equals causal attention") {
   KDSL_TEST_RNG(rng);
-  const int nodes = 19, pos0 = 30, n_heads = 4, n_kv = 2, D = 64, page_size = 16;
-  std::vector<int64_t> chain(static_cast<size_t>(nodes));
-  for (int i = 0; i < nodes; ++i) chain[size_t(i)] = (int64_t(1) << (i + 1)) - 1;
-  PagedCache c(rng, pos0 + nodes, page_size, n_kv, D);
-  c.fill(rng, pos0 + nodes);
-  auto q = random_floats(rng, size_t(nodes) * n_heads * D);
-  std::vector<float> tree(q.size()), causal(q.size());
-  library().attention_tree(q.data(), c.k_pages.data(), c.v_pages.data(), c.block_table.data(), chain.data(), tree.data(), nodes, pos0, n_heads, n_kv, D,
-                           page_size, 0.125f);
-  library().attention(q.data(), c.k_pages.data(), c.v_pages.data(), c.block_table.data(), causal.data(), nodes, pos0, n_heads, n_kv, D, page_size, 0.125f);
-  std::vector<double> want(causal.begin(), causal.end());
-  expect_close_scaled("chain as a tree", tree, want, 1.0, 1e-6);
+  for (const int nodes : {19, 6}) {  // both query tiles
+    CAPTURE(nodes);
+    const int pos0 = 30, n_heads = 4, n_kv = 2, D = 64, page_size = 16;
+    std::vector<int64_t> chain(static_cast<size_t>(nodes));
+    for (int i = 0; i < nodes; ++i) chain[size_t(i)] = (int64_t(1) << (i + 1)) - 1;
+    PagedCache c(rng, pos0 + nodes, page_size, n_kv, D);
+    c.fill(rng, pos0 + nodes);
+    auto q = random_floats(rng, size_t(nodes) * n_heads * D);
+    std::vector<float> tree(q.size()), causal(q.size());
+    library().attention_tree(q.data(), c.k_pages.data(), c.v_pages.data(), c.block_table.data(), chain.data(), tree.data(), nodes, pos0, n_heads, n_kv, D,
+                             page_size, 0.125f);
+    library().attention(q.data(), c.k_pages.data(), c.v_pages.data(), c.block_table.data(), causal.data(), nodes, pos0, n_heads, n_kv, D, page_size, 0.125f);
+    std::vector<double> want(causal.begin(), causal.end());
+    expect_close_scaled("chain as a tree", tree, want, 1.0, 1e-6);
+  }
 }
 
 TEST_CASE("kernels: kv_move moves rows in order through the block table") {
