@@ -74,6 +74,10 @@ std::shared_ptr<void> device_alloc(const Device &device, size_t bytes);
 void device_copy_from_host(const Device &device, void *device_dst, const void *host_src, size_t bytes);
 void device_copy_to_host(const Device &device, void *host_dst, const void *device_src, size_t bytes);
 [[noreturn]] void buffer_size_error(const char *call, size_t given, size_t size);
+// Host memory for Buffer: `bytes` zeroed bytes (large blocks on 2 MiB pages where the system
+// grants them: src/runtime/host_memory.h says why); throws std::bad_alloc.
+void *host_alloc(size_t bytes);
+void host_release(void *memory) noexcept;
 }  // namespace detail
 
 // A typed array in a device's memory: host memory for the CPU, GPU memory (cuMemAlloc) for a
@@ -84,8 +88,8 @@ template <class T>
 class Buffer {
  public:
   Buffer() = default;
-  // `count` zeroed elements of host memory. calloc, not new T[](): a large block comes from fresh
-  // zero pages that are faulted in on first use, so a KV cache sized for a long context costs
+  // `count` zeroed elements of host memory. Not new T[](): a large block comes from fresh zero
+  // pages that are faulted in on first use, so a KV cache sized for a long context costs
   // neither the time to clear it nor resident memory until positions are written.
   explicit Buffer(size_t count) : host_(zeroed_host(count)), data_(host_.get()), count_(count) {}
   // `count` zeroed elements in `device`'s memory.
@@ -141,9 +145,9 @@ class Buffer {
  private:
   static std::shared_ptr<T[]> zeroed_host(size_t count) {
     static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>, "Buffer holds plain values");
-    void *p = std::calloc(count ? count : 1, sizeof(T));
-    if (!p) throw std::bad_alloc();
-    return std::shared_ptr<T[]>(static_cast<T *>(p), [](T *q) { std::free(q); });
+    if (count > SIZE_MAX / sizeof(T)) throw std::bad_alloc();
+    void *p = detail::host_alloc((count ? count : 1) * sizeof(T));
+    return std::shared_ptr<T[]>(static_cast<T *>(p), [](T *q) { detail::host_release(q); });
   }
 
   std::shared_ptr<T[]> host_;

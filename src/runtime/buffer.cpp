@@ -5,6 +5,7 @@
 #include <kdsl/error.h>
 
 #include "runtime/backend.h"
+#include "runtime/host_memory.h"
 
 namespace kdsl::detail {
 
@@ -21,6 +22,10 @@ void device_copy_from_host(const Device &device, void *device_dst, const void *h
 void device_copy_to_host(const Device &device, void *host_dst, const void *device_src, size_t bytes) {
   device.impl().copy_to_host(host_dst, device_src, bytes);
 }
+
+void *host_alloc(size_t bytes) { return runtime::allocate_host_buffer(bytes); }
+
+void host_release(void *memory) noexcept { runtime::release_host_buffer(memory); }
 
 void buffer_size_error(const char *call, size_t given, size_t size) {
   throw Error(fmt::format("kdsl::Buffer::{}: {} elements given, the buffer holds {}", call, given, size));

@@ -14,6 +14,7 @@
 
 #include "codegen/host/device_debug.h"
 #include "runtime/compile_target.h"
+#include "runtime/host_memory.h"
 #include "runtime/checked_mode.h"
 #include "runtime/launch_profile.h"
 #include "support/log.h"
@@ -73,13 +74,9 @@ void CpuDevice::run(codegen::HostEntry entry, const uint64_t *args, const int32_
   pool_.parallel_for(programs, [l = &launch](int64_t begin, int64_t end) { l->entry(l->args, begin, end, l->grid); });
 }
 
-void *CpuDevice::allocate(size_t bytes) {
-  void *p = std::calloc(bytes ? bytes : 1, 1);
-  if (!p) throw std::bad_alloc();
-  return p;
-}
+void *CpuDevice::allocate(size_t bytes) { return runtime::allocate_host_buffer(bytes); }
 
-void CpuDevice::release(void *memory) noexcept { std::free(memory); }
+void CpuDevice::release(void *memory) noexcept { runtime::release_host_buffer(memory); }
 
 void CpuDevice::copy_from_host(void *dst, const void *src, size_t bytes) { std::memcpy(dst, src, bytes); }
 
