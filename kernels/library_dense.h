@@ -50,12 +50,11 @@ inline constexpr LanesConfig kFewRowsCandidates[] = {{4, 2}, {2, 4}};
 // The few rows a speculative check or a short prompt brings (2-6) are one row group on the
 // CPU: 4 x 3 up to 4 rows, 6 x 2 up to 6, each weight row prefetched kFewRowsPrefetch elements
 // ahead. A second row group re-reads W from the cache, but its arithmetic then runs after the
-// first's stream instead of under it: on the synthetic 110M f32, a 5-row pass took 20-21 ms in
-// two groups and 16-17 in one, a plain step 15 (bench/RESULTS.md, the entry on few-row products
-// in one row group). The tuner cannot see that: it times a candidate back to back, with W in
-// the cache, where a second group costs little. At 8 rows it took 2 x 4 for the FFN's shapes
-// (150-154 us a launch against 4 x 2's 195-198), with which the cold pass was the slower
-// (24-25 ms against 22-23).
+// first's stream instead of under it, and a pass of 5 rows cost about a third more than one of
+// a single row; in one group, a tenth more (bench/RESULTS.md, the entry on few-row products in
+// one row group). The tuner cannot see that: it times a candidate back to back, with W in the
+// cache, where a second group costs little (at 8 rows it took 2 x 4 for the FFN's shapes, with
+// which the pass from memory was the slower).
 inline constexpr int kOneGroupRowsCpu = 6;
 inline constexpr LanesConfig kFewRowsOneGroup[] = {{4, 3}, {6, 2}};
 inline constexpr int kFewRowsPrefetch = 256;

@@ -14,8 +14,8 @@ namespace kdsl::kernels {
 // register-blocked few-row entry), so the Library offers a few shapes (library_dense.h).
 // PREFETCH > 0 asks for each weight row PREFETCH elements past the step. With more rows of x
 // per program there is more arithmetic per weight byte, and without it the loads waiting on
-// memory filled the scheduler: one program of 6 rows of x took a third more time than one row
-// did (bench/RESULTS.md, the entry on few-row products in one row group).
+// memory filled the scheduler, and one program of 6 rows of x took far longer than one row did
+// (bench/RESULTS.md, the entry on few-row products in one row group).
 // Program (i, j) takes rows RB * i .. RB * i + RB - 1 of x and the weight rows spread_rows
 // gives axis j (common.h): the row groups of x are the fastest grid axis, so the programs a
 // thread runs one after another read the same weight rows.

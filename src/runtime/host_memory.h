@@ -7,10 +7,9 @@ namespace kdsl::runtime {
 // At least this many bytes: an anonymous mapping aligned to kHugePageBytes and advised
 // MADV_HUGEPAGE (Linux; elsewhere, or where the mapping fails, calloc). Why: a KV cache page
 // holds page_size positions of every head, so one head's rows lie a position's whole row
-// apart, and a decode attention step touched as many 4 KiB pages as it read rows; with the
-// whole process on transparent huge pages its launches took 103 us against 117-125
-// (bench/RESULTS.md, the entry on decode attention). Untouched pages of a mapping cost no
-// memory, as calloc's large blocks do not.
+// apart, and a decode attention step touched as many 4 KiB pages as it read rows: on huge
+// pages its launches were shorter by a sixth (bench/RESULTS.md, the entry on decode attention).
+// Untouched pages of a mapping cost no memory, as with calloc's large blocks.
 inline constexpr size_t kHugePageBytes = size_t(2) << 20;
 inline constexpr size_t kLargeBufferBytes = size_t(1) << 20;
 
