@@ -1,6 +1,7 @@
 // library_dense.h - Library::matmul over f32, f16 and bf16 weights: its tuned decode, few-row and prefill dispatch, one file per type instantiating it
 #pragma once
 #include <algorithm>
+#include <iterator>
 #include <string>
 #include <type_traits>
 
@@ -25,8 +26,9 @@ namespace kdsl::kernels::detail {
 // rows are one row group (kFewRowsOneGroup, by the row count; not tuned, see there); more take
 // 4 x 2 or 2 x 4 groups, tuned (the best of the shapes that fit 16 registers;
 // bench/RESULTS.md, the register-blocked few-row entry). More rows (every type on the CPU,
-// f32 weights on a GPU) take dot tiles of BM x BN outputs over BK-deep steps. Each list's first entry is the hand-set default;
-// kdsl::autotune may choose another per shape bucket on the CPU (library_tuning.h). 8 x 128
+// f32 weights on a GPU) take dot tiles of BM x BN outputs over BK-deep steps. Each list's
+// first entry is the hand-set default; kdsl::autotune may choose another per shape bucket on
+// the CPU (library_tuning.h). 8 x 128
 // was the best decode tile of the 4-16 row, 64-256 column spread tiles tried (and of the
 // 1-32 x 64-1024 neighbouring-row tiles before them); the others listed are its nearest
 // neighbours, which were close. With dot register-blocked on the host, 64 x 64 x 32 tiles
@@ -55,10 +57,15 @@ inline constexpr LanesConfig kFewRowsCandidates[] = {{4, 2}, {2, 4}};
 // one row group). The tuner cannot see that: it times a candidate back to back, with W in the
 // cache, where a second group costs little (at 8 rows it took 2 x 4 for the FFN's shapes, with
 // which the pass from memory was the slower).
-inline constexpr int kOneGroupRowsCpu = 6;
-inline constexpr LanesConfig kFewRowsOneGroup[] = {{4, 3}, {6, 2}};
+inline constexpr LanesConfig kFewRowsOneGroup[] = {{4, 3}, {6, 2}};  // by x_rows, ascending
+inline constexpr int kOneGroupRowsCpu = std::end(kFewRowsOneGroup)[-1].x_rows;
 inline constexpr int kFewRowsPrefetch = 256;
-static_assert(kFewRowsOneGroup[1].x_rows == kOneGroupRowsCpu);
+// The first of kFewRowsOneGroup whose row group holds `rows` (<= kOneGroupRowsCpu).
+constexpr int one_group_shape(int rows) {
+  int i = 0;
+  while (kFewRowsOneGroup[i].x_rows < rows) ++i;
+  return i;
+}
 inline constexpr MatvecConfig kGpuFewRows = {8, 128};
 // A GPU's decode: matvec_wide, 4 neighbouring rows of W by 512 columns a step where rows are
 // long (K >= kGpuLongRows), 8 by 256 otherwise: on an H200 each read its shape of Llama-3-8B
@@ -135,8 +142,7 @@ void run_dense_matmul(Library::Impl &im, const float *x, const typename T::stora
       else use(im.kernel<matvec_lanes<T, C.x_rows, C.w_rows, 8, false, P>>(), g, x, w, b, out, rows, N, K);
     };
     if (rows <= kOneGroupRowsCpu)
-      return with_candidate<kFewRowsOneGroup>(rows <= kFewRowsOneGroup[0].x_rows ? 0 : 1,
-                                              [&]<LanesConfig C>() { lanes.template operator()<C>(LaunchIt{}); });
+      return with_candidate<kFewRowsOneGroup>(one_group_shape(rows), [&]<LanesConfig C>() { lanes.template operator()<C>(LaunchIt{}); });
     launch_tuned<kFewRowsCandidates>(im, dense_point_name<T>(DensePoint::FewRows, has_bias), "rows,N,K", tune_bucket(rows), nb, kb, [&]<class Use>(int i, Use use) {
       with_candidate<kFewRowsCandidates>(i, [&]<LanesConfig C>() { lanes.template operator()<C>(use); });
     });

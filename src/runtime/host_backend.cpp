@@ -13,9 +13,9 @@
 #include <kdsl/error.h>
 
 #include "codegen/host/device_debug.h"
+#include "runtime/checked_mode.h"
 #include "runtime/compile_target.h"
 #include "runtime/host_memory.h"
-#include "runtime/checked_mode.h"
 #include "runtime/launch_profile.h"
 #include "support/log.h"
 

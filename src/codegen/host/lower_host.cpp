@@ -358,7 +358,6 @@ class HostLowering {
     return a;
   }
 
-  // Folds element x (at position i of the reduced axis) into the accumulator.
   // The flags of a reduction's adds and extremes: they let the vectorizer split it into lanes.
   static llvm::FastMathFlags reduction_flags() {
     llvm::FastMathFlags reassoc;
@@ -368,6 +367,7 @@ class HostLowering {
     return reassoc;
   }
 
+  // Folds element x (at position i of the reduced axis) into the accumulator.
   void accumulate(const Accumulator &a, llvm::Value *x, llvm::Value *i) {
     const llvm::FastMathFlags reassoc = reduction_flags();
     llvm::Value *prior = b_.CreateLoad(a.type, a.acc);
