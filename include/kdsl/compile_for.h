@@ -11,8 +11,9 @@
 namespace kdsl {
 
 // What code is compiled for: "host" (this machine's CPU, as Device::cpu() runs it), a CUDA
-// architecture kdsl knows ("sm_80": A100 and every sm_8x GPU; "sm_90": H100/H200) or an AMD
-// one ("gfx90a": MI200; "gfx942": MI300; "gfx1100": RX 7900).
+// architecture kdsl knows ("sm_80": A100 and every sm_8x GPU; "sm_90a": H100/H200 with
+// wgmma, what a 9.0 GPU loads; "sm_90": PTX for GPUs newer than Hopper) or an AMD one
+// ("gfx90a": MI200; "gfx942": MI300; "gfx1100": RX 7900).
 class Target {
  public:
   // Throws kdsl::Error naming the known targets when `name` is none of them.

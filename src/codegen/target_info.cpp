@@ -18,6 +18,22 @@ std::vector<MatrixInstruction> ampere_mma() {
   };
 }
 
+// Hopper's warpgroup MMA (wgmma.mma_async m64nNk16, f16/bf16 into f32): A and B from
+// shared memory through descriptors, the four warps of a warpgroup stacked along m, one
+// instruction over up to 256 columns. Dots too small for warpgroups fall back to mma.sync.
+std::vector<MatrixInstruction> hopper_wgmma() {
+  std::vector<MatrixInstruction> list;
+  for (DType t : {DType::F16, DType::BF16}) {
+    MatrixInstruction w{"wgmma.mma_async.m64nNk16", 64, 8, 16, t, t, DType::F32};
+    w.warps_per_instruction = 4;
+    w.descriptor_operands = true;
+    w.max_n = 256;
+    list.push_back(w);
+  }
+  for (const MatrixInstruction &mma : ampere_mma()) list.push_back(mma);
+  return list;
+}
+
 // CDNA's MFMA instructions (amdgpu/mfma_fragments.h has their lane layouts). For each
 // operand type the 32 x 32 one comes first (half the LDS reads per multiply-add of the
 // 16 x 16 one); the 16 x 16 one serves blocks with too few 32 x 32 tiles for every wave.
@@ -62,12 +78,19 @@ std::vector<TargetInfo> make_targets() {
   sm80.matrix_instructions = ampere_mma();
   sm80.async_copy = true;
 
+  // sm_90: code any Hopper-class or later GPU runs (newer ones through its PTX); no wgmma,
+  // which exists only in the architecture-specific sm_90a.
   TargetInfo sm90 = sm80;
   sm90.name = "sm_90";
   sm90.llvm_features = "+ptx78";
   sm90.compute_capability = 90;
   sm90.shared_bytes_optin = 227 * 1024;
-  // wgmma (m64nNk16) comes with its own layouts; until then Hopper runs the sm_80 mma path.
+
+  // sm_90a: H100 / H200 themselves, with warpgroup MMA.
+  TargetInfo sm90a = sm90;
+  sm90a.name = "sm_90a";
+  sm90a.llvm_features = "+ptx80";
+  sm90a.matrix_instructions = hopper_wgmma();
 
   // AMD CDNA (MI200: gfx90a, MI300: gfx942): waves of 64, 64 KiB of LDS per workgroup,
   // dot on MFMA (amdgpu/lower_mfma.cpp).
@@ -95,7 +118,7 @@ std::vector<TargetInfo> make_targets() {
   gfx1100.llvm_features = "+wavefrontsize32";
   gfx1100.isa_version = 11000;
   gfx1100.warp_size = 32;
-  return {sm75, sm80, sm90, gfx90a, gfx942, gfx1100};
+  return {sm75, sm80, sm90, sm90a, gfx90a, gfx942, gfx1100};
 }
 
 const std::vector<TargetInfo> &targets() {

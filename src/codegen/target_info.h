@@ -17,8 +17,10 @@ namespace kdsl::codegen {
 // elements (rows, columns), the warp's lanes (32, or a wave's 64) are arranged
 // c_threads_per_warp (columns fastest), and that lane tile repeats to cover the
 // instruction's m x n (mma.sync m16n8: lanes cover 8 x 8, twice along rows; MFMA 32x32:
-// 8 x 32, four times). A later wgmma entry (m64nNk16) spans the four warps of a
-// warpgroup: warps_per_instruction = 4 along m.
+// 8 x 32, four times). wgmma (m64nNk16) spans the four warps of a warpgroup
+// (warps_per_instruction = 4, stacked along m, 16 rows each); its accumulator is mma.sync's
+// m16n8 fragment repeated along n, so its entry lists n = 8 and the lowering joins a
+// warpgroup's n tiles into one instruction.
 struct MatrixInstruction {
   const char *name;  // "mma.sync.m16n8k16", "mfma.f32.32x32x8f16"
   int m, n, k;
@@ -26,6 +28,11 @@ struct MatrixInstruction {
   std::array<int, 2> c_size_per_thread{1, 2};
   std::array<int, 2> c_threads_per_warp{8, 4};
   int warps_per_instruction = 1;
+  // A and B read from shared memory through matrix descriptors (wgmma) rather than from
+  // registers: operands are staged as core matrices (gpu/staged_tile.h), and one instruction
+  // covers n = any multiple of `n` up to max_n of a warpgroup's columns.
+  bool descriptor_operands = false;
+  int max_n = 0;
 };
 
 // Targets are data (CONVENTIONS point 5): the lowering reads these fields and never tests

@@ -44,7 +44,7 @@ struct Options {
 // says: the data-centre part of each architecture (T4, A100, H100 SXM and H200; one MI250X
 // die, MI300X) and the RX 7900 XTX.
 int default_multiprocessors(const std::string &arch) {
-  static const std::map<std::string, int> sms = {{"sm_75", 40}, {"sm_80", 108}, {"sm_90", 132}, {"gfx90a", 110}, {"gfx942", 304}, {"gfx1100", 96}};
+  static const std::map<std::string, int> sms = {{"sm_75", 40}, {"sm_80", 108}, {"sm_90", 132}, {"sm_90a", 132}, {"gfx90a", 110}, {"gfx942", 304}, {"gfx1100", 96}};
   auto it = sms.find(arch);
   return it == sms.end() ? 108 : it->second;
 }
@@ -267,7 +267,7 @@ int main(int argc, char **argv) {
                "with no GPU needed; kdsl-run then compiles nothing"};
   Options o;
   app.add_option("-m,--model", o.model, "model file: GGUF, or a llama2.c checkpoint")->required();
-  app.add_option("--target", o.targets, "targets, comma-separated: host, sm_75, sm_80, sm_90, gfx90a, gfx942, gfx1100 (default host)");
+  app.add_option("--target", o.targets, "targets, comma-separated: host, sm_75, sm_80, sm_90 (Hopper and newer, through PTX), sm_90a (H100/H200, with wgmma), gfx90a, gfx942, gfx1100 (default host)");
   app.add_option("-b,--batch,--batch-size", o.batches, "kdsl-run -b values (prompt tokens per prefill pass), comma-separated (default 512)");
   app.add_option("-c,--ctx,--ctx-size", o.ctx, "context length the plan covers (default: the model's)")->check(CLI::NonNegativeNumber);
   app.add_flag("--spec-ngram", o.spec_ngram, "as kdsl-run --spec-ngram: the target's speculative checks");
@@ -279,7 +279,7 @@ int main(int argc, char **argv) {
   app.add_option("--cache-type-k", o.cache_type_k, "the KV cache's element type: f32 (default), f16, bf16 or q8_0 (blocks of 32 along head_dim, which must be a multiple of 32), for keys and values (-ctk; alone it sets both)");
   app.add_option("--cache-type-v", o.cache_type_v, "as --cache-type-k (-ctv; alone it sets both; the two must agree)");
   app.add_option("-t,--threads", o.threads, "as kdsl-run -t: the CPU threads the host plan is for (0: every CPU)")->check(CLI::NonNegativeNumber);
-  app.add_option("--gpu-sms", o.gpu_sms, "multiprocessors (AMD: compute units) of the GPU the GPU targets' plans are for (default: sm_75 40, sm_80 108, sm_90 132, gfx90a 110, gfx942 304, gfx1100 96)")
+  app.add_option("--gpu-sms", o.gpu_sms, "multiprocessors (AMD: compute units) of the GPU the GPU targets' plans are for (default: sm_75 40, sm_80 108, sm_90 132, sm_90a 132, gfx90a 110, gfx942 304, gfx1100 96)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--cache-dir", o.cache_dir, "kernel cache folder (default $KDSL_CACHE_DIR or ~/.cache/kdsl)");
   app.add_option("-j,--jobs", o.jobs, "compile threads (default: every CPU)");

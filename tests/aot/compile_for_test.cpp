@@ -99,7 +99,7 @@ TEST_CASE("compile_for: sm_90 without a device, by name with the registered opti
   CHECK(compile_for("user_row_sums", Target("sm_80"), "16,16,16").cache_digest != r.cache_digest);
 }
 
-TEST_CASE("compile_for: an sm_90 compile is what a launch on an sm_90 GPU loads (the fake driver's): no compile, a disk hit") {
+TEST_CASE("compile_for: an sm_90a compile is what a launch on a Hopper GPU (the fake driver's, 9.0) loads: no compile, a disk hit") {
   ScratchCache cache("aot_compile_for_fake_gpu");
   cuda::Driver driver = cuda::load_driver(aot_test::fake_libcuda);
   void *fake = dlopen(aot_test::fake_libcuda.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
@@ -113,7 +113,7 @@ TEST_CASE("compile_for: an sm_90 compile is what a launch on an sm_90 GPU loads 
   const int n = 4096 + 7;
   Buffer<float> x(gpu, n), y(gpu, n), out(gpu, n);
   Specialization spec{pointer_class(x.data()), pointer_class(y.data()), pointer_class(out.data()), ArgSpec::None, integer_class(n)};
-  CompileResult r = compile_for<user_kernels::scale_add<256>>(Target("sm_90"), spec, {.num_warps = 8});
+  CompileResult r = compile_for<user_kernels::scale_add<256>>(Target("sm_90a"), spec, {.num_warps = 8});
   REQUIRE_FALSE(r.cache_file.empty());
 
   CacheStats before = cache_stats();

@@ -38,7 +38,7 @@ Arg value(T v) {
 }
 
 // The GPU lowering a comparison runs: a target's hooks and warp size; with `tensor_cores`
-// (sm_80 only), dots the plan puts on mma.sync run as emulated ldmatrix and mma.sync, their
+// (sm_80, sm_90a), dots the plan puts on mma.sync or wgmma run as emulated instructions, their
 // loads pipelined over `num_stages`.
 struct Flavour {
   std::string arch = "sm_80";

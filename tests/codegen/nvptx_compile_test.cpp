@@ -1,4 +1,4 @@
-// nvptx_compile_test.cpp - every example and test kernel lowers to PTX that ptxas assembles for sm_80 and sm_90 (no GPU needed)
+// nvptx_compile_test.cpp - every example and test kernel lowers to PTX that ptxas assembles for sm_80, sm_90 and sm_90a (no GPU needed)
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -38,16 +38,16 @@ bool have_libdevice() {
   return false;
 }
 
-TEST_CASE("nvptx: every example and test kernel assembles for sm_80 and sm_90 without spills") {
+TEST_CASE("nvptx: every example and test kernel assembles for sm_80, sm_90 and sm_90a without spills") {
   if (!have_libdevice()) return;
   bool have_ptxas = !codegen::nvptx::find_ptxas().empty();
   if (!have_ptxas) MESSAGE("ptxas not found (CUDA_HOME, /usr/local/cuda/bin, PATH): checking PTX emission only");
-  for (const char *arch : {"sm_80", "sm_90"})
+  for (const char *arch : {"sm_80", "sm_90", "sm_90a"})
     for (const tools::NamedKernel &k : all_kernels()) {
       CAPTURE(k.name);
       CAPTURE(arch);
       codegen::CompiledObject obj = compile(k, arch);
-      CHECK(contains(obj.ptx, (std::string(".target ") + arch).c_str()));
+      CHECK(contains(obj.ptx, (std::string(".target ") + arch + "\n").c_str()));
       CHECK(contains(obj.ptx, (".entry kdsl_" + k.name).c_str()));
       CHECK(obj.resources.threads == k.num_warps * 32);
       if (!have_ptxas) continue;
@@ -196,8 +196,9 @@ TEST_CASE("nvptx: atomics use global atomic instructions") {
 }
 
 TEST_CASE("nvptx: unknown targets and too many warps are user errors naming what is known") {
-  CHECK_THROWS_WITH_AS(codegen::target_info("sm_70"), doctest::Contains("unknown GPU target 'sm_70': kdsl knows sm_75, sm_80, sm_90"), Error);
-  CHECK_THROWS_WITH_AS(codegen::Target::named("sm_70"), "unknown target 'sm_70': kdsl compiles for host, sm_75, sm_80, sm_90, gfx90a, gfx942, gfx1100", Error);
+  CHECK_THROWS_WITH_AS(codegen::target_info("sm_70"), doctest::Contains("unknown GPU target 'sm_70': kdsl knows sm_75, sm_80, sm_90, sm_90a"), Error);
+  CHECK_THROWS_WITH_AS(codegen::Target::named("sm_70"), "unknown target 'sm_70': kdsl compiles for host, sm_75, sm_80, sm_90, sm_90a, gfx90a, gfx942, gfx1100",
+                       Error);
   CHECK(codegen::Target::named("host").is_host());
   CHECK(codegen::Target::named("sm_90").gpu == &codegen::target_info("sm_90"));
   codegen::Options options;
@@ -207,6 +208,7 @@ TEST_CASE("nvptx: unknown targets and too many warps are user errors naming what
                                         codegen::Target::named("sm_80"), options),
                        doctest::Contains("num_warps = 64"), Error);
   CHECK(codegen::target_info("sm_90").matrix_instructions.size() == 3);
+  CHECK(codegen::target_info("sm_90a").matrix_instructions.size() == 5);  // wgmma f16, bf16, then sm_80's mma.sync
   CHECK(codegen::target_info("sm_75").matrix_instructions.empty());
   CHECK(codegen::target_info("sm_80").warp_size == 32);
 }

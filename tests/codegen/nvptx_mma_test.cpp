@@ -388,3 +388,129 @@ TEST_CASE("mma plan: which dots take the tensor-core path, which values take the
   CHECK(turing.plan.dot_instruction.empty());
   CHECK(turing.plan.pipelined.empty());
 }
+
+// --- Hopper (sm_90a): warpgroup MMA ------------------------------------------------------
+
+TEST_CASE("wgmma layout: warps stacked along m hold each warpgroup's D fragments (PTX ISA m64nNk16), each element once") {
+  const MatrixInstruction &mi = codegen::target_info("sm_90a").matrix_instructions[0];
+  REQUIRE(mi.descriptor_operands);
+  struct Case {
+    int m, n, warps;
+  };
+  for (Case cs : {Case{64, 8, 4}, Case{64, 256, 4}, Case{128, 64, 4}, Case{128, 128, 8}, Case{256, 32, 8}}) {
+    CAPTURE(cs.m);
+    CAPTURE(cs.n);
+    CAPTURE(cs.warps);
+    Layout l = mma_layout(mi, {cs.warps, 1});
+    RegisterMap map = register_map(l, ir::Shape{cs.m, cs.n});
+    CHECK(map.count * cs.warps * 32 == cs.m * cs.n);
+    std::map<std::pair<int, int>, int> seen;
+    for (int thread = 0; thread < cs.warps * 32; ++thread) {
+      int lane = thread % 32, warp = thread / 32, in_group = thread % 128;
+      int row0 = thread_offset(l, 0, lane, warp), col0 = thread_offset(l, 1, lane, warp);
+      for (int r = 0; r < map.count; ++r) ++seen[{row0 + map.offset[size_t(r)][0], col0 + map.offset[size_t(r)][1]}];
+      // The lowering's register for element i of the wgmma over m tile tm (lower_wgmma.cpp):
+      // the one at offset tm * tile + thread 0's position of i, which for this thread must be
+      // the fragment table's element, 64 rows down per warpgroup.
+      for (int tm = 0; tm < cs.m / l.tile(0); ++tm)
+        for (int i = 0; i < cs.n / 2; ++i) {
+          FragmentElement c0 = wgmma_c_element(0, i), c = wgmma_c_element(in_group, i);
+          int r = -1;
+          for (int x = 0; x < map.count; ++x)
+            if (map.offset[size_t(x)][0] == tm * l.tile(0) + c0.row && map.offset[size_t(x)][1] == c0.col) r = x;
+          REQUIRE(r >= 0);
+          CHECK(row0 + map.offset[size_t(r)][0] == tm * l.tile(0) + 64 * (warp / 4) + c.row);
+          CHECK(col0 + map.offset[size_t(r)][1] == c.col);
+        }
+    }
+    CHECK(seen.size() == size_t(cs.m * cs.n));
+    for (auto &[at, count] : seen) CHECK(count == 1);
+  }
+}
+
+TEST_CASE("wgmma staging: core matrices place each row's 16-byte chunks once, rows of a core matrix 16 bytes apart, groups a stride apart") {
+  const MatrixInstruction &mi = codegen::target_info("sm_90a").matrix_instructions[0];
+  for (int width : {32, 64, 128}) {  // bytes of k a row
+    CAPTURE(width);
+    StagedLayout l = staged_layout(mi, width);
+    REQUIRE(l.core_matrices);
+    CHECK(l.group_bytes == width / 16 * 128);
+    const int rows = 64;
+    std::set<int> chunks;
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < width; c += 16) {
+        int at = l.offset(r, c);
+        CHECK(at % 16 == 0);
+        CHECK(at + 16 <= l.bytes(rows));
+        CHECK(l.offset(r, c + 15) == at + 15);  // a chunk is contiguous: one 16-byte copy
+        chunks.insert(at);
+        // The descriptor's view (the emulator reads the same): leading offset 128 along k,
+        // stride offset group_bytes along rows.
+        CHECK(at == (r / 8) * l.group_bytes + (c / 16) * StagedLayout::kCoreMatrixBytes + (r % 8) * 16);
+      }
+    CHECK(chunks.size() == size_t(rows * width / 16));
+  }
+  CHECK_FALSE(staged_layout(codegen::target_info("sm_90a").matrix_instructions[2], 64).core_matrices);  // mma.sync: padded rows
+}
+
+TEST_CASE("nvptx wgmma: f16 and bf16 matmuls on sm_90a are wgmma.mma_async over descriptors, fenced and waited for; too-small dots take mma.sync") {
+  bool have_ptxas = !codegen::nvptx::find_ptxas().empty();
+  struct Case {
+    const char *kernel, *wgmma;
+    int per_k_step;  // wgmma instructions a k step of 16 (m tiles x n chunks)
+  };
+  for (Case cs : {Case{"matmul_f16_128x128", "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", 2},
+                  Case{"matmul_f16_128x128_w8", "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", 1},
+                  Case{"matmul_bf16", "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", 1},
+                  Case{"matmul_relu_f16", "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16", 1},
+                  Case{"matmul_nt_f16_64x256", "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16", 1},
+                  Case{"matmul_nt_bf16_128x64_w8", "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", 1}}) {
+    CAPTURE(cs.kernel);
+    codegen::CompiledObject obj = compile(cs.kernel, "sm_90a", 3);
+    CHECK(contains(obj.ptx, ".target sm_90a"));
+    CHECK(contains(obj.ptx, cs.wgmma));
+    CHECK(contains(obj.ptx, "fence.proxy.async.shared::cta"));
+    CHECK(contains(obj.ptx, "wgmma.fence.sync.aligned"));
+    CHECK(contains(obj.ptx, "wgmma.commit_group.sync.aligned"));
+    CHECK(contains(obj.ptx, "wgmma.wait_group.sync.aligned 0"));
+    CHECK_FALSE(contains(obj.ptx, "mma.sync"));
+    CHECK_FALSE(contains(obj.ptx, "ldmatrix"));
+    size_t count = 0;
+    for (size_t at = obj.ptx.find("wgmma.mma_async"); at != std::string::npos; at = obj.ptx.find("wgmma.mma_async", at + 1)) ++count;
+    CHECK(count % size_t(cs.per_k_step) == 0);
+    CHECK(count >= size_t(cs.per_k_step * 2));  // BK >= 32: two k steps at least
+    if (!have_ptxas) continue;
+    REQUIRE(obj.resources.assembled);
+    CHECK(obj.resources.spill_store_bytes == 0);
+    CHECK(obj.resources.spill_load_bytes == 0);
+    std::string report = std::string(cs.kernel) + " sm_90a: " + std::to_string(obj.resources.registers) + " registers, " +
+                         std::to_string(obj.resources.dynamic_shared_bytes) + " bytes shared";
+    MESSAGE(report);
+  }
+  // 32 rows: no warpgroup fits, so mma.sync; sm_90 (PTX any later GPU runs) has no wgmma.
+  std::string small = compile("attention_tile", "sm_90a").ptx;
+  CHECK(contains(small, "mma.sync.aligned.m16n8k16"));
+  CHECK_FALSE(contains(small, "wgmma"));
+  CHECK_FALSE(contains(compile("matmul_f16_128x128", "sm_90").ptx, "wgmma"));
+}
+
+TEST_CASE("wgmma plan: warps stacked along m; A copied ahead as core matrices, B [k][n] through registers, trans(W) copied as stored") {
+  {
+    Planned p = plan_for("matmul_f16_128x128", "sm_90a", 3);
+    const ir::Op *dot = p.ops(OpKind::Dot)[0];
+    CHECK(p.plan.instruction_of(dot) == 0);
+    CHECK(p.layout_of(dot->results[0]) == "mma{spt=[1,2] tpw=[8,4] wpc=[4,1] order=[1,0] warp_tile=[16,8]}");
+    REQUIRE(p.plan.pipelined.size() == 1);
+    CHECK(p.plan.pipelined[0].operand == 0);
+  }
+  {
+    Planned p = plan_for("matmul_nt_bf16_128x64_w8", "sm_90a", 3);
+    const ir::Op *dot = p.ops(OpKind::Dot)[0];
+    CHECK(p.plan.instruction_of(dot) == 1);  // bf16
+    CHECK(p.layout_of(dot->results[0]) == "mma{spt=[1,2] tpw=[8,4] wpc=[8,1] order=[1,0] warp_tile=[16,8]}");
+    CHECK(p.plan.pipelined.size() == 2);
+  }
+  // 32 rows: mma.sync m16n8k16 (the first of sm_80's entries, after the two wgmma ones).
+  Planned small = plan_for("attention_tile", "sm_90a");
+  for (const ir::Op *dot : small.ops(OpKind::Dot)) CHECK(small.plan.instruction_of(dot) == 2);
+}

@@ -215,3 +215,40 @@ TEST_CASE("emulated sm_80 tensor cores: cp.async pipelines of 1 to 4 stages over
     }
   CHECK(compare_matmul<int8_t, int32_t>("matmul_i8", 64, 64, 64, 64, 130, rng, {"sm_80", true, 3}) == 0);
 }
+
+// Hopper's warpgroup MMA end to end: A staged (or copied by cp.async) as core matrices,
+// B transposed into them through registers or, as trans(W[N][K]), copied as stored;
+// descriptors, wgmma's D fragment, one warpgroup (4 warps, two m tiles of 64 at 128 rows)
+// and two (8 warps); n = 32 (an epilogue with row sums on the accumulator), 64, 128 and 256
+// a wgmma. Dots too small for a warpgroup (attention_tile's 32 rows) take mma.sync.
+// Tolerances as for mma.sync above.
+TEST_CASE("emulated sm_90a warpgroup MMA: f16 and bf16 matmuls (ragged sizes, 4 and 8 warps, n up to 256), epilogues, the mma.sync fallback") {
+  std::mt19937 rng(11);
+  const Flavour hopper{"sm_90a", true, 3};
+  CHECK(compare_matmul<half, float>("matmul_f16_128x128", 128, 128, 130, 129, 40, rng, hopper) <= 1e-3);
+  CHECK(compare_matmul<half, float>("matmul_f16_128x128_w8", 128, 128, 200, 136, 72, rng, hopper) <= 1e-3);
+  CHECK(compare_matmul<bfloat16, float>("matmul_bf16", 64, 64, 100, 70, 80, rng, hopper) <= 1e-3);
+  CHECK(compare_matmul<half, float>("matmul_nt_f16_64x256", 64, 256, 70, 300, 50, rng, hopper) <= 1e-3);
+  CHECK(compare_matmul<bfloat16, float>("matmul_nt_bf16_128x64_w8", 128, 64, 129, 65, 130, rng, hopper) <= 1e-3);
+  const int K = 64;
+  CHECK(compare(find("matmul_relu_f16"), grid(1),
+                {array(random_of<half>(64 * K, rng)), array(random_of<half>(K * 32, rng)), array(std::vector<half>(64 * 32)), array(std::vector<float>(64)),
+                 value(K)},
+                hopper) <= 2e-3);
+  // p is rounded to f16 between the dots, so a last-bit difference in s moves some of p by
+  // 2^-11, and outputs whose sums cancel to about 1e-2 see that at 1e-2 (sm_80 gives the
+  // same figure on these inputs); a misplaced element is off by O(1).
+  std::vector<half> q = random_of<half>(32 * 64, rng), k = random_of<half>(32 * 64, rng), v = random_of<half>(32 * 64, rng);
+  CHECK(compare(find("attention_tile"), grid(1), {array(q), array(k), array(v), array(std::vector<float>(32 * 64))}, hopper) <= 2e-2);
+}
+
+TEST_CASE("emulated sm_90a warpgroup MMA: cp.async pipelines of 1 to 4 stages into core matrices, A alone and A and B") {
+  std::mt19937 rng(12);
+  for (int stages : {1, 2, 3, 4})
+    for (int K : {32, 64, 128, 160}) {  // K a multiple of 8: 16-byte rows, so the loads are pipelined
+      CAPTURE(stages);
+      CAPTURE(K);
+      CHECK(compare_matmul<half, float>("matmul_f16_128x128", 128, 128, 128, 128, K, rng, {"sm_90a", true, stages}) <= 1e-3);
+      CHECK(compare_matmul<bfloat16, float>("matmul_nt_bf16_128x64_w8", 128, 64, 128, 64, K, rng, {"sm_90a", true, stages}) <= 1e-3);
+    }
+}

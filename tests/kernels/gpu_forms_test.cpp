@@ -105,8 +105,9 @@ void check_matvec_wide_fused(std::mt19937 &rng, int N, int K, const Flavour &fla
 }
 
 // matmul_narrow rounds x to T: the reference multiplies the rounded x, so only the f32
-// accumulation's order separates them.
-template <class T>
+// accumulation's order separates them. Tiles of 64 rows and more also run on Hopper's
+// warpgroup MMA (sm_90a, emulated), as the GPU prefill's 64 x 128 x 64 does on an H200.
+template <class T, int BM = 32, int BN = 32, int BK = 32>
 void check_matmul_narrow(std::mt19937 &rng, int M, int N, int K, bool with_bias, const Flavour &flavour) {
   CAPTURE(std::string(T::text));
   CAPTURE(M);
@@ -119,7 +120,6 @@ void check_matmul_narrow(std::mt19937 &rng, int M, int N, int K, bool with_bias,
   auto bias = random_floats(rng, size_t(N));
   ReferenceProduct ref = reference_matmul(x_rounded, wf, with_bias ? bias.data() : nullptr, M, N, K);
   GuardedOutput out(size_t(M) * N, -7.0f);
-  constexpr int BM = 32, BN = 32, BK = 32;
   auto run = [&]<bool B>() {
     auto k = kdsl::compile<kernels::matmul_narrow<T, BM, BN, BK, B>>(kdsl_test::cpu());
     k(grid(cdiv(M, BM), cdiv(N, BN)), x.data(), w.data(), bias.data(), out.data(), M, N, K);
@@ -129,6 +129,7 @@ void check_matmul_narrow(std::mt19937 &rng, int M, int N, int K, bool with_bias,
     auto named = tools::named_kernel<kernels::matmul_narrow<T, BM, BN, BK, B>>("matmul_narrow", 4);
     for (bool tensor_cores : {false, true}) {
       if (tensor_cores && flavour.arch != "sm_80") continue;  // mma.sync is emulated for NVIDIA only
+      if (BM >= 64 && flavour.arch != "sm_80") continue;      // the FMA path's operand copies outgrow gfx942's 64 KiB of LDS
       CAPTURE(tensor_cores);
       Flavour f = flavour;
       f.tensor_cores = tensor_cores;
@@ -136,6 +137,7 @@ void check_matmul_narrow(std::mt19937 &rng, int M, int N, int K, bool with_bias,
       // their last bits (simt_emulator_test.cpp's tensor-core bound); a misplaced element is off by O(1).
       CHECK(emulator_test::compare(named, grid(cdiv(M, BM), cdiv(N, BN)), args, f) <= (tensor_cores ? 1e-3 : 1e-4));
     }
+    if (flavour.arch == "sm_80" && BM >= 64) CHECK(emulator_test::compare(named, grid(cdiv(M, BM), cdiv(N, BN)), args, {"sm_90a", true, 3}) <= 1e-3);
   };
   if (with_bias) run.template operator()<true>();
   else run.template operator()<false>();
@@ -173,6 +175,8 @@ TEST_CASE("kernels: matmul_narrow (a GPU's 16-bit prefill) against the float64 p
   check_matmul_narrow<bf16>(rng, 64, 64, 128, false, flavour);
   check_matmul_narrow<f16>(rng, 37, 45, 100, true, flavour);
   check_matmul_narrow<bf16>(rng, 5, 33, 40, true, flavour);
+  check_matmul_narrow<bf16, 64, 128, 64>(rng, 100, 200, 192, true, flavour);  // the GPU prefill's tile
+  check_matmul_narrow<f16, 64, 128, 64>(rng, 64, 128, 128, false, flavour);
 }
 
 TEST_CASE("kernels: rope_heads (a GPU's rope, a program per head) rotates q and k as rope does, adjacent pairs and NeoX, ragged head_dim") {

@@ -415,9 +415,10 @@ TEST_CASE("fake driver: a GPU newer than sm_90 (compute capability 10.0) gets PT
   compile<axpy<1024>>(gpu, {.num_warps = 8})(grid(5), x, y, out, 2.5f, n);
   CHECK(!fake().last_image_is_elf());  // PTX, even where ptxas is installed
   CHECK(cache_stats().compiled == before.compiled + 1);
-  // An sm_90 GPU compiles its own (a cubin where ptxas is found), not the sm_100 entry.
+  // A Hopper GPU (9.0) compiles its own sm_90a code (a cubin where ptxas is found), not the sm_100 entry.
   Device hopper = fake_gpu();
   CHECK(!static_cast<detail::CudaDevice &>(hopper.impl()).embeds_ptx());
+  CHECK(hopper.impl().target().arch == "sm_90a");
   Buffer<float> x9(hopper, n), y9(hopper, n), out9(hopper, n);
   compile<axpy<1024>>(hopper, {.num_warps = 8})(grid(5), x9, y9, out9, 2.5f, n);
   CHECK(cache_stats().compiled == before.compiled + 2);

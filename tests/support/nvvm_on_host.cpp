@@ -6,6 +6,7 @@
 #include <kdsl/error.h>
 
 #include "codegen/codegen.h"
+#include "codegen/nvptx/nvptx_intrinsics.h"
 #include "tests/support/host_calls.h"
 #include "tests/support/simt_machine.h"
 
@@ -55,9 +56,37 @@ llvm::Value *libdevice_call(llvm::IRBuilder<> &b, llvm::CallInst *c) {
   return b.CreateCall(libm, args);
 }
 
-// Inline PTX the NVPTX hooks emit: dp4a.{s32|u32}.{s32|u32} $0, $1, $2, $3 (d = a . b + c).
+// The call's arguments from `first` on as its result (one value, or a struct of them).
+llvm::Value *pass_through(llvm::IRBuilder<> &b, llvm::CallInst *c, unsigned first) {
+  if (!c->getType()->isStructTy()) return c->getArgOperand(first);
+  llvm::Value *r = llvm::PoisonValue::get(c->getType());
+  for (unsigned i = first; i < c->arg_size(); ++i) r = b.CreateInsertValue(r, c->getArgOperand(i), i - first);
+  return r;
+}
+
+// wgmma.mma_async m64n{n}k16 (nvptx::wgmma_text): descriptors, then the n / 2 accumulators.
+llvm::Value *wgmma_call(llvm::IRBuilder<> &b, llvm::CallInst *c, int n, bool bf16) {
+  llvm::Type *f32 = b.getFloatTy();
+  unsigned count = unsigned(n / 2);
+  llvm::Value *acc = stack_words(c, count);
+  for (unsigned i = 0; i < count; ++i) b.CreateStore(c->getArgOperand(2 + i), b.CreateConstInBoundsGEP1_32(f32, acc, i));
+  call_host(b, reinterpret_cast<const void *>(&wgmma), b.getVoidTy(), {c->getArgOperand(0), c->getArgOperand(1), b.getInt32(uint32_t(n)), b.getInt32(bf16), acc});
+  if (count == 1) return b.CreateLoad(f32, acc);
+  llvm::Value *r = llvm::PoisonValue::get(c->getType());
+  for (unsigned i = 0; i < count; ++i) r = b.CreateInsertValue(r, b.CreateLoad(f32, b.CreateConstInBoundsGEP1_32(f32, acc, i)), i);
+  return r;
+}
+
+// Inline PTX the NVPTX hooks emit: dp4a.{s32|u32}.{s32|u32} $0, $1, $2, $3 (d = a . b + c),
+// and Hopper's wgmma family (nvptx_intrinsics.h), whose fences and waits only order: their
+// outputs are their inputs, and wgmma completes at once here.
 std::optional<llvm::Value *> inline_ptx(llvm::IRBuilder<> &b, llvm::CallInst *c) {
   std::string text = llvm::cast<llvm::InlineAsm>(c->getCalledOperand())->getAsmString();
+  if (text == "fence.proxy.async.shared::cta;" || text == "wgmma.commit_group.sync.aligned;") return nullptr;
+  if (text == "wgmma.fence.sync.aligned;" || text.starts_with("wgmma.wait_group.sync.aligned ")) return pass_through(b, c, 0);
+  for (const char *type : {"f16", "bf16"})
+    for (int n = 8; n <= 256; n += 8)
+      if (text == codegen::nvptx::wgmma_text(n, type)) return wgmma_call(b, c, n, type[0] == 'b');
   for (const char *as : {"s32", "u32"})
     for (const char *bs : {"s32", "u32"})
       if (text == fmt::format("dp4a.{}.{} $0, $1, $2, $3;", as, bs))

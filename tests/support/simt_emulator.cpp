@@ -59,7 +59,8 @@ void fill_dispatch_packet(int threads, const int32_t grid[3]) {
 EmulatedKernel compile_for_emulation(const ir::Function &traced, const std::string &symbol, const Emulation &emulation) {
   codegen::TargetInfo target = codegen::target_info(emulation.arch);
   const bool amd = target.backend == "hip";
-  if (emulation.matrix_instructions && target.name != "sm_80") internal_error("emulator: matrix instructions are emulated for sm_80 only, not " + target.name);
+  if (emulation.matrix_instructions && target.name != "sm_80" && target.name != "sm_90a")
+    internal_error("emulator: matrix instructions are emulated for sm_80 and sm_90a only, not " + target.name);
   if (!emulation.matrix_instructions) target.matrix_instructions.clear();
   ir::Function fn = traced;
   codegen::run_pipeline(fn);
@@ -131,6 +132,11 @@ void emulate_launch(const EmulatedKernel &k, const int32_t grid[3], const uint64
           }
     });
   for (auto &t : threads) t.join();
+  if (!machine.fault.empty()) {
+    std::string fault = std::move(machine.fault);
+    machine.fault.clear();
+    throw Error("SIMT emulator: " + fault);
+  }
 }
 
 }  // namespace kdsl::simt

@@ -112,6 +112,39 @@ void mma_sync(int32_t index, const uint32_t *abc, uint32_t *d) {
   machine.sync->arrive_and_wait();
 }
 
+namespace {
+
+// Element (row, k) of a K-major operand without swizzling, as its descriptor places it:
+// 8-row x 16-byte core matrices, `leading` bytes apart along k and `stride` bytes apart
+// along the rows (PTX ISA, "Matrix Descriptor Format" and the canonical layouts).
+double descriptor_element(uint64_t desc, int row, int k, bool bf16) {
+  uint64_t start = (desc & 0x3FFF) << 4, leading = ((desc >> 16) & 0x3FFF) << 4, stride = ((desc >> 32) & 0x3FFF) << 4;
+  if (desc >> 62 || ((desc >> 49) & 7)) {
+    if (machine.fault.empty()) machine.fault = "wgmma: a descriptor with swizzling or a base offset, which the emulator does not model";
+    return 0;
+  }
+  uint64_t at = start + uint64_t(row / 8) * stride + uint64_t(k / 8) * leading + uint64_t(row % 8) * 16 + uint64_t(k % 8) * 2;
+  if (at + 2 > sizeof machine.shared) {
+    if (machine.fault.empty()) machine.fault = "wgmma: a descriptor reads past the end of shared memory";
+    return 0;
+  }
+  uint16_t bits;
+  std::memcpy(&bits, machine.shared + at, 2);
+  return bf16 ? bf16_bits_to_f32(bits) : f16_bits_to_f32(bits);
+}
+
+}  // namespace
+
+void wgmma(uint64_t desc_a, uint64_t desc_b, int32_t n, int32_t bf16, float *d) {
+  int thread = this_thread % 128;
+  for (int i = 0; i < n / 2; ++i) {
+    codegen::nvptx::FragmentElement e = codegen::nvptx::wgmma_c_element(thread, i);
+    double sum = 0;
+    for (int k = 0; k < 16; ++k) sum += descriptor_element(desc_a, e.row, k, bf16) * descriptor_element(desc_b, e.col, k, bf16);
+    d[i] = float(double(d[i]) + sum);
+  }
+}
+
 void cp_async_16(uint64_t dst, uint64_t src, int32_t src_bytes) {
   std::memset(reinterpret_cast<void *>(dst), 0, 16);
   if (src_bytes > 0) std::memcpy(reinterpret_cast<void *>(dst), reinterpret_cast<const void *>(src), size_t(src_bytes));

@@ -3,6 +3,7 @@
 #include <array>
 #include <barrier>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace kdsl::simt {
@@ -19,7 +20,12 @@ struct Machine {
   // hsa_kernel_dispatch_packet_t as the AMD lowering reads it: workgroup_size_{x,y,z} (u16)
   // at byte 4, grid_size_{x,y,z} (u32, in work-items) at byte 12; 64 bytes in all.
   alignas(64) uint8_t dispatch_packet[64] = {};
-  alignas(16) uint8_t shared[228 * 1024];
+  // Aligned to the 256 KiB window wgmma's descriptors address (14 bits of 16-byte units), so
+  // the low 18 bits of a pointer into it are the GPU's shared address.
+  alignas(1 << 18) uint8_t shared[228 * 1024];
+  // The first fault an emulated instruction found (a descriptor outside shared memory),
+  // thrown by emulate_launch once the block is done.
+  std::string fault;
 };
 extern Machine machine;
 
@@ -43,6 +49,10 @@ int32_t ds_bpermute(int32_t address, int32_t v);
 // (`abc`, 10 words) into `d` (4 words).
 void ldmatrix(uint64_t address, int32_t count, int32_t trans, uint32_t *out);
 void mma_sync(int32_t index, const uint32_t *abc, uint32_t *d);
+// wgmma.mma_async.m64n{n}k16 with an f32 accumulator and f16 (bf16: bf16) operands: this
+// thread's n / 2 accumulators `d` (in and out) from A and B read through their shared-memory
+// descriptors (no swizzle, K-major: gpu/staged_tile.h), completing at once.
+void wgmma(uint64_t desc_a, uint64_t desc_b, int32_t n, int32_t bf16, float *d);
 // cp.async.cg 16 bytes, `src_bytes` read and the rest zero-filled, completing at once.
 void cp_async_16(uint64_t dst, uint64_t src, int32_t src_bytes);
 

@@ -1,4 +1,4 @@
-// kdsl_prewarm_test.cpp - kdsl-prewarm fills a fresh cache so that kdsl-run compiles nothing: host (f16, Q4_0; plain, n-gram, self-draft) and sm_90 under the fake driver; the plan for gfx90a/gfx942 compiles
+// kdsl_prewarm_test.cpp - kdsl-prewarm fills a fresh cache so that kdsl-run compiles nothing: host (f16, Q4_0; plain, n-gram, self-draft) and sm_90a under the fake driver; the plan for gfx90a/gfx942 compiles
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -102,7 +102,7 @@ TEST_CASE("kdsl-prewarm: after a prewarm for the host, kdsl-run compiles nothing
   }
 }
 
-TEST_CASE("kdsl-prewarm: --target sm_90 writes cubins the GPU engine loads with no compile (fake driver)") {
+TEST_CASE("kdsl-prewarm: --target sm_90a writes cubins the Hopper GPU engine loads with no compile (fake driver)") {
   if (kdsl::codegen::nvptx::find_libdevice().empty() || kdsl::codegen::nvptx::find_ptxas().empty()) {
     MESSAGE("skipped: no CUDA toolkit with ptxas and libdevice under /usr/local/cuda");
     return;
@@ -110,7 +110,7 @@ TEST_CASE("kdsl-prewarm: --target sm_90 writes cubins the GPU engine loads with 
   const std::string model = kdsl::test::tiny_model_file();
   fs::path cache = fresh_cache_dir("prewarm_cache_sm90");
   const std::vector<std::string> options = {"-b", "4", "--ctx", "64"};
-  json warm = prewarm(model, cache, with({"--target", "sm_90"}, options));
+  json warm = prewarm(model, cache, with({"--target", "sm_90a"}, options));
   CHECK(warm["compiled"].get<int>() > 10);
   // Every entry is a cubin (an ELF image), not PTX left to the driver.
   int entries = 0;

@@ -57,8 +57,9 @@ void emit_mfma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstructio
   int64_t row_bytes = gpu::staged_row_bytes(K * eb);
   llvm::Value *sa = g.allocate_shared(M * row_bytes), *sb = g.allocate_shared(N * row_bytes);
   g.barrier_before_write();
-  g.stage_operand(a, a_regs, sa, row_bytes, false);
-  g.stage_operand(b, b_regs, sb, row_bytes, true);
+  gpu::StagedLayout rows{.row_bytes = row_bytes};
+  g.stage_operand(a, a_regs, sa, rows, false);
+  g.stage_operand(b, b_regs, sb, rows, true);
   g.barrier_after_write();
 
   // 2. This lane's fragment origins (the same formulas the host model checks).

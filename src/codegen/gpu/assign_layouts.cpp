@@ -57,8 +57,15 @@ Layout blocked_for(const ir::Shape &s, int vec, int warp_size, int num_warps) {
 // How num_warps warps tile an m x n accumulator in whole instruction tiles: halving the
 // longer side of each warp's share first (square warp tiles load the fewest operand
 // fragments per mma). {0, 0}: too few tiles for every warp to own some.
+// An instruction of several warps (wgmma's warpgroup) stacks all warps along m, so warps
+// 4g .. 4g + 3 hold one instruction's rows in order; each warpgroup then owns whole
+// instruction rows and every column.
 std::array<int, 2> mma_warps(int64_t m, int64_t n, const MatrixInstruction &mi, int num_warps) {
   int64_t tiles_m = m / (mi.m / mi.warps_per_instruction), tiles_n = n / mi.n;
+  if (mi.warps_per_instruction > 1) {
+    bool fits = num_warps % mi.warps_per_instruction == 0 && m % (int64_t(mi.m) * (num_warps / mi.warps_per_instruction)) == 0;
+    return fits ? std::array<int, 2>{num_warps, 1} : std::array<int, 2>{0, 0};
+  }
   int wm = 1, wn = 1;
   while (wm * wn < num_warps) {
     bool can_m = tiles_m % (2 * wm) == 0, can_n = tiles_n % (2 * wn) == 0;
@@ -134,7 +141,12 @@ void choose_mma_layouts(const ir::Function &fn, const TargetInfo &target, int nu
       }
       std::array<int, 2> warps = mma_warps(m, n, mi, num_warps);
       if (warps[0] == 0) {
-        why_not.push_back(fmt::format("{}: too few tiles for {} warps to own some", tile, num_warps));
+        if (mi.warps_per_instruction > 1)
+          why_not.push_back(fmt::format("{}: its warpgroups of {} warps stacked along m need num_warps (here {}) a multiple of {} and m a multiple of {} x the "
+                                        "warpgroups",
+                                        tile, mi.warps_per_instruction, num_warps, mi.warps_per_instruction, mi.m));
+        else
+          why_not.push_back(fmt::format("{}: too few tiles for {} warps to own some", tile, num_warps));
         continue;
       }
       plan.dot_instruction.emplace_back(&op, int(i));

@@ -10,6 +10,7 @@
 #include "codegen/gpu/gpu_target.h"
 #include "codegen/gpu/layout.h"
 #include "codegen/gpu/lower_gpu.h"
+#include "codegen/gpu/staged_tile.h"
 
 namespace kdsl::codegen::gpu {
 
@@ -56,7 +57,8 @@ struct ValueState {
 struct LoopPipeline {
   std::vector<const PipelinedLoad *> loads;
   std::vector<llvm::Value *> buffers;  // per load: num_stages tiles
-  std::vector<int64_t> stage_bytes, row_bytes;
+  std::vector<int64_t> stage_bytes;
+  std::vector<StagedLayout> layouts;
   llvm::PHINode *stage = nullptr;      // the buffer this iteration reads
 };
 
@@ -127,8 +129,10 @@ class GpuLowering {
   void emit_dot(const ir::Op &op);
   void emit_dot4(const ir::Op &op);  // lower_dot4.cpp: through GpuTarget::dot4
   // stage_operand.cpp: a dot operand's registers into a shared tile for the matrix-dot hooks
-  // (row-major at row_bytes per row, or transposed), without barriers.
-  void stage_operand(ir::ValueId x, const std::vector<llvm::Value *> &regs, llvm::Value *base, int64_t row_bytes, bool transpose);
+  // (in `layout`, x's rows as the tile's rows or, transposed, its columns), without barriers;
+  // the address of (row, column in bytes) of such a tile.
+  void stage_operand(ir::ValueId x, const std::vector<llvm::Value *> &regs, llvm::Value *base, const StagedLayout &layout, bool transpose);
+  llvm::Value *staged_address(llvm::Value *base, const StagedLayout &layout, llvm::Value *row, llvm::Value *col_bytes);
 
   // --- lower_pipeline.cpp: loads feeding tensor-core dots copied ahead with cp.async ----------
   // Called by emit_for: before the loop (allocate, copy the first num_stages - 1 iterations;
@@ -138,7 +142,7 @@ class GpuLowering {
   void pipeline_header(const ir::Op &loop, llvm::BasicBlock *pre);
   void pipeline_body(const ir::Op &loop, llvm::Value *iv, llvm::Value *hi, llvm::Value *step);
   void pipeline_latch(const ir::Op &loop, llvm::BasicBlock *latch);
-  void copy_tile_async(const PipelinedLoad &p, llvm::Value *iv, llvm::Value *buffer, int64_t row_bytes);
+  void copy_tile_async(const PipelinedLoad &p, llvm::Value *iv, llvm::Value *buffer, const StagedLayout &layout);
   std::map<const ir::Op *, LoopPipeline> pipelines_;
 
   const ir::Function &fn_;

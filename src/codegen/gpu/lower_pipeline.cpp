@@ -16,11 +16,12 @@ namespace kdsl::codegen::gpu {
 //                     the dot reads buffer i % S with ldmatrix
 // A copy is skipped for iterations past the end (its group is committed empty, so the
 // counting stays uniform); every copy issued is waited for by the iteration that reads it.
-// Each thread copies the 16-byte groups its registers of the load would hold, into the
-// padded row-major tile the dot's ldmatrix reads (mma_fragments.h); masked-off groups copy
+// Each thread copies the 16-byte groups its registers of the load would hold, into the tile
+// layout the dot's instruction reads (staged_tile.h: padded rows for ldmatrix, core matrices
+// for wgmma's descriptors); masked-off groups copy
 // 0 bytes and are zero-filled (the plan only takes loads whose `other` is 0).
 
-void GpuLowering::copy_tile_async(const PipelinedLoad &p, llvm::Value *iv, llvm::Value *buffer, int64_t row_bytes) {
+void GpuLowering::copy_tile_async(const PipelinedLoad &p, llvm::Value *iv, llvm::Value *buffer, const StagedLayout &layout) {
   const ir::Op &load = *p.load;
   ir::ValueId v = load.results[0], iv_value = p.loop->regions[0].args[0];
   const ir::Type &t = fn_.type(v);
@@ -32,8 +33,7 @@ void GpuLowering::copy_tile_async(const PipelinedLoad &p, llvm::Value *iv, llvm:
   for (int r = 0; r < registers(v).count; r += width) {
     Index idx = own_index(v, r);
     llvm::Value *src = element(load.operands[0], idx);
-    llvm::Value *offset = b_.CreateAdd(b_.CreateMul(idx.coords[0], b_.getInt32(uint32_t(row_bytes))), b_.CreateMul(idx.coords[1], b_.getInt32(uint32_t(eb))));
-    llvm::Value *dst = b_.CreateInBoundsGEP(b_.getInt8Ty(), buffer, offset);
+    llvm::Value *dst = staged_address(buffer, layout, idx.coords[0], b_.CreateMul(idx.coords[1], b_.getInt32(uint32_t(eb))));
     llvm::Value *bytes = masked ? b_.CreateSelect(element(load.operands[1], idx), b_.getInt32(16), b_.getInt32(0)) : b_.getInt32(16);
     hooks_.async_copy_16(b_, dst, src, bytes);
   }
@@ -48,17 +48,18 @@ bool GpuLowering::pipeline_prologue(const ir::Op &loop, llvm::Value *lo, llvm::V
   int stages = plan_.num_stages;
   for (const PipelinedLoad *p : pl.loads) {
     const ir::Type &t = fn_.type(p->load->results[0]);
-    int64_t row_bytes = staged_row_bytes(t.shape[1] * dtype_bytes(t.elem));
-    pl.row_bytes.push_back(row_bytes);
-    pl.stage_bytes.push_back(t.shape[0] * row_bytes);
-    pl.buffers.push_back(allocate_shared(stages * t.shape[0] * row_bytes));
+    const MatrixInstruction &mi = target_.matrix_instructions[size_t(plan_.instruction_of(p->dot))];
+    StagedLayout layout = staged_layout(mi, t.shape[1] * dtype_bytes(t.elem));
+    pl.layouts.push_back(layout);
+    pl.stage_bytes.push_back(layout.bytes(t.shape[0]));
+    pl.buffers.push_back(allocate_shared(stages * layout.bytes(t.shape[0])));
   }
   barrier_before_write();  // inside an outer loop, its previous iteration read these buffers
   for (int s = 0; s + 1 < stages; ++s) {
     llvm::Value *iv = b_.CreateAdd(lo, b_.CreateMul(step, b_.getInt32(uint32_t(s))));
     when(b_.CreateICmpSLT(iv, hi), [&] {
       for (size_t i = 0; i < pl.loads.size(); ++i)
-        copy_tile_async(*pl.loads[i], iv, b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), pl.buffers[i], uint64_t(s * pl.stage_bytes[i])), pl.row_bytes[i]);
+        copy_tile_async(*pl.loads[i], iv, b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), pl.buffers[i], uint64_t(s * pl.stage_bytes[i])), pl.layouts[i]);
     });
     hooks_.async_commit(b_);
   }
@@ -85,7 +86,7 @@ void GpuLowering::pipeline_body(const ir::Op &loop, llvm::Value *iv, llvm::Value
     return b_.CreateInBoundsGEP(b_.getInt8Ty(), pl.buffers[i], b_.CreateMul(stage, b_.getInt32(uint32_t(pl.stage_bytes[i]))));
   };
   when(b_.CreateICmpSLT(iv_ahead, hi), [&] {
-    for (size_t i = 0; i < pl.loads.size(); ++i) copy_tile_async(*pl.loads[i], iv_ahead, tile(i, ahead), pl.row_bytes[i]);
+    for (size_t i = 0; i < pl.loads.size(); ++i) copy_tile_async(*pl.loads[i], iv_ahead, tile(i, ahead), pl.layouts[i]);
   });
   hooks_.async_commit(b_);
   for (size_t i = 0; i < pl.loads.size(); ++i) {

@@ -7,10 +7,14 @@
 
 namespace kdsl::codegen::gpu {
 
-// Row-major at `row_bytes` per row (transposed: the tile's rows are x's columns), in the
-// element's storage type. Register groups consecutive along x's last axis are written as
-// one vector of up to 16 bytes; transposed, element by element.
-void GpuLowering::stage_operand(ir::ValueId x, const std::vector<llvm::Value *> &regs, llvm::Value *base, int64_t row_bytes, bool transpose) {
+llvm::Value *GpuLowering::staged_address(llvm::Value *base, const StagedLayout &layout, llvm::Value *row, llvm::Value *col_bytes) {
+  return b_.CreateInBoundsGEP(b_.getInt8Ty(), base, layout.offset(IrInt{&b_, row}, IrInt{&b_, col_bytes}).v);
+}
+
+// In the element's storage type. Register groups consecutive along x's last axis are
+// written as one vector of up to 16 bytes (aligned, so inside one 16-byte chunk of either
+// layout); transposed, element by element.
+void GpuLowering::stage_operand(ir::ValueId x, const std::vector<llvm::Value *> &regs, llvm::Value *base, const StagedLayout &layout, bool transpose) {
   const ir::Type &t = fn_.type(x);
   const Layout &xl = plan_.layout[size_t(x)];
   const RegisterMap &map = registers(x);
@@ -23,8 +27,7 @@ void GpuLowering::stage_operand(ir::ValueId x, const std::vector<llvm::Value *> 
     Index idx = own_index(x, r);
     llvm::Value *row = idx.coords[0], *col = idx.coords[1];
     if (transpose) std::swap(row, col);
-    llvm::Value *offset = b_.CreateAdd(b_.CreateMul(row, b_.getInt32(uint32_t(row_bytes))), b_.CreateMul(col, b_.getInt32(uint32_t(eb))));
-    llvm::Value *p = b_.CreateInBoundsGEP(b_.getInt8Ty(), base, offset);
+    llvm::Value *p = staged_address(base, layout, row, b_.CreateMul(col, b_.getInt32(uint32_t(eb))));
     if (width == 1) {
       b_.CreateStore(stored(regs[size_t(r)]), p);
       continue;

@@ -18,9 +18,44 @@ inline int64_t staged_row_bytes(int64_t bytes) {
   return (chunks % 2 ? chunks : chunks + 1) * 16;
 }
 
+// Where each element of a staged operand tile lies, for the instruction that reads it:
+//  - padded rows (mma.sync through ldmatrix, MFMA): row-major, `row_bytes` a row
+//    (staged_row_bytes);
+//  - core matrices (wgmma, operands read by shared-memory descriptors, no swizzle, K-major):
+//    the tile cut into 8-row x 16-byte core matrices of 128 contiguous bytes each, rows 16
+//    bytes apart; the core matrices of one 8-row group follow each other along the row (the
+//    descriptor's leading byte offset, kCoreMatrixBytes), and the groups lie `group_bytes`
+//    apart (its stride byte offset).
+// A tile is indexed by (row, column in bytes); the column is a multiple of 16 for the
+// 16-byte copies of cp.async and vector stores, which stay contiguous in both forms.
+struct StagedLayout {
+  static constexpr int64_t kCoreMatrixBytes = 128;
+  bool core_matrices = false;
+  int64_t row_bytes = 0;    // padded rows
+  int64_t group_bytes = 0;  // core matrices: 8 rows, the whole width
+
+  int64_t bytes(int64_t rows) const { return core_matrices ? (rows + 7) / 8 * group_bytes : rows * row_bytes; }
+  // Templates over the integer type: the lowering runs them on IR values (IrInt), tests on ints.
+  template <class Int>
+  Int offset(Int row, Int col_bytes) const {
+    if (!core_matrices) return row * int(row_bytes) + col_bytes;
+    return (row >> 3) * int(group_bytes) + (col_bytes >> 4) * int(kCoreMatrixBytes) + (row & 7) * 16 + (col_bytes & 15);
+  }
+};
+
+// The layout a tile of rows `width_bytes` wide is staged in for `instruction`.
+inline StagedLayout staged_layout(const MatrixInstruction &instruction, int64_t width_bytes) {
+  StagedLayout l;
+  l.core_matrices = instruction.descriptor_operands;
+  if (l.core_matrices) l.group_bytes = (width_bytes + 15) / 16 * StagedLayout::kCoreMatrixBytes;
+  else l.row_bytes = staged_row_bytes(width_bytes);
+  return l;
+}
+
 // Whether B is staged as it is stored ([k][n]) and transposed by the fragment load (16-bit
 // elements), rather than staged transposed ([n][k]) through registers (8-bit elements).
-inline bool mma_b_transposed_load(const MatrixInstruction &instruction) { return dtype_bytes(instruction.b) == 2; }
+// Descriptor operands (wgmma) are read K-major only, so B is always staged [n][k].
+inline bool mma_b_transposed_load(const MatrixInstruction &instruction) { return dtype_bytes(instruction.b) == 2 && !instruction.descriptor_operands; }
 
 // A dot's B operand given as trans(x) of a 2-D x ([N, K], k contiguous: weights stored by
 // output row, K^T in attention): x, which is staged as it is stored, [n][k], and read by the

@@ -17,7 +17,7 @@ namespace {
 // to an odd number of 16-byte chunks (mma_fragments.h: ldmatrix without bank conflicts).
 struct StagedTile {
   llvm::Value *base = nullptr;
-  int64_t row_bytes = 0;
+  gpu::StagedLayout layout;
 };
 
 }  // namespace
@@ -46,14 +46,14 @@ void emit_mma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstruction
   std::vector<llvm::Value *> b_regs = b_staged ? std::vector<llvm::Value *>{} : g.to_regs(b_src);
 
   // 1. Operands into shared memory, one barrier pair around the writes.
-  StagedTile sa{a_staged, staged_row_bytes(K * eb)};
-  StagedTile sb{b_staged, staged_row_bytes((b_as_stored ? N : K) * eb)};
+  StagedTile sa{a_staged, gpu::staged_layout(mi, K * eb)};
+  StagedTile sb{b_staged, gpu::staged_layout(mi, (b_as_stored ? N : K) * eb)};
   if (b_staged && !b_as_stored && b_src == b) internal_error("nvptx mma: a pipelined B operand must be staged as stored");
-  if (!sa.base) sa.base = g.allocate_shared(M * sa.row_bytes);
-  if (!sb.base) sb.base = g.allocate_shared((b_as_stored ? K : N) * sb.row_bytes);
+  if (!sa.base) sa.base = g.allocate_shared(sa.layout.bytes(M));
+  if (!sb.base) sb.base = g.allocate_shared(sb.layout.bytes(b_as_stored ? K : N));
   if (!a_staged || !b_staged) g.barrier_before_write();
-  if (!a_staged) g.stage_operand(a, a_regs, sa.base, sa.row_bytes, false);
-  if (!b_staged) g.stage_operand(b_src, b_regs, sb.base, sb.row_bytes, b_src == b && !b_as_stored);
+  if (!a_staged) g.stage_operand(a, a_regs, sa.base, sa.layout, false);
+  if (!b_staged) g.stage_operand(b_src, b_regs, sb.base, sb.layout, b_src == b && !b_as_stored);
   if (!a_staged || !b_staged) g.barrier_after_write();
 
   // 2. Where this lane points ldmatrix (the same formulas the host tests check).
@@ -64,8 +64,7 @@ void emit_mma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstruction
   TileCoord<IrInt> b_pair = b_as_stored ? ldmatrix_b_trans_row(lane, l.tile(1)) : ldmatrix_b_row(lane, eb, l.tile(1));
   TileCoord<IrInt> b_single = b_as_stored ? ldmatrix_b_trans_row(lane, 0) : ldmatrix_b_row(lane, eb, 0);
   auto address = [&](const StagedTile &tile, llvm::Value *row, llvm::Value *col) {
-    llvm::Value *offset = g.b_.CreateAdd(g.b_.CreateMul(row, g.b_.getInt32(uint32_t(tile.row_bytes))), g.b_.CreateMul(col, g.b_.getInt32(uint32_t(eb))));
-    return g.b_.CreateInBoundsGEP(g.b_.getInt8Ty(), tile.base, offset);
+    return g.staged_address(tile.base, tile.layout, row, g.b_.CreateMul(col, g.b_.getInt32(uint32_t(eb))));
   };
   auto plus = [&](llvm::Value *x, int64_t c) { return g.b_.CreateAdd(x, g.b_.getInt32(uint32_t(c))); };
 

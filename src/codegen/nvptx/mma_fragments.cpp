@@ -42,6 +42,11 @@ FragmentElement mma_c_element(const MatrixInstruction &mi, int lane, int i) {
   return {i < 2 ? g : g + 8, t * 2 + (i & 1)};
 }
 
+FragmentElement wgmma_c_element(int thread, int i) {
+  int lane = thread % 32, g = lane >> 2, t = lane % 4;
+  return {16 * (thread / 32) + g + 8 * ((i >> 1) & 1), 8 * (i >> 2) + 2 * t + (i & 1)};
+}
+
 int mma_a_elements(const MatrixInstruction &mi) { return eight_bit(mi) ? 16 : 8; }
 int mma_b_elements(const MatrixInstruction &mi) { return eight_bit(mi) ? 8 : 4; }
 

@@ -73,6 +73,14 @@ struct FragmentElement {
 FragmentElement mma_a_element(const MatrixInstruction &instruction, int lane, int i);
 FragmentElement mma_b_element(const MatrixInstruction &instruction, int lane, int i);
 FragmentElement mma_c_element(const MatrixInstruction &instruction, int lane, int i);
+// wgmma.mma_async.m64nNk16 with an f32 accumulator (PTX ISA, "Matrix Fragments for
+// wgmma.mma_async.m64nNk16"): the 128 threads of a warpgroup hold D (64 x N), N / 2
+// registers each. Thread `thread` (0..127) of the warpgroup, element i (0 .. N/2 - 1):
+//   row = 16 (thread / 32) + g + 8 ((i >> 1) & 1),  col = 8 (i >> 2) + 2 t + (i & 1)
+// with g, t of its lane as above: each warp holds 16 rows, and every 4 registers are one
+// n8 tile of mma.sync's C fragment. A and B are read from shared memory (staged_tile.h).
+FragmentElement wgmma_c_element(int thread, int i);
+
 int mma_a_elements(const MatrixInstruction &instruction);  // per lane: 8 (f16), 16 (s8)
 int mma_b_elements(const MatrixInstruction &instruction);  // per lane: 4 (f16), 8 (s8)
 constexpr int kMmaCElements = 4;

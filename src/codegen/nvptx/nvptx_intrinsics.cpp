@@ -1,6 +1,8 @@
 // nvptx_intrinsics.cpp - NVVM intrinsics and libdevice calls used by the GPU lowering
 #include "codegen/nvptx/nvptx_intrinsics.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include <llvm/IR/InlineAsm.h>
@@ -110,6 +112,64 @@ llvm::Value *dp4a(llvm::IRBuilder<> &b, llvm::Value *a, llvm::Value *bw, llvm::V
   auto *type = llvm::FunctionType::get(i32, {i32, i32, i32}, false);
   std::string text = std::string("dp4a.") + (a_signed ? "s32" : "u32") + "." + (b_signed ? "s32" : "u32") + " $0, $1, $2, $3;";
   return b.CreateCall(llvm::InlineAsm::get(type, text, "=r,r,r,r", /*hasSideEffects=*/false), {a, bw, acc});
+}
+
+namespace {
+
+// Inline PTX with side effects and a memory clobber (it reads or orders shared memory) whose
+// outputs are `values` passed through: "=f" outputs tied to the inputs.
+std::vector<llvm::Value *> through_asm(llvm::IRBuilder<> &b, const std::string &text, const std::vector<llvm::Value *> &values,
+                                       const std::vector<llvm::Value *> &leading = {}, const std::string &leading_constraints = "") {
+  size_t n = values.size();
+  std::vector<llvm::Type *> outs(n, b.getFloatTy()), ins;
+  std::string constraints;
+  for (size_t i = 0; i < n; ++i) constraints += "=f,";
+  constraints += leading_constraints;
+  for (llvm::Value *v : leading) ins.push_back(v->getType());
+  for (size_t i = 0; i < n; ++i) {
+    ins.push_back(b.getFloatTy());
+    constraints += std::to_string(i) + ",";
+  }
+  constraints += "~{memory}";
+  llvm::Type *ret = n == 0 ? b.getVoidTy() : n == 1 ? outs[0] : llvm::StructType::get(b.getContext(), outs);
+  std::vector<llvm::Value *> args = leading;
+  args.insert(args.end(), values.begin(), values.end());
+  llvm::CallInst *call = b.CreateCall(llvm::InlineAsm::get(llvm::FunctionType::get(ret, ins, false), text, constraints, /*hasSideEffects=*/true), args);
+  if (n == 1) return {call};
+  std::vector<llvm::Value *> result;
+  for (size_t i = 0; i < n; ++i) result.push_back(b.CreateExtractValue(call, unsigned(i)));
+  return result;
+}
+
+}  // namespace
+
+llvm::Value *wgmma_descriptor(llvm::IRBuilder<> &b, llvm::Value *shared_address, int64_t leading_bytes, int64_t stride_bytes) {
+  llvm::Value *address = b.CreatePtrToInt(shared_address, b.getInt64Ty());
+  llvm::Value *start = b.CreateLShr(b.CreateAnd(address, b.getInt64(0x3FFFF)), 4);  // bits 0-13: the address / 16
+  uint64_t offsets = (uint64_t(leading_bytes >> 4) & 0x3FFF) << 16 | (uint64_t(stride_bytes >> 4) & 0x3FFF) << 32;  // bits 16-29, 32-45; swizzle 0
+  return b.CreateOr(start, b.getInt64(offsets));
+}
+
+void fence_proxy_async(llvm::IRBuilder<> &b) { through_asm(b, "fence.proxy.async.shared::cta;", {}); }
+std::vector<llvm::Value *> wgmma_fence(llvm::IRBuilder<> &b, const std::vector<llvm::Value *> &acc) { return through_asm(b, "wgmma.fence.sync.aligned;", acc); }
+std::vector<llvm::Value *> wgmma_wait_group(llvm::IRBuilder<> &b, int groups, const std::vector<llvm::Value *> &acc) {
+  return through_asm(b, "wgmma.wait_group.sync.aligned " + std::to_string(groups) + ";", acc);
+}
+void wgmma_commit_group(llvm::IRBuilder<> &b) { through_asm(b, "wgmma.commit_group.sync.aligned;", {}); }
+
+// Outputs $0 .. $(n/2 - 1) (tied to the accumulators), then the descriptors. scale-d is 1:
+// d accumulates onto its input; the operands are not negated (1, 1) nor transposed (0, 0).
+std::string wgmma_text(int n, const char *type) {
+  std::string d;
+  for (int i = 0; i < n / 2; ++i) d += (i ? ", $" : "$") + std::to_string(i);
+  return fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, ${}, ${}, 1, 1, 1, 0, 0;", n, type, type, d, n / 2, n / 2 + 1);
+}
+
+std::vector<llvm::Value *> wgmma_mma_async(llvm::IRBuilder<> &b, const MatrixInstruction &instruction, int n, llvm::Value *desc_a, llvm::Value *desc_b,
+                                           const std::vector<llvm::Value *> &acc) {
+  if (int(acc.size()) != n / 2) internal_error(fmt::format("nvptx: wgmma m64n{} takes {} accumulators a thread, not {}", n, n / 2, acc.size()));
+  const char *type = instruction.a == DType::BF16 ? "bf16" : "f16";
+  return through_asm(b, wgmma_text(n, type), acc, {desc_a, desc_b}, "l,l,");
 }
 
 void mark_kernel(llvm::Function *f, int threads) {

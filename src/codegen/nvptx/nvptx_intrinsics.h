@@ -34,6 +34,31 @@ void cp_async_wait_group(llvm::IRBuilder<> &b, int n);
 std::vector<llvm::Value *> mma_sync(llvm::IRBuilder<> &b, const MatrixInstruction &instruction, const std::vector<llvm::Value *> &a,
                                     const std::vector<llvm::Value *> &bv, const std::vector<llvm::Value *> &c);
 
+// Hopper's warpgroup MMA (sm_90a) as inline PTX: LLVM 19 has no intrinsic for
+// wgmma.mma_async, and the rest are written the same way so that the SIMT emulator
+// (tests/support/nvvm_on_host.cpp) recognizes one family of texts.
+//
+// A shared-memory matrix descriptor without swizzling: the operand's start address, the
+// leading byte offset (between core matrices adjacent along k) and the stride byte offset
+// (between 8-row groups along m or n); gpu/staged_tile.h lays tiles out to match.
+llvm::Value *wgmma_descriptor(llvm::IRBuilder<> &b, llvm::Value *shared_address, int64_t leading_bytes, int64_t stride_bytes);
+// fence.proxy.async.shared::cta: this thread's ordinary shared-memory writes (stores,
+// cp.async) become visible to wgmma's operand reads, which go through the async proxy, once
+// a barrier follows.
+void fence_proxy_async(llvm::IRBuilder<> &b);
+// wgmma.fence and wgmma.wait_group N, with every accumulator register passed through: a
+// read or write of one cannot move across them (they are written asynchronously between
+// the two).
+std::vector<llvm::Value *> wgmma_fence(llvm::IRBuilder<> &b, const std::vector<llvm::Value *> &acc);
+std::vector<llvm::Value *> wgmma_wait_group(llvm::IRBuilder<> &b, int groups, const std::vector<llvm::Value *> &acc);
+void wgmma_commit_group(llvm::IRBuilder<> &b);
+// wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{f16|bf16} (instruction's a type): d = A B + d
+// for this thread's n / 2 accumulators (mma_fragments.h: wgmma_c_element), A and B K-major.
+std::vector<llvm::Value *> wgmma_mma_async(llvm::IRBuilder<> &b, const MatrixInstruction &instruction, int n, llvm::Value *desc_a, llvm::Value *desc_b,
+                                           const std::vector<llvm::Value *> &acc);
+// The inline PTX of wgmma_mma_async for m64n{n}k16 with operands of `type` ("f16", "bf16").
+std::string wgmma_text(int n, const char *type);
+
 // f32 math for one elementwise op (Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Sin, Cos, Tanh,
 // Sigmoid, Erf, Rem, Pow): fast PTX instructions where their precision is enough (ex2.approx for exp
 // and exp2), libdevice's __nv_* functions otherwise (linked in by the PTX compiler).

@@ -57,7 +57,8 @@ void NvptxTarget::assert_fail(llvm::IRBuilder<> &b, llvm::Module &m, const std::
 }
 
 void NvptxTarget::matrix_dot(gpu::GpuLowering &lowering, const ir::Op &op, const MatrixInstruction &instruction) {
-  emit_mma_dot(lowering, op, instruction);
+  if (instruction.descriptor_operands) emit_wgmma_dot(lowering, op, instruction);
+  else emit_mma_dot(lowering, op, instruction);
 }
 
 void NvptxTarget::async_copy_16(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *global, llvm::Value *src_bytes) {

@@ -1,4 +1,4 @@
-// nvptx_target.h - the GPU lowering's hooks for NVIDIA: NVVM special registers, bar.sync, shfl.sync, libdevice math, vprintf, mma.sync
+// nvptx_target.h - the GPU lowering's hooks for NVIDIA: NVVM special registers, bar.sync, shfl.sync, libdevice math, vprintf, mma.sync, wgmma
 #pragma once
 #include "codegen/gpu/gpu_target.h"
 
@@ -6,7 +6,7 @@ namespace kdsl::codegen::nvptx {
 
 // Global memory is address space 1, shared memory 3 (NVPTX's numbering); the instructions
 // are nvptx_intrinsics.h's; dot on a matrix instruction is lower_mma.cpp's ldmatrix and
-// mma.sync; async copies are cp.async (sm_80+).
+// mma.sync, or lower_wgmma.cpp's warpgroup MMA (sm_90a); async copies are cp.async (sm_80+).
 class NvptxTarget final : public gpu::GpuTarget {
  public:
   using GpuTarget::GpuTarget;
@@ -32,5 +32,8 @@ class NvptxTarget final : public gpu::GpuTarget {
 // dot on tensor cores (lower_mma.cpp): operands staged in shared memory, ldmatrix
 // fragments, mma.sync into the accumulator layout.
 void emit_mma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstruction &instruction);
+// dot on Hopper's warpgroup MMA (lower_wgmma.cpp): operands staged as core matrices,
+// wgmma.mma_async through shared-memory descriptors.
+void emit_wgmma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstruction &instruction);
 
 }  // namespace kdsl::codegen::nvptx

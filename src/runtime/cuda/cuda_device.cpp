@@ -27,9 +27,10 @@ CudaDevice::CudaDevice(int ordinal, const cuda::Driver &driver) : drv_(driver), 
   int major = attribute(cuda::kAttrComputeCapabilityMajor, "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)");
   int minor = attribute(cuda::kAttrComputeCapabilityMinor, "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)");
   if (major < 8) throw Error(fmt::format("CUDA device {} ({}) is sm_{}{}; kdsl's NVIDIA backend needs sm_80 or newer", ordinal, name, major, minor));
-  // sm_8x runs sm_80 code, sm_9x sm_90 code (cubins are forward compatible within a major only).
-  // Later majors (10.x, 12.x) run sm_90 PTX, which their driver compiles at load.
-  info_ = codegen::target_info(major >= 9 ? "sm_90" : "sm_80");
+  // sm_8x runs sm_80 code (cubins are forward compatible within a major only); Hopper (9.0)
+  // runs sm_90a, its own architecture-specific code with wgmma. Later majors (10.x, 12.x) run
+  // sm_90 PTX, which their driver compiles at load (sm_90a code runs on 9.0 alone).
+  info_ = codegen::target_info(major > 9 ? "sm_90" : major == 9 ? "sm_90a" : "sm_80");
   embeds_ptx_ = major > 9;
   info_.sm_count = attribute(cuda::kAttrMultiprocessorCount, "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
   info_.warp_size = attribute(cuda::kAttrWarpSize, "cuDeviceGetAttribute(WARP_SIZE)");

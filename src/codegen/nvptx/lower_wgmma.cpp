@@ -1,0 +1,102 @@
+// lower_wgmma.cpp - dot on Hopper's warpgroup MMA: operands staged as core matrices in shared memory, read by descriptors, wgmma.mma_async into the accumulator layout
+#include <fmt/format.h>
+
+#include <map>
+
+#include <kdsl/error.h>
+
+#include "codegen/gpu/gpu_lowering.h"
+#include "codegen/nvptx/mma_fragments.h"
+#include "codegen/nvptx/nvptx_intrinsics.h"
+#include "codegen/nvptx/nvptx_target.h"
+
+namespace kdsl::codegen::nvptx {
+namespace {
+
+// The widest n a single wgmma covers: the largest multiple of 8 that divides N and is at
+// most the instruction's max_n (N = 384 runs as two of 192).
+int wgmma_n(int64_t N, const MatrixInstruction &mi) {
+  for (int n = mi.max_n; n >= mi.n; n -= mi.n)
+    if (N % n == 0) return n;
+  internal_error(fmt::format("nvptx wgmma: N = {} is not a multiple of {}", N, mi.n));
+}
+
+}  // namespace
+
+// The plan (assign_layouts) stacks the warps along m, so warpgroup w = warp / 4 holds rows
+// tm * tile(0) + 64 w .. + 63 of each m tile tm, and every column: exactly the m64nNk16
+// accumulator (mma_fragments.h) once per (tm, n chunk). A is staged [m][k] and B [n][k]
+// (trans(x) as x is stored; any other B transposed through registers) as core matrices;
+// pipelined operands arrive that way from cp.async (lower_pipeline.cpp). Then
+//   fence.proxy.async, bar.sync             (ordinary writes -> the async proxy's reads)
+//   wgmma.fence
+//   per k step of 16, per m tile, per n chunk: wgmma.mma_async with two descriptors
+//   wgmma.commit_group, wgmma.wait_group 0  (the accumulators are ready)
+// The k steps are unrolled (K is a block extent).
+void emit_wgmma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstruction &mi) {
+  using gpu::Layout, gpu::LayoutKind, gpu::RegisterMap, gpu::StagedLayout;
+  ir::ValueId a = op.operands[0], b = op.operands[1], v = op.results[0];
+  const ir::Type &at = g.fn_.type(a), &ct = g.fn_.type(v);
+  const Layout &l = g.plan_.layout[size_t(v)];
+  if (l.kind != LayoutKind::Mma || l.warps_per_cta[1] != 1 || l.warps_per_cta[0] % mi.warps_per_instruction)
+    internal_error(fmt::format("nvptx: wgmma dot of '{}' without warpgroups stacked along m ({})", g.fn_.name, l.str()));
+  int64_t M = ct.shape[0], N = ct.shape[1], K = at.shape[1];
+  int eb = dtype_bytes(at.elem);
+  ir::ValueId b_src = gpu::dot_b_source(g.fn_, g.def_, b);  // [n][k] when b is trans(x)
+
+  std::vector<llvm::Value *> acc = g.regs_as(op.operands[2], v);
+  llvm::Value *a_staged = g.state_[size_t(a)].staged, *b_staged = g.state_[size_t(b_src)].staged;
+  if (b_staged && b_src == b) internal_error("nvptx wgmma: a pipelined B operand must be trans(x), staged [n][k]");
+  std::vector<llvm::Value *> a_regs = a_staged ? std::vector<llvm::Value *>{} : g.to_regs(a);
+  std::vector<llvm::Value *> b_regs = b_staged ? std::vector<llvm::Value *>{} : g.to_regs(b_src);
+
+  // 1. Operands into shared memory as core matrices, visible to the async proxy.
+  StagedLayout layout = gpu::staged_layout(mi, K * eb);
+  llvm::Value *sa = a_staged ? a_staged : g.allocate_shared(layout.bytes(M));
+  llvm::Value *sb = b_staged ? b_staged : g.allocate_shared(layout.bytes(N));
+  if (!a_staged || !b_staged) g.barrier_before_write();
+  if (!a_staged) g.stage_operand(a, a_regs, sa, layout, false);
+  if (!b_staged) g.stage_operand(b_src, b_regs, sb, layout, b_src == b);
+  fence_proxy_async(g.b_);
+  g.barrier_after_write();
+
+  // 2. The accumulator register holding element i of n8 tile tn in m tile tm.
+  const RegisterMap &map = g.registers(v);
+  std::map<std::pair<int, int>, int> reg_at;
+  for (int r = 0; r < map.count; ++r) reg_at[{map.offset[size_t(r)][0], map.offset[size_t(r)][1]}] = r;
+  auto c_reg = [&](int64_t tm, int64_t tn, int i) {
+    FragmentElement c0 = wgmma_c_element(0, i);
+    auto it = reg_at.find({int(tm * l.tile(0)) + c0.row, int(tn * mi.n) + c0.col});
+    if (it == reg_at.end()) internal_error(fmt::format("nvptx wgmma: no accumulator register for tile ({}, {}) element {} in {}", tm, tn, i, l.str()));
+    return size_t(it->second);
+  };
+
+  // 3. The k steps. A descriptor per (k step, m tile) and per (k step, n chunk).
+  const int n = wgmma_n(N, mi);
+  const int64_t tiles_m = M / l.tile(0), chunks = N / n;
+  llvm::Value *warpgroup_row = g.b_.CreateMul(g.b_.CreateLShr(g.warp_, 2), g.b_.getInt32(uint32_t(mi.m)));
+  auto descriptor = [&](llvm::Value *base, llvm::Value *row, int64_t k0) {
+    llvm::Value *at_k = g.staged_address(base, layout, row, g.b_.getInt32(uint32_t(k0 * eb)));
+    return wgmma_descriptor(g.b_, at_k, StagedLayout::kCoreMatrixBytes, layout.group_bytes);
+  };
+  acc = wgmma_fence(g.b_, acc);
+  for (int64_t k0 = 0; k0 < K; k0 += mi.k)
+    for (int64_t tm = 0; tm < tiles_m; ++tm) {
+      llvm::Value *desc_a = descriptor(sa, g.b_.CreateAdd(warpgroup_row, g.b_.getInt32(uint32_t(tm * l.tile(0)))), k0);
+      for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+        llvm::Value *desc_b = descriptor(sb, g.b_.getInt32(uint32_t(chunk * n)), k0);
+        std::vector<size_t> regs;
+        for (int i = 0; i < n / 2; ++i) regs.push_back(c_reg(tm, chunk * n / mi.n + i / 4, i % 4));
+        std::vector<llvm::Value *> c;
+        for (size_t r : regs) c.push_back(acc[r]);
+        std::vector<llvm::Value *> d = wgmma_mma_async(g.b_, mi, n, desc_a, desc_b, c);
+        for (size_t i = 0; i < regs.size(); ++i) acc[regs[i]] = d[i];
+      }
+    }
+  wgmma_commit_group(g.b_);
+  acc = wgmma_wait_group(g.b_, 0, acc);
+  g.shared_dirty_ = true;  // wgmma read the staged tiles
+  g.set_regs(v, std::move(acc));
+}
+
+}  // namespace kdsl::codegen::nvptx
