@@ -428,29 +428,45 @@ TEST_CASE("wgmma layout: warps stacked along m hold each warpgroup's D fragments
   }
 }
 
-TEST_CASE("wgmma staging: core matrices place each row's 16-byte chunks once, rows of a core matrix 16 bytes apart, groups a stride apart") {
+TEST_CASE("wgmma staging: swizzled tiles place each 16-byte chunk once, where the descriptor's swizzle mode reads it, without bank conflicts") {
   const MatrixInstruction &mi = codegen::target_info("sm_90a").matrix_instructions[0];
-  for (int width : {32, 64, 128}) {  // bytes of k a row
-    CAPTURE(width);
-    StagedLayout l = staged_layout(mi, width);
-    REQUIRE(l.core_matrices);
-    CHECK(l.group_bytes == width / 16 * 128);
-    const int rows = 64;
+  struct Case {
+    int rows, width, swizzle;  // width: bytes of k a row
+  };
+  for (Case cs : {Case{64, 32, 32}, Case{64, 64, 64}, Case{128, 128, 128}, Case{72, 256, 128}, Case{64, 96, 32}}) {
+    CAPTURE(cs.rows);
+    CAPTURE(cs.width);
+    StagedLayout l = staged_layout(mi, cs.rows, cs.width);
+    REQUIRE(l.swizzled());
+    CHECK(l.swizzle_bytes == cs.swizzle);
+    CHECK(l.slab_bytes % l.stride_bytes() == 0);  // every slab starts on the swizzle's 8-row boundary
     std::set<int> chunks;
-    for (int r = 0; r < rows; ++r)
-      for (int c = 0; c < width; c += 16) {
+    for (int r = 0; r < cs.rows; ++r) {
+      std::set<int> row_groups;
+      for (int c = 0; c < cs.width; c += 16) {
         int at = l.offset(r, c);
         CHECK(at % 16 == 0);
-        CHECK(at + 16 <= l.bytes(rows));
+        CHECK(at + 16 <= l.bytes());
         CHECK(l.offset(r, c + 15) == at + 15);  // a chunk is contiguous: one 16-byte copy
         chunks.insert(at);
-        // The descriptor's view (the emulator reads the same): leading offset 128 along k,
-        // stride offset group_bytes along rows.
-        CHECK(at == (r / 8) * l.group_bytes + (c / 16) * StagedLayout::kCoreMatrixBytes + (r % 8) * 16);
+        if (c < l.swizzle_bytes) row_groups.insert(at / 16 % 8);
+        // The descriptor's view, as the emulator decodes it: start at the slab, row r at
+        // stride * (r / 8) + W * (r % 8), then the address's chunk bits XORed with its bits
+        // from 7 up.
+        int W = l.swizzle_bytes;
+        int linear = c / W * int(l.slab_bytes) + (r / 8) * int(l.stride_bytes()) + (r % 8) * W + c % W;
+        CHECK(at == (linear ^ (((linear >> 7) & (W / 16 - 1)) << 4)));
       }
-    CHECK(chunks.size() == size_t(rows * width / 16));
+      CHECK(row_groups.size() == size_t(std::min(l.swizzle_bytes, cs.width) / 16));  // one row's chunks: distinct bank groups
+    }
+    CHECK(chunks.size() == size_t(cs.rows * cs.width / 16));
+    if (l.swizzle_bytes == 128) {  // one chunk of 8 consecutive rows (a column read): distinct bank groups too
+      std::set<int> column;
+      for (int r = 0; r < 8; ++r) column.insert(l.offset(r, 32) / 16 % 8);
+      CHECK(column.size() == 8);
+    }
   }
-  CHECK_FALSE(staged_layout(codegen::target_info("sm_90a").matrix_instructions[2], 64).core_matrices);  // mma.sync: padded rows
+  CHECK_FALSE(staged_layout(codegen::target_info("sm_90a").matrix_instructions[2], 64, 64).swizzled());  // mma.sync: padded rows
 }
 
 TEST_CASE("nvptx wgmma: f16 and bf16 matmuls on sm_90a are wgmma.mma_async over descriptors, fenced and waited for; too-small dots take mma.sync") {

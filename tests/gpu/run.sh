@@ -14,7 +14,7 @@
 #   file), runtime-tests (tests/runtime), kdsl-run-smoke (aidreams260K on the GPU against the CPU), baselines
 #   (torch, Triton), bench-cuda, bench-engine-llama3-8b (bf16; its 16 GB model is written in the background from
 #   the start), bench-engine-llama3-8b-q8_0 (the same shape in Q8_0, written by the section), profile-decode-llama3-8b
-#   (KDSL_PROFILE: each kernel's GPU time in decode steps), kernel-dumps (kdsl-compile for sm_90 and the kernel cache, compressed).
+#   (KDSL_PROFILE: each kernel's GPU time in decode steps), kernel-dumps (kdsl-compile for sm_90a and the kernel cache, compressed).
 # A section is ok, FAILED, TIMEOUT or skipped (with the reason; a test that prints "skipped:" makes its section
 #   skipped, not ok). A failed GPU section is rerun once with CUDA_LAUNCH_BLOCKING=1 while the budget allows.
 # $OUT gets run.log (everything), logs/<section>.log, summary.txt (the table), results.json, baselines.json,
@@ -287,8 +287,8 @@ bench_engine_q8_0() {  # the same shape in Q8_0 (about 8.5 GB, written here): th
 export -f bench_engine_q8_0
 run_section bench-engine-llama3-8b-q8_0 150 gpu bash -c bench_engine_q8_0
 
-dumps() {  # every example kernel for sm_90 (PTX, cubin, ptxas's report) and the kernel cache of this run, compressed
-  k "$BIN/kdsl-compile" --target sm_90 --out "$OUT/kdsl-compile" >"$OUT/logs/kdsl-compile.txt" 2>&1
+dumps() {  # every example kernel for sm_90a (PTX, cubin, ptxas's report) and the kernel cache of this run, compressed
+  k "$BIN/kdsl-compile" --target sm_90a --out "$OUT/kdsl-compile" >"$OUT/logs/kdsl-compile.txt" 2>&1
   local rc=$?
   tail -5 "$OUT/logs/kdsl-compile.txt"
   tar -C "$OUT" -cJf "$OUT/kernel-dumps.tar.xz" kernel-cache $(cd "$OUT" && ls -d kdsl-compile 2>/dev/null) || return 1

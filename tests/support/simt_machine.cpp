@@ -114,16 +114,21 @@ void mma_sync(int32_t index, const uint32_t *abc, uint32_t *d) {
 
 namespace {
 
-// Element (row, k) of a K-major operand without swizzling, as its descriptor places it:
-// 8-row x 16-byte core matrices, `leading` bytes apart along k and `stride` bytes apart
-// along the rows (PTX ISA, "Matrix Descriptor Format" and the canonical layouts).
+// Element (row, k) of a swizzled K-major operand as its descriptor places it (PTX ISA,
+// "Matrix Descriptor Format" and "Shared Memory Matrix Layout"): row r at stride * (r / 8)
+// + W * (r % 8) from the start, k at 2 bytes an element along it, and then the address's
+// 16-byte chunk bits (4 and up) XORed with its bits from 7 up (three of them at W = 128,
+// two at 64, one at 32): the swizzle is a function of the shared address itself.
 double descriptor_element(uint64_t desc, int row, int k, bool bf16) {
-  uint64_t start = (desc & 0x3FFF) << 4, leading = ((desc >> 16) & 0x3FFF) << 4, stride = ((desc >> 32) & 0x3FFF) << 4;
-  if (desc >> 62 || ((desc >> 49) & 7)) {
-    if (machine.fault.empty()) machine.fault = "wgmma: a descriptor with swizzling or a base offset, which the emulator does not model";
+  uint64_t start = (desc & 0x3FFF) << 4, stride = ((desc >> 32) & 0x3FFF) << 4;
+  int mode = int(desc >> 62);
+  if (mode == 0 || ((desc >> 49) & 7)) {
+    if (machine.fault.empty()) machine.fault = "wgmma: a descriptor without swizzling or with a base offset, which the lowering does not emit";
     return 0;
   }
-  uint64_t at = start + uint64_t(row / 8) * stride + uint64_t(k / 8) * leading + uint64_t(row % 8) * 16 + uint64_t(k % 8) * 2;
+  uint64_t width = mode == 1 ? 128 : mode == 2 ? 64 : 32;
+  uint64_t linear = start + uint64_t(row / 8) * stride + uint64_t(row % 8) * width + uint64_t(k) * 2;
+  uint64_t at = linear ^ (((linear >> 7) & (width / 16 - 1)) << 4);
   if (at + 2 > sizeof machine.shared) {
     if (machine.fault.empty()) machine.fault = "wgmma: a descriptor reads past the end of shared memory";
     return 0;

@@ -51,7 +51,7 @@ void ldmatrix(uint64_t address, int32_t count, int32_t trans, uint32_t *out);
 void mma_sync(int32_t index, const uint32_t *abc, uint32_t *d);
 // wgmma.mma_async.m64n{n}k16 with an f32 accumulator and f16 (bf16: bf16) operands: this
 // thread's n / 2 accumulators `d` (in and out) from A and B read through their shared-memory
-// descriptors (no swizzle, K-major: gpu/staged_tile.h), completing at once.
+// descriptors (swizzled, K-major: gpu/staged_tile.h), completing at once.
 void wgmma(uint64_t desc_a, uint64_t desc_b, int32_t n, int32_t bf16, float *d);
 // cp.async.cg 16 bytes, `src_bytes` read and the rest zero-filled, completing at once.
 void cp_async_16(uint64_t dst, uint64_t src, int32_t src_bytes);

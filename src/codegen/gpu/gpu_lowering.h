@@ -39,6 +39,8 @@ inline IrInt operator+(IrInt x, IrInt y) { return {x.b, x.b->CreateAdd(x.v, y.v)
 inline IrInt operator+(IrInt x, int y) { return {x.b, x.b->CreateAdd(x.v, x.b->getInt32(uint32_t(y)))}; }
 inline IrInt operator*(IrInt x, int y) { return {x.b, x.b->CreateMul(x.v, x.b->getInt32(uint32_t(y)))}; }
 inline IrInt operator&(IrInt x, int y) { return {x.b, x.b->CreateAnd(x.v, uint64_t(y))}; }
+inline IrInt operator^(IrInt x, IrInt y) { return {x.b, x.b->CreateXor(x.v, y.v)}; }
+inline IrInt operator<<(IrInt x, int y) { return {x.b, x.b->CreateShl(x.v, uint64_t(y))}; }
 inline IrInt operator>>(IrInt x, int y) { return {x.b, x.b->CreateLShr(x.v, uint64_t(y))}; }
 
 struct ValueState {
@@ -86,7 +88,7 @@ class GpuLowering {
   llvm::Value *shared_address(llvm::Value *base, const ir::Type &t, const std::vector<llvm::Value *> &coords);
   llvm::Value *load_shared(llvm::Value *base, const ir::Type &t, const std::vector<llvm::Value *> &coords);
   void store_shared(llvm::Value *base, const ir::Type &t, const std::vector<llvm::Value *> &coords, llvm::Value *v);
-  llvm::Value *allocate_shared(int64_t bytes);
+  llvm::Value *allocate_shared(int64_t bytes, int64_t align = 16);
   int64_t shared_bytes_of(const ir::Type &t);
   void barrier_before_write();
   void barrier_after_write();
@@ -161,6 +163,8 @@ class GpuLowering {
   llvm::Value *tid_ = nullptr, *lane_ = nullptr, *warp_ = nullptr;
   std::array<llvm::Value *, 3> pid_{}, grid_{};
   llvm::GlobalVariable *shared_base_ = nullptr;  // dynamic shared memory (LDS), sized at launch
+  llvm::Value *shared_origin_ = nullptr;         // where allocations count from: the base, or its first 1024-byte boundary (swizzled tiles)
+  bool plan_uses_descriptor_operands() const;
   // Shared memory is a stack: a region's allocations (the loop's pipeline buffers, staged dot
   // operands, layout conversions inside it) are released when the region ends, and the kernel
   // asks for the peak. Every shared write is preceded by barrier_before_write, so space reused

@@ -193,6 +193,12 @@ void GpuLowering::bind_argument(const ir::Argument &a, llvm::Value *param) {
   set_scalar(a.value, v);
 }
 
+bool GpuLowering::plan_uses_descriptor_operands() const {
+  for (auto &[op, i] : plan_.dot_instruction)
+    if (target_.matrix_instructions[size_t(i)].descriptor_operands) return true;
+  return false;
+}
+
 LoweringResult GpuLowering::run(const std::string &symbol) {
   std::vector<llvm::Type *> params;
   for (const ir::Argument &a : fn_.args) {
@@ -218,12 +224,23 @@ LoweringResult GpuLowering::run(const std::string &symbol) {
     pid_[size_t(i)] = hooks_.block_id(b_, i);
     grid_[size_t(i)] = hooks_.grid_size(b_, i);
   }
+  // Swizzled operand tiles (wgmma) are permuted by address bits up to 1024 bytes, so their
+  // offsets count from the first 1024-byte boundary of the dynamic shared memory, whatever
+  // alignment the driver gives it, and the kernel asks for the bytes that may cost.
+  shared_origin_ = shared_base_;
+  int64_t origin_slack = 0;
+  if (plan_uses_descriptor_operands()) {
+    llvm::Value *address = b_.CreatePtrToInt(shared_base_, b_.getInt64Ty());
+    llvm::Value *skip = b_.CreateAnd(b_.CreateSub(b_.getInt64(0), address), b_.getInt64(StagedLayout::kSwizzleAlign - 1));
+    shared_origin_ = b_.CreateInBoundsGEP(b_.getInt8Ty(), shared_base_, skip, "shared.origin");
+    origin_slack = StagedLayout::kSwizzleAlign - 16;
+  }
   prologue_end_ = b_.CreateBr(body);
   b_.SetInsertPoint(body);
   for (size_t i = 0; i < fn_.args.size(); ++i) bind_argument(fn_.args[i], f->getArg(unsigned(i)));
   emit_region(fn_.body);
   b_.CreateRetVoid();
-  return {int((shared_peak_ + 15) / 16 * 16), threads_};
+  return {int((shared_peak_ + origin_slack + 15) / 16 * 16), threads_};
 }
 
 LoweringResult lower_to_gpu(const ir::Function &fn, const LayoutPlan &plan, GpuTarget &target, llvm::Module &module,

@@ -154,11 +154,11 @@ std::vector<llvm::Value *> GpuLowering::regs_as(ir::ValueId v, ir::ValueId like)
 
 // --- shared memory ------------------------------------------------------------------------------
 
-llvm::Value *GpuLowering::allocate_shared(int64_t bytes) {
-  int64_t offset = (shared_top_ + 15) / 16 * 16;
+llvm::Value *GpuLowering::allocate_shared(int64_t bytes, int64_t align) {
+  int64_t offset = (shared_top_ + align - 1) / align * align;
   shared_top_ = offset + bytes;
   shared_peak_ = std::max(shared_peak_, shared_top_);
-  return b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), shared_base_, uint64_t(offset));
+  return b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), shared_origin_, uint64_t(offset));
 }
 
 namespace {

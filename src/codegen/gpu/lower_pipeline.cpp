@@ -49,10 +49,10 @@ bool GpuLowering::pipeline_prologue(const ir::Op &loop, llvm::Value *lo, llvm::V
   for (const PipelinedLoad *p : pl.loads) {
     const ir::Type &t = fn_.type(p->load->results[0]);
     const MatrixInstruction &mi = target_.matrix_instructions[size_t(plan_.instruction_of(p->dot))];
-    StagedLayout layout = staged_layout(mi, t.shape[1] * dtype_bytes(t.elem));
+    StagedLayout layout = staged_layout(mi, t.shape[0], t.shape[1] * dtype_bytes(t.elem));
     pl.layouts.push_back(layout);
-    pl.stage_bytes.push_back(layout.bytes(t.shape[0]));
-    pl.buffers.push_back(allocate_shared(stages * layout.bytes(t.shape[0])));
+    pl.stage_bytes.push_back(layout.bytes());
+    pl.buffers.push_back(allocate_shared(stages * layout.bytes(), layout.swizzled() ? StagedLayout::kSwizzleAlign : 16));
   }
   barrier_before_write();  // inside an outer loop, its previous iteration read these buffers
   for (int s = 0; s + 1 < stages; ++s) {

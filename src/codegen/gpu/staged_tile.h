@@ -21,34 +21,55 @@ inline int64_t staged_row_bytes(int64_t bytes) {
 // Where each element of a staged operand tile lies, for the instruction that reads it:
 //  - padded rows (mma.sync through ldmatrix, MFMA): row-major, `row_bytes` a row
 //    (staged_row_bytes);
-//  - core matrices (wgmma, operands read by shared-memory descriptors, no swizzle, K-major):
-//    the tile cut into 8-row x 16-byte core matrices of 128 contiguous bytes each, rows 16
-//    bytes apart; the core matrices of one 8-row group follow each other along the row (the
-//    descriptor's leading byte offset, kCoreMatrixBytes), and the groups lie `group_bytes`
-//    apart (its stride byte offset).
+//  - swizzled (wgmma: operands read through shared-memory descriptors, K-major): the row
+//    is cut into slabs of `swizzle_bytes` (128, 64 or 32: the widest dividing it); a slab
+//    holds every row at `swizzle_bytes` a row, and within each aligned group of 8 rows the
+//    16-byte chunks of a row are permuted: chunk c of row r lies at chunk c ^ phase(r), the
+//    phase being the address bits above 128 bytes (r & 7 at 128-byte rows, (r >> 1) & 3 at
+//    64, (r >> 2) & 1 at 32). That is the descriptor's 128/64/32-byte swizzle mode (PTX ISA
+//    "Shared Memory Matrix Layout"), which applies the same permutation to the address
+//    bits, so slabs (and the tile) start on a multiple of 8 rows (kSwizzleAlign at most).
+//    The 8 chunks of a 128-byte row land in 8 different bank groups for the 16-byte copies
+//    of cp.async, and the descriptor steps 8 rows (stride_bytes) with no leading offset
+//    while an instruction's 32 bytes of k stay inside one row.
 // A tile is indexed by (row, column in bytes); the column is a multiple of 16 for the
 // 16-byte copies of cp.async and vector stores, which stay contiguous in both forms.
 struct StagedLayout {
-  static constexpr int64_t kCoreMatrixBytes = 128;
-  bool core_matrices = false;
-  int64_t row_bytes = 0;    // padded rows
-  int64_t group_bytes = 0;  // core matrices: 8 rows, the whole width
+  static constexpr int64_t kSwizzleAlign = 1024;  // 8 rows of the widest swizzle
+  int64_t row_bytes = 0;      // padded rows: the pitch
+  int swizzle_bytes = 0;      // swizzled: 128, 64 or 32 (0: padded rows)
+  int64_t slab_bytes = 0;     // swizzled: one slab, every row (rounded up to 8)
+  int64_t total_bytes = 0;
 
-  int64_t bytes(int64_t rows) const { return core_matrices ? (rows + 7) / 8 * group_bytes : rows * row_bytes; }
+  bool swizzled() const { return swizzle_bytes != 0; }
+  int64_t bytes() const { return total_bytes; }
+  // The descriptor's fields for a swizzled tile: 8 rows apart (its stride byte offset); its
+  // mode (1: 128 bytes, 2: 64, 3: 32).
+  int64_t stride_bytes() const { return 8 * int64_t(swizzle_bytes); }
+  int swizzle_mode() const { return swizzle_bytes == 128 ? 1 : swizzle_bytes == 64 ? 2 : 3; }
   // Templates over the integer type: the lowering runs them on IR values (IrInt), tests on ints.
   template <class Int>
   Int offset(Int row, Int col_bytes) const {
-    if (!core_matrices) return row * int(row_bytes) + col_bytes;
-    return (row >> 3) * int(group_bytes) + (col_bytes >> 4) * int(kCoreMatrixBytes) + (row & 7) * 16 + (col_bytes & 15);
+    if (!swizzled()) return row * int(row_bytes) + col_bytes;
+    int lg = __builtin_ctz(unsigned(swizzle_bytes));
+    Int within = col_bytes & (swizzle_bytes - 1);
+    Int phase = (row >> (7 - lg)) & (swizzle_bytes / 16 - 1);
+    return (col_bytes >> lg) * int(slab_bytes) + row * swizzle_bytes + (((within >> 4) ^ phase) << 4) + (within & 15);
   }
 };
 
-// The layout a tile of rows `width_bytes` wide is staged in for `instruction`.
-inline StagedLayout staged_layout(const MatrixInstruction &instruction, int64_t width_bytes) {
+// The layout `rows` rows of `width_bytes` are staged in for `instruction`. Descriptor
+// operands need width_bytes a multiple of 32 (an instruction's k of 16-bit elements).
+inline StagedLayout staged_layout(const MatrixInstruction &instruction, int64_t rows, int64_t width_bytes) {
   StagedLayout l;
-  l.core_matrices = instruction.descriptor_operands;
-  if (l.core_matrices) l.group_bytes = (width_bytes + 15) / 16 * StagedLayout::kCoreMatrixBytes;
-  else l.row_bytes = staged_row_bytes(width_bytes);
+  if (!instruction.descriptor_operands) {
+    l.row_bytes = staged_row_bytes(width_bytes);
+    l.total_bytes = rows * l.row_bytes;
+    return l;
+  }
+  l.swizzle_bytes = width_bytes % 128 == 0 ? 128 : width_bytes % 64 == 0 ? 64 : 32;
+  l.slab_bytes = (rows + 7) / 8 * l.stride_bytes();
+  l.total_bytes = width_bytes / l.swizzle_bytes * l.slab_bytes;
   return l;
 }
 

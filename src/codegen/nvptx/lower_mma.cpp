@@ -46,11 +46,11 @@ void emit_mma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstruction
   std::vector<llvm::Value *> b_regs = b_staged ? std::vector<llvm::Value *>{} : g.to_regs(b_src);
 
   // 1. Operands into shared memory, one barrier pair around the writes.
-  StagedTile sa{a_staged, gpu::staged_layout(mi, K * eb)};
-  StagedTile sb{b_staged, gpu::staged_layout(mi, (b_as_stored ? N : K) * eb)};
+  StagedTile sa{a_staged, gpu::staged_layout(mi, M, K * eb)};
+  StagedTile sb{b_staged, b_as_stored ? gpu::staged_layout(mi, K, N * eb) : gpu::staged_layout(mi, N, K * eb)};
   if (b_staged && !b_as_stored && b_src == b) internal_error("nvptx mma: a pipelined B operand must be staged as stored");
-  if (!sa.base) sa.base = g.allocate_shared(sa.layout.bytes(M));
-  if (!sb.base) sb.base = g.allocate_shared(sb.layout.bytes(b_as_stored ? K : N));
+  if (!sa.base) sa.base = g.allocate_shared(sa.layout.bytes());
+  if (!sb.base) sb.base = g.allocate_shared(sb.layout.bytes());
   if (!a_staged || !b_staged) g.barrier_before_write();
   if (!a_staged) g.stage_operand(a, a_regs, sa.base, sa.layout, false);
   if (!b_staged) g.stage_operand(b_src, b_regs, sb.base, sb.layout, b_src == b && !b_as_stored);

@@ -1,4 +1,4 @@
-// lower_wgmma.cpp - dot on Hopper's warpgroup MMA: operands staged as core matrices in shared memory, read by descriptors, wgmma.mma_async into the accumulator layout
+// lower_wgmma.cpp - dot on Hopper's warpgroup MMA: operands staged swizzled in shared memory, read by descriptors, wgmma.mma_async into the accumulator layout
 #include <fmt/format.h>
 
 #include <map>
@@ -26,8 +26,10 @@ int wgmma_n(int64_t N, const MatrixInstruction &mi) {
 // The plan (assign_layouts) stacks the warps along m, so warpgroup w = warp / 4 holds rows
 // tm * tile(0) + 64 w .. + 63 of each m tile tm, and every column: exactly the m64nNk16
 // accumulator (mma_fragments.h) once per (tm, n chunk). A is staged [m][k] and B [n][k]
-// (trans(x) as x is stored; any other B transposed through registers) as core matrices;
-// pipelined operands arrive that way from cp.async (lower_pipeline.cpp). Then
+// (trans(x) as x is stored; any other B transposed through registers), swizzled
+// (staged_tile.h); pipelined operands arrive that way from cp.async (lower_pipeline.cpp).
+// A descriptor points at 8-row-aligned rows and a k step's 32 bytes inside one swizzled
+// row, so the hardware's swizzle of the address bits is the staging's. Then
 //   fence.proxy.async, bar.sync             (ordinary writes -> the async proxy's reads)
 //   wgmma.fence
 //   per k step of 16, per m tile, per n chunk: wgmma.mma_async with two descriptors
@@ -50,13 +52,13 @@ void emit_wgmma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstructi
   std::vector<llvm::Value *> a_regs = a_staged ? std::vector<llvm::Value *>{} : g.to_regs(a);
   std::vector<llvm::Value *> b_regs = b_staged ? std::vector<llvm::Value *>{} : g.to_regs(b_src);
 
-  // 1. Operands into shared memory as core matrices, visible to the async proxy.
-  StagedLayout layout = gpu::staged_layout(mi, K * eb);
-  llvm::Value *sa = a_staged ? a_staged : g.allocate_shared(layout.bytes(M));
-  llvm::Value *sb = b_staged ? b_staged : g.allocate_shared(layout.bytes(N));
+  // 1. Operands into shared memory, swizzled, visible to the async proxy.
+  StagedLayout la = gpu::staged_layout(mi, M, K * eb), lb = gpu::staged_layout(mi, N, K * eb);
+  llvm::Value *sa = a_staged ? a_staged : g.allocate_shared(la.bytes(), StagedLayout::kSwizzleAlign);
+  llvm::Value *sb = b_staged ? b_staged : g.allocate_shared(lb.bytes(), StagedLayout::kSwizzleAlign);
   if (!a_staged || !b_staged) g.barrier_before_write();
-  if (!a_staged) g.stage_operand(a, a_regs, sa, layout, false);
-  if (!b_staged) g.stage_operand(b_src, b_regs, sb, layout, b_src == b);
+  if (!a_staged) g.stage_operand(a, a_regs, sa, la, false);
+  if (!b_staged) g.stage_operand(b_src, b_regs, sb, lb, b_src == b);
   fence_proxy_async(g.b_);
   g.barrier_after_write();
 
@@ -75,16 +77,16 @@ void emit_wgmma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstructi
   const int n = wgmma_n(N, mi);
   const int64_t tiles_m = M / l.tile(0), chunks = N / n;
   llvm::Value *warpgroup_row = g.b_.CreateMul(g.b_.CreateLShr(g.warp_, 2), g.b_.getInt32(uint32_t(mi.m)));
-  auto descriptor = [&](llvm::Value *base, llvm::Value *row, int64_t k0) {
+  auto descriptor = [&](llvm::Value *base, const StagedLayout &layout, llvm::Value *row, int64_t k0) {
     llvm::Value *at_k = g.staged_address(base, layout, row, g.b_.getInt32(uint32_t(k0 * eb)));
-    return wgmma_descriptor(g.b_, at_k, StagedLayout::kCoreMatrixBytes, layout.group_bytes);
+    return wgmma_descriptor(g.b_, at_k, layout.stride_bytes(), layout.swizzle_mode());
   };
   acc = wgmma_fence(g.b_, acc);
   for (int64_t k0 = 0; k0 < K; k0 += mi.k)
     for (int64_t tm = 0; tm < tiles_m; ++tm) {
-      llvm::Value *desc_a = descriptor(sa, g.b_.CreateAdd(warpgroup_row, g.b_.getInt32(uint32_t(tm * l.tile(0)))), k0);
+      llvm::Value *desc_a = descriptor(sa, la, g.b_.CreateAdd(warpgroup_row, g.b_.getInt32(uint32_t(tm * l.tile(0)))), k0);
       for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-        llvm::Value *desc_b = descriptor(sb, g.b_.getInt32(uint32_t(chunk * n)), k0);
+        llvm::Value *desc_b = descriptor(sb, lb, g.b_.getInt32(uint32_t(chunk * n)), k0);
         std::vector<size_t> regs;
         for (int i = 0; i < n / 2; ++i) regs.push_back(c_reg(tm, chunk * n / mi.n + i / 4, i % 4));
         std::vector<llvm::Value *> c;

@@ -143,11 +143,13 @@ std::vector<llvm::Value *> through_asm(llvm::IRBuilder<> &b, const std::string &
 
 }  // namespace
 
-llvm::Value *wgmma_descriptor(llvm::IRBuilder<> &b, llvm::Value *shared_address, int64_t leading_bytes, int64_t stride_bytes) {
+llvm::Value *wgmma_descriptor(llvm::IRBuilder<> &b, llvm::Value *shared_address, int64_t stride_bytes, int swizzle_mode) {
   llvm::Value *address = b.CreatePtrToInt(shared_address, b.getInt64Ty());
   llvm::Value *start = b.CreateLShr(b.CreateAnd(address, b.getInt64(0x3FFFF)), 4);  // bits 0-13: the address / 16
-  uint64_t offsets = (uint64_t(leading_bytes >> 4) & 0x3FFF) << 16 | (uint64_t(stride_bytes >> 4) & 0x3FFF) << 32;  // bits 16-29, 32-45; swizzle 0
-  return b.CreateOr(start, b.getInt64(offsets));
+  // Bits 16-29: the leading offset / 16; 32-45: the stride offset / 16; 49-51: the base
+  // offset, 0 (tiles start on the swizzle's 8-row boundary); 62-63: the swizzle mode.
+  uint64_t fields = uint64_t(1) << 16 | (uint64_t(stride_bytes >> 4) & 0x3FFF) << 32 | uint64_t(swizzle_mode & 3) << 62;
+  return b.CreateOr(start, b.getInt64(fields));
 }
 
 void fence_proxy_async(llvm::IRBuilder<> &b) { through_asm(b, "fence.proxy.async.shared::cta;", {}); }

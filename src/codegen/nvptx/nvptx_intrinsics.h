@@ -38,10 +38,11 @@ std::vector<llvm::Value *> mma_sync(llvm::IRBuilder<> &b, const MatrixInstructio
 // wgmma.mma_async, and the rest are written the same way so that the SIMT emulator
 // (tests/support/nvvm_on_host.cpp) recognizes one family of texts.
 //
-// A shared-memory matrix descriptor without swizzling: the operand's start address, the
-// leading byte offset (between core matrices adjacent along k) and the stride byte offset
-// (between 8-row groups along m or n); gpu/staged_tile.h lays tiles out to match.
-llvm::Value *wgmma_descriptor(llvm::IRBuilder<> &b, llvm::Value *shared_address, int64_t leading_bytes, int64_t stride_bytes);
+// A shared-memory matrix descriptor of a swizzled K-major operand (gpu/staged_tile.h): the
+// start address, the stride byte offset (between 8-row groups along m or n) and the swizzle
+// mode (1: 128 bytes, 2: 64, 3: 32). The leading byte offset is unused by swizzled K-major
+// operands whose k step fits one swizzled row; it is given as 1, as CUTLASS does.
+llvm::Value *wgmma_descriptor(llvm::IRBuilder<> &b, llvm::Value *shared_address, int64_t stride_bytes, int swizzle_mode);
 // fence.proxy.async.shared::cta: this thread's ordinary shared-memory writes (stores,
 // cp.async) become visible to wgmma's operand reads, which go through the async proxy, once
 // a barrier follows.
