@@ -12,7 +12,7 @@
 #   against the fake driver: everything compiles and launches, nothing executes, comparisons and timings skip.
 # Sections: gpu-kernels, gpu-runtime, gpu-engine (tests/gpu, one process per file: a sticky CUDA error stays in its
 #   file), runtime-tests (tests/runtime), kdsl-run-smoke (aidreams260K on the GPU against the CPU), baselines
-#   (torch, Triton), bench-cuda, bench-engine-llama3-8b (bf16; its 16 GB model is written in the background from
+#   (torch, Triton), bench-cuda, bench-cuda-sm90 (the sweep on sm_90's mma.sync where Hopper runs sm_90a's wgmma), bench-engine-llama3-8b (bf16; its 16 GB model is written in the background from
 #   the start), bench-engine-llama3-8b-q8_0 (the same shape in Q8_0, written by the section), profile-decode-llama3-8b
 #   (KDSL_PROFILE: each kernel's GPU time in decode steps), kernel-dumps (kdsl-compile for sm_90a and the kernel cache, compressed).
 # A section is ok, FAILED, TIMEOUT or skipped (with the reason; a test that prints "skipped:" makes its section
@@ -248,6 +248,9 @@ run_section baselines 120 gpu bash -c baselines
 [ -f "$OUT/baselines.json" ] || echo '{}' >"$OUT/baselines.json"
 
 run_section bench-cuda 150 gpu "$BIN/kdsl-bench-cuda" --baselines "$OUT/baselines.json" --json "$OUT/bench-cuda.json" $([ $FAKE = 1 ] && echo --quick)
+# The same sweep on sm_90 code (mma.sync) on a Hopper GPU, which otherwise runs sm_90a's wgmma: the two side by side.
+run_section bench-cuda-sm90 150 gpu env KDSL_CUDA_ARCH=sm_90 "$BIN/kdsl-bench-cuda" --baselines "$OUT/baselines.json" \
+  --json "$OUT/bench-cuda-sm90.json" $([ $FAKE = 1 ] && echo --quick)
 
 bench_engine() {
   if [ "$FAKE" = 1 ]; then  # no 16 GB model for a driver that runs nothing: the tiny preset exercises the path
@@ -334,7 +337,8 @@ for line in open(os.path.join(out, "sections.tsv")):
     name, status, reason, seconds = line.rstrip("\n").split("\t")
     sections.append({"section": name, "status": status, "reason": reason, "seconds": int(seconds)})
 json.dump({"summary": open(os.path.join(out, "summary.txt")).read().splitlines()[:3], "sections": sections,
-           "baselines": load("baselines.json"), "bench_cuda": load("bench-cuda.json")}, open(os.path.join(out, "results.json"), "w"), indent=1)
+           "baselines": load("baselines.json"), "bench_cuda": load("bench-cuda.json"),
+           "bench_cuda_sm90": load("bench-cuda-sm90.json")}, open(os.path.join(out, "results.json"), "w"), indent=1)
 EOF
 echo
 table

@@ -436,6 +436,47 @@ TEST_CASE("fake driver: a GPU newer than sm_90 (compute capability 10.0) gets PT
   CHECK(std::string(fake().last_launch()->function) == "kdsl_fake_saxpy");
 }
 
+TEST_CASE("fake driver: KDSL_CUDA_ARCH picks another target the GPU runs (sm_90 or sm_80 PTX on a 9.0 GPU), and refuses what it cannot run") {
+  struct Arch {
+    explicit Arch(const char *v) { setenv("KDSL_CUDA_ARCH", v, 1); }
+    ~Arch() { unsetenv("KDSL_CUDA_ARCH"); }
+  };
+  auto target_of = [](Device &gpu) { return gpu.impl().target().arch; };
+  {
+    Device hopper = fake_gpu();
+    CHECK(target_of(hopper) == "sm_90a");
+  }
+  {
+    Arch a("sm_90");
+    Device gpu = fake_gpu();
+    CHECK(target_of(gpu) == "sm_90");
+    CHECK_FALSE(static_cast<detail::CudaDevice &>(gpu.impl()).embeds_ptx());
+  }
+  {
+    Arch a("sm_80");  // another major: its PTX, compiled by the driver
+    Device gpu = fake_gpu();
+    CHECK(target_of(gpu) == "sm_90 (sm_80 PTX)");
+    CHECK(static_cast<detail::CudaDevice &>(gpu.impl()).embeds_ptx());
+  }
+  {
+    Arch a("sm_99");
+    CHECK_THROWS_WITH_AS(fake_gpu(), doctest::Contains("KDSL_CUDA_ARCH=sm_99: not an NVIDIA target kdsl knows (sm_75, sm_80, sm_90, sm_90a)"), Error);
+  }
+  {
+    Arch a("gfx942");
+    CHECK_THROWS_WITH_AS(fake_gpu(), doctest::Contains("not an NVIDIA target"), Error);
+  }
+  {
+    Arch a("sm_90a");
+    fake().set_compute_capability(10, 0);
+    CHECK_THROWS_WITH_AS(fake_gpu(), doctest::Contains("KDSL_CUDA_ARCH=sm_90a: CUDA device 0 (Fake GPU) (compute capability 10.0) cannot run it (its code runs on compute capability 9.0 alone)"),
+                         Error);
+    fake().set_compute_capability(8, 0);
+    CHECK_THROWS_WITH_AS(fake_gpu(), doctest::Contains("cannot run it"), Error);
+    fake().set_compute_capability(9, 0);
+  }
+}
+
 TEST_CASE("fake driver: the ptxas and libdevice versions are in the cache key; another ptxas compiles afresh") {
   std::string ptxas = codegen::nvptx::find_ptxas();
   const std::string features = fake_gpu().impl().target().features;

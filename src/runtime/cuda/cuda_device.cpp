@@ -2,6 +2,10 @@
 #include "runtime/cuda/cuda_device.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstdlib>
 
 #include <kdsl/error.h>
 
@@ -9,6 +13,35 @@
 #include "runtime/launch_profile.h"
 
 namespace kdsl::detail {
+namespace {
+
+// The code a GPU of compute capability major.minor runs: sm_80 cubins on 8.x (forward
+// compatible within a major), sm_90a on 9.0 (H100, H200: wgmma), sm_90 PTX, which the driver
+// compiles at load, on later majors (sm_90a code runs on 9.0 alone). KDSL_CUDA_ARCH=<target>
+// asks for another target the GPU can run (sm_80 or sm_90 on an H200, to set mma.sync against
+// wgmma), as PTX where its cubin would not load.
+struct DeviceCode {
+  std::string arch;
+  bool ptx = false;
+};
+
+DeviceCode code_for(int major, int minor, const std::string &device) {
+  const char *asked = std::getenv("KDSL_CUDA_ARCH");
+  if (!asked || !*asked) return major > 9 ? DeviceCode{"sm_90", true} : major == 9 ? DeviceCode{"sm_90a", false} : DeviceCode{"sm_80", false};
+  std::vector<std::string> nvidia;
+  for (const std::string &name : codegen::target_names())
+    if (codegen::target_info(name).backend == "cuda") nvidia.push_back(name);
+  if (std::find(nvidia.begin(), nvidia.end(), asked) == nvidia.end())
+    throw Error(fmt::format("KDSL_CUDA_ARCH={}: not an NVIDIA target kdsl knows ({})", asked, fmt::join(nvidia, ", ")));
+  int cc = codegen::target_info(asked).compute_capability, have = major * 10 + minor;
+  bool specific = std::string(asked).ends_with("a");  // sm_90a: that GPU alone
+  if (cc > have || (specific && cc != have))
+    throw Error(fmt::format("KDSL_CUDA_ARCH={}: {} (compute capability {}.{}) cannot run it{}", asked, device, major, minor,
+                            specific ? fmt::format(" (its code runs on compute capability {}.{} alone)", cc / 10, cc % 10) : ""));
+  return {asked, cc / 10 != major};
+}
+
+}  // namespace
 
 CudaDevice::CudaDevice(int ordinal, const cuda::Driver &driver) : drv_(driver), ordinal_(ordinal) {
   int count = 0;
@@ -27,11 +60,9 @@ CudaDevice::CudaDevice(int ordinal, const cuda::Driver &driver) : drv_(driver), 
   int major = attribute(cuda::kAttrComputeCapabilityMajor, "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)");
   int minor = attribute(cuda::kAttrComputeCapabilityMinor, "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)");
   if (major < 8) throw Error(fmt::format("CUDA device {} ({}) is sm_{}{}; kdsl's NVIDIA backend needs sm_80 or newer", ordinal, name, major, minor));
-  // sm_8x runs sm_80 code (cubins are forward compatible within a major only); Hopper (9.0)
-  // runs sm_90a, its own architecture-specific code with wgmma. Later majors (10.x, 12.x) run
-  // sm_90 PTX, which their driver compiles at load (sm_90a code runs on 9.0 alone).
-  info_ = codegen::target_info(major > 9 ? "sm_90" : major == 9 ? "sm_90a" : "sm_80");
-  embeds_ptx_ = major > 9;
+  DeviceCode code = code_for(major, minor, fmt::format("CUDA device {} ({})", ordinal, name));
+  info_ = codegen::target_info(code.arch);
+  embeds_ptx_ = code.ptx;
   info_.sm_count = attribute(cuda::kAttrMultiprocessorCount, "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
   info_.warp_size = attribute(cuda::kAttrWarpSize, "cuDeviceGetAttribute(WARP_SIZE)");
   info_.max_threads_per_block = attribute(cuda::kAttrMaxThreadsPerBlock, "cuDeviceGetAttribute(MAX_THREADS_PER_BLOCK)");

@@ -30,8 +30,9 @@ class CudaDevice final : public Backend {
  public:
   // Opens GPU `ordinal` (its primary context). Throws kdsl::Error when there is no driver,
   // no such GPU, or the GPU is older than sm_80.
-  // GPUs newer than the newest cubin target kdsl knows (sm_90: compute capability 10.x, 12.x)
-  // get PTX for sm_90, which their driver compiles at load; an sm_90 cubin would not load.
+  // Compute capability 8.x gets sm_80 cubins, 9.0 sm_90a (wgmma); GPUs newer than the newest
+  // cubin target kdsl knows (10.x, 12.x) get PTX for sm_90, which their driver compiles at
+  // load. KDSL_CUDA_ARCH=<target> picks another target the GPU can run (cuda_device.cpp).
   explicit CudaDevice(int ordinal) : CudaDevice(ordinal, cuda::driver()) {}
   // The same through an explicit driver, which must outlive the device (tests load a fake one).
   CudaDevice(int ordinal, const cuda::Driver &driver);
