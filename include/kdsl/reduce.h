@@ -132,10 +132,17 @@ Block<E, DI...> gather(const Block<E, D...> &src, const Block<I, DI...> &index, 
   return detail::emit_as<Block<E, DI...>>(OpKind::Gather, {src.id(), index.id()}, {a});
 }
 
+// How dot multiplies f32 inputs. IEEE: exact products, f32 sums. TF32 lets a GPU's tensor
+// cores (NVIDIA sm_80+, mma.sync m16n8k8) multiply them with TF32's 10-bit mantissa, each
+// input's low 13 bits ignored, for several times the FMA rate (Triton's
+// input_precision="tf32"); on the CPU, and for dots the tensor cores cannot tile, a TF32 dot
+// is an IEEE one. Other input types have one precision.
+enum class DotPrecision { IEEE, TF32 };
+
 // acc + a @ b for a [M, K] and b [K, N]: f16, bf16 and f32 inputs accumulate in f32, i8 and u8
 // in i32 (exact: products and sums wrap as two's-complement i32 would, never saturate).
 template <class E, int M, int K, int K2, int N, class A>
-Block<A, M, N> dot(const Block<E, M, K> &a, const Block<E, K2, N> &b, const Block<A, M, N> &acc) {
+Block<A, M, N> dot(const Block<E, M, K> &a, const Block<E, K2, N> &b, const Block<A, M, N> &acc, DotPrecision precision = DotPrecision::IEEE) {
   if constexpr (K != K2) {
     KDSL_STATIC_FAIL(detail::TextBuffer{}.add("dot: inner dimensions differ: a is ").add_shape(Block<E, M, K>::dims).add(" and b is ").add_shape(Block<E, K2, N>::dims),
                      "dot: the inner dimensions of a and b differ");
@@ -144,13 +151,17 @@ Block<A, M, N> dot(const Block<E, M, K> &a, const Block<E, K2, N> &b, const Bloc
                 "dot inputs must be f32, f16, bf16, i8 or u8");
   if constexpr (std::is_same_v<E, i8> || std::is_same_v<E, u8>) static_assert(std::is_same_v<A, i32>, "dot of i8 or u8 blocks accumulates in i32");
   else static_assert(std::is_same_v<A, f32>, "dot of floating-point blocks accumulates in f32");
+  if (precision == DotPrecision::TF32) {
+    if constexpr (!std::is_same_v<E, f32>) throw Error("dot: DotPrecision::TF32 is for f32 inputs; these are " + std::string(E::text));
+    return detail::emit_as<Block<A, M, N>>(OpKind::Dot, {a.id(), b.id(), acc.id()}, {int64_t(DotPrecision::TF32)});
+  }
   return detail::emit_as<Block<A, M, N>>(OpKind::Dot, {a.id(), b.id(), acc.id()});
 }
 
 template <class E, int M, int K, int K2, int N>
-auto dot(const Block<E, M, K> &a, const Block<E, K2, N> &b) {
+auto dot(const Block<E, M, K> &a, const Block<E, K2, N> &b, DotPrecision precision = DotPrecision::IEEE) {
   using A = std::conditional_t<std::is_same_v<E, i8> || std::is_same_v<E, u8>, i32, f32>;
-  return dot(a, b, zeros<A, M, N>());
+  return dot(a, b, zeros<A, M, N>(), precision);
 }
 
 // --- grouped integer dot products ---------------------------------------------------------

@@ -149,7 +149,7 @@ llvm::Value *ElementSemantics::elementwise(OpKind kind, const ir::Type &out, std
     case OpKind::Add: return fp ? fin(b_.CreateFAdd(a(0), a(1))) : b_.CreateAdd(a(0), a(1));
     case OpKind::Sub: return fp ? fin(b_.CreateFSub(a(0), a(1))) : b_.CreateSub(a(0), a(1));
     case OpKind::Mul: return fp ? fin(b_.CreateFMul(a(0), a(1))) : b_.CreateMul(a(0), a(1));
-    case OpKind::Div: return fp ? fin(b_.CreateFDiv(a(0), a(1))) : sign ? b_.CreateSDiv(a(0), a(1)) : b_.CreateUDiv(a(0), a(1));
+    case OpKind::Div: return fp ? fin(divide(a(0), a(1))) : sign ? b_.CreateSDiv(a(0), a(1)) : b_.CreateUDiv(a(0), a(1));
     case OpKind::Rem: return fp ? fin(math(OpKind::Rem, a(0), a(1))) : sign ? b_.CreateSRem(a(0), a(1)) : b_.CreateURem(a(0), a(1));
     case OpKind::Min:
       return fp ? intrinsic(llvm::Intrinsic::minnum, {a(0), a(1)}) : intrinsic(sign ? llvm::Intrinsic::smin : llvm::Intrinsic::umin, {a(0), a(1)});

@@ -40,6 +40,8 @@ class ElementSemantics {
   virtual llvm::Value *widen_f16(llvm::Value *half_value) { return b_.CreateFPExt(half_value, b_.getFloatTy()); }
   // exp, exp2, log, log2, sqrt, rsqrt, sin, cos, tanh, sigmoid, erf of an f32; fmod for rem, powf for pow.
   virtual llvm::Value *math(OpKind kind, llvm::Value *x, llvm::Value *y) = 0;
+  // x / y of f32s: IEEE-rounded unless the target divides otherwise (GpuTarget::divide).
+  virtual llvm::Value *divide(llvm::Value *x, llvm::Value *y) { return b_.CreateFDiv(x, y); }
 
   llvm::IRBuilder<> &b_;
   llvm::Module &m_;

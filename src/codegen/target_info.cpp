@@ -11,10 +11,13 @@ namespace kdsl::codegen {
 namespace {
 
 std::vector<MatrixInstruction> ampere_mma() {
+  MatrixInstruction tf32{"mma.sync.m16n8k8.tf32", 16, 8, 8, DType::F32, DType::F32, DType::F32};
+  tf32.tf32 = true;
   return {
       {"mma.sync.m16n8k16", 16, 8, 16, DType::F16, DType::F16, DType::F32},
       {"mma.sync.m16n8k16", 16, 8, 16, DType::BF16, DType::BF16, DType::F32},
       {"mma.sync.m16n8k32", 16, 8, 32, DType::I8, DType::I8, DType::I32},
+      tf32,
   };
 }
 

@@ -33,6 +33,9 @@ struct MatrixInstruction {
   // covers n = any multiple of `n` up to max_n of a warpgroup's columns.
   bool descriptor_operands = false;
   int max_n = 0;
+  // f32 inputs multiplied as TF32: taken only by dots that ask for it (DotPrecision::TF32),
+  // never by an IEEE f32 dot.
+  bool tf32 = false;
 };
 
 // Targets are data (CONVENTIONS point 5): the lowering reads these fields and never tests

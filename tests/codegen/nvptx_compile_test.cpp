@@ -103,6 +103,15 @@ TEST_CASE("nvptx: a multiply feeding an add is contracted to fma.rn.f32, as Trit
   CHECK_FALSE(contains(ptx, "mul.rn.f32"));  // the separately rounded product of an uncontracted lowering
 }
 
+TEST_CASE("nvptx: f32 division is div.full.f32 (2 ulp, as Triton divides), not IEEE div.rn.f32") {
+  for (const char *name : {"softmax", "layer_norm"}) {
+    CAPTURE(name);
+    std::string ptx = compile(find(name), "sm_90a").ptx;
+    CHECK(contains(ptx, "div.full.f32"));
+    CHECK_FALSE(contains(ptx, "div.rn.f32"));
+  }
+}
+
 TEST_CASE("nvptx: softmax reduces across lanes with shfl.sync and across warps through shared memory; exp is ex2.approx") {
   codegen::CompiledObject obj = compile(find("softmax"), "sm_90");
   CHECK(contains(obj.ptx, "shfl.sync.bfly.b32"));
@@ -207,8 +216,8 @@ TEST_CASE("nvptx: unknown targets and too many warps are user errors naming what
   CHECK_THROWS_WITH_AS(codegen::compile(tools::trace_kernel(add.signature, tools::parse_specialization("none", add.signature)), "k",
                                         codegen::Target::named("sm_80"), options),
                        doctest::Contains("num_warps = 64"), Error);
-  CHECK(codegen::target_info("sm_90").matrix_instructions.size() == 3);
-  CHECK(codegen::target_info("sm_90a").matrix_instructions.size() == 5);  // wgmma f16, bf16, then sm_80's mma.sync
+  CHECK(codegen::target_info("sm_90").matrix_instructions.size() == 4);   // mma.sync f16, bf16, i8, tf32
+  CHECK(codegen::target_info("sm_90a").matrix_instructions.size() == 6);  // wgmma f16, bf16, then sm_80's mma.sync
   CHECK(codegen::target_info("sm_75").matrix_instructions.empty());
   CHECK(codegen::target_info("sm_80").warp_size == 32);
 }

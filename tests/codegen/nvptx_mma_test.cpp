@@ -530,3 +530,27 @@ TEST_CASE("wgmma plan: warps stacked along m; A copied ahead as core matrices, B
   Planned small = plan_for("attention_tile", "sm_90a");
   for (const ir::Op *dot : small.ops(OpKind::Dot)) CHECK(small.plan.instruction_of(dot) == 2);
 }
+
+// --- TF32: f32 dots that ask for it -------------------------------------------------------
+
+TEST_CASE("nvptx mma: a dot of f32 blocks with DotPrecision::TF32 is mma.sync m16n8k8 .tf32 (sm_80, sm_90, sm_90a); an IEEE one stays on FMAs, warning of nothing") {
+  bool have_ptxas = !codegen::nvptx::find_ptxas().empty();
+  for (const char *arch : {"sm_80", "sm_90", "sm_90a"}) {
+    CAPTURE(arch);
+    codegen::CompiledObject tf32 = compile("matmul_tf32", arch);
+    CHECK(contains(tf32.ptx, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"));
+    CHECK(contains(tf32.ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"));  // A as 8 x 4 words; B staged [n][k] through registers
+    CHECK(tf32.warnings.empty());
+    codegen::CompiledObject ieee = compile("matmul_f32", arch);
+    CHECK_FALSE(contains(ieee.ptx, "mma.sync"));
+    CHECK(ieee.warnings.empty());
+    if (!have_ptxas) continue;
+    REQUIRE(tf32.resources.assembled);
+    CHECK(tf32.resources.spill_store_bytes == 0);
+  }
+  Planned p = plan_for("matmul_tf32");
+  CHECK(p.plan.instruction_of(p.ops(OpKind::Dot)[0]) == 3);  // sm_80's fourth entry
+  REQUIRE(p.plan.pipelined.size() == 1);                      // A copied ahead; B through registers
+  CHECK(p.plan.pipelined[0].operand == 0);
+  CHECK(plan_for("matmul_f32").plan.dot_instruction.empty());
+}

@@ -103,6 +103,22 @@ void tiled_matmul_nt(Ptr<T> a, Ptr<T> w, Ptr<f32> c, Scalar<i32> M, Scalar<i32> 
   store(c + row * N + col, acc, row < M && col < N);
 }
 
+// C = A B of f32 blocks multiplied as TF32 (DotPrecision::TF32).
+template <int BM, int BN, int BK>
+void tiled_matmul_tf32(Ptr<f32> a, Ptr<f32> b, Ptr<f32> c, Scalar<i32> M, Scalar<i32> N, Scalar<i32> K) {
+  auto row = expand_dims<1>(program_id(0) * BM + arange<BM>());
+  auto col = expand_dims<0>(program_id(1) * BN + arange<BN>());
+  auto rk = arange<BK>();
+  auto acc = for_range(0, K, BK, zeros<f32, BM, BN>(), [&](auto k, auto acc) {
+    auto ka = expand_dims<0>(k + rk);
+    auto kb = expand_dims<1>(k + rk);
+    auto ta = load(a + row * K + ka, row < M && ka < K, 0);
+    auto tb = load(b + kb * N + col, kb < K && col < N, 0);
+    return dot(ta, tb, acc, DotPrecision::TF32);
+  });
+  store(c + row * N + col, acc, row < M && col < N);
+}
+
 // An epilogue on the accumulator: scaled, clamped at zero and stored as f16 (a narrow store:
 // the accumulator is converted to a blocked layout through shared memory), plus its row sums
 // (a reduction in the accumulator's layout).
@@ -186,6 +202,7 @@ inline std::vector<tools::NamedKernel> all_kernels() {
   k.push_back(tools::named_kernel<tiled_matmul<i8, i32, 64, 64, 64>>("matmul_i8", 4));
   k.push_back(tools::named_kernel<matmul_relu_f16<64, 32, 32>>("matmul_relu_f16", 4));
   k.push_back(tools::named_kernel<attention_tile<32, 32, 64>>("attention_tile", 4));
+  k.push_back(tools::named_kernel<tiled_matmul_tf32<64, 64, 32>>("matmul_tf32", 4));
   // B as trans(W[N][K]); on sm_90a: one wgmma of n = 256, and two warpgroups at 8 warps.
   k.push_back(tools::named_kernel<tiled_matmul_nt<f16, 64, 256, 32>>("matmul_nt_f16_64x256", 4));
   k.push_back(tools::named_kernel<tiled_matmul_nt<bf16, 128, 64, 64>>("matmul_nt_bf16_128x64_w8", 8));

@@ -16,7 +16,10 @@ namespace {
 using llvm::Intrinsic::ID;
 
 int mma_instruction_index(ID id) {
-  DType a = id == llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32 ? DType::F16 : id == llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16 ? DType::BF16 : DType::I8;
+  DType a = id == llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32 ? DType::F16
+            : id == llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16  ? DType::BF16
+            : id == llvm::Intrinsic::nvvm_mma_m16n8k8_row_col_tf32   ? DType::F32
+                                                                     : DType::I8;
   const auto &list = codegen::target_info("sm_80").matrix_instructions;
   for (size_t i = 0; i < list.size(); ++i)
     if (list[i].a == a) return int(i);
@@ -78,10 +81,12 @@ llvm::Value *wgmma_call(llvm::IRBuilder<> &b, llvm::CallInst *c, int n, bool bf1
 }
 
 // Inline PTX the NVPTX hooks emit: dp4a.{s32|u32}.{s32|u32} $0, $1, $2, $3 (d = a . b + c),
+// div.full.f32 (an IEEE division here: within its 2 ulp),
 // and Hopper's wgmma family (nvptx_intrinsics.h), whose fences and waits only order: their
 // outputs are their inputs, and wgmma completes at once here.
 std::optional<llvm::Value *> inline_ptx(llvm::IRBuilder<> &b, llvm::CallInst *c) {
   std::string text = llvm::cast<llvm::InlineAsm>(c->getCalledOperand())->getAsmString();
+  if (text == "div.full.f32 $0, $1, $2;") return b.CreateFDiv(c->getArgOperand(0), c->getArgOperand(1));
   if (text == "fence.proxy.async.shared::cta;" || text == "wgmma.commit_group.sync.aligned;") return nullptr;
   if (text == "wgmma.fence.sync.aligned;" || text.starts_with("wgmma.wait_group.sync.aligned ")) return pass_through(b, c, 0);
   for (const char *type : {"f16", "bf16"})
@@ -120,7 +125,8 @@ std::optional<llvm::Value *> nvvm_on_host(llvm::IRBuilder<> &b, llvm::CallInst *
     case llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16: return ldmatrix_call(b, c, id);
     case llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32:
     case llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16:
-    case llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_s8: return mma_call(b, c, id);
+    case llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_s8:
+    case llvm::Intrinsic::nvvm_mma_m16n8k8_row_col_tf32: return mma_call(b, c, id);
     case llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s:
       return host(&cp_async_16, none,
                   {b.CreatePtrToInt(c->getArgOperand(0), b.getInt64Ty()), b.CreatePtrToInt(c->getArgOperand(1), b.getInt64Ty()), c->getArgOperand(2)});

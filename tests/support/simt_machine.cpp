@@ -35,6 +35,7 @@ double fragment_value(DType t, uint32_t reg, int i) {
   switch (t) {
     case DType::F16: return f16_bits_to_f32(uint16_t(reg >> (16 * i)));
     case DType::BF16: return bf16_bits_to_f32(uint16_t(reg >> (16 * i)));
+    case DType::F32: return std::bit_cast<float>(reg & 0xFFFFE000u);  // tf32: the low 13 mantissa bits ignored
     default: return int8_t(uint8_t(reg >> (8 * i)));
   }
 }

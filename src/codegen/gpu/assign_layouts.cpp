@@ -130,10 +130,11 @@ void choose_mma_layouts(const ir::Function &fn, const TargetInfo &target, int nu
     if (op.kind != OpKind::Dot) return;
     const ir::Type &at = fn.type(op.operands[0]), &bt = fn.type(op.operands[1]), &ct = fn.type(op.results[0]);
     int64_t m = ct.shape[0], n = ct.shape[1], k = at.shape[1];
+    const bool tf32 = !op.ints.empty() && op.ints[0] == 1;  // DotPrecision::TF32
     std::vector<std::string> why_not;  // per instruction of the dot's types that does not fit
     for (size_t i = 0; i < target.matrix_instructions.size(); ++i) {
       const MatrixInstruction &mi = target.matrix_instructions[i];
-      if (mi.a != at.elem || mi.b != bt.elem || mi.acc != ct.elem) continue;
+      if (mi.a != at.elem || mi.b != bt.elem || mi.acc != ct.elem || mi.tf32 != tf32) continue;
       std::string tile = fmt::format("{} ({} x {} x {})", mi.name, mi.m, mi.n, mi.k);
       if (m % mi.m || n % mi.n || k % mi.k) {
         why_not.push_back(fmt::format("{}: m, n, k = {}, {}, {} are not multiples of its tile", tile, m, n, k));

@@ -15,6 +15,7 @@ class GpuElements final : public ElementSemantics {
 
  protected:
   llvm::Value *math(OpKind kind, llvm::Value *x, llvm::Value *y) override { return target_.math(b_, m_, kind, x, y); }
+  llvm::Value *divide(llvm::Value *x, llvm::Value *y) override { return target_.divide(b_, x, y); }
 
  private:
   GpuTarget &target_;

@@ -47,6 +47,10 @@ class GpuTarget {
   // (which compile() links in afterwards).
   virtual llvm::Value *math(llvm::IRBuilder<> &b, llvm::Module &m, OpKind kind, llvm::Value *x, llvm::Value *y) = 0;
 
+  // x / y of f32s. IEEE-rounded here; NVIDIA overrides it with div.full.f32 (within 2 ulp
+  // over the whole range, a fraction of div.rn's instructions), as Triton divides.
+  virtual llvm::Value *divide(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) { return b.CreateFDiv(x, y); }
+
   // Makes `f` a kernel entry launched with at most `threads` threads per block.
   virtual void mark_kernel(llvm::Function *f, int threads) = 0;
 

@@ -10,11 +10,12 @@
 
 namespace kdsl::codegen::nvptx {
 
-// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 and
-// mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 are warp-wide: the 32 lanes together
+// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32,
+// mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 and
+// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 are warp-wide: the 32 lanes together
 // hold A (16 x k), B (k x 8) and C/D (16 x 8), each lane a few 32-bit registers. Write
 //   g = lane / 4 (the "groupID"), t = lane % 4 ("threadID_in_group"),
-//   e = 4 / element bytes (elements per 32-bit register: 2 for f16/bf16, 4 for s8).
+//   e = 4 / element bytes (elements per 32-bit register: 2 for f16/bf16, 4 for s8, 1 for tf32).
 // PTX ISA 8.x, "Matrix Fragments for mma.m16n8k16 with floating point type" and "... for
 // mma.m16n8k32" (element i of a lane's fragment, registers holding e consecutive i each,
 // the lowest i in the lowest bits):
@@ -24,11 +25,13 @@ namespace kdsl::codegen::nvptx {
 //           col = 2t + (i & 1), plus 8 for i >= 4
 //     s8:   row = g      for i in {0..3, 8..11}, g + 8 otherwise
 //           col = 4t + (i & 3), plus 16 for i >= 8
+//     tf32 (a0..a3): row = g for i in {0, 2}, g + 8 otherwise; col = t, plus 4 for i >= 2
 //     So register j (0..3) holds row g + 8 (j & 1), columns e t .. e t + e - 1 of the
 //     k-half j >> 1: an 8 x 8 matrix of 16-bit pairs per register, rows of 16 bytes.
 //   B, 2 registers (b0..b3 for f16, b0..b7 for s8), "col": consecutive elements run down k:
 //     f16:  row (k) = 2t + (i & 1), plus 8 for i >= 2;   col (n) = g
 //     s8:   row (k) = 4t + (i & 3), plus 16 for i >= 4;  col (n) = g
+//     tf32: row (k) = t, plus 4 for i = 1;                col (n) = g
 //     Register j holds n = g, k = e t .. e t + e - 1 of the k-half j: the same 8 x 8
 //     pattern over B transposed (n rows, k contiguous).
 //   C and D, 4 registers (f32 or s32, one element each), for both instructions:
@@ -69,7 +72,8 @@ struct FragmentElement {
   int row, col;  // A: (m, k); B: (k, n); C: (m, n)
 };
 
-// Element i of `lane`'s A, B or C fragment for `instruction` (m16n8k16 f16/bf16, m16n8k32 s8).
+// Element i of `lane`'s A, B or C fragment for `instruction` (m16n8k16 f16/bf16, m16n8k32 s8,
+// m16n8k8 tf32).
 FragmentElement mma_a_element(const MatrixInstruction &instruction, int lane, int i);
 FragmentElement mma_b_element(const MatrixInstruction &instruction, int lane, int i);
 FragmentElement mma_c_element(const MatrixInstruction &instruction, int lane, int i);
@@ -81,8 +85,8 @@ FragmentElement mma_c_element(const MatrixInstruction &instruction, int lane, in
 // n8 tile of mma.sync's C fragment. A and B are read from shared memory (staged_tile.h).
 FragmentElement wgmma_c_element(int thread, int i);
 
-int mma_a_elements(const MatrixInstruction &instruction);  // per lane: 8 (f16), 16 (s8)
-int mma_b_elements(const MatrixInstruction &instruction);  // per lane: 4 (f16), 8 (s8)
+int mma_a_elements(const MatrixInstruction &instruction);  // per lane: 8 (f16), 16 (s8), 4 (tf32)
+int mma_b_elements(const MatrixInstruction &instruction);  // per lane: 4 (f16), 8 (s8), 2 (tf32)
 constexpr int kMmaCElements = 4;
 
 using gpu::mma_b_transposed_load;  // staged_tile.h: the staged tiles these fragments are read from

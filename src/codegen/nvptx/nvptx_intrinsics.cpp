@@ -72,6 +72,8 @@ std::vector<llvm::Value *> mma_sync(llvm::IRBuilder<> &b, const MatrixInstructio
     id = llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16;
   } else if (mi.m == 16 && mi.n == 8 && mi.k == 32 && mi.a == DType::I8 && mi.b == DType::I8 && mi.acc == DType::I32) {
     id = llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_s8;
+  } else if (mi.m == 16 && mi.n == 8 && mi.k == 8 && mi.tf32 && mi.acc == DType::F32) {
+    id = llvm::Intrinsic::nvvm_mma_m16n8k8_row_col_tf32;  // f32 bits; the low 13 of each ignored
   } else {
     internal_error(std::string("nvptx: no mma.sync intrinsic for ") + mi.name);
   }
@@ -105,6 +107,11 @@ llvm::Value *emit_math(llvm::IRBuilder<> &b, llvm::Module &m, OpKind kind, llvm:
     case OpKind::Rem: return libdevice(b, m, "__nv_fmodf", {x, y});
     default: internal_error(std::string("nvptx: no math lowering for ") + ir::op_name(kind));
   }
+}
+
+llvm::Value *div_full(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {
+  llvm::Type *f32 = b.getFloatTy();
+  return b.CreateCall(llvm::InlineAsm::get(llvm::FunctionType::get(f32, {f32, f32}, false), "div.full.f32 $0, $1, $2;", "=f,f,f", /*hasSideEffects=*/false), {x, y});
 }
 
 llvm::Value *dp4a(llvm::IRBuilder<> &b, llvm::Value *a, llvm::Value *bw, llvm::Value *acc, bool a_signed, bool b_signed) {

@@ -29,8 +29,9 @@ void cp_async_16(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *global,
 void cp_async_commit_group(llvm::IRBuilder<> &b);
 void cp_async_wait_group(llvm::IRBuilder<> &b, int n);
 
-// mma.sync.aligned for `instruction` (m16n8k16 f16 or bf16 into f32, m16n8k32 s8 into s32):
-// returns d = a * b + c for this lane's 4 accumulators; a: 4 i32, b: 2 i32 (packed elements).
+// mma.sync.aligned for `instruction` (m16n8k16 f16 or bf16 into f32, m16n8k32 s8 into s32,
+// m16n8k8 tf32 into f32): returns d = a * b + c for this lane's 4 accumulators; a: 4 i32, b: 2
+// i32 (packed elements; tf32: one f32's bits each).
 std::vector<llvm::Value *> mma_sync(llvm::IRBuilder<> &b, const MatrixInstruction &instruction, const std::vector<llvm::Value *> &a,
                                     const std::vector<llvm::Value *> &bv, const std::vector<llvm::Value *> &c);
 
@@ -68,6 +69,10 @@ llvm::Value *emit_math(llvm::IRBuilder<> &b, llvm::Module &m, OpKind kind, llvm:
 // Marks `f` a kernel entry (calling convention and nvvm.annotations) launched with at most
 // `threads` threads per block.
 void mark_kernel(llvm::Function *f, int threads);
+
+// div.full.f32: x / y within 2 ulp over the whole range (LLVM 19 has no intrinsic for it;
+// its fdiv is div.rn, IEEE, several times the instructions).
+llvm::Value *div_full(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y);
 
 // dp4a.{s32|u32}.{s32|u32} (sm_61 and newer): acc + the sum of the four byte products of a
 // and b, each byte signed or not. LLVM 19's NVPTX backend has no intrinsic for it, so it is

@@ -36,6 +36,7 @@ llvm::Value *NvptxTarget::grid_size(llvm::IRBuilder<> &b, int axis) { return nvp
 void NvptxTarget::barrier(llvm::IRBuilder<> &b) { nvptx::barrier(b); }
 llvm::Value *NvptxTarget::shuffle_xor(llvm::IRBuilder<> &b, llvm::Value *v, int lane_mask) { return nvptx::shuffle_xor(b, v, lane_mask); }
 llvm::Value *NvptxTarget::math(llvm::IRBuilder<> &b, llvm::Module &m, OpKind kind, llvm::Value *x, llvm::Value *y) { return emit_math(b, m, kind, x, y); }
+llvm::Value *NvptxTarget::divide(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) { return div_full(b, x, y); }
 void NvptxTarget::mark_kernel(llvm::Function *f, int threads) { nvptx::mark_kernel(f, threads); }
 llvm::Value *NvptxTarget::dot4(llvm::IRBuilder<> &b, llvm::Value *a, llvm::Value *bw, llvm::Value *acc, bool a_signed, bool b_signed) {
   return nvptx::dp4a(b, a, bw, acc, a_signed, b_signed);

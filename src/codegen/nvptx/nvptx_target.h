@@ -18,6 +18,7 @@ class NvptxTarget final : public gpu::GpuTarget {
   void barrier(llvm::IRBuilder<> &b) override;
   llvm::Value *shuffle_xor(llvm::IRBuilder<> &b, llvm::Value *v, int lane_mask) override;
   llvm::Value *math(llvm::IRBuilder<> &b, llvm::Module &m, OpKind kind, llvm::Value *x, llvm::Value *y) override;
+  llvm::Value *divide(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) override;
   void mark_kernel(llvm::Function *f, int threads) override;
   void print(llvm::IRBuilder<> &b, llvm::Module &m, const std::string &format, const std::vector<llvm::Value *> &args) override;
   void assert_fail(llvm::IRBuilder<> &b, llvm::Module &m, const std::string &format, const std::vector<llvm::Value *> &args,
