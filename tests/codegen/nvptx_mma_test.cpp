@@ -503,6 +503,15 @@ TEST_CASE("nvptx wgmma: f16 and bf16 matmuls on sm_90a are wgmma.mma_async over 
                          std::to_string(obj.resources.dynamic_shared_bytes) + " bytes shared";
     MESSAGE(report);
   }
+  // Attention at 64 rows: both dots on wgmma; P, the first's result, is the second's A from
+  // registers (a brace list of 4 words where a descriptor would be), so only K and V are staged.
+  std::string attention = compile("attention_tile_64", "sm_90a").ptx;
+  size_t count = 0;
+  for (size_t at = attention.find("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"); at != std::string::npos;
+       at = attention.find("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16", at + 1))
+    ++count;
+  CHECK(count == 8);  // 4 k steps of each dot
+  CHECK(contains(attention, "}, {%r"));
   // 32 rows: no warpgroup fits, so mma.sync; sm_90 (PTX any later GPU runs) has no wgmma.
   std::string small = compile("attention_tile", "sm_90a").ptx;
   CHECK(contains(small, "mma.sync.aligned.m16n8k16"));

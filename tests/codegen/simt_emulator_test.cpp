@@ -240,6 +240,9 @@ TEST_CASE("emulated sm_90a warpgroup MMA: f16 and bf16 matmuls (ragged sizes, 4 
   // same figure on these inputs); a misplaced element is off by O(1).
   std::vector<half> q = random_of<half>(32 * 64, rng), k = random_of<half>(32 * 64, rng), v = random_of<half>(32 * 64, rng);
   CHECK(compare(find("attention_tile"), grid(1), {array(q), array(k), array(v), array(std::vector<float>(32 * 64))}, hopper) <= 2e-2);
+  // 64 rows: both dots on wgmma, P the second's A from registers.
+  std::vector<half> q64 = random_of<half>(64 * 64, rng), k64 = random_of<half>(64 * 64, rng), v64 = random_of<half>(64 * 64, rng);
+  CHECK(compare(find("attention_tile_64"), grid(1), {array(q64), array(k64), array(v64), array(std::vector<float>(64 * 64))}, hopper) <= 2e-2);
 }
 
 TEST_CASE("emulated sm_90a warpgroup MMA: cp.async pipelines of 1 to 4 stages into core matrices, A alone and A and B") {

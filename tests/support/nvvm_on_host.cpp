@@ -80,6 +80,21 @@ llvm::Value *wgmma_call(llvm::IRBuilder<> &b, llvm::CallInst *c, int n, bool bf1
   return r;
 }
 
+// The same with A from registers (wgmma_text_register_a): 4 words of A, B's descriptor, then
+// the accumulators.
+llvm::Value *wgmma_register_a_call(llvm::IRBuilder<> &b, llvm::CallInst *c, int n, bool bf16) {
+  llvm::Type *f32 = b.getFloatTy(), *i32 = b.getInt32Ty();
+  unsigned count = unsigned(n / 2);
+  llvm::Value *a = stack_words(c, 4), *acc = stack_words(c, count);
+  for (unsigned i = 0; i < 4; ++i) b.CreateStore(c->getArgOperand(i), b.CreateConstInBoundsGEP1_32(i32, a, i));
+  for (unsigned i = 0; i < count; ++i) b.CreateStore(c->getArgOperand(5 + i), b.CreateConstInBoundsGEP1_32(f32, acc, i));
+  call_host(b, reinterpret_cast<const void *>(&wgmma_register_a), b.getVoidTy(), {a, c->getArgOperand(4), b.getInt32(uint32_t(n)), b.getInt32(bf16), acc});
+  if (count == 1) return b.CreateLoad(f32, acc);
+  llvm::Value *r = llvm::PoisonValue::get(c->getType());
+  for (unsigned i = 0; i < count; ++i) r = b.CreateInsertValue(r, b.CreateLoad(f32, b.CreateConstInBoundsGEP1_32(f32, acc, i)), i);
+  return r;
+}
+
 // Inline PTX the NVPTX hooks emit: dp4a.{s32|u32}.{s32|u32} $0, $1, $2, $3 (d = a . b + c),
 // div.full.f32 (an IEEE division here: within its 2 ulp),
 // and Hopper's wgmma family (nvptx_intrinsics.h), whose fences and waits only order: their
@@ -92,6 +107,7 @@ std::optional<llvm::Value *> inline_ptx(llvm::IRBuilder<> &b, llvm::CallInst *c)
   for (const char *type : {"f16", "bf16"})
     for (int n = 8; n <= 256; n += 8)
       if (text == codegen::nvptx::wgmma_text(n, type)) return wgmma_call(b, c, n, type[0] == 'b');
+      else if (text == codegen::nvptx::wgmma_text_register_a(n, type)) return wgmma_register_a_call(b, c, n, type[0] == 'b');
   for (const char *as : {"s32", "u32"})
     for (const char *bs : {"s32", "u32"})
       if (text == fmt::format("dp4a.{}.{} $0, $1, $2, $3;", as, bs))

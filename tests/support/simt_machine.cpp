@@ -151,6 +151,27 @@ void wgmma(uint64_t desc_a, uint64_t desc_b, int32_t n, int32_t bf16, float *d) 
   }
 }
 
+// Row r (0..63) of the warpgroup's A is held by warp r / 16, its rows 16 apart split as
+// g = r % 8 and the upper half r % 16 >= 8; k (0..15) by lane 4 g + (k % 8) / 2, in word
+// (upper) + 2 (k / 8), half k % 2 (mma_fragments.h's A table for m16n8k16).
+void wgmma_register_a(const uint32_t *a, uint64_t desc_b, int32_t n, int32_t bf16, float *d) {
+  std::memcpy(machine.fragments[size_t(this_thread)].data(), a, 16);
+  machine.sync->arrive_and_wait();
+  int thread = this_thread % 128, group_base = this_thread - thread;
+  auto a_element = [&](int row, int k) {
+    int warp = row / 16, g = row % 8, upper = (row % 16) / 8, lane = 4 * g + (k % 8) / 2;
+    uint32_t word = machine.fragments[size_t(group_base + 32 * warp + lane)][size_t(upper + 2 * (k / 8))];
+    return fragment_value(bf16 ? DType::BF16 : DType::F16, word, k % 2);
+  };
+  for (int i = 0; i < n / 2; ++i) {
+    codegen::nvptx::FragmentElement e = codegen::nvptx::wgmma_c_element(thread, i);
+    double sum = 0;
+    for (int k = 0; k < 16; ++k) sum += a_element(e.row, k) * descriptor_element(desc_b, e.col, k, bf16);
+    d[i] = float(double(d[i]) + sum);
+  }
+  machine.sync->arrive_and_wait();  // every thread has read the fragments before they are written again
+}
+
 void cp_async_16(uint64_t dst, uint64_t src, int32_t src_bytes) {
   std::memset(reinterpret_cast<void *>(dst), 0, 16);
   if (src_bytes > 0) std::memcpy(reinterpret_cast<void *>(dst), reinterpret_cast<const void *>(src), size_t(src_bytes));

@@ -53,6 +53,9 @@ void mma_sync(int32_t index, const uint32_t *abc, uint32_t *d);
 // thread's n / 2 accumulators `d` (in and out) from A and B read through their shared-memory
 // descriptors (swizzled, K-major: gpu/staged_tile.h), completing at once.
 void wgmma(uint64_t desc_a, uint64_t desc_b, int32_t n, int32_t bf16, float *d);
+// The same with A from registers: every thread of the warpgroup gives its 4 words of the A
+// fragment (per warp, mma.sync's m16n8k16 A fragment).
+void wgmma_register_a(const uint32_t *a, uint64_t desc_b, int32_t n, int32_t bf16, float *d);
 // cp.async.cg 16 bytes, `src_bytes` read and the rest zero-filled, completing at once.
 void cp_async_16(uint64_t dst, uint64_t src, int32_t src_bytes);
 

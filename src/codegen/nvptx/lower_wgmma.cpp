@@ -21,12 +21,19 @@ int wgmma_n(int64_t N, const MatrixInstruction &mi) {
   internal_error(fmt::format("nvptx wgmma: N = {} is not a multiple of {}", N, mi.n));
 }
 
+// Two 16-bit elements (f32 compute values of f16 or bf16) in one word, `low` in the low bits.
+llvm::Value *pack_pair(gpu::GpuLowering &g, llvm::Value *low, llvm::Value *high, DType elem) {
+  auto bits = [&](llvm::Value *x) { return g.b_.CreateZExt(g.b_.CreateBitCast(g.to_storage(x, elem), g.b_.getInt16Ty()), g.b_.getInt32Ty()); };
+  return g.b_.CreateOr(bits(low), g.b_.CreateShl(bits(high), 16));
+}
+
 }  // namespace
 
 // The plan (assign_layouts) stacks the warps along m, so warpgroup w = warp / 4 holds rows
 // tm * tile(0) + 64 w .. + 63 of each m tile tm, and every column: exactly the m64nNk16
 // accumulator (mma_fragments.h) once per (tm, n chunk). A is staged [m][k] and B [n][k]
-// (trans(x) as x is stored; any other B transposed through registers), swizzled
+// (trans(x) as x is stored; any other B transposed through registers), swizzled, unless A is
+// already in registers as wgmma's A fragment (below), which needs no staging;
 // (staged_tile.h); pipelined operands arrive that way from cp.async (lower_pipeline.cpp).
 // A descriptor points at 8-row-aligned rows and a k step's 32 bytes inside one swizzled
 // row, so the hardware's swizzle of the address bits is the staging's. Then
@@ -49,49 +56,83 @@ void emit_wgmma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstructi
   std::vector<llvm::Value *> acc = g.regs_as(op.operands[2], v);
   llvm::Value *a_staged = g.state_[size_t(a)].staged, *b_staged = g.state_[size_t(b_src)].staged;
   if (b_staged && b_src == b) internal_error("nvptx wgmma: a pipelined B operand must be trans(x), staged [n][k]");
+  // A held in this dot's own accumulator layout (a previous wgmma's result through
+  // elementwise ops: attention's P) is already wgmma's register A fragment: per warp,
+  // mma.sync's m16n8k16 A fragment, whose k halves are two adjacent n8 tiles of the
+  // accumulator. It is packed into pairs, not staged through shared memory.
+  const bool a_in_registers = !a_staged && g.plan_.layout[size_t(a)] == l;
   std::vector<llvm::Value *> a_regs = a_staged ? std::vector<llvm::Value *>{} : g.to_regs(a);
   std::vector<llvm::Value *> b_regs = b_staged ? std::vector<llvm::Value *>{} : g.to_regs(b_src);
 
   // 1. Operands into shared memory, swizzled, visible to the async proxy.
   StagedLayout la = gpu::staged_layout(mi, M, K * eb), lb = gpu::staged_layout(mi, N, K * eb);
-  llvm::Value *sa = a_staged ? a_staged : g.allocate_shared(la.bytes(), StagedLayout::kSwizzleAlign);
+  const bool stage_a = !a_staged && !a_in_registers;
+  llvm::Value *sa = a_staged ? a_staged : stage_a ? g.allocate_shared(la.bytes(), StagedLayout::kSwizzleAlign) : nullptr;
   llvm::Value *sb = b_staged ? b_staged : g.allocate_shared(lb.bytes(), StagedLayout::kSwizzleAlign);
-  if (!a_staged || !b_staged) g.barrier_before_write();
-  if (!a_staged) g.stage_operand(a, a_regs, sa, la, false);
+  if (stage_a || !b_staged) g.barrier_before_write();
+  if (stage_a) g.stage_operand(a, a_regs, sa, la, false);
   if (!b_staged) g.stage_operand(b_src, b_regs, sb, lb, b_src == b);
   fence_proxy_async(g.b_);
   g.barrier_after_write();
 
-  // 2. The accumulator register holding element i of n8 tile tn in m tile tm.
-  const RegisterMap &map = g.registers(v);
-  std::map<std::pair<int, int>, int> reg_at;
-  for (int r = 0; r < map.count; ++r) reg_at[{map.offset[size_t(r)][0], map.offset[size_t(r)][1]}] = r;
-  auto c_reg = [&](int64_t tm, int64_t tn, int i) {
-    FragmentElement c0 = wgmma_c_element(0, i);
-    auto it = reg_at.find({int(tm * l.tile(0)) + c0.row, int(tn * mi.n) + c0.col});
-    if (it == reg_at.end()) internal_error(fmt::format("nvptx wgmma: no accumulator register for tile ({}, {}) element {} in {}", tm, tn, i, l.str()));
-    return size_t(it->second);
+  // 2. The register holding element i (mma.sync's C numbering) of n8 tile tn in m tile tm,
+  // in the accumulator (shape M x N) or in A (M x K) when A comes from registers.
+  auto register_finder = [&](ir::ValueId x) {
+    const RegisterMap &map = g.registers(x);
+    std::map<std::pair<int, int>, int> reg_at;
+    for (int r = 0; r < map.count; ++r) reg_at[{map.offset[size_t(r)][0], map.offset[size_t(r)][1]}] = r;
+    return [&l, &mi, reg_at = std::move(reg_at)](int64_t tm, int64_t tn, int i) {
+      FragmentElement c0 = wgmma_c_element(0, i);
+      auto it = reg_at.find({int(tm * l.tile(0)) + c0.row, int(tn * mi.n) + c0.col});
+      if (it == reg_at.end()) internal_error(fmt::format("nvptx wgmma: no register for tile ({}, {}) element {} in {}", tm, tn, i, l.str()));
+      return size_t(it->second);
+    };
   };
+  auto c_reg = register_finder(v);
+  const int64_t tiles_m = M / l.tile(0);
+  // A's words per (m tile, k step): k half h is n8 tile 2 s + h; word j holds row g + 8 (j & 1)
+  // of k half j >> 1, i.e. elements 2 (j & 1) and 2 (j & 1) + 1 of that tile, the lower in
+  // the low bits.
+  std::vector<llvm::Value *> a_words;
+  if (a_in_registers) {
+    auto a_reg = register_finder(a);
+    for (int64_t tm = 0; tm < tiles_m; ++tm)
+      for (int64_t s = 0; s < K / mi.k; ++s)
+        for (int j = 0; j < 4; ++j) {
+          int64_t tile = 2 * s + (j >> 1);
+          int first = 2 * (j & 1);
+          a_words.push_back(pack_pair(g, a_regs[a_reg(tm, tile, first)], a_regs[a_reg(tm, tile, first + 1)], at.elem));
+        }
+  }
 
   // 3. The k steps. A descriptor per (k step, m tile) and per (k step, n chunk).
   const int n = wgmma_n(N, mi);
-  const int64_t tiles_m = M / l.tile(0), chunks = N / n;
+  const int64_t chunks = N / n;
   llvm::Value *warpgroup_row = g.b_.CreateMul(g.b_.CreateLShr(g.warp_, 2), g.b_.getInt32(uint32_t(mi.m)));
   auto descriptor = [&](llvm::Value *base, const StagedLayout &layout, llvm::Value *row, int64_t k0) {
     llvm::Value *at_k = g.staged_address(base, layout, row, g.b_.getInt32(uint32_t(k0 * eb)));
     return wgmma_descriptor(g.b_, at_k, layout.stride_bytes(), layout.swizzle_mode());
   };
-  acc = wgmma_fence(g.b_, acc);
+  // The fence passes A's words through with the accumulators: they are written before it.
+  std::vector<llvm::Value *> fenced = acc;
+  fenced.insert(fenced.end(), a_words.begin(), a_words.end());
+  fenced = wgmma_fence(g.b_, fenced);
+  std::copy(fenced.begin(), fenced.begin() + std::ptrdiff_t(acc.size()), acc.begin());
+  std::copy(fenced.begin() + std::ptrdiff_t(acc.size()), fenced.end(), a_words.begin());
   for (int64_t k0 = 0; k0 < K; k0 += mi.k)
     for (int64_t tm = 0; tm < tiles_m; ++tm) {
-      llvm::Value *desc_a = descriptor(sa, la, g.b_.CreateAdd(warpgroup_row, g.b_.getInt32(uint32_t(tm * l.tile(0)))), k0);
+      llvm::Value *desc_a = a_in_registers ? nullptr : descriptor(sa, la, g.b_.CreateAdd(warpgroup_row, g.b_.getInt32(uint32_t(tm * l.tile(0)))), k0);
+      size_t first_word = size_t((tm * (K / mi.k) + k0 / mi.k) * 4);
       for (int64_t chunk = 0; chunk < chunks; ++chunk) {
         llvm::Value *desc_b = descriptor(sb, lb, g.b_.getInt32(uint32_t(chunk * n)), k0);
         std::vector<size_t> regs;
         for (int i = 0; i < n / 2; ++i) regs.push_back(c_reg(tm, chunk * n / mi.n + i / 4, i % 4));
         std::vector<llvm::Value *> c;
         for (size_t r : regs) c.push_back(acc[r]);
-        std::vector<llvm::Value *> d = wgmma_mma_async(g.b_, mi, n, desc_a, desc_b, c);
+        std::vector<llvm::Value *> d =
+            a_in_registers ? wgmma_mma_async_register_a(g.b_, mi, n, {a_words.begin() + std::ptrdiff_t(first_word), a_words.begin() + std::ptrdiff_t(first_word + 4)},
+                                                        desc_b, c)
+                           : wgmma_mma_async(g.b_, mi, n, desc_a, desc_b, c);
         for (size_t i = 0; i < regs.size(); ++i) acc[regs[i]] = d[i];
       }
     }

@@ -124,17 +124,20 @@ llvm::Value *dp4a(llvm::IRBuilder<> &b, llvm::Value *a, llvm::Value *bw, llvm::V
 namespace {
 
 // Inline PTX with side effects and a memory clobber (it reads or orders shared memory) whose
-// outputs are `values` passed through: "=f" outputs tied to the inputs.
+// outputs are `values` (f32 or i32) passed through: "=f" or "=r" outputs tied to the inputs.
 std::vector<llvm::Value *> through_asm(llvm::IRBuilder<> &b, const std::string &text, const std::vector<llvm::Value *> &values,
                                        const std::vector<llvm::Value *> &leading = {}, const std::string &leading_constraints = "") {
   size_t n = values.size();
-  std::vector<llvm::Type *> outs(n, b.getFloatTy()), ins;
+  std::vector<llvm::Type *> outs, ins;
   std::string constraints;
-  for (size_t i = 0; i < n; ++i) constraints += "=f,";
+  for (llvm::Value *v : values) {
+    outs.push_back(v->getType());
+    constraints += v->getType()->isFloatTy() ? "=f," : "=r,";
+  }
   constraints += leading_constraints;
   for (llvm::Value *v : leading) ins.push_back(v->getType());
   for (size_t i = 0; i < n; ++i) {
-    ins.push_back(b.getFloatTy());
+    ins.push_back(outs[i]);
     constraints += std::to_string(i) + ",";
   }
   constraints += "~{memory}";
@@ -179,6 +182,25 @@ std::vector<llvm::Value *> wgmma_mma_async(llvm::IRBuilder<> &b, const MatrixIns
   if (int(acc.size()) != n / 2) internal_error(fmt::format("nvptx: wgmma m64n{} takes {} accumulators a thread, not {}", n, n / 2, acc.size()));
   const char *type = instruction.a == DType::BF16 ? "bf16" : "f16";
   return through_asm(b, wgmma_text(n, type), acc, {desc_a, desc_b}, "l,l,");
+}
+
+// A from registers: no imm-trans-a, which only a shared-memory A has.
+std::string wgmma_text_register_a(int n, const char *type) {
+  std::string d;
+  for (int i = 0; i < n / 2; ++i) d += (i ? ", $" : "$") + std::to_string(i);
+  int a = n / 2;
+  return fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, {{${}, ${}, ${}, ${}}}, ${}, 1, 1, 1, 0;", n, type, type, d, a, a + 1, a + 2,
+                     a + 3, a + 4);
+}
+
+std::vector<llvm::Value *> wgmma_mma_async_register_a(llvm::IRBuilder<> &b, const MatrixInstruction &instruction, int n, const std::vector<llvm::Value *> &a,
+                                                      llvm::Value *desc_b, const std::vector<llvm::Value *> &acc) {
+  if (int(acc.size()) != n / 2 || a.size() != 4)
+    internal_error(fmt::format("nvptx: wgmma m64n{} takes 4 A registers and {} accumulators a thread, not {} and {}", n, n / 2, a.size(), acc.size()));
+  const char *type = instruction.a == DType::BF16 ? "bf16" : "f16";
+  std::vector<llvm::Value *> leading = a;
+  leading.push_back(desc_b);
+  return through_asm(b, wgmma_text_register_a(n, type), acc, leading, "r,r,r,r,l,");
 }
 
 void mark_kernel(llvm::Function *f, int threads) {

@@ -48,9 +48,9 @@ llvm::Value *wgmma_descriptor(llvm::IRBuilder<> &b, llvm::Value *shared_address,
 // cp.async) become visible to wgmma's operand reads, which go through the async proxy, once
 // a barrier follows.
 void fence_proxy_async(llvm::IRBuilder<> &b);
-// wgmma.fence and wgmma.wait_group N, with every accumulator register passed through: a
-// read or write of one cannot move across them (they are written asynchronously between
-// the two).
+// wgmma.fence and wgmma.wait_group N, with every accumulator register (and, for the fence,
+// every A register) passed through: a read or write of one cannot move across them (they
+// are written asynchronously between the two; A must be written before the fence).
 std::vector<llvm::Value *> wgmma_fence(llvm::IRBuilder<> &b, const std::vector<llvm::Value *> &acc);
 std::vector<llvm::Value *> wgmma_wait_group(llvm::IRBuilder<> &b, int groups, const std::vector<llvm::Value *> &acc);
 void wgmma_commit_group(llvm::IRBuilder<> &b);
@@ -58,8 +58,14 @@ void wgmma_commit_group(llvm::IRBuilder<> &b);
 // for this thread's n / 2 accumulators (mma_fragments.h: wgmma_c_element), A and B K-major.
 std::vector<llvm::Value *> wgmma_mma_async(llvm::IRBuilder<> &b, const MatrixInstruction &instruction, int n, llvm::Value *desc_a, llvm::Value *desc_b,
                                            const std::vector<llvm::Value *> &acc);
-// The inline PTX of wgmma_mma_async for m64n{n}k16 with operands of `type` ("f16", "bf16").
+// The same with A from registers: this thread's 4 words of the A fragment (per warp,
+// mma.sync's m16n8k16 A fragment: mma_fragments.h), B through its descriptor.
+std::vector<llvm::Value *> wgmma_mma_async_register_a(llvm::IRBuilder<> &b, const MatrixInstruction &instruction, int n, const std::vector<llvm::Value *> &a,
+                                                      llvm::Value *desc_b, const std::vector<llvm::Value *> &acc);
+// The inline PTX of wgmma_mma_async (and _register_a) for m64n{n}k16 with operands of `type`
+// ("f16", "bf16").
 std::string wgmma_text(int n, const char *type);
+std::string wgmma_text_register_a(int n, const char *type);
 
 // f32 math for one elementwise op (Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Sin, Cos, Tanh,
 // Sigmoid, Erf, Rem, Pow): fast PTX instructions where their precision is enough (ex2.approx for exp
