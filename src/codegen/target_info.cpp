@@ -21,13 +21,15 @@ std::vector<MatrixInstruction> ampere_mma() {
   };
 }
 
-// Hopper's warpgroup MMA (wgmma.mma_async m64nNk16, f16/bf16 into f32): A and B from
-// shared memory through descriptors, the four warps of a warpgroup stacked along m, one
-// instruction over up to 256 columns. Dots too small for warpgroups fall back to mma.sync.
+// Hopper's warpgroup MMA (wgmma.mma_async m64nNk16 of f16/bf16 into f32, m64nNk32 of s8/u8
+// into s32): A and B from shared memory through descriptors, the four warps of a warpgroup
+// stacked along m, one instruction over up to 256 columns. Dots too small for warpgroups
+// fall back to mma.sync.
 std::vector<MatrixInstruction> hopper_wgmma() {
   std::vector<MatrixInstruction> list;
-  for (DType t : {DType::F16, DType::BF16}) {
-    MatrixInstruction w{"wgmma.mma_async.m64nNk16", 64, 8, 16, t, t, DType::F32};
+  for (DType t : {DType::F16, DType::BF16, DType::I8, DType::U8}) {
+    bool bytes = dtype_bytes(t) == 1;
+    MatrixInstruction w{bytes ? "wgmma.mma_async.m64nNk32" : "wgmma.mma_async.m64nNk16", 64, 8, bytes ? 32 : 16, t, t, bytes ? DType::I32 : DType::F32};
     w.warps_per_instruction = 4;
     w.descriptor_operands = true;
     w.max_n = 256;

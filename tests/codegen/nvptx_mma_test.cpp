@@ -466,7 +466,7 @@ TEST_CASE("wgmma staging: swizzled tiles place each 16-byte chunk once, where th
       CHECK(column.size() == 8);
     }
   }
-  CHECK_FALSE(staged_layout(codegen::target_info("sm_90a").matrix_instructions[2], 64, 64).swizzled());  // mma.sync: padded rows
+  CHECK_FALSE(staged_layout(codegen::target_info("sm_90a").matrix_instructions[4], 64, 64).swizzled());  // mma.sync: padded rows
 }
 
 TEST_CASE("nvptx wgmma: f16 and bf16 matmuls on sm_90a are wgmma.mma_async over descriptors, fenced and waited for; too-small dots take mma.sync") {
@@ -480,7 +480,9 @@ TEST_CASE("nvptx wgmma: f16 and bf16 matmuls on sm_90a are wgmma.mma_async over 
                   Case{"matmul_bf16", "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", 1},
                   Case{"matmul_relu_f16", "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16", 1},
                   Case{"matmul_nt_f16_64x256", "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16", 1},
-                  Case{"matmul_nt_bf16_128x64_w8", "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", 1}}) {
+                  Case{"matmul_nt_bf16_128x64_w8", "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", 1},
+                  Case{"matmul_i8", "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8", 1},
+                  Case{"matmul_u8", "wgmma.mma_async.sync.aligned.m64n64k32.s32.u8.u8", 1}}) {
     CAPTURE(cs.kernel);
     codegen::CompiledObject obj = compile(cs.kernel, "sm_90a", 3);
     CHECK(contains(obj.ptx, ".target sm_90a"));
@@ -535,9 +537,9 @@ TEST_CASE("wgmma plan: warps stacked along m; A copied ahead as core matrices, B
     CHECK(p.layout_of(dot->results[0]) == "mma{spt=[1,2] tpw=[8,4] wpc=[8,1] order=[1,0] warp_tile=[16,8]}");
     CHECK(p.plan.pipelined.size() == 2);
   }
-  // 32 rows: mma.sync m16n8k16 (the first of sm_80's entries, after the two wgmma ones).
+  // 32 rows: mma.sync m16n8k16 (the first of sm_80's entries, after the four wgmma ones).
   Planned small = plan_for("attention_tile", "sm_90a");
-  for (const ir::Op *dot : small.ops(OpKind::Dot)) CHECK(small.plan.instruction_of(dot) == 2);
+  for (const ir::Op *dot : small.ops(OpKind::Dot)) CHECK(small.plan.instruction_of(dot) == 4);
 }
 
 // --- TF32: f32 dots that ask for it -------------------------------------------------------

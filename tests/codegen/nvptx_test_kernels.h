@@ -200,6 +200,7 @@ inline std::vector<tools::NamedKernel> all_kernels() {
   k.push_back(tools::named_kernel<tiled_matmul<f16, f32, 128, 128, 32>>("matmul_f16_128x128_w8", 8));
   k.push_back(tools::named_kernel<tiled_matmul<bf16, f32, 64, 64, 32>>("matmul_bf16", 4));
   k.push_back(tools::named_kernel<tiled_matmul<i8, i32, 64, 64, 64>>("matmul_i8", 4));
+  k.push_back(tools::named_kernel<tiled_matmul<u8, i32, 64, 64, 64>>("matmul_u8", 4));  // mma.sync has no u8 in kdsl's table: FMAs before sm_90a
   k.push_back(tools::named_kernel<matmul_relu_f16<64, 32, 32>>("matmul_relu_f16", 4));
   k.push_back(tools::named_kernel<attention_tile<32, 32, 64>>("attention_tile", 4));
   k.push_back(tools::named_kernel<tiled_matmul_tf32<64, 64, 32>>("matmul_tf32", 4));

@@ -222,7 +222,7 @@ TEST_CASE("emulated sm_80 tensor cores: cp.async pipelines of 1 to 4 stages over
 // and two (8 warps); n = 32 (an epilogue with row sums on the accumulator), 64, 128 and 256
 // a wgmma. Dots too small for a warpgroup (attention_tile's 32 rows) take mma.sync.
 // Tolerances as for mma.sync above.
-TEST_CASE("emulated sm_90a warpgroup MMA: f16 and bf16 matmuls (ragged sizes, 4 and 8 warps, n up to 256), epilogues, the mma.sync fallback") {
+TEST_CASE("emulated sm_90a warpgroup MMA: f16, bf16, s8 and u8 matmuls (ragged sizes, 4 and 8 warps, n up to 256), epilogues, the mma.sync fallback") {
   std::mt19937 rng(11);
   const Flavour hopper{"sm_90a", true, 3};
   CHECK(compare_matmul<half, float>("matmul_f16_128x128", 128, 128, 130, 129, 40, rng, hopper) <= 1e-3);
@@ -230,6 +230,12 @@ TEST_CASE("emulated sm_90a warpgroup MMA: f16 and bf16 matmuls (ragged sizes, 4 
   CHECK(compare_matmul<bfloat16, float>("matmul_bf16", 64, 64, 100, 70, 80, rng, hopper) <= 1e-3);
   CHECK(compare_matmul<half, float>("matmul_nt_f16_64x256", 64, 256, 70, 300, 50, rng, hopper) <= 1e-3);
   CHECK(compare_matmul<bfloat16, float>("matmul_nt_bf16_128x64_w8", 128, 64, 129, 65, 130, rng, hopper) <= 1e-3);
+  CHECK(compare_matmul<int8_t, int32_t>("matmul_i8", 64, 64, 100, 70, 200, rng, hopper) == 0);  // s8 and u8: k32, exact
+  std::vector<uint8_t> ua(size_t(100) * 130), ub(size_t(130) * 70);
+  for (auto &x : ua) x = uint8_t(std::uniform_int_distribution<int>(0, 255)(rng));
+  for (auto &x : ub) x = uint8_t(std::uniform_int_distribution<int>(0, 255)(rng));
+  CHECK(compare(find("matmul_u8"), grid(cdiv(100, 64), cdiv(70, 64)), {array(ua), array(ub), array(std::vector<int32_t>(100 * 70)), value(100), value(70), value(130)},
+                hopper) == 0);
   const int K = 64;
   CHECK(compare(find("matmul_relu_f16"), grid(1),
                 {array(random_of<half>(64 * K, rng)), array(random_of<half>(K * 32, rng)), array(std::vector<half>(64 * 32)), array(std::vector<float>(64)),

@@ -67,31 +67,25 @@ llvm::Value *pass_through(llvm::IRBuilder<> &b, llvm::CallInst *c, unsigned firs
   return r;
 }
 
-// wgmma.mma_async m64n{n}k16 (nvptx::wgmma_text): descriptors, then the n / 2 accumulators.
-llvm::Value *wgmma_call(llvm::IRBuilder<> &b, llvm::CallInst *c, int n, bool bf16) {
-  llvm::Type *f32 = b.getFloatTy();
-  unsigned count = unsigned(n / 2);
+// wgmma.mma_async (nvptx::wgmma_text, wgmma_text_register_a): A's descriptor or its 4 words,
+// B's descriptor, then the n / 2 accumulators (f32 or i32), through the emulator's words.
+llvm::Value *wgmma_call(llvm::IRBuilder<> &b, llvm::CallInst *c, int n, WgmmaType type, bool register_a) {
+  llvm::Type *i32 = b.getInt32Ty();
+  unsigned count = unsigned(n / 2), first = register_a ? 5 : 2;
   llvm::Value *acc = stack_words(c, count);
-  for (unsigned i = 0; i < count; ++i) b.CreateStore(c->getArgOperand(2 + i), b.CreateConstInBoundsGEP1_32(f32, acc, i));
-  call_host(b, reinterpret_cast<const void *>(&wgmma), b.getVoidTy(), {c->getArgOperand(0), c->getArgOperand(1), b.getInt32(uint32_t(n)), b.getInt32(bf16), acc});
-  if (count == 1) return b.CreateLoad(f32, acc);
+  for (unsigned i = 0; i < count; ++i) b.CreateStore(b.CreateBitCast(c->getArgOperand(first + i), i32), b.CreateConstInBoundsGEP1_32(i32, acc, i));
+  if (register_a) {
+    llvm::Value *a = stack_words(c, 4);
+    for (unsigned i = 0; i < 4; ++i) b.CreateStore(c->getArgOperand(i), b.CreateConstInBoundsGEP1_32(i32, a, i));
+    call_host(b, reinterpret_cast<const void *>(&wgmma_register_a), b.getVoidTy(), {a, c->getArgOperand(4), b.getInt32(uint32_t(n)), b.getInt32(type), acc});
+  } else {
+    call_host(b, reinterpret_cast<const void *>(&wgmma), b.getVoidTy(),
+              {c->getArgOperand(0), c->getArgOperand(1), b.getInt32(uint32_t(n)), b.getInt32(type), acc});
+  }
+  auto word = [&](unsigned i, llvm::Type *as) { return b.CreateBitCast(b.CreateLoad(i32, b.CreateConstInBoundsGEP1_32(i32, acc, i)), as); };
+  if (count == 1) return word(0, c->getType());
   llvm::Value *r = llvm::PoisonValue::get(c->getType());
-  for (unsigned i = 0; i < count; ++i) r = b.CreateInsertValue(r, b.CreateLoad(f32, b.CreateConstInBoundsGEP1_32(f32, acc, i)), i);
-  return r;
-}
-
-// The same with A from registers (wgmma_text_register_a): 4 words of A, B's descriptor, then
-// the accumulators.
-llvm::Value *wgmma_register_a_call(llvm::IRBuilder<> &b, llvm::CallInst *c, int n, bool bf16) {
-  llvm::Type *f32 = b.getFloatTy(), *i32 = b.getInt32Ty();
-  unsigned count = unsigned(n / 2);
-  llvm::Value *a = stack_words(c, 4), *acc = stack_words(c, count);
-  for (unsigned i = 0; i < 4; ++i) b.CreateStore(c->getArgOperand(i), b.CreateConstInBoundsGEP1_32(i32, a, i));
-  for (unsigned i = 0; i < count; ++i) b.CreateStore(c->getArgOperand(5 + i), b.CreateConstInBoundsGEP1_32(f32, acc, i));
-  call_host(b, reinterpret_cast<const void *>(&wgmma_register_a), b.getVoidTy(), {a, c->getArgOperand(4), b.getInt32(uint32_t(n)), b.getInt32(bf16), acc});
-  if (count == 1) return b.CreateLoad(f32, acc);
-  llvm::Value *r = llvm::PoisonValue::get(c->getType());
-  for (unsigned i = 0; i < count; ++i) r = b.CreateInsertValue(r, b.CreateLoad(f32, b.CreateConstInBoundsGEP1_32(f32, acc, i)), i);
+  for (unsigned i = 0; i < count; ++i) r = b.CreateInsertValue(r, word(i, llvm::cast<llvm::StructType>(c->getType())->getElementType(i)), i);
   return r;
 }
 
@@ -104,10 +98,12 @@ std::optional<llvm::Value *> inline_ptx(llvm::IRBuilder<> &b, llvm::CallInst *c)
   if (text == "div.full.f32 $0, $1, $2;") return b.CreateFDiv(c->getArgOperand(0), c->getArgOperand(1));
   if (text == "fence.proxy.async.shared::cta;" || text == "wgmma.commit_group.sync.aligned;") return nullptr;
   if (text == "wgmma.fence.sync.aligned;" || text.starts_with("wgmma.wait_group.sync.aligned ")) return pass_through(b, c, 0);
-  for (const char *type : {"f16", "bf16"})
-    for (int n = 8; n <= 256; n += 8)
-      if (text == codegen::nvptx::wgmma_text(n, type)) return wgmma_call(b, c, n, type[0] == 'b');
-      else if (text == codegen::nvptx::wgmma_text_register_a(n, type)) return wgmma_register_a_call(b, c, n, type[0] == 'b');
+  constexpr std::pair<const char *, WgmmaType> kTypes[] = {{"f16", kWgmmaF16}, {"bf16", kWgmmaBF16}, {"s8", kWgmmaS8}, {"u8", kWgmmaU8}};
+  if (text.starts_with("wgmma.mma_async"))
+    for (auto [name, type] : kTypes)
+      for (int n = 8; n <= 256; n += 8)
+        if (text == codegen::nvptx::wgmma_text(n, name)) return wgmma_call(b, c, n, type, false);
+        else if (text == codegen::nvptx::wgmma_text_register_a(n, name)) return wgmma_call(b, c, n, type, true);
   for (const char *as : {"s32", "u32"})
     for (const char *bs : {"s32", "u32"})
       if (text == fmt::format("dp4a.{}.{} $0, $1, $2, $3;", as, bs))

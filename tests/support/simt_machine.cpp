@@ -117,10 +117,12 @@ namespace {
 
 // Element (row, k) of a swizzled K-major operand as its descriptor places it (PTX ISA,
 // "Matrix Descriptor Format" and "Shared Memory Matrix Layout"): row r at stride * (r / 8)
-// + W * (r % 8) from the start, k at 2 bytes an element along it, and then the address's
+// + W * (r % 8) from the start, k at the element's bytes along it, and then the address's
 // 16-byte chunk bits (4 and up) XORed with its bits from 7 up (three of them at W = 128,
 // two at 64, one at 32): the swizzle is a function of the shared address itself.
-double descriptor_element(uint64_t desc, int row, int k, bool bf16) {
+// `type`: WgmmaType.
+double descriptor_element(uint64_t desc, int row, int k, int32_t type) {
+  const uint64_t bytes = type == kWgmmaS8 || type == kWgmmaU8 ? 1 : 2;
   uint64_t start = (desc & 0x3FFF) << 4, stride = ((desc >> 32) & 0x3FFF) << 4;
   int mode = int(desc >> 62);
   if (mode == 0 || ((desc >> 49) & 7)) {
@@ -128,46 +130,55 @@ double descriptor_element(uint64_t desc, int row, int k, bool bf16) {
     return 0;
   }
   uint64_t width = mode == 1 ? 128 : mode == 2 ? 64 : 32;
-  uint64_t linear = start + uint64_t(row / 8) * stride + uint64_t(row % 8) * width + uint64_t(k) * 2;
+  uint64_t linear = start + uint64_t(row / 8) * stride + uint64_t(row % 8) * width + uint64_t(k) * bytes;
   uint64_t at = linear ^ (((linear >> 7) & (width / 16 - 1)) << 4);
-  if (at + 2 > sizeof machine.shared) {
+  if (at + bytes > sizeof machine.shared) {
     if (machine.fault.empty()) machine.fault = "wgmma: a descriptor reads past the end of shared memory";
     return 0;
   }
+  if (type == kWgmmaS8) return int8_t(machine.shared[at]);
+  if (type == kWgmmaU8) return machine.shared[at];
   uint16_t bits;
   std::memcpy(&bits, machine.shared + at, 2);
-  return bf16 ? bf16_bits_to_f32(bits) : f16_bits_to_f32(bits);
+  return type == kWgmmaBF16 ? bf16_bits_to_f32(bits) : f16_bits_to_f32(bits);
+}
+
+// d += sum: f32 accumulators (16-bit operands) rounded once, s32 ones wrapping (the sums of
+// 8-bit products are exact in a double).
+void accumulate(uint32_t &d, double sum, int32_t type) {
+  if (type == kWgmmaS8 || type == kWgmmaU8) d += uint32_t(int64_t(sum));
+  else d = std::bit_cast<uint32_t>(float(double(std::bit_cast<float>(d)) + sum));
 }
 
 }  // namespace
 
-void wgmma(uint64_t desc_a, uint64_t desc_b, int32_t n, int32_t bf16, float *d) {
-  int thread = this_thread % 128;
+void wgmma(uint64_t desc_a, uint64_t desc_b, int32_t n, int32_t type, uint32_t *d) {
+  int thread = this_thread % 128, k_extent = type == kWgmmaS8 || type == kWgmmaU8 ? 32 : 16;
   for (int i = 0; i < n / 2; ++i) {
     codegen::nvptx::FragmentElement e = codegen::nvptx::wgmma_c_element(thread, i);
     double sum = 0;
-    for (int k = 0; k < 16; ++k) sum += descriptor_element(desc_a, e.row, k, bf16) * descriptor_element(desc_b, e.col, k, bf16);
-    d[i] = float(double(d[i]) + sum);
+    for (int k = 0; k < k_extent; ++k) sum += descriptor_element(desc_a, e.row, k, type) * descriptor_element(desc_b, e.col, k, type);
+    accumulate(d[i], sum, type);
   }
 }
 
 // Row r (0..63) of the warpgroup's A is held by warp r / 16, its rows 16 apart split as
 // g = r % 8 and the upper half r % 16 >= 8; k (0..15) by lane 4 g + (k % 8) / 2, in word
 // (upper) + 2 (k / 8), half k % 2 (mma_fragments.h's A table for m16n8k16).
-void wgmma_register_a(const uint32_t *a, uint64_t desc_b, int32_t n, int32_t bf16, float *d) {
+void wgmma_register_a(const uint32_t *a, uint64_t desc_b, int32_t n, int32_t type, uint32_t *d) {
   std::memcpy(machine.fragments[size_t(this_thread)].data(), a, 16);
   machine.sync->arrive_and_wait();
   int thread = this_thread % 128, group_base = this_thread - thread;
   auto a_element = [&](int row, int k) {
     int warp = row / 16, g = row % 8, upper = (row % 16) / 8, lane = 4 * g + (k % 8) / 2;
     uint32_t word = machine.fragments[size_t(group_base + 32 * warp + lane)][size_t(upper + 2 * (k / 8))];
-    return fragment_value(bf16 ? DType::BF16 : DType::F16, word, k % 2);
+    return fragment_value(type == kWgmmaBF16 ? DType::BF16 : DType::F16, word, k % 2);
   };
   for (int i = 0; i < n / 2; ++i) {
     codegen::nvptx::FragmentElement e = codegen::nvptx::wgmma_c_element(thread, i);
     double sum = 0;
-    for (int k = 0; k < 16; ++k) sum += a_element(e.row, k) * descriptor_element(desc_b, e.col, k, bf16);
-    d[i] = float(double(d[i]) + sum);
+    for (int k = 0; k < 16; ++k) sum += a_element(e.row, k) * descriptor_element(desc_b, e.col, k, type);
+    accumulate(d[i], sum, type);
   }
   machine.sync->arrive_and_wait();  // every thread has read the fragments before they are written again
 }

@@ -13,11 +13,13 @@
 namespace kdsl::codegen::nvptx {
 namespace {
 
-// The widest n a single wgmma covers: the largest multiple of 8 that divides N and is at
-// most the instruction's max_n (N = 384 runs as two of 192).
+// The widest n a single wgmma covers: the largest valid n that divides N and is at most the
+// instruction's max_n (N = 384 runs as two of 192). Every multiple of 8 is valid for 16-bit
+// operands; 8-bit ones take 8, 16, 24 and then multiples of 16 (PTX ISA, wgmma shapes).
 int wgmma_n(int64_t N, const MatrixInstruction &mi) {
+  bool bytes = dtype_bytes(mi.a) == 1;
   for (int n = mi.max_n; n >= mi.n; n -= mi.n)
-    if (N % n == 0) return n;
+    if (N % n == 0 && (!bytes || n <= 24 || n % 16 == 0)) return n;
   internal_error(fmt::format("nvptx wgmma: N = {} is not a multiple of {}", N, mi.n));
 }
 
@@ -60,7 +62,7 @@ void emit_wgmma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstructi
   // elementwise ops: attention's P) is already wgmma's register A fragment: per warp,
   // mma.sync's m16n8k16 A fragment, whose k halves are two adjacent n8 tiles of the
   // accumulator. It is packed into pairs, not staged through shared memory.
-  const bool a_in_registers = !a_staged && g.plan_.layout[size_t(a)] == l;
+  const bool a_in_registers = !a_staged && g.plan_.layout[size_t(a)] == l && eb == 2;
   std::vector<llvm::Value *> a_regs = a_staged ? std::vector<llvm::Value *>{} : g.to_regs(a);
   std::vector<llvm::Value *> b_regs = b_staged ? std::vector<llvm::Value *>{} : g.to_regs(b_src);
 

@@ -170,18 +170,29 @@ std::vector<llvm::Value *> wgmma_wait_group(llvm::IRBuilder<> &b, int groups, co
 void wgmma_commit_group(llvm::IRBuilder<> &b) { through_asm(b, "wgmma.commit_group.sync.aligned;", {}); }
 
 // Outputs $0 .. $(n/2 - 1) (tied to the accumulators), then the descriptors. scale-d is 1:
-// d accumulates onto its input; the operands are not negated (1, 1) nor transposed (0, 0).
+// d accumulates onto its input; 16-bit operands are not negated (1, 1) nor transposed (0, 0),
+// immediates the integer forms (k32, s32 accumulators) do not take.
 std::string wgmma_text(int n, const char *type) {
   std::string d;
   for (int i = 0; i < n / 2; ++i) d += (i ? ", $" : "$") + std::to_string(i);
+  bool integer = type[1] == '8';  // s8, u8
+  if (integer) return fmt::format("wgmma.mma_async.sync.aligned.m64n{}k32.s32.{}.{} {{{}}}, ${}, ${}, 1;", n, type, type, d, n / 2, n / 2 + 1);
   return fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, ${}, ${}, 1, 1, 1, 0, 0;", n, type, type, d, n / 2, n / 2 + 1);
+}
+
+const char *wgmma_type(const MatrixInstruction &instruction) {
+  switch (instruction.a) {
+    case DType::BF16: return "bf16";
+    case DType::I8: return "s8";
+    case DType::U8: return "u8";
+    default: return "f16";
+  }
 }
 
 std::vector<llvm::Value *> wgmma_mma_async(llvm::IRBuilder<> &b, const MatrixInstruction &instruction, int n, llvm::Value *desc_a, llvm::Value *desc_b,
                                            const std::vector<llvm::Value *> &acc) {
   if (int(acc.size()) != n / 2) internal_error(fmt::format("nvptx: wgmma m64n{} takes {} accumulators a thread, not {}", n, n / 2, acc.size()));
-  const char *type = instruction.a == DType::BF16 ? "bf16" : "f16";
-  return through_asm(b, wgmma_text(n, type), acc, {desc_a, desc_b}, "l,l,");
+  return through_asm(b, wgmma_text(n, wgmma_type(instruction)), acc, {desc_a, desc_b}, "l,l,");
 }
 
 // A from registers: no imm-trans-a, which only a shared-memory A has.
@@ -197,7 +208,7 @@ std::vector<llvm::Value *> wgmma_mma_async_register_a(llvm::IRBuilder<> &b, cons
                                                       llvm::Value *desc_b, const std::vector<llvm::Value *> &acc) {
   if (int(acc.size()) != n / 2 || a.size() != 4)
     internal_error(fmt::format("nvptx: wgmma m64n{} takes 4 A registers and {} accumulators a thread, not {} and {}", n, n / 2, a.size(), acc.size()));
-  const char *type = instruction.a == DType::BF16 ? "bf16" : "f16";
+  const char *type = wgmma_type(instruction);
   std::vector<llvm::Value *> leading = a;
   leading.push_back(desc_b);
   return through_asm(b, wgmma_text_register_a(n, type), acc, leading, "r,r,r,r,l,");

@@ -54,16 +54,17 @@ void fence_proxy_async(llvm::IRBuilder<> &b);
 std::vector<llvm::Value *> wgmma_fence(llvm::IRBuilder<> &b, const std::vector<llvm::Value *> &acc);
 std::vector<llvm::Value *> wgmma_wait_group(llvm::IRBuilder<> &b, int groups, const std::vector<llvm::Value *> &acc);
 void wgmma_commit_group(llvm::IRBuilder<> &b);
-// wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{f16|bf16} (instruction's a type): d = A B + d
-// for this thread's n / 2 accumulators (mma_fragments.h: wgmma_c_element), A and B K-major.
+// wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{f16|bf16} or .m64n{n}k32.s32.{s8|u8}
+// (instruction's a type): d = A B + d for this thread's n / 2 accumulators (f32 or i32;
+// mma_fragments.h: wgmma_c_element), A and B K-major.
 std::vector<llvm::Value *> wgmma_mma_async(llvm::IRBuilder<> &b, const MatrixInstruction &instruction, int n, llvm::Value *desc_a, llvm::Value *desc_b,
                                            const std::vector<llvm::Value *> &acc);
 // The same with A from registers: this thread's 4 words of the A fragment (per warp,
 // mma.sync's m16n8k16 A fragment: mma_fragments.h), B through its descriptor.
 std::vector<llvm::Value *> wgmma_mma_async_register_a(llvm::IRBuilder<> &b, const MatrixInstruction &instruction, int n, const std::vector<llvm::Value *> &a,
                                                       llvm::Value *desc_b, const std::vector<llvm::Value *> &acc);
-// The inline PTX of wgmma_mma_async (and _register_a) for m64n{n}k16 with operands of `type`
-// ("f16", "bf16").
+// The inline PTX of wgmma_mma_async (and _register_a, 16-bit only) for m64n{n} with operands
+// of `type` ("f16", "bf16", "s8", "u8").
 std::string wgmma_text(int n, const char *type);
 std::string wgmma_text_register_a(int n, const char *type);
 
