@@ -59,7 +59,8 @@ struct StagedLayout {
 };
 
 // The layout `rows` rows of `width_bytes` are staged in for `instruction`. Descriptor
-// operands need width_bytes a multiple of 32 (an instruction's k of 16-bit elements).
+// operands need width_bytes a multiple of 32 (an instruction's k: 16 16-bit or 32 8-bit
+// elements).
 inline StagedLayout staged_layout(const MatrixInstruction &instruction, int64_t rows, int64_t width_bytes) {
   StagedLayout l;
   if (!instruction.descriptor_operands) {

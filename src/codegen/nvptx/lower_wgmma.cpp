@@ -34,14 +34,15 @@ llvm::Value *pack_pair(gpu::GpuLowering &g, llvm::Value *low, llvm::Value *high,
 // The plan (assign_layouts) stacks the warps along m, so warpgroup w = warp / 4 holds rows
 // tm * tile(0) + 64 w .. + 63 of each m tile tm, and every column: exactly the m64nNk16
 // accumulator (mma_fragments.h) once per (tm, n chunk). A is staged [m][k] and B [n][k]
-// (trans(x) as x is stored; any other B transposed through registers), swizzled, unless A is
-// already in registers as wgmma's A fragment (below), which needs no staging;
-// (staged_tile.h); pipelined operands arrive that way from cp.async (lower_pipeline.cpp).
-// A descriptor points at 8-row-aligned rows and a k step's 32 bytes inside one swizzled
-// row, so the hardware's swizzle of the address bits is the staging's. Then
+// (trans(x) as x is stored; any other B transposed through registers), swizzled
+// (staged_tile.h); pipelined operands arrive that way from cp.async (lower_pipeline.cpp). An
+// A already held as wgmma's register A fragment is not staged (below). A descriptor points at
+// 8-row-aligned rows and a k step's 32 bytes inside one swizzled row, so the hardware's
+// swizzle of the address bits is the staging's. Then
 //   fence.proxy.async, bar.sync             (ordinary writes -> the async proxy's reads)
 //   wgmma.fence
-//   per k step of 16, per m tile, per n chunk: wgmma.mma_async with two descriptors
+//   per k step (32 bytes: k of 16 or 32), per m tile, per n chunk: wgmma.mma_async with B's
+//   descriptor and A's descriptor or registers
 //   wgmma.commit_group, wgmma.wait_group 0  (the accumulators are ready)
 // The k steps are unrolled (K is a block extent).
 void emit_wgmma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstruction &mi) {
