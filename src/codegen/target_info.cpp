@@ -22,9 +22,9 @@ std::vector<MatrixInstruction> ampere_mma() {
 }
 
 // Hopper's warpgroup MMA (wgmma.mma_async m64nNk16 of f16/bf16 into f32, m64nNk32 of s8/u8
-// into s32): A and B from shared memory through descriptors, the four warps of a warpgroup
-// stacked along m, one instruction over up to 256 columns. Dots too small for warpgroups
-// fall back to mma.sync.
+// into s32, m64nNk8 of tf32 for TF32 dots): A and B from shared memory through descriptors,
+// the four warps of a warpgroup stacked along m, one instruction over up to 256 columns. Dots
+// too small for warpgroups fall back to mma.sync.
 std::vector<MatrixInstruction> hopper_wgmma() {
   std::vector<MatrixInstruction> list;
   for (DType t : {DType::F16, DType::BF16, DType::I8, DType::U8}) {
@@ -35,6 +35,12 @@ std::vector<MatrixInstruction> hopper_wgmma() {
     w.max_n = 256;
     list.push_back(w);
   }
+  MatrixInstruction tf32{"wgmma.mma_async.m64nNk8.tf32", 64, 8, 8, DType::F32, DType::F32, DType::F32};
+  tf32.warps_per_instruction = 4;
+  tf32.descriptor_operands = true;
+  tf32.max_n = 256;
+  tf32.tf32 = true;
+  list.push_back(tf32);
   for (const MatrixInstruction &mma : ampere_mma()) list.push_back(mma);
   return list;
 }

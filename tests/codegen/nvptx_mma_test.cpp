@@ -466,7 +466,7 @@ TEST_CASE("wgmma staging: swizzled tiles place each 16-byte chunk once, where th
       CHECK(column.size() == 8);
     }
   }
-  CHECK_FALSE(staged_layout(codegen::target_info("sm_90a").matrix_instructions[4], 64, 64).swizzled());  // mma.sync: padded rows
+  CHECK_FALSE(staged_layout(codegen::target_info("sm_90a").matrix_instructions[5], 64, 64).swizzled());  // mma.sync: padded rows
 }
 
 TEST_CASE("nvptx wgmma: f16 and bf16 matmuls on sm_90a are wgmma.mma_async over descriptors, fenced and waited for; too-small dots take mma.sync") {
@@ -537,20 +537,24 @@ TEST_CASE("wgmma plan: warps stacked along m; A copied ahead as core matrices, B
     CHECK(p.layout_of(dot->results[0]) == "mma{spt=[1,2] tpw=[8,4] wpc=[8,1] order=[1,0] warp_tile=[16,8]}");
     CHECK(p.plan.pipelined.size() == 2);
   }
-  // 32 rows: mma.sync m16n8k16 (the first of sm_80's entries, after the four wgmma ones).
+  // 32 rows: mma.sync m16n8k16 (the first of sm_80's entries, after the five wgmma ones).
   Planned small = plan_for("attention_tile", "sm_90a");
-  for (const ir::Op *dot : small.ops(OpKind::Dot)) CHECK(small.plan.instruction_of(dot) == 4);
+  for (const ir::Op *dot : small.ops(OpKind::Dot)) CHECK(small.plan.instruction_of(dot) == 5);
 }
 
 // --- TF32: f32 dots that ask for it -------------------------------------------------------
 
-TEST_CASE("nvptx mma: a dot of f32 blocks with DotPrecision::TF32 is mma.sync m16n8k8 .tf32 (sm_80, sm_90, sm_90a); an IEEE one stays on FMAs, warning of nothing") {
+TEST_CASE("nvptx mma: a dot of f32 blocks with DotPrecision::TF32 is mma.sync m16n8k8 .tf32 (sm_80, sm_90) or wgmma m64nNk8 .tf32 (sm_90a); an IEEE one stays on FMAs, warning of nothing") {
   bool have_ptxas = !codegen::nvptx::find_ptxas().empty();
   for (const char *arch : {"sm_80", "sm_90", "sm_90a"}) {
     CAPTURE(arch);
     codegen::CompiledObject tf32 = compile("matmul_tf32", arch);
-    CHECK(contains(tf32.ptx, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"));
-    CHECK(contains(tf32.ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"));  // A as 8 x 4 words; B staged [n][k] through registers
+    if (std::string(arch) == "sm_90a") {
+      CHECK(contains(tf32.ptx, "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"));
+    } else {
+      CHECK(contains(tf32.ptx, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"));
+      CHECK(contains(tf32.ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"));  // A as 8 x 4 words; B staged [n][k] through registers
+    }
     CHECK(tf32.warnings.empty());
     codegen::CompiledObject ieee = compile("matmul_f32", arch);
     CHECK_FALSE(contains(ieee.ptx, "mma.sync"));

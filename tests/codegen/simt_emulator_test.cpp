@@ -266,7 +266,7 @@ TEST_CASE("emulated sm_90a warpgroup MMA: cp.async pipelines of 1 to 4 stages in
 // that TF32 holds exactly make the products exact, so the emulated tensor cores must agree
 // with the host's f32 dot to summation order (the mma.sync bound above); the FMA path (the
 // same kernel without the tensor cores) is IEEE on any input.
-TEST_CASE("emulated sm_80 tensor cores: a TF32 dot of f32 blocks (ragged sizes, pipelined A), and the same kernel on FMAs") {
+TEST_CASE("emulated tensor cores: a TF32 dot of f32 blocks on sm_80's mma.sync and sm_90a's wgmma (ragged sizes, pipelined A), and the same kernel on FMAs") {
   std::mt19937 rng(13);
   auto tf32_exact = [&](size_t n) {
     std::vector<float> v = random_of<float>(n, rng);
@@ -279,6 +279,7 @@ TEST_CASE("emulated sm_80 tensor cores: a TF32 dot of f32 blocks (ragged sizes, 
     std::vector<Arg> args{array(tf32_exact(size_t(M) * K)), array(tf32_exact(size_t(K) * N)), array(std::vector<float>(size_t(M) * N)), value(M),
                           value(N), value(K)};
     CHECK(compare(find("matmul_tf32"), grid(cdiv(M, 64), cdiv(N, 64)), args, kTensorCores) <= 1e-3);
+    CHECK(compare(find("matmul_tf32"), grid(cdiv(M, 64), cdiv(N, 64)), args, {"sm_90a", true, 3}) <= 1e-3);  // wgmma m64nNk8 .tf32
     CHECK(compare_matmul<float, float>("matmul_tf32", 64, 64, M, N, K, rng, {"sm_80", false}) <= 1e-4);
   }
 }

@@ -98,7 +98,7 @@ std::optional<llvm::Value *> inline_ptx(llvm::IRBuilder<> &b, llvm::CallInst *c)
   if (text == "div.full.f32 $0, $1, $2;") return b.CreateFDiv(c->getArgOperand(0), c->getArgOperand(1));
   if (text == "fence.proxy.async.shared::cta;" || text == "wgmma.commit_group.sync.aligned;") return nullptr;
   if (text == "wgmma.fence.sync.aligned;" || text.starts_with("wgmma.wait_group.sync.aligned ")) return pass_through(b, c, 0);
-  constexpr std::pair<const char *, WgmmaType> kTypes[] = {{"f16", kWgmmaF16}, {"bf16", kWgmmaBF16}, {"s8", kWgmmaS8}, {"u8", kWgmmaU8}};
+  constexpr std::pair<const char *, WgmmaType> kTypes[] = {{"f16", kWgmmaF16}, {"bf16", kWgmmaBF16}, {"s8", kWgmmaS8}, {"u8", kWgmmaU8}, {"tf32", kWgmmaTF32}};
   if (text.starts_with("wgmma.mma_async"))
     for (auto [name, type] : kTypes)
       for (int n = 8; n <= 256; n += 8)

@@ -122,7 +122,7 @@ namespace {
 // two at 64, one at 32): the swizzle is a function of the shared address itself.
 // `type`: WgmmaType.
 double descriptor_element(uint64_t desc, int row, int k, int32_t type) {
-  const uint64_t bytes = type == kWgmmaS8 || type == kWgmmaU8 ? 1 : 2;
+  const uint64_t bytes = type == kWgmmaS8 || type == kWgmmaU8 ? 1 : type == kWgmmaTF32 ? 4 : 2;
   uint64_t start = (desc & 0x3FFF) << 4, stride = ((desc >> 32) & 0x3FFF) << 4;
   int mode = int(desc >> 62);
   if (mode == 0 || ((desc >> 49) & 7)) {
@@ -137,6 +137,11 @@ double descriptor_element(uint64_t desc, int row, int k, int32_t type) {
     return 0;
   }
   if (type == kWgmmaS8) return int8_t(machine.shared[at]);
+  if (type == kWgmmaTF32) {
+    uint32_t bits;
+    std::memcpy(&bits, machine.shared + at, 4);
+    return fragment_value(DType::F32, bits, 0);
+  }
   if (type == kWgmmaU8) return machine.shared[at];
   uint16_t bits;
   std::memcpy(&bits, machine.shared + at, 2);
@@ -153,7 +158,7 @@ void accumulate(uint32_t &d, double sum, int32_t type) {
 }  // namespace
 
 void wgmma(uint64_t desc_a, uint64_t desc_b, int32_t n, int32_t type, uint32_t *d) {
-  int thread = this_thread % 128, k_extent = type == kWgmmaS8 || type == kWgmmaU8 ? 32 : 16;
+  int thread = this_thread % 128, k_extent = type == kWgmmaS8 || type == kWgmmaU8 ? 32 : type == kWgmmaTF32 ? 8 : 16;
   for (int i = 0; i < n / 2; ++i) {
     codegen::nvptx::FragmentElement e = codegen::nvptx::wgmma_c_element(thread, i);
     double sum = 0;

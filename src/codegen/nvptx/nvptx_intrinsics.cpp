@@ -170,13 +170,15 @@ std::vector<llvm::Value *> wgmma_wait_group(llvm::IRBuilder<> &b, int groups, co
 void wgmma_commit_group(llvm::IRBuilder<> &b) { through_asm(b, "wgmma.commit_group.sync.aligned;", {}); }
 
 // Outputs $0 .. $(n/2 - 1) (tied to the accumulators), then the descriptors. scale-d is 1:
-// d accumulates onto its input; 16-bit operands are not negated (1, 1) nor transposed (0, 0),
-// immediates the integer forms (k32, s32 accumulators) do not take.
+// d accumulates onto its input; 16-bit operands are not negated (1, 1) nor transposed (0, 0);
+// tf32 (k8) takes the negations only, the integer forms (k32, s32 accumulators) neither.
 std::string wgmma_text(int n, const char *type) {
   std::string d;
   for (int i = 0; i < n / 2; ++i) d += (i ? ", $" : "$") + std::to_string(i);
   bool integer = type[1] == '8';  // s8, u8
   if (integer) return fmt::format("wgmma.mma_async.sync.aligned.m64n{}k32.s32.{}.{} {{{}}}, ${}, ${}, 1;", n, type, type, d, n / 2, n / 2 + 1);
+  if (std::string_view(type) == "tf32")  // K-major only: no transpose immediates
+    return fmt::format("wgmma.mma_async.sync.aligned.m64n{}k8.f32.tf32.tf32 {{{}}}, ${}, ${}, 1, 1, 1;", n, d, n / 2, n / 2 + 1);
   return fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, ${}, ${}, 1, 1, 1, 0, 0;", n, type, type, d, n / 2, n / 2 + 1);
 }
 
@@ -185,6 +187,7 @@ const char *wgmma_type(const MatrixInstruction &instruction) {
     case DType::BF16: return "bf16";
     case DType::I8: return "s8";
     case DType::U8: return "u8";
+    case DType::F32: return "tf32";
     default: return "f16";
   }
 }

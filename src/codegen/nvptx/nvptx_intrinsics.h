@@ -54,8 +54,8 @@ void fence_proxy_async(llvm::IRBuilder<> &b);
 std::vector<llvm::Value *> wgmma_fence(llvm::IRBuilder<> &b, const std::vector<llvm::Value *> &acc);
 std::vector<llvm::Value *> wgmma_wait_group(llvm::IRBuilder<> &b, int groups, const std::vector<llvm::Value *> &acc);
 void wgmma_commit_group(llvm::IRBuilder<> &b);
-// wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{f16|bf16} or .m64n{n}k32.s32.{s8|u8}
-// (instruction's a type): d = A B + d for this thread's n / 2 accumulators (f32 or i32;
+// wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{f16|bf16}, .m64n{n}k32.s32.{s8|u8} or
+// .m64n{n}k8.f32.tf32 (instruction's a type): d = A B + d for this thread's n / 2 accumulators (f32 or i32;
 // mma_fragments.h: wgmma_c_element), A and B K-major.
 std::vector<llvm::Value *> wgmma_mma_async(llvm::IRBuilder<> &b, const MatrixInstruction &instruction, int n, llvm::Value *desc_a, llvm::Value *desc_b,
                                            const std::vector<llvm::Value *> &acc);
@@ -64,7 +64,7 @@ std::vector<llvm::Value *> wgmma_mma_async(llvm::IRBuilder<> &b, const MatrixIns
 std::vector<llvm::Value *> wgmma_mma_async_register_a(llvm::IRBuilder<> &b, const MatrixInstruction &instruction, int n, const std::vector<llvm::Value *> &a,
                                                       llvm::Value *desc_b, const std::vector<llvm::Value *> &acc);
 // The inline PTX of wgmma_mma_async (and _register_a, 16-bit only) for m64n{n} with operands
-// of `type` ("f16", "bf16", "s8", "u8").
+// of `type` ("f16", "bf16", "s8", "u8", "tf32").
 std::string wgmma_text(int n, const char *type);
 std::string wgmma_text_register_a(int n, const char *type);
 
