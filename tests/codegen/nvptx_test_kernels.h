@@ -68,9 +68,10 @@ void dot4_rows(Ptr<u8> w, Ptr<i8> x, Ptr<i32> out) {
 }
 
 // examples/matmul.h over any operand and accumulator type: f16, bf16 and i8 run on tensor
-// cores where the tiles are whole instruction tiles (mma.sync m16n8k16, m16n8k32). C is
-// stored as Out (an f16 C: the accumulator converted to a blocked layout for the narrow store).
-template <class T, class Acc, int BM, int BN, int BK, class Out = Acc>
+// cores where the tiles are whole instruction tiles (mma.sync m16n8k16, m16n8k32), f32 when
+// P is DotPrecision::TF32. C is stored as Out (an f16 C: the accumulator converted to a
+// blocked layout for the narrow store).
+template <class T, class Acc, int BM, int BN, int BK, class Out = Acc, DotPrecision P = DotPrecision::IEEE>
 void tiled_matmul(Ptr<T> a, Ptr<T> b, Ptr<Out> c, Scalar<i32> M, Scalar<i32> N, Scalar<i32> K) {
   auto row = expand_dims<1>(program_id(0) * BM + arange<BM>());
   auto col = expand_dims<0>(program_id(1) * BN + arange<BN>());
@@ -80,7 +81,7 @@ void tiled_matmul(Ptr<T> a, Ptr<T> b, Ptr<Out> c, Scalar<i32> M, Scalar<i32> N, 
     auto kb = expand_dims<1>(k + rk);
     auto ta = load(a + row * K + ka, row < M && ka < K, 0);
     auto tb = load(b + kb * N + col, kb < K && col < N, 0);
-    return dot(ta, tb, acc);
+    return dot(ta, tb, acc, P);
   });
   if constexpr (std::is_same_v<Out, Acc>) store(c + row * N + col, acc, row < M && col < N);
   else store(c + row * N + col, cast<Out>(acc), row < M && col < N);
@@ -99,22 +100,6 @@ void tiled_matmul_nt(Ptr<T> a, Ptr<T> w, Ptr<f32> c, Scalar<i32> M, Scalar<i32> 
     auto ta = load(a + row * K + ka, row < M && ka < K, 0);
     auto tw = load(w + wrow * K + ka, wrow < N && ka < K, 0);
     return dot(ta, trans(tw), acc);
-  });
-  store(c + row * N + col, acc, row < M && col < N);
-}
-
-// C = A B of f32 blocks multiplied as TF32 (DotPrecision::TF32).
-template <int BM, int BN, int BK>
-void tiled_matmul_tf32(Ptr<f32> a, Ptr<f32> b, Ptr<f32> c, Scalar<i32> M, Scalar<i32> N, Scalar<i32> K) {
-  auto row = expand_dims<1>(program_id(0) * BM + arange<BM>());
-  auto col = expand_dims<0>(program_id(1) * BN + arange<BN>());
-  auto rk = arange<BK>();
-  auto acc = for_range(0, K, BK, zeros<f32, BM, BN>(), [&](auto k, auto acc) {
-    auto ka = expand_dims<0>(k + rk);
-    auto kb = expand_dims<1>(k + rk);
-    auto ta = load(a + row * K + ka, row < M && ka < K, 0);
-    auto tb = load(b + kb * N + col, kb < K && col < N, 0);
-    return dot(ta, tb, acc, DotPrecision::TF32);
   });
   store(c + row * N + col, acc, row < M && col < N);
 }
@@ -203,7 +188,7 @@ inline std::vector<tools::NamedKernel> all_kernels() {
   k.push_back(tools::named_kernel<tiled_matmul<u8, i32, 64, 64, 64>>("matmul_u8", 4));  // mma.sync has no u8 in kdsl's table: FMAs before sm_90a
   k.push_back(tools::named_kernel<matmul_relu_f16<64, 32, 32>>("matmul_relu_f16", 4));
   k.push_back(tools::named_kernel<attention_tile<32, 32, 64>>("attention_tile", 4));
-  k.push_back(tools::named_kernel<tiled_matmul_tf32<64, 64, 32>>("matmul_tf32", 4));
+  k.push_back(tools::named_kernel<tiled_matmul<f32, f32, 64, 64, 32, f32, DotPrecision::TF32>>("matmul_tf32", 4));
   // 64 rows: on sm_90a both dots on wgmma, P fed to the second from registers.
   k.push_back(tools::named_kernel<attention_tile<64, 64, 64>>("attention_tile_64", 4));
   // B as trans(W[N][K]); on sm_90a: one wgmma of n = 256, and two warpgroups at 8 warps.

@@ -62,4 +62,13 @@ RegisterMap register_map(const Layout &layout, const ir::Shape &shape) {
   return map;
 }
 
+RegisterAt::RegisterAt(const RegisterMap &map) {
+  for (int r = 0; r < map.count; ++r) at_[{map.offset[size_t(r)][0], map.offset[size_t(r)][1]}] = r;
+}
+
+int RegisterAt::operator()(int row, int col) const {
+  auto it = at_.find({row, col});
+  return it == at_.end() ? -1 : it->second;
+}
+
 }  // namespace kdsl::codegen::gpu

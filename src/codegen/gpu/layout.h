@@ -1,6 +1,7 @@
 // layout.h - distributed layouts: which thread of a CTA holds which elements of a block value
 #pragma once
 #include <array>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,18 @@ struct RegisterMap {
   std::vector<std::array<int, ir::kMaxRank>> offset;  // per register, per axis
 };
 RegisterMap register_map(const Layout &layout, const ir::Shape &shape);
+
+// The register of a 2-D RegisterMap at offset (row, col) from the thread's first element;
+// -1 where the thread holds none there. The matrix-instruction lowerings find their fragment
+// registers by offset with it.
+class RegisterAt {
+ public:
+  explicit RegisterAt(const RegisterMap &map);
+  int operator()(int row, int col) const;
+
+ private:
+  std::map<std::pair<int, int>, int> at_;
+};
 
 // A load inside a for_range body whose tile only a tensor-core dot reads: copied global ->
 // shared with cp.async num_stages - 1 iterations ahead, straight into the layout the dot's

@@ -1,8 +1,6 @@
 // lower_mma.cpp - dot on tensor cores: operands staged in shared memory, ldmatrix fragments, mma.sync into the accumulator layout
 #include <fmt/format.h>
 
-#include <map>
-
 #include <kdsl/error.h>
 
 #include "codegen/gpu/gpu_lowering.h"
@@ -28,7 +26,7 @@ struct StagedTile {
 // instruction: one ldmatrix.x4 per m tile for A, one per two n tiles for B (x2 for a last
 // odd one), then an mma.sync per (tm, tn). The k steps are unrolled (K is a block extent).
 void emit_mma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstruction &mi) {
-  using gpu::Index, gpu::IrInt, gpu::Layout, gpu::LayoutKind, gpu::RegisterMap;
+  using gpu::Index, gpu::IrInt, gpu::Layout, gpu::LayoutKind;
   ir::ValueId a = op.operands[0], b = op.operands[1], v = op.results[0];
   const ir::Type &at = g.fn_.type(a), &ct = g.fn_.type(v);
   const Layout &l = g.plan_.layout[size_t(v)];
@@ -70,14 +68,12 @@ void emit_mma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstruction
 
   // The accumulator register holding C element i of tile (tm, tn): its offset from this
   // thread's first element is the tile origin plus lane 0's position of element i.
-  const RegisterMap &map = g.registers(v);
-  std::map<std::pair<int, int>, int> reg_at;
-  for (int r = 0; r < map.count; ++r) reg_at[{map.offset[size_t(r)][0], map.offset[size_t(r)][1]}] = r;
+  const gpu::RegisterAt reg_at(g.registers(v));
   auto c_reg = [&](int64_t tm, int64_t tn, int i) {
     FragmentElement c0 = mma_c_element(mi, 0, i);
-    auto it = reg_at.find({int(tm * l.tile(0)) + c0.row, int(tn * l.tile(1)) + c0.col});
-    if (it == reg_at.end()) internal_error(fmt::format("nvptx mma: no accumulator register for tile ({}, {}) element {} in {}", tm, tn, i, l.str()));
-    return size_t(it->second);
+    int r = reg_at(int(tm * l.tile(0)) + c0.row, int(tn * l.tile(1)) + c0.col);
+    if (r < 0) internal_error(fmt::format("nvptx mma: no accumulator register for tile ({}, {}) element {} in {}", tm, tn, i, l.str()));
+    return size_t(r);
   };
 
   // 3. The k steps.

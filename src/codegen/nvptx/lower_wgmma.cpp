@@ -1,8 +1,6 @@
 // lower_wgmma.cpp - dot on Hopper's warpgroup MMA: operands staged swizzled in shared memory, read by descriptors, wgmma.mma_async into the accumulator layout
 #include <fmt/format.h>
 
-#include <map>
-
 #include <kdsl/error.h>
 
 #include "codegen/gpu/gpu_lowering.h"
@@ -46,7 +44,7 @@ llvm::Value *pack_pair(gpu::GpuLowering &g, llvm::Value *low, llvm::Value *high,
 //   wgmma.commit_group, wgmma.wait_group 0  (the accumulators are ready)
 // The k steps are unrolled (K is a block extent).
 void emit_wgmma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstruction &mi) {
-  using gpu::Layout, gpu::LayoutKind, gpu::RegisterMap, gpu::StagedLayout;
+  using gpu::Layout, gpu::LayoutKind, gpu::StagedLayout;
   ir::ValueId a = op.operands[0], b = op.operands[1], v = op.results[0];
   const ir::Type &at = g.fn_.type(a), &ct = g.fn_.type(v);
   const Layout &l = g.plan_.layout[size_t(v)];
@@ -81,14 +79,11 @@ void emit_wgmma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstructi
   // 2. The register holding element i (mma.sync's C numbering) of n8 tile tn in m tile tm,
   // in the accumulator (shape M x N) or in A (M x K) when A comes from registers.
   auto register_finder = [&](ir::ValueId x) {
-    const RegisterMap &map = g.registers(x);
-    std::map<std::pair<int, int>, int> reg_at;
-    for (int r = 0; r < map.count; ++r) reg_at[{map.offset[size_t(r)][0], map.offset[size_t(r)][1]}] = r;
-    return [&l, &mi, reg_at = std::move(reg_at)](int64_t tm, int64_t tn, int i) {
+    return [&l, &mi, reg_at = gpu::RegisterAt(g.registers(x))](int64_t tm, int64_t tn, int i) {
       FragmentElement c0 = wgmma_c_element(0, i);
-      auto it = reg_at.find({int(tm * l.tile(0)) + c0.row, int(tn * mi.n) + c0.col});
-      if (it == reg_at.end()) internal_error(fmt::format("nvptx wgmma: no register for tile ({}, {}) element {} in {}", tm, tn, i, l.str()));
-      return size_t(it->second);
+      int r = reg_at(int(tm * l.tile(0)) + c0.row, int(tn * mi.n) + c0.col);
+      if (r < 0) internal_error(fmt::format("nvptx wgmma: no register for tile ({}, {}) element {} in {}", tm, tn, i, l.str()));
+      return size_t(r);
     };
   };
   auto c_reg = register_finder(v);
