@@ -15,6 +15,7 @@
 #include "codegen/codegen.h"
 #include "codegen/element_semantics.h"
 #include "codegen/host/bounds_checks.h"
+#include "codegen/host/dot_tile.h"
 #include "codegen/host/device_debug.h"
 #include "codegen/host/element_math.h"
 #include "codegen/host/int_dot.h"
@@ -224,6 +225,26 @@ class HostLowering {
     return compute(*def, idx);
   }
 
+  // Element `flat` of v in row-major order, as a reshape reads it. A row-major array keeps
+  // its offsets through any chain of reshapes, so an array under them is read at `flat`
+  // itself; only a value computed per element needs the index taken apart (a udiv and urem
+  // an axis, which LLVM cannot always fold back: a dot's operand that is a reshaped tile of x
+  // paid them for every element it broadcast).
+  llvm::Value *element_at_flat(ir::ValueId v, llvm::Value *flat) {
+    const ir::Type &t = fn_.type(v);
+    const ValueState &st = state_[size_t(v)];
+    if (st.array) return b_.CreateLoad(compute_type(t), b_.CreateInBoundsGEP(compute_type(t), st.array, flat));
+    const ir::Op *def = plan_.def[size_t(v)];
+    if (def && def->kind == OpKind::Reshape && plan_.storage[size_t(v)] == Storage::Fused) return element_at_flat(def->operands[0], flat);
+    const ir::Shape &shape = t.shape;
+    Index mapped(size_t(shape.rank));
+    for (int d = shape.rank - 1; d >= 0; --d) {
+      mapped[size_t(d)] = b_.CreateURem(flat, b_.getInt64(shape[d]));
+      flat = b_.CreateUDiv(flat, b_.getInt64(shape[d]));
+    }
+    return element(v, mapped);
+  }
+
   // --- computing one element of an op's result --------------------------------------------
 
   llvm::Value *compute(const ir::Op &op, const Index &idx) {
@@ -246,16 +267,7 @@ class HostLowering {
         mapped.erase(mapped.begin() + op.ints[0]);
         return element(op.operands[0], mapped);
       }
-      case OpKind::Reshape: {
-        const ir::Shape &in = arg_type(0).shape;
-        llvm::Value *flat = linear(idx, out.shape);
-        Index mapped(size_t(in.rank));
-        for (int d = in.rank - 1; d >= 0; --d) {
-          mapped[size_t(d)] = b_.CreateURem(flat, b_.getInt64(in[d]));
-          flat = b_.CreateUDiv(flat, b_.getInt64(in[d]));
-        }
-        return element(op.operands[0], mapped);
-      }
+      case OpKind::Reshape: return element_at_flat(op.operands[0], linear(idx, out.shape));
       case OpKind::Trans: {
         Index mapped(idx.size());
         for (size_t d = 0; d < idx.size(); ++d) mapped[size_t(op.ints[d])] = idx[d];
@@ -802,11 +814,13 @@ class HostLowering {
     state_[size_t(op.results[0])].array = c;
   }
 
-  // C[M,N] += A[M,K] . B[K,N] in f32, as strips of MR rows of C. A strip's accumulators are
-  // vectors carried through the k loop in registers; each k loads row k of B once, as vectors,
-  // and adds a[m][k] * B[k] into every row of the strip. MR is as many rows as the vector
-  // registers hold beside one row of B (the scalar form C[m][n] += a * b, with C in memory,
-  // cost a load and a store of C for every multiply-add, and B was re-read for every row).
+  // C[M,N] += A[M,K] . B[K,N] in f32, as register tiles of C (dot_tile.h): each tile's
+  // accumulators are vectors carried through the k loop in registers; each k loads the tile's
+  // part of row k of B once, as vectors, and adds a[m][k] * B[k] into every row of the tile.
+  // Strips of rows are the outer loop, so a strip's elements of A stay in cache while its
+  // panels of columns take turns (the scalar form C[m][n] += a * b, with C in memory, cost a
+  // load and a store of C for every multiply-add; one row of C by all of N loaded more of B
+  // than it multiplied and kept too few accumulators to hide the FMA's latency).
   void emit_dot_strips(const ir::Op &op, llvm::AllocaInst *c, int64_t M, int64_t N, int64_t K) {
     const ir::Type &ct = fn_.type(op.results[0]);
     const ir::Type &bt = fn_.type(op.operands[1]);
@@ -821,8 +835,9 @@ class HostLowering {
     const VectorRegisters regs = host_vector_registers();
     std::vector<std::pair<int64_t, int64_t>> chunks;  // (first column, width)
     for (int64_t n = 0; n < N; n += regs.f32_lanes) chunks.push_back({n, std::min<int64_t>(regs.f32_lanes, N - n)});
-    const int64_t per_row = int64_t(chunks.size());
-    const int64_t rows = std::clamp<int64_t>((regs.count - per_row - 1) / per_row, 1, M);
+    DotMachine machine;
+    machine.registers = regs.count, machine.lanes = regs.f32_lanes;
+    const DotTile tile = choose_dot_tile(M, N, machine);
 
     llvm::FastMathFlags contract;
     contract.setAllowContract();
@@ -831,12 +846,13 @@ class HostLowering {
     };
     auto vector_type = [&](int64_t width) { return llvm::FixedVectorType::get(f32, unsigned(width)); };
 
-    // One strip of `mr` rows starting at row m0.
-    auto strip = [&](llvm::Value *m0, int64_t mr) {
+    // One tile: `mr` rows from row m0 by chunks [j0, j0 + nr).
+    auto tile_loop = [&](llvm::Value *m0, int64_t mr, size_t j0, size_t nr) {
       std::vector<llvm::Value *> init;
       for (int64_t r = 0; r < mr; ++r) {
         llvm::Value *row_index = b_.CreateAdd(m0, b_.getInt64(r));
-        for (auto [col, width] : chunks) init.push_back(b_.CreateAlignedLoad(vector_type(width), vector_ptr(c, ct, row_index, col), llvm::Align(4)));
+        for (size_t j = j0; j < j0 + nr; ++j)
+          init.push_back(b_.CreateAlignedLoad(vector_type(chunks[j].second), vector_ptr(c, ct, row_index, chunks[j].first), llvm::Align(4)));
       }
       llvm::BasicBlock *pre = b_.GetInsertBlock();
       llvm::BasicBlock *head = llvm::BasicBlock::Create(ctx_, "dot.k", current_function());
@@ -851,17 +867,19 @@ class HostLowering {
         acc.back()->addIncoming(v, pre);
       }
       std::vector<llvm::Value *> b_row;
-      for (auto [col, width] : chunks) b_row.push_back(b_.CreateAlignedLoad(vector_type(width), vector_ptr(b_array, bt, k, col), llvm::Align(4)));
+      for (size_t j = j0; j < j0 + nr; ++j)
+        b_row.push_back(b_.CreateAlignedLoad(vector_type(chunks[j].second), vector_ptr(b_array, bt, k, chunks[j].first), llvm::Align(4)));
       std::vector<llvm::Value *> next(acc.size());
       for (int64_t r = 0; r < mr; ++r) {
         llvm::Value *a = element(op.operands[0], {b_.CreateAdd(m0, b_.getInt64(r)), k});
-        for (int64_t j = 0; j < per_row; ++j) {
-          llvm::Value *splat = b_.CreateVectorSplat(unsigned(chunks[size_t(j)].second), a);
-          auto *mul = llvm::cast<llvm::Instruction>(b_.CreateFMul(splat, b_row[size_t(j)]));
+        for (size_t j = 0; j < nr; ++j) {
+          llvm::Value *splat = b_.CreateVectorSplat(unsigned(chunks[j0 + j].second), a);
+          auto *mul = llvm::cast<llvm::Instruction>(b_.CreateFMul(splat, b_row[j]));
           mul->setFastMathFlags(contract);
-          auto *add = llvm::cast<llvm::Instruction>(b_.CreateFAdd(acc[size_t(r * per_row + j)], mul));
+          const size_t at = size_t(r) * nr + j;
+          auto *add = llvm::cast<llvm::Instruction>(b_.CreateFAdd(acc[at], mul));
           add->setFastMathFlags(contract);
-          next[size_t(r * per_row + j)] = add;
+          next[at] = add;
         }
       }
       llvm::Value *k_next = b_.CreateAdd(k, b_.getInt64(1), "k.next", true, true);
@@ -872,13 +890,16 @@ class HostLowering {
       b_.SetInsertPoint(exit);
       for (int64_t r = 0; r < mr; ++r) {
         llvm::Value *row_index = b_.CreateAdd(m0, b_.getInt64(r));
-        for (int64_t j = 0; j < per_row; ++j)
-          b_.CreateAlignedStore(next[size_t(r * per_row + j)], vector_ptr(c, ct, row_index, chunks[size_t(j)].first), llvm::Align(4));
+        for (size_t j = 0; j < nr; ++j) b_.CreateAlignedStore(next[size_t(r) * nr + j], vector_ptr(c, ct, row_index, chunks[j0 + j].first), llvm::Align(4));
       }
     };
-    const int64_t full = M / rows, rest = M % rows;
-    loop(full, [&](llvm::Value *s) { strip(b_.CreateMul(s, b_.getInt64(rows)), rows); });
-    if (rest) strip(b_.getInt64(full * rows), rest);
+    // A strip of `mr` rows from m0, panel by panel.
+    auto strip = [&](llvm::Value *m0, int64_t mr) {
+      for (size_t j0 = 0; j0 < chunks.size(); j0 += size_t(tile.vectors)) tile_loop(m0, mr, j0, std::min(size_t(tile.vectors), chunks.size() - j0));
+    };
+    const int64_t full = M / tile.rows, rest = M % tile.rows;
+    loop(full, [&](llvm::Value *s) { strip(b_.CreateMul(s, b_.getInt64(tile.rows)), tile.rows); });
+    if (rest) strip(b_.getInt64(full * tile.rows), rest);
   }
 
   // The integer dot (i8 or u8 operands, i32 accumulator), element by element with C in memory.

@@ -131,8 +131,28 @@ class Planner {
       const Op *def = plan_.def[size_t(next)];
       if (fn_.type(next).shape.rank == 0 || plan_.storage[size_t(next)] != Storage::Array || !def) continue;
       if (uses_[size_t(next)].size() != 1 || uses_[size_t(arg)].size() != 1 || uses_[size_t(next)][0].region != &body) continue;
-      bool in_place = ((def->kind == OpKind::Dot || def->kind == OpKind::Dot4) && def->operands[2] == arg) || reads_elementwise(next, arg);
-      if (in_place) plan_.write_into[size_t(next)] = arg;
+      if (reads_elementwise(next, arg)) {
+        plan_.write_into[size_t(next)] = arg;
+        continue;
+      }
+      for (ValueId v : dot_chain(next, arg, body)) plan_.write_into[size_t(v)] = arg;
+    }
+  }
+
+  // The dots (or dot4s) that take `next` back to `arg` through their accumulators, each
+  // intermediate an array used by the next dot alone, in `body`: a step that makes several dots
+  // into one accumulator (a tile of parts, each its own dot) then updates it in place
+  // throughout instead of copying it between them. Empty where `next` is no such chain.
+  std::vector<ValueId> dot_chain(ValueId next, ValueId arg, const Region &body) const {
+    std::vector<ValueId> chain;
+    for (ValueId v = next;;) {
+      const Op *def = plan_.def[size_t(v)];
+      if (!def || (def->kind != OpKind::Dot && def->kind != OpKind::Dot4)) return {};
+      chain.push_back(v);
+      ValueId acc = def->operands[2];
+      if (acc == arg) return chain;
+      if (plan_.storage[size_t(acc)] != Storage::Array || uses_[size_t(acc)].size() != 1 || uses_[size_t(acc)][0].region != &body) return {};
+      v = acc;
     }
   }
 

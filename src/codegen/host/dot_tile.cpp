@@ -1,0 +1,44 @@
+// dot_tile.cpp - the host f32 dot's register tile, chosen by counting FMAs, loads and latency per k
+#include "codegen/host/dot_tile.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace kdsl::codegen {
+namespace {
+
+// Estimated cycles a k for all of C under tile `t`.
+double cycles_per_k(int64_t M, int64_t chunks, DotTile t, const DotMachine &m) {
+  auto tile_cycles = [&](int64_t rows, int64_t vectors) {
+    const double fmas = double(rows * vectors), loads = double(rows + vectors);
+    return std::max({fmas / m.fma_ports, loads / m.load_ports, double(m.fma_latency)});
+  };
+  double total = 0;
+  for (int64_t n = 0; n < chunks; n += t.vectors) {
+    const int64_t vectors = std::min<int64_t>(t.vectors, chunks - n);
+    total += double(M / t.rows) * tile_cycles(t.rows, vectors);
+    if (M % t.rows) total += tile_cycles(M % t.rows, vectors);
+  }
+  return total;
+}
+
+}  // namespace
+
+DotTile choose_dot_tile(int64_t M, int64_t N, const DotMachine &machine) {
+  const int64_t chunks = (N + machine.lanes - 1) / machine.lanes;  // registers a row of C takes
+  DotTile best;
+  double best_cycles = std::numeric_limits<double>::infinity();
+  for (int64_t vectors = 1; vectors <= chunks; ++vectors) {
+    const int64_t fit = (machine.registers - vectors - 1) / vectors;  // accumulator rows beside a row of B and a broadcast
+    if (fit < 1) break;
+    for (int64_t rows = 1; rows <= std::min(fit, M); ++rows) {
+      const DotTile t{int(rows), int(vectors)};
+      const double c = cycles_per_k(M, chunks, t, machine);
+      // Ties go to the taller tile: fewer passes over B, fewer loop headers.
+      if (c < best_cycles || (c == best_cycles && rows * vectors > int64_t(best.rows) * best.vectors)) best = t, best_cycles = c;
+    }
+  }
+  return best;
+}
+
+}  // namespace kdsl::codegen
