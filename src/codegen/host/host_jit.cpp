@@ -2,9 +2,14 @@
 #include <fmt/format.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/Object/ELFObjectFile.h>
 #include <llvm/Support/Error.h>
 #include <llvm/Support/MemoryBuffer.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 
 #include <kdsl/error.h>
@@ -57,10 +62,42 @@ class HostJit {
     if (auto err = jit_->addObjectFile(std::move(buffer))) throw Error(fmt::format("cannot link kernel object '{}': {}", symbol, describe(std::move(err))));
     auto address = jit_->lookup(symbol);
     if (!address) throw Error(fmt::format("kernel object does not define '{}': {}", symbol, describe(address.takeError())));
+    if (std::getenv("KDSL_PERF_MAP")) write_perf_map(*buffer_view(object, symbol));
     return address->toPtr<HostEntry>();
   }
 
  private:
+  static std::unique_ptr<llvm::MemoryBuffer> buffer_view(const std::vector<uint8_t> &object, const std::string &symbol) {
+    return llvm::MemoryBuffer::getMemBuffer(llvm::StringRef(reinterpret_cast<const char *>(object.data()), object.size()), symbol, false);
+  }
+
+  // KDSL_PERF_MAP: each function of a linked kernel object goes into /tmp/perf-<pid>.map as
+  // "address size name", where `perf report` finds JIT code's names (otherwise it shows bare
+  // addresses in anonymous memory). Called with mutex_ held.
+  void write_perf_map(const llvm::MemoryBuffer &buffer) {
+    auto file = llvm::object::ObjectFile::createObjectFile(buffer.getMemBufferRef());
+    if (!file) return llvm::consumeError(file.takeError());
+    std::FILE *map = std::fopen(fmt::format("/tmp/perf-{}.map", getpid()).c_str(), "a");
+    if (!map) return;
+    for (const llvm::object::SymbolRef &sym : (*file)->symbols()) {
+      auto type = sym.getType();
+      auto name = sym.getName();
+      if (!type || !name || *type != llvm::object::SymbolRef::ST_Function) {
+        if (!type) llvm::consumeError(type.takeError());
+        if (!name) llvm::consumeError(name.takeError());
+        continue;
+      }
+      auto found = jit_->lookup(*name);
+      if (!found) {
+        llvm::consumeError(found.takeError());
+        continue;
+      }
+      const uint64_t size = llvm::object::ELFSymbolRef(sym).getSize();
+      std::fprintf(map, "%llx %llx %s\n", (unsigned long long)found->getValue(), (unsigned long long)size, name->str().c_str());
+    }
+    std::fclose(map);
+  }
+
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   std::mutex mutex_;
 };
