@@ -103,9 +103,11 @@ TEST_CASE("codegen: the host dot's register tile fits the registers and keeps en
         CHECK(t.rows <= M);
         CHECK(t.vectors >= 1);
         CHECK(t.vectors <= chunks);
-        CHECK(int64_t(t.rows) * t.vectors + t.vectors + 1 <= machine.registers);  // accumulators, a row of B, a broadcast
-        // Where C is big enough, the tile keeps FMA ports x latency chains in flight.
-        if (M >= 6 && chunks >= 2) CHECK(t.rows * t.vectors >= machine.fma_ports * machine.fma_latency);
+        const int64_t b_registers = t.rows > 1 ? t.vectors : 0;  // a one-row tile's FMAs read B from memory
+        CHECK(int64_t(t.rows) * t.vectors + b_registers + 1 <= machine.registers);  // accumulators, a row of B, a broadcast
+        // Where C is big enough, the tile keeps enough chains in flight to cover the FMA's
+        // latency (the model's latency less its cycle of slack) on every port.
+        if (M >= 6 && chunks >= 2) CHECK(t.rows * t.vectors >= machine.fma_ports * (machine.fma_latency - 1));
       }
   // The prefill tiles' dots on AVX2 (128 rows of x by 64 or 32 columns of W): six rows by two
   // registers, the shape BLIS's AVX2 kernels use, where one row by all of N was the shape before.
@@ -113,9 +115,11 @@ TEST_CASE("codegen: the host dot's register tile fits the registers and keeps en
   CHECK(wide.rows * wide.vectors == 12);
   CHECK(narrow.rows == 6);
   CHECK(narrow.vectors == 2);
-  // A single row of C: all of it in one tile if it fits.
+  // A single row of C (decode attention's p . V, [1, 16] x [16, 64]): all 8 registers of it in
+  // one tile, not two panels that each wait out the FMA latency.
   const DotTile one_row = choose_dot_tile(1, 64, avx2);
   CHECK(one_row.rows == 1);
+  CHECK(one_row.vectors == 8);
 }
 
 TEST_CASE("codegen: dots chained into one accumulator") {

@@ -29,9 +29,11 @@ DotTile choose_dot_tile(int64_t M, int64_t N, const DotMachine &machine) {
   DotTile best;
   double best_cycles = std::numeric_limits<double>::infinity();
   for (int64_t vectors = 1; vectors <= chunks; ++vectors) {
-    const int64_t fit = (machine.registers - vectors - 1) / vectors;  // accumulator rows beside a row of B and a broadcast
-    if (fit < 1) break;
-    for (int64_t rows = 1; rows <= std::min(fit, M); ++rows) {
+    for (int64_t rows = 1; rows <= M; ++rows) {
+      // Accumulators, a broadcast, and the row of B, which a one-row tile reads straight into
+      // its FMAs (each B vector is used once) rather than keeping in registers.
+      const int64_t b_registers = rows > 1 ? vectors : 0;
+      if (rows * vectors + b_registers + 1 > machine.registers) break;
       const DotTile t{int(rows), int(vectors)};
       const double c = cycles_per_k(M, chunks, t, machine);
       // Ties go to the taller tile: fewer passes over B, fewer loop headers.
