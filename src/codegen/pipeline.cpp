@@ -2,8 +2,12 @@
 #include "codegen/pipeline.h"
 
 #include <fmt/format.h>
+#include <llvm/IR/DiagnosticHandler.h>
+#include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
+#include <llvm/Support/raw_ostream.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -80,6 +84,28 @@ const char *lowering_name(const Target &target) {
   return target.kind == Target::Kind::Nvptx ? "nvptx" : target.kind == Target::Kind::Amdgpu ? "amdgpu" : "host";
 }
 
+// LLVM's own warnings and remarks about a kernel (a loop kdsl asked to vectorize that it
+// could not, for one) go to KDSL_LOG=debug, named by kernel, instead of straight to stderr,
+// where they broke into tools' output; errors keep LLVM's handling.
+class QuietDiagnostics final : public llvm::DiagnosticHandler {
+ public:
+  explicit QuietDiagnostics(std::string kernel) : kernel_(std::move(kernel)) {}
+  bool handleDiagnostics(const llvm::DiagnosticInfo &info) override {
+    if (info.getSeverity() == llvm::DS_Error) return false;
+    // Optimization remarks nobody asked for (-pass-remarks) are dropped, as LLVM's own handler does.
+    if (auto *remark = llvm::dyn_cast<llvm::DiagnosticInfoOptimizationBase>(&info); remark && !remark->isEnabled()) return true;
+    std::string text;
+    llvm::raw_string_ostream out(text);
+    llvm::DiagnosticPrinterRawOStream printer(out);
+    info.print(printer);
+    log_debug("{}: LLVM: {}", kernel_, out.str());
+    return true;
+  }
+
+ private:
+  std::string kernel_;
+};
+
 }  // namespace
 
 CompiledObject compile(const ir::Function &traced, const std::string &symbol, const Target &target, const Options &options, const DumpOptions &dump) {
@@ -102,6 +128,7 @@ CompiledObject compile(const ir::Function &traced, const std::string &symbol, co
 
   start = std::chrono::steady_clock::now();
   llvm::LLVMContext context;
+  context.setDiagnosticHandler(std::make_unique<QuietDiagnostics>(fn.name));
   llvm::Module module(symbol, context);
   std::unique_ptr<llvm::TargetMachine> tm = target_machine(target);
   module.setDataLayout(tm->createDataLayout());
