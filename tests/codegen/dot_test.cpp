@@ -94,9 +94,9 @@ TEST_CASE("codegen: dot of f32 blocks") {
   dot_test::check_matmul_sizes<f32, f32, 16, 16, 16>(rng);
   dot_test::check_matmul_sizes<f32, f32, 32, 8, 4>(rng);
   dot_test::check_dot_transposed<f32, f32, 8, 24, 16>(rng);
-  // The host computes dot in strips of rows held in vector registers (as many as fit beside
-  // one row of B): rows left over after the whole strips, a last vector narrower than the
-  // register, and one-column and one-row products.
+  // The host computes dot in register tiles of rows by vectors of columns (dot_tile.h): rows
+  // left over after the whole strips, panels and a last vector narrower than the register,
+  // and one-column and one-row products (dot_tile_test.cpp has more ragged tiles).
   dot_test::check_dot_transposed<f32, f32, 15, 20, 3>(rng);
   dot_test::check_dot_transposed<f32, f32, 13, 64, 5>(rng);
   dot_test::check_dot_transposed<f32, f32, 9, 1, 7>(rng);
