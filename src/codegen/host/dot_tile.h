@@ -30,9 +30,9 @@ struct DotTile {
 // costs the most of its FMAs over the FMA ports, its loads over the load ports, and one FMA
 // latency (its accumulators' chains run one after another; tiles do not overlap, each being a
 // loop of its own). Only tiles whose accumulators, one row of B (none for one row of C: its
-// FMAs take each B vector from memory) and one broadcast fit in the registers are considered. Wide rows of B alone (one row by the whole of N, the shape before
-// this model) load more than they multiply and keep too few chains in flight to hide the
-// latency.
+// FMAs take each B vector from memory) and one broadcast fit in the registers are considered.
+// Where C has rows enough, one row by the whole of N loses: it loads more than it multiplies
+// and keeps too few chains in flight to hide the latency.
 DotTile choose_dot_tile(int64_t M, int64_t N, const DotMachine &machine);
 
 }  // namespace kdsl::codegen

@@ -58,24 +58,21 @@ class HostJit {
     // The same kernel may arrive twice (two threads compiled it at once): reuse the first.
     if (auto found = jit_->lookup(symbol)) return found->toPtr<HostEntry>();
     else llvm::consumeError(found.takeError());
-    auto buffer = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(reinterpret_cast<const char *>(object.data()), object.size()), symbol);
+    const llvm::StringRef bytes(reinterpret_cast<const char *>(object.data()), object.size());
+    auto buffer = llvm::MemoryBuffer::getMemBufferCopy(bytes, symbol);
     if (auto err = jit_->addObjectFile(std::move(buffer))) throw Error(fmt::format("cannot link kernel object '{}': {}", symbol, describe(std::move(err))));
     auto address = jit_->lookup(symbol);
     if (!address) throw Error(fmt::format("kernel object does not define '{}': {}", symbol, describe(address.takeError())));
-    if (std::getenv("KDSL_PERF_MAP")) write_perf_map(*buffer_view(object, symbol));
+    if (std::getenv("KDSL_PERF_MAP")) write_perf_map(llvm::MemoryBufferRef(bytes, symbol));
     return address->toPtr<HostEntry>();
   }
 
  private:
-  static std::unique_ptr<llvm::MemoryBuffer> buffer_view(const std::vector<uint8_t> &object, const std::string &symbol) {
-    return llvm::MemoryBuffer::getMemBuffer(llvm::StringRef(reinterpret_cast<const char *>(object.data()), object.size()), symbol, false);
-  }
-
   // KDSL_PERF_MAP: each function of a linked kernel object goes into /tmp/perf-<pid>.map as
   // "address size name", where `perf report` finds JIT code's names (otherwise it shows bare
   // addresses in anonymous memory). Called with mutex_ held.
-  void write_perf_map(const llvm::MemoryBuffer &buffer) {
-    auto file = llvm::object::ObjectFile::createObjectFile(buffer.getMemBufferRef());
+  void write_perf_map(llvm::MemoryBufferRef object) {
+    auto file = llvm::object::ObjectFile::createObjectFile(object);
     if (!file) return llvm::consumeError(file.takeError());
     std::FILE *map = std::fopen(fmt::format("/tmp/perf-{}.map", getpid()).c_str(), "a");
     if (!map) return;

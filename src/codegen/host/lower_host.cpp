@@ -46,16 +46,14 @@ F16Widening host_f16_widening() {
   return w;
 }
 
-// The host's vector registers, for dot's register blocking: how many, and f32 lanes in each.
-struct VectorRegisters {
-  int count = 16;
-  int f32_lanes = 4;
-};
-
-VectorRegisters host_vector_registers() {
-  if (host_has("avx512f")) return {32, 16};
-  if (host_has("avx")) return {16, 8};
-  return {16, 4};  // SSE, NEON
+// The host's vector registers, for dot's register tiles (dot_tile.h): how many, and f32 lanes
+// in each; the ports and latency keep DotMachine's defaults.
+DotMachine host_dot_machine() {
+  DotMachine m;
+  if (host_has("avx512f")) m.registers = 32, m.lanes = 16;
+  else if (host_has("avx")) m.registers = 16, m.lanes = 8;
+  else m.registers = 16, m.lanes = 4;  // SSE, NEON
+  return m;
 }
 
 // The host's element math: exp, exp2, log, log2, tanh, erf and sigmoid as inline polynomials
@@ -832,11 +830,9 @@ class HostLowering {
       materialize(op.operands[1], b_array);
     }
     // Row n-chunks of at most one register each (the last one may be narrower).
-    const VectorRegisters regs = host_vector_registers();
+    const DotMachine machine = host_dot_machine();
     std::vector<std::pair<int64_t, int64_t>> chunks;  // (first column, width)
-    for (int64_t n = 0; n < N; n += regs.f32_lanes) chunks.push_back({n, std::min<int64_t>(regs.f32_lanes, N - n)});
-    DotMachine machine;
-    machine.registers = regs.count, machine.lanes = regs.f32_lanes;
+    for (int64_t n = 0; n < N; n += machine.lanes) chunks.push_back({n, std::min<int64_t>(machine.lanes, N - n)});
     const DotTile tile = choose_dot_tile(M, N, machine);
 
     llvm::FastMathFlags contract;
