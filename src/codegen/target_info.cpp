@@ -26,21 +26,21 @@ std::vector<MatrixInstruction> ampere_mma() {
 // the four warps of a warpgroup stacked along m, one instruction over up to 256 columns. Dots
 // too small for warpgroups fall back to mma.sync.
 std::vector<MatrixInstruction> hopper_wgmma() {
-  std::vector<MatrixInstruction> list;
-  for (DType t : {DType::F16, DType::BF16, DType::I8, DType::U8}) {
-    bool bytes = dtype_bytes(t) == 1;
-    MatrixInstruction w{bytes ? "wgmma.mma_async.m64nNk32" : "wgmma.mma_async.m64nNk16", 64, 8, bytes ? 32 : 16, t, t, bytes ? DType::I32 : DType::F32};
+  auto warpgroup = [](const char *name, int k, DType in, DType acc, bool tf32) {
+    MatrixInstruction w{name, 64, 8, k, in, in, acc};
     w.warps_per_instruction = 4;
     w.descriptor_operands = true;
     w.max_n = 256;
-    list.push_back(w);
-  }
-  MatrixInstruction tf32{"wgmma.mma_async.m64nNk8.tf32", 64, 8, 8, DType::F32, DType::F32, DType::F32};
-  tf32.warps_per_instruction = 4;
-  tf32.descriptor_operands = true;
-  tf32.max_n = 256;
-  tf32.tf32 = true;
-  list.push_back(tf32);
+    w.tf32 = tf32;
+    return w;
+  };
+  std::vector<MatrixInstruction> list = {
+      warpgroup("wgmma.mma_async.m64nNk16", 16, DType::F16, DType::F32, false),
+      warpgroup("wgmma.mma_async.m64nNk16", 16, DType::BF16, DType::F32, false),
+      warpgroup("wgmma.mma_async.m64nNk32", 32, DType::I8, DType::I32, false),
+      warpgroup("wgmma.mma_async.m64nNk32", 32, DType::U8, DType::I32, false),
+      warpgroup("wgmma.mma_async.m64nNk8.tf32", 8, DType::F32, DType::F32, true),
+  };
   for (const MatrixInstruction &mma : ampere_mma()) list.push_back(mma);
   return list;
 }

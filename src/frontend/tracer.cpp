@@ -7,10 +7,14 @@
 
 #include <kdsl/block.h>
 #include <kdsl/error.h>
+#include <kdsl/reduce.h>
 
 #include "ir/verifier.h"
 
 namespace kdsl::frontend {
+
+static_assert(ir::kDotTf32 == int64_t(DotPrecision::TF32), "the IR spells a TF32 dot as DotPrecision::TF32's value");
+
 namespace {
 thread_local Tracer *current_tracer = nullptr;
 }

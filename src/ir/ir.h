@@ -128,4 +128,9 @@ inline bool is_scan(OpKind k) { return k == OpKind::ScanSum || k == OpKind::Scan
 // as the result element (so a producer can be fused into the consumer's loop)?
 bool reads_operand_elementwise(const Op &op, size_t operand);
 
+// A Dot's ints: empty for IEEE products, {kDotTf32} where it asked for TF32
+// (int64_t(DotPrecision::TF32), include/kdsl/reduce.h; the tracer checks the two agree).
+constexpr int64_t kDotTf32 = 1;
+inline bool is_tf32_dot(const Op &op) { return op.kind == OpKind::Dot && op.ints.size() == 1 && op.ints[0] == kDotTf32; }
+
 }  // namespace kdsl::ir

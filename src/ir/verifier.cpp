@@ -220,8 +220,8 @@ class Verifier {
         bool ok = a.rank == 2 && b.rank == 2 && a[1] == b[0] && *in[2] == out && out.shape.rank == 2 && out.shape[0] == a[0] &&
                   out.shape[1] == b[1] && in[0]->elem == in[1]->elem;
         if (!ok) problem(op, fmt::format("cannot multiply {} by {} into {}", in[0]->str(), in[1]->str(), out.str()));
-        // ints: empty (IEEE) or {1}, TF32 (DotPrecision), for f32 inputs only.
-        if (!op.ints.empty() && (op.ints.size() != 1 || op.ints[0] != 1 || in[0]->elem != DType::F32))
+        // ints: empty (IEEE) or {kDotTf32} (ir.h), for f32 inputs only.
+        if (!op.ints.empty() && (!is_tf32_dot(op) || in[0]->elem != DType::F32))
           problem(op, fmt::format("precision [{}] of a dot of {} (TF32, [1], is for f32 inputs)", fmt::join(op.ints, ","), in[0]->str()));
         break;
       }

@@ -130,7 +130,7 @@ void choose_mma_layouts(const ir::Function &fn, const TargetInfo &target, int nu
     if (op.kind != OpKind::Dot) return;
     const ir::Type &at = fn.type(op.operands[0]), &bt = fn.type(op.operands[1]), &ct = fn.type(op.results[0]);
     int64_t m = ct.shape[0], n = ct.shape[1], k = at.shape[1];
-    const bool tf32 = !op.ints.empty() && op.ints[0] == 1;  // DotPrecision::TF32
+    const bool tf32 = ir::is_tf32_dot(op);
     std::vector<std::string> why_not;  // per instruction of the dot's types that does not fit
     for (size_t i = 0; i < target.matrix_instructions.size(); ++i) {
       const MatrixInstruction &mi = target.matrix_instructions[i];

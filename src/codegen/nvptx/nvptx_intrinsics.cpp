@@ -151,6 +151,13 @@ std::vector<llvm::Value *> through_asm(llvm::IRBuilder<> &b, const std::string &
   return result;
 }
 
+// "$0, $1, .., $(n/2 - 1)": the accumulator operands of an m64n{n} wgmma's text.
+std::string wgmma_accumulators(int n) {
+  std::string d;
+  for (int i = 0; i < n / 2; ++i) d += (i ? ", $" : "$") + std::to_string(i);
+  return d;
+}
+
 }  // namespace
 
 llvm::Value *wgmma_descriptor(llvm::IRBuilder<> &b, llvm::Value *shared_address, int64_t stride_bytes, int swizzle_mode) {
@@ -173,8 +180,7 @@ void wgmma_commit_group(llvm::IRBuilder<> &b) { through_asm(b, "wgmma.commit_gro
 // d accumulates onto its input; 16-bit operands are not negated (1, 1) nor transposed (0, 0);
 // tf32 (k8) takes the negations only, the integer forms (k32, s32 accumulators) neither.
 std::string wgmma_text(int n, const char *type) {
-  std::string d;
-  for (int i = 0; i < n / 2; ++i) d += (i ? ", $" : "$") + std::to_string(i);
+  const std::string d = wgmma_accumulators(n);
   bool integer = type[1] == '8';  // s8, u8
   if (integer) return fmt::format("wgmma.mma_async.sync.aligned.m64n{}k32.s32.{}.{} {{{}}}, ${}, ${}, 1;", n, type, type, d, n / 2, n / 2 + 1);
   if (std::string_view(type) == "tf32")  // K-major only: no transpose immediates
@@ -200,8 +206,7 @@ std::vector<llvm::Value *> wgmma_mma_async(llvm::IRBuilder<> &b, const MatrixIns
 
 // A from registers: no imm-trans-a, which only a shared-memory A has.
 std::string wgmma_text_register_a(int n, const char *type) {
-  std::string d;
-  for (int i = 0; i < n / 2; ++i) d += (i ? ", $" : "$") + std::to_string(i);
+  const std::string d = wgmma_accumulators(n);
   int a = n / 2;
   return fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, {{${}, ${}, ${}, ${}}}, ${}, 1, 1, 1, 0;", n, type, type, d, a, a + 1, a + 2,
                      a + 3, a + 4);
