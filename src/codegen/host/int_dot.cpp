@@ -26,14 +26,20 @@ bool direct_u8_s8(ByteKind a, ByteKind b) { return (a.reads_as_u8() && b.reads_a
 
 }  // namespace
 
+IntDotPath resolve_int_dot_path(IntDotPath path) {
+  const bool vnni_256 = host_has_feature("avxvnni") || (host_has_feature("avx512vnni") && host_has_feature("avx512vl"));
+  const bool avx2 = host_has_feature("avx2");
+  if (path == IntDotPath::Auto) return vnni_256 ? IntDotPath::Vnni : avx2 ? IntDotPath::Pmaddwd : IntDotPath::Portable;
+  if ((path == IntDotPath::Vnni && !vnni_256) || (path == IntDotPath::Pmaddwd && !avx2))
+    throw Error(fmt::format("the host lowering of byte dot products was asked for the {} path, which this CPU ({}) does not have", path_name(path),
+                            host_target().arch));
+  return path;
+}
+
 IntDotEmitter::IntDotEmitter(llvm::IRBuilder<> &b, llvm::Module &m, IntDotPath path) : b_(b), m_(m) {
   vnni_512_ = host_has_feature("avx512vnni");
   vnni_256_ = host_has_feature("avxvnni") || (vnni_512_ && host_has_feature("avx512vl"));
-  const bool avx2 = host_has_feature("avx2");
-  if (path == IntDotPath::Auto) path = vnni_256_ ? IntDotPath::Vnni : avx2 ? IntDotPath::Pmaddwd : IntDotPath::Portable;
-  if ((path == IntDotPath::Vnni && !vnni_256_) || (path == IntDotPath::Pmaddwd && !avx2))
-    throw Error(fmt::format("the host lowering of dot4 was asked for the {} path, which this CPU ({}) does not have", path_name(path), host_target().arch));
-  path_ = path;
+  path_ = resolve_int_dot_path(path);
   switch (path_) {
     case IntDotPath::Vnni: widths_ = vnni_512_ ? std::vector<int>{64, 32, 16} : std::vector<int>{32, 16}; break;
     case IntDotPath::Pmaddwd: widths_ = {32, 16}; break;

@@ -5,21 +5,13 @@
 #include <llvm/IR/IRBuilder.h>
 
 #include "codegen/codegen.h"
+#include "codegen/host/byte_kind.h"
 
 namespace kdsl::codegen {
 
-// What the lowering knows of a dot4 operand's bytes: their type's signedness, and the bounds
-// proved for their values (ir::ValueRanges: nibbles and 6-bit quants lie in 0..63, a grid's
-// levels within its constants; the type's whole range where nothing is proved).
-struct ByteKind {
-  bool is_signed = true;
-  int lo = -128, hi = 127;
-  static ByteKind of_type(bool is_signed) { return is_signed ? ByteKind{true, -128, 127} : ByteKind{false, 0, 255}; }
-  bool reads_as_u8() const { return lo >= 0; }  // the bytes as u8 are the values
-  bool reads_as_s8() const { return hi <= 127; }
-  bool below_128() const { return lo >= 0 && hi <= 127; }
-  bool within_127() const { return lo >= -127 && hi <= 127; }  // negating any byte stays in s8
-};
+// The path Auto stands for on this CPU (the widest it has), or `path` itself; throws kdsl::Error
+// when `path` is forced and the CPU lacks its instructions.
+IntDotPath resolve_int_dot_path(IntDotPath path);
 
 // How one chunk of bytes becomes sums of 4 products. Every path is exact for every i8 / u8
 // value: the saturating vpmaddubsw is used only where no pair sum can saturate.

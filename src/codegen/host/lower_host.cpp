@@ -19,6 +19,7 @@
 #include "codegen/host/device_debug.h"
 #include "codegen/host/element_math.h"
 #include "codegen/host/int_dot.h"
+#include "codegen/host/int_dot_tile.h"
 #include "codegen/host/storage_plan.h"
 #include "codegen/host/target_machine.h"
 #include "codegen/host/vector_math.h"
@@ -805,11 +806,87 @@ class HostLowering {
     const ir::Type &ct = fn_.type(op.results[0]);
     const ir::Type &at = fn_.type(op.operands[0]);
     llvm::AllocaInst *c = target_array(op.results[0], "dot");
-    if (state_[size_t(op.operands[2])].array != c) materialize(op.operands[2], c);
     int64_t M = ct.shape[0], N = ct.shape[1], K = at.shape[1];
+    if (!is_float(ct.elem) && emit_int_dot_tiles(op, c, M, N, K)) {
+      state_[size_t(op.results[0])].array = c;
+      return;
+    }
+    if (state_[size_t(op.operands[2])].array != c) materialize(op.operands[2], c);
     if (is_float(ct.elem)) emit_dot_strips(op, c, M, N, K);
     else emit_dot_i8(op, c, M, N, K);
     state_[size_t(op.results[0])].array = c;
+  }
+
+  // What the lowering knows of a byte operand's values: its type's signedness and proved bounds.
+  ByteKind byte_kind(ir::ValueId v) {
+    ByteKind kind = ByteKind::of_type(!is_unsigned(fn_.type(v).elem));
+    if (const std::optional<ir::ValueRange> range = ranges_.of(v)) kind.lo = int(range->lo), kind.hi = int(range->hi);
+    return kind;
+  }
+  bool is_zero_constant(ir::ValueId v) {
+    const ir::Op *def = plan_.def[size_t(v)];
+    return !state_[size_t(v)].array && def && def->kind == OpKind::Constant && (def->ints.empty() || def->ints[0] == 0) && def->fval == 0;
+  }
+
+  // The byte dot as register tiles (int_dot_tile.h) where the host has a fast path for its
+  // operands; false (nothing emitted) where it has none. A is read from its array (copied
+  // with rows padded to whole quads where K is not a multiple of 4); B is packed into quads
+  // of k by columns, from the rows of the value it transposes where it is a trans() (a weight
+  // tile's rows: each quad one 4-byte load), else byte by byte; an accumulator of zeros is
+  // never written, the tiles store over C.
+  bool emit_int_dot_tiles(const ir::Op &op, llvm::AllocaInst *c, int64_t M, int64_t N, int64_t K) {
+    const ir::ValueId va = op.operands[0], vb = op.operands[1], vacc = op.operands[2];
+    const std::optional<IntDotTilePlan> plan = plan_int_dot_tile(M, N, K, byte_kind(va), byte_kind(vb), int_dot_);
+    if (!plan) return false;
+    auto *i8 = b_.getInt8Ty(), *i32 = b_.getInt32Ty();
+    const int64_t quads = (K + 3) / 4, columns = padded_columns(N);
+    const bool c_is_zero = state_[size_t(vacc)].array != c && is_zero_constant(vacc);
+    if (!c_is_zero && state_[size_t(vacc)].array != c) materialize(vacc, c);
+    // A, rows of whole quads.
+    const ir::Type &at = fn_.type(va);
+    llvm::AllocaInst *a = state_[size_t(va)].array;
+    if (!a || K % 4) {
+      ir::Type padded = at;
+      padded.shape.dims[1] = quads * 4;
+      llvm::AllocaInst *rows = alloca_array(padded, "idot.a");
+      if (K % 4) b_.CreateMemSet(rows, b_.getInt8(0), uint64_t(padded.shape.numel()), llvm::MaybeAlign(64));
+      loop_nest(at.shape, [&](const Index &idx) { b_.CreateStore(element(va, idx), array_element_ptr(rows, padded, idx)); });
+      a = rows;
+    }
+    // B packed: [quads][columns] i32.
+    ir::Type packed_type;
+    packed_type.elem = DType::I32;
+    packed_type.shape.rank = 2;
+    packed_type.shape.dims[0] = quads, packed_type.shape.dims[1] = columns;
+    llvm::AllocaInst *packed = alloca_array(packed_type, "idot.b");
+    if (K % 4 || N % 8) b_.CreateMemSet(packed, b_.getInt8(0), uint64_t(quads * columns * 4), llvm::MaybeAlign(64));
+    const ir::Op *bdef = plan_.def[size_t(vb)];
+    const bool transposed = !state_[size_t(vb)].array && bdef && bdef->kind == OpKind::Trans && plan_.storage[size_t(vb)] == Storage::Fused;
+    if (transposed && K % 4 == 0) {
+      // B = trans(W), W [N, K]: column n's quad q is W's bytes 4q .. 4q + 3 of row n.
+      const ir::ValueId vw = bdef->operands[0];
+      llvm::AllocaInst *w = state_[size_t(vw)].array;
+      if (!w) {
+        w = alloca_array(fn_.type(vw), "idot.w");
+        materialize(vw, w);
+      }
+      loop(N, [&](llvm::Value *n) {
+        loop(quads, [&](llvm::Value *q) {
+          llvm::Value *from = b_.CreateInBoundsGEP(i8, w, b_.CreateAdd(b_.CreateMul(n, b_.getInt64(K)), b_.CreateMul(q, b_.getInt64(4))));
+          llvm::Value *word = b_.CreateAlignedLoad(i32, from, llvm::Align(1));
+          b_.CreateStore(word, b_.CreateInBoundsGEP(i32, packed, b_.CreateAdd(b_.CreateMul(q, b_.getInt64(columns)), n)));
+        });
+      });
+    } else {
+      loop_nest(fn_.type(vb).shape, [&](const Index &idx) {  // idx = {k, n}
+        llvm::Value *q = b_.CreateUDiv(idx[0], b_.getInt64(4)), *t = b_.CreateURem(idx[0], b_.getInt64(4));
+        llvm::Value *word = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(q, b_.getInt64(columns)), idx[1]), b_.getInt64(4)), t);
+        b_.CreateStore(element(vb, idx), b_.CreateInBoundsGEP(i8, packed, word));
+      });
+    }
+    const int64_t a_stride = int64_t(llvm::cast<llvm::ArrayType>(a->getAllocatedType())->getNumElements()) / M;
+    codegen::emit_int_dot_tiles(b_, m_, *plan, M, N, K, IntDotOperands{a, a_stride, packed, c, c_is_zero});
+    return true;
   }
 
   // C[M,N] += A[M,K] . B[K,N] in f32, as register tiles of C (dot_tile.h): each tile's

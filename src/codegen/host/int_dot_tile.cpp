@@ -1,0 +1,189 @@
+// int_dot_tile.cpp - byte dots as register tiles: strips of rows, panels of 8-column vectors, k-quads in i16 groups or vpdpbusd chains
+#include "codegen/host/int_dot_tile.h"
+
+#include <algorithm>
+#include <functional>
+#include <vector>
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
+
+#include "codegen/host/int_dot.h"
+#include "codegen/host/target_machine.h"
+
+namespace kdsl::codegen {
+
+std::optional<IntDotTilePlan> plan_int_dot_tile(int64_t M, int64_t N, int64_t K, ByteKind a, ByteKind b, IntDotPath path) {
+  path = resolve_int_dot_path(path);
+  IntDotTilePlan plan;
+  // One broadcast of A and the panel's vectors of B stay in registers beside the accumulators.
+  DotMachine machine;
+  machine.registers = host_has_feature("avx512f") ? 32 : 16;
+  machine.lanes = 8;       // i32 columns a vector
+  machine.fma_ports = 1;   // vpmaddubsw / vpdpbusd: one multiply port on Zen 2 (two on Intel cores)
+  ByteKind u, s;
+  if (path == IntDotPath::Vnni) {
+    if (b.reads_as_u8() && a.reads_as_s8()) plan.b_is_u8 = true;
+    else if (a.reads_as_u8() && b.reads_as_s8()) plan.b_is_u8 = false;
+    else return std::nullopt;
+    plan.kind = IntDotTilePlan::Kind::Vnni;
+    machine.fma_latency = 6;  // each quad's vpdpbusd waits for the last on its accumulator
+  } else if (path == IntDotPath::Pmaddwd) {
+    if (b.below_128() && a.reads_as_s8()) plan.b_is_u8 = true;
+    else if (a.below_128() && b.reads_as_s8()) plan.b_is_u8 = false;
+    else return std::nullopt;
+    plan.kind = IntDotTilePlan::Kind::Maddubs;
+    u = plan.b_is_u8 ? b : a, s = plan.b_is_u8 ? a : b;
+    // An i16 lane takes one pair sum a quad, each at most 2 * max|u| * max|s| in magnitude.
+    const int64_t pair = 2 * int64_t(u.hi) * std::max<int64_t>(-int64_t(s.lo), s.hi);
+    plan.group_quads = pair == 0 ? (K + 3) / 4 : std::max<int64_t>(1, 32767 / pair);
+    machine.fma_latency = 2;  // the chains are vpaddw's; the vpmaddubsw are independent
+    machine.registers -= 1;   // vpmaddubsw's result before it is added
+  } else {
+    return std::nullopt;
+  }
+  plan.tile = choose_dot_tile(M, N, machine);
+  return plan;
+}
+
+namespace {
+
+class TileEmitter {
+ public:
+  TileEmitter(llvm::IRBuilderBase &b, llvm::Module &m, const IntDotTilePlan &plan, int64_t M, int64_t N, int64_t K, const IntDotOperands &ops)
+      : b_(b), m_(m), plan_(plan), M_(M), N_(N), quads_((K + 3) / 4), columns_(padded_columns(N)), ops_(ops) {}
+
+  void run() {
+    const DotTile t = plan_.tile;
+    const int64_t full = M_ / t.rows, rest = M_ % t.rows;
+    auto strip = [&](llvm::Value *m0, int64_t rows) {
+      const int64_t vectors = columns_ / 8;
+      for (int64_t j0 = 0; j0 < vectors; j0 += t.vectors) tile(m0, rows, j0, std::min<int64_t>(t.vectors, vectors - j0));
+    };
+    if (full) loop(b_.getInt64(full), [&](llvm::Value *s) { strip(b_.CreateMul(s, b_.getInt64(t.rows)), t.rows); });
+    if (rest) strip(b_.getInt64(full * t.rows), rest);
+  }
+
+ private:
+  using Body = std::function<void(llvm::Value *)>;
+
+  // for (i = 0; i < n; ++i) body(i), n >= 1.
+  void loop(llvm::Value *n, const Body &body) {
+    llvm::Function *f = b_.GetInsertBlock()->getParent();
+    llvm::BasicBlock *pre = b_.GetInsertBlock();
+    llvm::BasicBlock *head = llvm::BasicBlock::Create(b_.getContext(), "idot.loop", f);
+    llvm::BasicBlock *exit = llvm::BasicBlock::Create(b_.getContext(), "idot.loop.end", f);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::PHINode *i = b_.CreatePHI(b_.getInt64Ty(), 2, "i");
+    i->addIncoming(b_.getInt64(0), pre);
+    body(i);
+    llvm::Value *next = b_.CreateAdd(i, b_.getInt64(1), "i.next", true, true);
+    i->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateCondBr(b_.CreateICmpSLT(next, n), head, exit);
+    b_.SetInsertPoint(exit);
+  }
+
+  llvm::Type *acc_type() {
+    return plan_.kind == IntDotTilePlan::Kind::Vnni ? llvm::FixedVectorType::get(b_.getInt32Ty(), 8) : llvm::FixedVectorType::get(b_.getInt16Ty(), 16);
+  }
+
+  // acc + the quad's products of u (u8) and s (s8), both <32 x i8>.
+  llvm::Value *step(llvm::Value *acc, llvm::Value *u, llvm::Value *s) {
+    if (plan_.kind == IntDotTilePlan::Kind::Vnni) {
+      llvm::Function *f = llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::x86_avx512_vpdpbusd_256);
+      llvm::FunctionType *ty = f->getFunctionType();  // LLVM 19 types the byte operands as i32 vectors
+      return b_.CreateCall(f, {acc, b_.CreateBitCast(u, ty->getParamType(1)), b_.CreateBitCast(s, ty->getParamType(2))});
+    }
+    return b_.CreateAdd(acc, b_.CreateIntrinsic(llvm::Intrinsic::x86_avx2_pmadd_ub_sw, {}, {u, s}));
+  }
+  // The accumulator as 8 i32 column sums.
+  llvm::Value *widen(llvm::Value *acc) {
+    if (plan_.kind == IntDotTilePlan::Kind::Vnni) return acc;
+    llvm::Value *ones = llvm::ConstantInt::get(acc->getType(), 1);
+    return b_.CreateIntrinsic(llvm::Intrinsic::x86_avx2_pmadd_wd, {}, {acc, ones});
+  }
+
+  // Quads [q0, q0 + count) of a tile of `rows` rows from m0 by vectors [j0, j0 + vectors),
+  // added into C (stored over it where C starts as zero and this is the first group).
+  void group(llvm::Value *m0, int64_t rows, int64_t j0, int64_t vectors, llvm::Value *q0, int64_t count, bool first) {
+    auto *i32 = b_.getInt32Ty();
+    auto *bytes = llvm::FixedVectorType::get(b_.getInt8Ty(), 32);
+    llvm::Function *f = b_.GetInsertBlock()->getParent();
+    llvm::BasicBlock *pre = b_.GetInsertBlock();
+    llvm::BasicBlock *head = llvm::BasicBlock::Create(b_.getContext(), "idot.q", f);
+    llvm::BasicBlock *exit = llvm::BasicBlock::Create(b_.getContext(), "idot.q.end", f);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::PHINode *i = b_.CreatePHI(b_.getInt64Ty(), 2, "quad");
+    i->addIncoming(b_.getInt64(0), pre);
+    std::vector<llvm::PHINode *> acc;
+    for (int64_t k = 0; k < rows * vectors; ++k) {
+      acc.push_back(b_.CreatePHI(acc_type(), 2, "iacc"));
+      acc.back()->addIncoming(llvm::Constant::getNullValue(acc_type()), pre);
+    }
+    llvm::Value *q = b_.CreateAdd(q0, i);
+    std::vector<llvm::Value *> bv;
+    for (int64_t j = 0; j < vectors; ++j) {
+      llvm::Value *at = b_.CreateAdd(b_.CreateMul(q, b_.getInt64(columns_)), b_.getInt64((j0 + j) * 8));
+      bv.push_back(b_.CreateAlignedLoad(bytes, b_.CreateInBoundsGEP(i32, ops_.b_packed, at), llvm::Align(4)));
+    }
+    std::vector<llvm::Value *> next(acc.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      llvm::Value *row = b_.CreateAdd(m0, b_.getInt64(r));
+      llvm::Value *at = b_.CreateAdd(b_.CreateMul(row, b_.getInt64(ops_.a_stride)), b_.CreateMul(q, b_.getInt64(4)));
+      llvm::Value *word = b_.CreateAlignedLoad(i32, b_.CreateInBoundsGEP(b_.getInt8Ty(), ops_.a, at), llvm::Align(1));
+      llvm::Value *av = b_.CreateBitCast(b_.CreateVectorSplat(8, word), bytes);
+      for (int64_t j = 0; j < vectors; ++j) {
+        const size_t k = size_t(r * vectors + j);
+        next[k] = plan_.b_is_u8 ? step(acc[k], bv[size_t(j)], av) : step(acc[k], av, bv[size_t(j)]);
+      }
+    }
+    llvm::Value *i_next = b_.CreateAdd(i, b_.getInt64(1), "quad.next", true, true);
+    llvm::BasicBlock *latch = b_.GetInsertBlock();
+    i->addIncoming(i_next, latch);
+    for (size_t k = 0; k < acc.size(); ++k) acc[k]->addIncoming(next[k], latch);
+    b_.CreateCondBr(b_.CreateICmpSLT(i_next, b_.getInt64(count)), head, exit);
+    b_.SetInsertPoint(exit);
+    for (int64_t r = 0; r < rows; ++r) {
+      llvm::Value *row = b_.CreateAdd(m0, b_.getInt64(r));
+      for (int64_t j = 0; j < vectors; ++j) {
+        const int64_t col = (j0 + j) * 8, width = std::min<int64_t>(8, N_ - col);
+        llvm::Value *sums = widen(next[size_t(r * vectors + j)]);
+        if (width < 8) {
+          std::vector<int> lanes;
+          for (int l = 0; l < width; ++l) lanes.push_back(l);
+          sums = b_.CreateShuffleVector(sums, lanes);
+        }
+        llvm::Value *slot = b_.CreateInBoundsGEP(i32, ops_.c, b_.CreateAdd(b_.CreateMul(row, b_.getInt64(N_)), b_.getInt64(col)));
+        if (!(first && ops_.c_is_zero)) sums = b_.CreateAdd(b_.CreateAlignedLoad(sums->getType(), slot, llvm::Align(4)), sums);
+        b_.CreateAlignedStore(sums, slot, llvm::Align(4));
+      }
+    }
+  }
+
+  // One tile over all of K: whole groups of group_quads (Vnni: one group, all of K), then the rest.
+  void tile(llvm::Value *m0, int64_t rows, int64_t j0, int64_t vectors) {
+    const int64_t g = plan_.kind == IntDotTilePlan::Kind::Vnni ? quads_ : std::min(plan_.group_quads, quads_);
+    const int64_t groups = quads_ / g, rest = quads_ % g;
+    group(m0, rows, j0, vectors, b_.getInt64(0), g, true);
+    if (groups > 1)
+      loop(b_.getInt64(groups - 1), [&](llvm::Value *i) { group(m0, rows, j0, vectors, b_.CreateMul(b_.CreateAdd(i, b_.getInt64(1)), b_.getInt64(g)), g, false); });
+    if (rest) group(m0, rows, j0, vectors, b_.getInt64(groups * g), rest, false);
+  }
+
+  llvm::IRBuilderBase &b_;
+  llvm::Module &m_;
+  const IntDotTilePlan &plan_;
+  int64_t M_, N_, quads_, columns_;
+  IntDotOperands ops_;
+};
+
+}  // namespace
+
+void emit_int_dot_tiles(llvm::IRBuilderBase &b, llvm::Module &m, const IntDotTilePlan &plan, int64_t M, int64_t N, int64_t K, const IntDotOperands &ops) {
+  TileEmitter(b, m, plan, M, N, K, ops).run();
+}
+
+}  // namespace kdsl::codegen

@@ -1,0 +1,205 @@
+// int_dot_tile_test.cpp - the host's byte dot as register tiles (vpmaddubsw summed in i16, vpdpbusd) against an exact reference, every path, ragged sizes
+#include <doctest/doctest.h>
+#include <kdsl/compile_for.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "codegen/codegen.h"
+#include "codegen/host/int_dot_tile.h"
+#include "tests/codegen/host_assembly.h"
+#include "tests/test_util.h"
+#include "tests/traced.h"
+
+namespace int_dot_tile_test {
+using namespace kdsl;
+using kdsl_test::random_full_range;
+using kdsl_test::storage_t;
+
+// How a kernel narrows an operand before the dot, as the quantized kernels do, so that the
+// lowering proves its bounds (ir::ValueRanges): 0 as loaded, 1 a nibble (x & 15), 2 six bits
+// (x & 63), 3 below 128 (x & 127), 4 kept from -128 (i8 only).
+enum Narrow { kFull, kNibble, kSixBits, kBelow128, kAbove128 };
+
+template <int NARROW, int R, int C, class X>
+auto narrowed(const X &x) {
+  if constexpr (NARROW == kNibble) return x & 15;
+  else if constexpr (NARROW == kSixBits) return x & 63;
+  else if constexpr (NARROW == kBelow128) return x & 127;
+  else if constexpr (NARROW == kAbove128) return maximum(x, full<i8, R, C>(-127));
+  else return x;
+}
+
+int narrowed_value(int v, int narrow) {
+  switch (narrow) {
+    case kNibble: return v & 15;
+    case kSixBits: return v & 63;
+    case kBelow128: return v & 127;
+    case kAbove128: return std::max(v, -127);
+    default: return v;
+  }
+}
+
+// out[M, N] = acc + dot(a, b): a [M, K]; b [K, N], or the transpose of a [N, K] tile (a
+// weight tile's rows, as the prefill kernels give it) where TRANS_B; acc zeros or loaded.
+template <class E, int M, int N, int K, int NA, int NB, bool TRANS_B, bool ZERO_ACC>
+void byte_dot(Ptr<const E> a, Ptr<const E> b, Ptr<const i32> acc, Ptr<i32> out) {
+  auto ta = narrowed<NA, M, K>(load(a + expand_dims<1>(arange<M>()) * K + expand_dims<0>(arange<K>())));
+  auto tb = [&] {
+    if constexpr (TRANS_B) return trans(narrowed<NB, N, K>(load(b + expand_dims<1>(arange<N>()) * K + expand_dims<0>(arange<K>()))));
+    else return narrowed<NB, K, N>(load(b + expand_dims<1>(arange<K>()) * N + expand_dims<0>(arange<N>())));
+  }();
+  auto c_index = expand_dims<1>(arange<M>()) * N + expand_dims<0>(arange<N>());
+  auto c = [&] {
+    if constexpr (ZERO_ACC) return zeros<i32, M, N>();
+    else return load(acc + c_index);
+  }();
+  store(out + c_index, dot(ta, tb, c));
+}
+
+bool host_has(const char *feature) { return codegen::host_target().has_feature(feature); }
+
+std::vector<codegen::IntDotPath> runnable_paths() {
+  std::vector<codegen::IntDotPath> paths{codegen::IntDotPath::Portable};
+#if defined(__x86_64__)
+  if (host_has("avx2")) paths.push_back(codegen::IntDotPath::Pmaddwd);
+  if (host_has("avxvnni") || (host_has("avx512vnni") && host_has("avx512vl"))) paths.push_back(codegen::IntDotPath::Vnni);
+#endif
+  return paths;
+}
+
+int symbol_counter = 0;
+
+template <class E, int M, int N, int K, int NA, int NB, bool TRANS_B, bool ZERO_ACC>
+void check(std::mt19937 &rng) {
+  INFO("[", M, ", ", K, "] x [", K, ", ", N, "] ", detail::element_traits<E>::name, ", narrowed ", NA, " x ", NB, TRANS_B ? ", b transposed" : "",
+       ZERO_ACC ? ", zero acc" : "");
+  auto a = random_full_range<E>(rng, size_t(M) * K);
+  auto b = random_full_range<E>(rng, size_t(K) * N);
+  auto acc = random_full_range<i32>(rng, size_t(M) * N);
+  // The extremes, so that any saturation or i16 overflow shows: the first row of a and the
+  // first column of b at the largest magnitude each narrowing leaves (i8 -1 is a nibble's 15),
+  // and the first element of every other row of a.
+  auto extreme = [](int narrow) { return storage_t<E>(std::is_same_v<E, u8> ? 255 : narrow == kFull || narrow == kAbove128 ? -128 : -1); };
+  for (int m = 0; m < M; ++m) a[size_t(m) * K] = extreme(NA);
+  for (int k = 0; k < K; ++k) a[size_t(k)] = extreme(NA);
+  for (int k = 0; k < K; ++k) b[TRANS_B ? size_t(k) : size_t(k) * N] = extreme(NB);
+  std::vector<int32_t> want(static_cast<size_t>(M * N));
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      int64_t s = ZERO_ACC ? 0 : acc[size_t(m) * N + size_t(n)];
+      for (int k = 0; k < K; ++k) {
+        const int bv = int(b[TRANS_B ? size_t(n) * K + size_t(k) : size_t(k) * N + size_t(n)]);
+        s += int64_t(narrowed_value(int(a[size_t(m) * K + size_t(k)]), NA)) * narrowed_value(bv, NB);
+      }
+      want[size_t(m) * N + size_t(n)] = int32_t(uint32_t(uint64_t(s)));
+    }
+  auto compare = [&](const std::vector<int32_t> &got, const char *how) {
+    INFO("path ", how);
+    int bad = 0;
+    for (size_t i = 0; i < want.size() && bad < 5; ++i)
+      if (got[i] != want[i]) {
+        ++bad;
+        FAIL_CHECK("c[", i / N, ", ", i % N, "]: got ", got[i], ", want ", want[i]);
+      }
+    CHECK(bad == 0);
+  };
+  constexpr auto kernel = byte_dot<E, M, N, K, NA, NB, TRANS_B, ZERO_ACC>;
+  std::vector<int32_t> out(want.size(), 0x5a5a5a5a);
+  compile<kernel>(kdsl_test::cpu())(grid(1), a.data(), b.data(), acc.data(), out.data());
+  compare(out, "auto (launch)");
+  ir::Function fn = kdsl_test::traced<kernel>();
+  auto ptr = [](const void *p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); };
+  for (codegen::IntDotPath path : runnable_paths()) {
+    std::vector<int32_t> forced(want.size(), 0x5a5a5a5a);
+    codegen::Options options;
+    options.int_dot = path;
+    const std::string symbol = fmt::format("int_dot_tile_test_{}", symbol_counter++);
+    codegen::CompiledObject object = codegen::compile(fn, symbol, codegen::Target::host(), options);
+    codegen::HostEntry entry = codegen::load_host_object(object.object, symbol);
+    std::vector<uint64_t> args{ptr(a.data()), ptr(b.data()), ptr(acc.data()), ptr(forced.data())};
+    const int32_t programs[3] = {1, 1, 1};
+    entry(args.data(), 0, 1, programs);
+    compare(forced, path == codegen::IntDotPath::Vnni ? "vnni" : path == codegen::IntDotPath::Pmaddwd ? "pmaddwd" : "portable");
+  }
+}
+
+}  // namespace int_dot_tile_test
+
+using namespace int_dot_tile_test;
+
+TEST_CASE("byte dot as register tiles: nibbles and six bits against i8, transposed weight tiles, ragged sizes, against an exact reference") {
+  KDSL_TEST_RNG(rng);
+  // The prefill kernels' shape: x's quants by a weight tile's nibbles, 8 quads a group.
+  check<i8, 128, 32, 32, kFull, kNibble, true, true>(rng);
+  check<i8, 128, 32, 32, kFull, kNibble, true, false>(rng);
+  // Ragged rows, columns (a last vector of 8 narrower) and k (a last quad of 1 byte, groups and a rest).
+  check<i8, 13, 40, 37, kFull, kNibble, true, false>(rng);
+  check<i8, 7, 33, 256, kFull, kNibble, true, true>(rng);
+  check<i8, 9, 17, 70, kFull, kSixBits, true, false>(rng);
+  check<i8, 1, 17, 16, kFull, kNibble, true, true>(rng);  // one row (decode)
+}
+
+TEST_CASE("byte dot as register tiles: the u8 side in a, b not transposed, groups of one quad, u8 blocks, and operands no fast path takes") {
+  KDSL_TEST_RNG(rng);
+  check<i8, 7, 33, 64, kNibble, kFull, false, false>(rng);     // a is the u8 operand
+  check<i8, 5, 8, 20, kFull, kBelow128, false, true>(rng);     // pairs up to 2 * 127 * 128: one quad a group
+  check<u8, 6, 24, 48, kBelow128, kNibble, true, false>(rng);  // u8 x u8, both below 128
+  check<i8, 6, 16, 32, kFull, kAbove128, true, false>(rng);    // s8 x s8: element by element, or VNNI's corrections
+  check<u8, 4, 16, 32, kFull, kFull, false, false>(rng);       // u8 x u8 over 127
+}
+
+TEST_CASE("byte dot as register tiles: the plan's groups and tile, and one vpmaddubsw a quad in the AVX2 code") {
+#if defined(__x86_64__)
+  if (!host_has("avx2")) return;
+  const codegen::ByteKind s8 = codegen::ByteKind::of_type(true), nibble{true, 0, 15}, six_bits{true, 0, 63}, below_128{false, 0, 127};
+  auto plan = codegen::plan_int_dot_tile(128, 32, 32, s8, nibble, codegen::IntDotPath::Pmaddwd);
+  REQUIRE(plan);
+  CHECK(plan->kind == codegen::IntDotTilePlan::Kind::Maddubs);
+  CHECK(plan->b_is_u8);
+  CHECK(plan->group_quads == 8);  // 8 * 2 * 15 * 128 = 30720 fits i16; 9 would not
+  CHECK(plan->tile.rows * plan->tile.vectors + plan->tile.vectors + 1 <= 15);
+  CHECK(plan->tile.rows * plan->tile.vectors >= 8);
+  CHECK(codegen::plan_int_dot_tile(128, 32, 32, s8, six_bits, codegen::IntDotPath::Pmaddwd)->group_quads == 2);
+  CHECK(codegen::plan_int_dot_tile(128, 32, 32, below_128, s8, codegen::IntDotPath::Pmaddwd)->b_is_u8 == false);
+  CHECK_FALSE(codegen::plan_int_dot_tile(128, 32, 32, s8, s8, codegen::IntDotPath::Pmaddwd));
+  CHECK_FALSE(codegen::plan_int_dot_tile(128, 32, 32, s8, nibble, codegen::IntDotPath::Portable));
+
+  codegen::Options options;
+  options.int_dot = codegen::IntDotPath::Pmaddwd;
+  const std::string text = kdsl_test::host_assembly(kdsl_test::traced<byte_dot<i8, 128, 32, 32, kFull, kNibble, true, true>>(), "int_dot_tile_asm", options);
+  // The innermost loops (a label to the jump back to it) that multiply: vpmaddubsw added in i16,
+  // never widened inside (one vpmaddwd a register after each group of 8 quads).
+  std::vector<std::string> lines;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    lines.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  int loops = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].empty() || lines[i][0] != '.' || lines[i].back() != ':') continue;
+    const std::string label = lines[i].substr(0, lines[i].size() - 1);
+    size_t back = i + 1;
+    while (back < lines.size() && !(lines[back].find("\tj") == 0 && lines[back].ends_with("\t" + label))) ++back;
+    if (back == lines.size()) continue;
+    int maddubs = 0, adds = 0, widens = 0, inner_labels = 0;
+    for (size_t j = i; j < back; ++j) {
+      inner_labels += j > i && lines[j].starts_with(".LBB");
+      maddubs += lines[j].find("vpmaddubsw") != std::string::npos;
+      adds += lines[j].find("vpaddw") != std::string::npos;
+      widens += lines[j].find("vpmaddwd") != std::string::npos;
+    }
+    if (maddubs == 0 || inner_labels) continue;  // innermost loops only
+    ++loops;
+    INFO("loop ", label, ": ", maddubs, " vpmaddubsw, ", adds, " vpaddw, ", widens, " vpmaddwd");
+    CHECK(adds == maddubs);
+    CHECK(widens == 0);
+  }
+  CHECK(loops >= 1);
+#endif
+}
