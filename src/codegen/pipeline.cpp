@@ -17,6 +17,7 @@
 #include "codegen/amdgpu/amdgpu_target.h"
 #include "codegen/amdgpu/code_object.h"
 #include "codegen/codegen.h"
+#include "codegen/host/i16_pair_sums.h"
 #include "codegen/host/lower_host.h"
 #include "codegen/host/target_machine.h"
 #include "codegen/module_steps.h"
@@ -148,6 +149,7 @@ CompiledObject compile(const ir::Function &traced, const std::string &symbol, co
   if (nvidia) nvptx::link_libdevice(module, symbol);                                  // 4. GPU: libdevice math (NVIDIA)
   if (amd) amdgpu::link_device_libs(module, *target.gpu, symbol);                     //    or ocml (AMD)
   optimize_module(module, *tm, /*slp_vectorize=*/!gpu);                               // 5. O3
+  if (!gpu) sum_pair_products_in_i16(module);                                         //    host: dot4's pair sums added in i16
   if (dump.llvm) stages.write(".opt.ll", module_text(module));
   if (nvidia) nvptx::emit_gpu_code(module, *tm, *target.gpu, lowered, options.assemble, fn.name, out, stages);  // 6. PTX, cubin,
   else if (amd) amdgpu::emit_code_object(module, *tm, *target.gpu, lowered, fn.name, out, stages);             //    HSACO

@@ -1,12 +1,15 @@
 // int_dot.cpp - dot4 on host vectors: vpdpbusd with the 128-offset corrections, pmaddwd, portable shuffles
 #include "codegen/host/int_dot.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsX86.h>
 
 #include <kdsl/error.h>
 
+#include "codegen/host/i16_pair_sums.h"
 #include "codegen/host/target_machine.h"
 
 namespace kdsl::codegen {
@@ -86,10 +89,13 @@ llvm::Value *IntDotEmitter::dot4(llvm::Value *acc, llvm::Value *a, ByteKind a_ki
     return b_.CreateSub(shifted, corr);
   }
   if (path_ == IntDotPath::Pmaddwd && (n == 16 || n == 32)) {
-    if (a_kind.below_128() && b_kind.reads_as_s8()) return maddubs_dot4(acc, a, b);
-    if (b_kind.below_128() && a_kind.reads_as_s8()) return maddubs_dot4(acc, b, a);
-    if (a_kind.reads_as_s8() && b_kind.within_127()) return signed_maddubs_dot4(acc, a, b);
-    if (b_kind.reads_as_s8() && a_kind.within_127()) return signed_maddubs_dot4(acc, b, a);
+    // The largest |pair sum| vpmaddubsw can make of these operands (i16_pair_sums.h reads it).
+    auto magnitude = [](ByteKind k) { return std::max(-k.lo, k.hi); };
+    const int pair_bound = 2 * magnitude(a_kind) * magnitude(b_kind);
+    if (a_kind.below_128() && b_kind.reads_as_s8()) return maddubs_dot4(acc, a, b, pair_bound);
+    if (b_kind.below_128() && a_kind.reads_as_s8()) return maddubs_dot4(acc, b, a, pair_bound);
+    if (a_kind.reads_as_s8() && b_kind.within_127()) return signed_maddubs_dot4(acc, a, b, pair_bound);
+    if (b_kind.reads_as_s8() && a_kind.within_127()) return signed_maddubs_dot4(acc, b, a, pair_bound);
     return pmaddwd_dot4(acc, a, a_kind.is_signed, b, b_kind.is_signed);
   }
   return portable_dot4(acc, a, a_kind.is_signed, b, b_kind.is_signed);
@@ -131,10 +137,11 @@ llvm::Value *IntDotEmitter::pmaddwd_dot4(llvm::Value *acc, llvm::Value *a, bool 
 // saturating; the callers make sure no pair can reach 2^15 (int_dot.h). vpmaddwd by ones adds
 // adjacent i16 lanes into dot4's groups of 4. Two instructions per 32 bytes where widening
 // both operands takes six.
-llvm::Value *IntDotEmitter::maddubs_dot4(llvm::Value *acc, llvm::Value *u8, llvm::Value *s8) {
+llvm::Value *IntDotEmitter::maddubs_dot4(llvm::Value *acc, llvm::Value *u8, llvm::Value *s8, int pair_bound) {
   const int n = int(llvm::cast<llvm::FixedVectorType>(u8->getType())->getNumElements());
   const bool wide = n == 32;
-  llvm::Value *pairs = b_.CreateIntrinsic(wide ? llvm::Intrinsic::x86_avx2_pmadd_ub_sw : llvm::Intrinsic::x86_ssse3_pmadd_ub_sw_128, {}, {u8, s8});
+  llvm::CallInst *pairs = b_.CreateIntrinsic(wide ? llvm::Intrinsic::x86_avx2_pmadd_ub_sw : llvm::Intrinsic::x86_ssse3_pmadd_ub_sw_128, {}, {u8, s8});
+  mark_pair_bound(*pairs, pair_bound);
   auto *i16s = llvm::FixedVectorType::get(b_.getInt16Ty(), unsigned(n / 2));
   llvm::Value *ones = llvm::ConstantInt::get(i16s, 1);
   llvm::Value *quads = b_.CreateIntrinsic(wide ? llvm::Intrinsic::x86_avx2_pmadd_wd : llvm::Intrinsic::x86_sse2_pmadd_wd, {}, {pairs, ones});
@@ -144,11 +151,11 @@ llvm::Value *IntDotEmitter::maddubs_dot4(llvm::Value *acc, llvm::Value *u8, llvm
 // s8 x s8 as u8 x s8: any * w = |any| * (w with any's sign). |any| is at most 128, exact as a
 // u8 (vpabsb of -128 is 0x80); w within +-127 keeps its negation in s8 (vpsignb; 0 where any
 // is 0). Pairs then reach at most 128 * 127 * 2 = 32512 in magnitude: no saturation.
-llvm::Value *IntDotEmitter::signed_maddubs_dot4(llvm::Value *acc, llvm::Value *any, llvm::Value *within_127) {
+llvm::Value *IntDotEmitter::signed_maddubs_dot4(llvm::Value *acc, llvm::Value *any, llvm::Value *within_127, int pair_bound) {
   const int n = int(llvm::cast<llvm::FixedVectorType>(any->getType())->getNumElements());
   llvm::Value *magnitude = b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, any, b_.getFalse());
   llvm::Value *signed_w = b_.CreateIntrinsic(n == 32 ? llvm::Intrinsic::x86_avx2_psign_b : llvm::Intrinsic::x86_ssse3_psign_b_128, {}, {within_127, any});
-  return maddubs_dot4(acc, magnitude, signed_w);
+  return maddubs_dot4(acc, magnitude, signed_w, pair_bound);
 }
 
 // Generic vector code: products in i32 (exact), then two rounds of adjacent sums.

@@ -48,8 +48,8 @@ class IntDotEmitter {
  private:
   llvm::Value *vpdpbusd(llvm::Value *acc, llvm::Value *u, llvm::Value *s);
   llvm::Value *pmaddwd_dot4(llvm::Value *acc, llvm::Value *a, bool a_signed, llvm::Value *b, bool b_signed);
-  llvm::Value *maddubs_dot4(llvm::Value *acc, llvm::Value *u8, llvm::Value *s8);
-  llvm::Value *signed_maddubs_dot4(llvm::Value *acc, llvm::Value *any, llvm::Value *within_127);
+  llvm::Value *maddubs_dot4(llvm::Value *acc, llvm::Value *u8, llvm::Value *s8, int pair_bound);
+  llvm::Value *signed_maddubs_dot4(llvm::Value *acc, llvm::Value *any, llvm::Value *within_127, int pair_bound);
   llvm::Value *portable_dot4(llvm::Value *acc, llvm::Value *a, bool a_signed, llvm::Value *b, bool b_signed);
   llvm::Value *add_adjacent_pairs(llvm::Value *v);
   llvm::Value *splat_byte(int n, uint8_t value);
