@@ -65,6 +65,7 @@ struct int_dot_policy<Q4_KFormat> {
   static constexpr const char *name = "q4_k";
   static constexpr int few_rows_launch = 4;
   static constexpr int default_rows = kEveryRow;
+  static constexpr bool prefill_tiles = true;
 };
 template <>
 struct int_dot_policy<Q5_KFormat> {
@@ -72,6 +73,7 @@ struct int_dot_policy<Q5_KFormat> {
   static constexpr const char *name = "q5_k";
   static constexpr int few_rows_launch = 4;
   static constexpr int default_rows = kEveryRow;
+  static constexpr bool prefill_tiles = true;
 };
 template <>
 struct int_dot_policy<Q6_KFormat> {
@@ -88,6 +90,14 @@ struct int_dot_policy<Q4_1Format> {
   static constexpr int default_rows = 16;
 };
 
+// Whether format F's products of more than a few rows take byte-dot tiles
+// (matmul_kquant_int.h: x's quants by a transposed tile of weight quants, the host's register
+// tiles of vpmaddubsw or vpdpbusd) rather than its dot4 programs: Q4_K and Q5_K, whose tiles
+// beat the f32 tiles on a CPU without VNNI too (bench/RESULTS.md, 2026-12-05, byte dots as
+// register tiles).
+template <class F>
+inline constexpr bool has_prefill_tiles = requires { int_dot_policy<F>::prefill_tiles; };
+
 // Whether the host lowering gives dot4 one instruction on this CPU (vpdpbusd: AVX-VNNI, or
 // AVX512-VNNI with VL), as src/codegen/host/int_dot.cpp chooses it.
 inline bool has_vnni(const Device &cpu) {
@@ -96,9 +106,9 @@ inline bool has_vnni(const Device &cpu) {
 
 // Without VNNI, dot4 takes two or more instructions a vector (vpmaddubsw and vpmaddwd where
 // one operand is proved below 128, widening to i16 otherwise), and past 16 rows the f32 tiles
-// beat the integer prefill kernels of Q8_0, Q4_K and Q6_K, and Q4_0's on long prompts
+// beat the dot4 prefill programs of Q8_0, Q4_K and Q6_K, and Q4_0's on long prompts
 // (bench/RESULTS.md, 2026-12-04, "Integer-dot prefill without VNNI"); decode and few-row
-// products stay integer, where they win.
+// products stay integer, where they win, and so do the formats with prefill tiles.
 inline constexpr int kIntDotRowsWithoutVnni = 16;
 
 // The most rows of x a default Library on `cpu` sends through format F's integer kernels (0:
@@ -109,7 +119,7 @@ int default_int_dot_rows(const Device &cpu) {
   if constexpr (std::is_void_v<typename Policy::type>) {
     return 0;
   } else {
-    return has_vnni(cpu) ? Policy::default_rows : std::min(Policy::default_rows, kIntDotRowsWithoutVnni);
+    return has_vnni(cpu) || has_prefill_tiles<F> ? Policy::default_rows : std::min(Policy::default_rows, kIntDotRowsWithoutVnni);
   }
 }
 

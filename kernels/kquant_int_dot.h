@@ -1,6 +1,7 @@
 // kquant_int_dot.h - how Q4_K, Q5_K and Q6_K super-blocks meet Q8_K-style activation blocks in dot4: exact integer sums per sub-block, scaled in f32 lanes
 #pragma once
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 #include "kernels/kquant_formats.h"
@@ -25,6 +26,33 @@ namespace kdsl::kernels {
 // over the matrix), each x row's 256 quants and 16 group sums ([BR, 1, 1] pointer blocks); it
 // returns BlockSums (matvec_int8_sums.h) with 4 lanes.
 
+// The sub-block factors of Q4_K and Q5_K super-blocks: d * sc[j] and dmin * m[j] for j < 8, f32
+// blocks shaped like block + spread (`block`: each weight row's super-block index, counted
+// over the matrix; `spread`: zeros that repeat each row's factors along an axis of lanes),
+// from the 12 packed scale bytes as load_scales_mins_k4 (kquant_formats.h) unpacks them.
+template <class Index>
+struct SubBlockFactors {
+  using Factor = decltype(cast<f32>(load(std::declval<Ptr<const u8>>() + std::declval<Index>())));
+  std::vector<Factor> scale, min;
+};
+template <class Layout, class Block, class Spread>
+auto sub_block_factors(Ptr<const u8> wq, const Block &block, const Spread &spread) {
+  constexpr int kBlockBytes = int(sizeof(Layout));
+  auto byte = [&](int i) { return load(wq + (block * kBlockBytes + (int(offsetof(Layout, scales)) + i) + spread)); };
+  auto half = [&](size_t offset) { return cast<f32>(load(reinterpret<f16>(wq) + (block * (kBlockBytes / 2) + int(offset / 2) + spread))); };
+  auto d = half(offsetof(Layout, d)), dmin = half(offsetof(Layout, dmin));
+  std::vector<decltype(byte(0))> s;
+  for (int i = 0; i < formats::kKScaleSize; ++i) s.push_back(byte(i));
+  SubBlockFactors<decltype(block * kBlockBytes + spread)> f;
+  for (int j = 0; j < 8; ++j) {
+    auto sc = j < 4 ? (s[size_t(j)] & 63) : ((s[size_t(j + 4)] & 15) | ((s[size_t(j - 4)] >> 6) << 4));
+    auto m = j < 4 ? (s[size_t(j + 4)] & 63) : ((s[size_t(j + 4)] >> 4) | ((s[size_t(j)] >> 6) << 4));
+    f.scale.push_back(cast<f32>(sc) * d);
+    f.min.push_back(cast<f32>(m) * dmin);
+  }
+  return f;
+}
+
 // Q4_K (kHighBit false) and Q5_K (true): sub-blocks 2c and 2c + 1 are the low and the high
 // nibbles of qs[32c .. 32c + 31]; Q5_K's fifth bit of sub-block j is bit j of qh[l]. The
 // scales and minimums are load_scales_mins_k4's (kquant_formats.h), one [1, BN, 1] each.
@@ -32,6 +60,7 @@ template <class Format, bool kHighBit>
 struct SubBlock32IntDot {
   using Layout = typename Format::Layout;
   static constexpr int kBlockElements = formats::kQK_K, kSumGroup = 16, kBlockBytes = int(sizeof(Layout)), kLanes = 4;
+  static constexpr bool kFifthBit = kHighBit;
 
   template <int BR, int BN, class XP, class SP>
   static auto block_dot(Ptr<const u8> wq, const Block<i64, 1, BN, 1> &block, const XP &x, const SP &xs) {
@@ -43,19 +72,7 @@ struct SubBlock32IntDot {
     // 28 values for each of BN rows cost a decode step more than they save (bench/RESULTS.md,
     // 2026-12-03, "integer-dot kernels: four rows a vpdpbusd").
     constexpr int SL = BR == 1 ? 1 : 4;
-    auto splat = wide(zeros<i32, 1, 1, SL>());
-    auto byte = [&](int i) { return load(wq + (base + (int(offsetof(Layout, scales)) + i) + splat)); };  // [1, BN, SL]
-    auto half8 = [&](size_t offset) { return cast<f32>(load(reinterpret<f16>(wq) + (block * (kBlockBytes / 2) + int(offset / 2) + splat))); };
-    auto d = half8(offsetof(Layout, d)), dmin = half8(offsetof(Layout, dmin));
-    std::vector<Block<u8, 1, BN, SL>> s;
-    for (int i = 0; i < formats::kKScaleSize; ++i) s.push_back(byte(i));
-    std::vector<Block<f32, 1, BN, SL>> scale, min;
-    for (int j = 0; j < 8; ++j) {
-      auto sc = j < 4 ? (s[size_t(j)] & 63) : ((s[size_t(j + 4)] & 15) | ((s[size_t(j - 4)] >> 6) << 4));
-      auto m = j < 4 ? (s[size_t(j + 4)] & 63) : ((s[size_t(j + 4)] >> 4) | ((s[size_t(j)] >> 6) << 4));
-      scale.push_back(cast<f32>(sc) * d);
-      min.push_back(cast<f32>(m) * dmin);
-    }
+    auto [scale, min] = sub_block_factors<Layout>(wq, block, wide(zeros<i32, 1, 1, SL>()));  // [1, BN, SL] each
     // Each sub-block's 32 quants in two halves of 16 bytes, chained through dot4's
     // accumulator into 4 lanes: the host lowering puts four weight rows' halves in one 64-byte
     // vpdpbusd (as for Q4_0, matvec_int8.h).

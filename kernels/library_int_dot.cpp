@@ -8,6 +8,7 @@
 #include "kernels/int_dot_policy.h"
 #include "kernels/library_device.h"
 #include "kernels/library_tuning.h"
+#include "kernels/matmul_kquant_int.h"
 #include "kernels/matvec_int8_sums.h"
 #include "kernels/quantize_activations.h"
 #include "kernels/row_chunks.h"
@@ -92,12 +93,16 @@ void run_rows(Library::Impl &im, const IntDotPoints &points, int rows, int N, in
   }
 }
 
+// Prefill tiles (has_prefill_tiles, matmul_kquant_int.h): BM x kPrefillTileN outputs a
+// program, BM the rows there are, from kPrefillTileLo up to kPrefillTileM.
+constexpr int kPrefillTileLo = 32, kPrefillTileM = 128, kPrefillTileN = 32;
+
 // x quantized into scratch, then the format's kernel over the launches run_rows makes. Q8_0
 // and Q4_0 (matvec_int8.h) meet 32-value activation blocks with a scale each, in programs of
 // 2 rows of x; the formats with offsets (matvec_int8_sums.h) need the blocks' group sums too,
 // in programs of 4 rows (2 rows or 16 measured slower for them: bench/RESULTS.md,
 // 2026-12-03, "integer-dot kernels: four rows a vpdpbusd").
-template <class P>
+template <class F, class P>
 void run_int_dot(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K, int few_rows_launch,
                  const IntDotPoints &points) {
   constexpr bool kSums = requires { P::kSumGroup; };
@@ -123,6 +128,17 @@ void run_int_dot(Library::Impl &im, const float *x, const void *w, const float *
     im.kernel<quantize_activations_sums<BE, GS, kQuantize>>()(qgrid, x, xq, xd, xs, K);
   } else {
     im.kernel<quantize_activations_q8<kQuantize>>()(qgrid, x, xq, xd, K);
+  }
+  if constexpr (has_prefill_tiles<F>) {
+    if (rows > kTileRows) {
+      auto wq = static_cast<const uint8_t *>(w);
+      with_block<kPrefillTileLo, kPrefillTileM>("matmul", "rows", std::min(rows, kPrefillTileM), [&]<int BM>() {
+        auto g = grid(cdiv(rows, BM), cdiv(N, kPrefillTileN));
+        if (bias) im.kernel<matmul_kquant_int<P, BM, kPrefillTileN, true>>()(g, xq, xd, xs, wq, b, out, rows, N, K);
+        else im.kernel<matmul_kquant_int<P, BM, kPrefillTileN, false>>()(g, xq, xd, xs, wq, b, out, rows, N, K);
+      });
+      return;
+    }
   }
   auto run = [&]<int BR, int BN, class Use>(int first, int count, Use use) {
     auto g = grid(cdiv(N, BN), cdiv(count, BR));
@@ -160,7 +176,7 @@ bool matmul_int_dot(Library::Impl &im, const float *x, const void *w, const floa
     };
     static const IntDotPoints points[2] = {{named("matmul.int_dot_decode", false), named("matmul.int_dot_rows", false)},
                                            {named("matmul.int_dot_decode", true), named("matmul.int_dot_rows", true)}};
-    run_int_dot<P>(im, x, w, bias, out, rows, N, K, few_rows_launch, points[bias != nullptr]);
+    run_int_dot<F, P>(im, x, w, bias, out, rows, N, K, few_rows_launch, points[bias != nullptr]);
     return true;
   }
 }

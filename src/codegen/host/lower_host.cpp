@@ -470,11 +470,41 @@ class HostLowering {
   // lanes (below) a group of rows at a time.
   void materialize(ir::ValueId v, llvm::AllocaInst *into) {
     const ir::Type &t = fn_.type(v);
+    if (copy_rows_of_load(v, into)) return;
     if (unsigned lanes = lane_count(t)) {
       store_lane_groups(t, into, lanes, [&](const Index &base, unsigned rows) { return lane_group(v, base, rows, lanes); });
       return;
     }
     loop_nest(t.shape, [&](const Index &idx) { b_.CreateStore(element(v, idx), array_element_ptr(into, t, idx)); });
+  }
+
+  // An unmasked load whose pointers are consecutive along the last axis (last_axis_stride),
+  // stored into an array a row at a time: one vector load and store a row. Element by element,
+  // a tile of x whose rows are clamped (minimum(rm, M - 1), as the matmul kernels read x)
+  // cost a byte or float load and its address per element: a quarter of the byte-dot prefill
+  // kernel's time in perf samples. False (nothing emitted) where it does not apply.
+  bool copy_rows_of_load(ir::ValueId v, llvm::AllocaInst *into) {
+    const ir::Type &t = fn_.type(v);
+    const ir::Op *def = plan_.def[size_t(v)];
+    if (state_[size_t(v)].array || !def || def->kind != OpKind::Load || def->operands.size() != 1 || checks_ || t.shape.rank == 0) return false;
+    const int last = t.shape.rank - 1;
+    const int64_t width = t.shape[last];
+    llvm::Type *element_type = storage_type(t.elem);
+    if (width < kWholeRowStore || element_type != compute_type(t.elem) || last_axis_stride(def->operands[0]) != 1) return false;
+    const int64_t bytes = int64_t(m_.getDataLayout().getTypeAllocSize(element_type));
+    ir::Shape rows = t.shape;
+    rows.rank -= 1;
+    loop_nest(rows, [&](const Index &row) {
+      Index at = row;
+      at.push_back(b_.getInt64(0));
+      llvm::Value *first = element(def->operands[0], at);
+      row_in_vectors(width, bytes, [&](llvm::Value *i, int64_t n) {
+        at.back() = i;
+        llvm::Value *values = b_.CreateAlignedLoad(llvm::FixedVectorType::get(element_type, unsigned(n)), b_.CreateInBoundsGEP(element_type, first, i), llvm::Align(bytes));
+        b_.CreateAlignedStore(values, array_element_ptr(into, t, at), llvm::Align(bytes));
+      });
+    });
+    return true;
   }
 
   // --- rows of lanes ------------------------------------------------------------------------
@@ -631,6 +661,10 @@ class HostLowering {
         return;
       case Storage::Array: {
         llvm::AllocaInst *a = target_array(v, ir::op_name(op.kind));
+        if (plan_.reductions_in_loop[size_t(v)].empty() && copy_rows_of_load(v, a)) {
+          state_[size_t(v)].array = a;
+          return;
+        }
         const unsigned lanes = lane_count(t);
         if (lanes && plan_.reductions_in_loop[size_t(v)].empty()) {
           store_lane_groups(t, a, lanes, [&](const Index &base, unsigned rows) { return lane_group_of(op, base, rows, lanes); });
@@ -723,6 +757,20 @@ class HostLowering {
   // element, a branch on each mask bit kept every output tile's stores scalar (a prefill
   // tile's [128, 32] output: 6% of its kernel's time in perf samples).
   static constexpr int64_t kWholeRowStore = 4;
+  // A row of `width` elements of `bytes` each as vectors of one register (a loop over them where
+  // there are many) and a tail in power-of-two pieces: chunk(first element, elements). One
+  // vector type per row would reach LLVM as <4096 x float> for a long row, whose selection
+  // took minutes.
+  template <class F>
+  void row_in_vectors(int64_t width, int64_t bytes, F &&chunk) {
+    const int64_t lanes = std::max<int64_t>(1, int64_t(host_dot_machine().lanes) * 4 / bytes), full = width / lanes;
+    constexpr int64_t kUnrolled = 4;
+    if (full > kUnrolled) loop(full, [&](llvm::Value *i) { chunk(b_.CreateMul(i, b_.getInt64(lanes)), lanes); });
+    else
+      for (int64_t i = 0; i < full; ++i) chunk(b_.getInt64(i * lanes), lanes);
+    for (int64_t at = full * lanes, piece = lanes / 2; at < width; piece /= 2)
+      if (width - at >= piece) chunk(b_.getInt64(at), piece), at += piece;
+  }
   bool row_vector_store_applies(const ir::Op &op) {
     const ir::Type &pt = fn_.type(op.operands[0]);
     return state_[size_t(op.operands[1])].array && compute_type(pt.elem) == storage_type(pt.elem) && last_axis_stride(op.operands[0]) == 1;
@@ -744,11 +792,14 @@ class HostLowering {
     auto whole_row = [&](const Index &row) {
       if (!as_vector) return loop(width, [&](llvm::Value *i) { store(at(row, i)); });
       llvm::Type *element_type = storage_type(pt.elem);
-      auto *vector = llvm::FixedVectorType::get(element_type, unsigned(width));
+      const int64_t bytes = int64_t(m_.getDataLayout().getTypeAllocSize(element_type));
       const ir::ValueId v = op.operands[1];
-      llvm::Value *values = b_.CreateAlignedLoad(vector, array_element_ptr(state_[size_t(v)].array, fn_.type(v), at(row, b_.getInt64(0))),
-                                                 llvm::Align(m_.getDataLayout().getTypeAllocSize(element_type)));
-      b_.CreateAlignedStore(values, element(op.operands[0], at(row, b_.getInt64(0))), llvm::Align(m_.getDataLayout().getTypeAllocSize(element_type)));
+      llvm::Value *first = element(op.operands[0], at(row, b_.getInt64(0)));
+      row_in_vectors(width, bytes, [&](llvm::Value *i, int64_t n) {
+        auto *vector = llvm::FixedVectorType::get(element_type, unsigned(n));
+        llvm::Value *values = b_.CreateAlignedLoad(vector, array_element_ptr(state_[size_t(v)].array, fn_.type(v), at(row, i)), llvm::Align(bytes));
+        b_.CreateAlignedStore(values, b_.CreateInBoundsGEP(element_type, first, i), llvm::Align(bytes));
+      });
     };
     llvm::AllocaInst *whole = masked ? alloca_slot(b_.getInt1Ty(), "store.whole_row") : nullptr;
     loop_nest(rows, [&](const Index &row) {
@@ -962,8 +1013,12 @@ class HostLowering {
       ir::Type padded = at;
       padded.shape.dims[1] = quads * 4;
       llvm::AllocaInst *rows = alloca_array(padded, "idot.a");
-      if (K % 4) b_.CreateMemSet(rows, b_.getInt8(0), uint64_t(padded.shape.numel()), llvm::MaybeAlign(64));
-      loop_nest(at.shape, [&](const Index &idx) { b_.CreateStore(element(va, idx), array_element_ptr(rows, padded, idx)); });
+      if (K % 4) {
+        b_.CreateMemSet(rows, b_.getInt8(0), uint64_t(padded.shape.numel()), llvm::MaybeAlign(64));
+        loop_nest(at.shape, [&](const Index &idx) { b_.CreateStore(element(va, idx), array_element_ptr(rows, padded, idx)); });
+      } else {
+        materialize(va, rows);
+      }
       a = rows;
     }
     // B packed: [quads][columns] i32.
