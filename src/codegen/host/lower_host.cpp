@@ -479,10 +479,11 @@ class HostLowering {
   }
 
   // An unmasked load whose pointers are consecutive along the last axis (last_axis_stride),
-  // stored into an array a row at a time: one vector load and store a row. Element by element,
-  // a tile of x whose rows are clamped (minimum(rm, M - 1), as the matmul kernels read x)
-  // cost a byte or float load and its address per element: a quarter of the byte-dot prefill
-  // kernel's time in perf samples. False (nothing emitted) where it does not apply.
+  // stored into an array a row at a time, in register-wide vectors. Element by element, a tile
+  // of x whose rows are clamped (minimum(rm, M - 1), as the matmul kernels read x) cost a byte
+  // or float load and its address per element, the largest part of the byte-dot prefill
+  // kernel's time besides its products (bench/RESULTS.md, 2026-12-05, byte dots as register
+  // tiles). False (nothing emitted) where it does not apply.
   bool copy_rows_of_load(ir::ValueId v, llvm::AllocaInst *into) {
     const ir::Type &t = fn_.type(v);
     const ir::Op *def = plan_.def[size_t(v)];
@@ -754,8 +755,7 @@ class HostLowering {
   // row is one vector store. Under a mask, a row whose mask is true everywhere (every row of a
   // tile but those past the matrix's edge) is stored so, or element by element without
   // branches; only a row the mask cuts is stored element by element under its mask. Per
-  // element, a branch on each mask bit kept every output tile's stores scalar (a prefill
-  // tile's [128, 32] output: 6% of its kernel's time in perf samples).
+  // element, a branch on each mask bit kept every output tile's stores scalar.
   static constexpr int64_t kWholeRowStore = 4;
   // A row of `width` elements of `bytes` each as vectors of one register (a loop over them where
   // there are many) and a tail in power-of-two pieces: chunk(first element, elements). One
