@@ -14,6 +14,7 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "tests/codegen/host_assembly.h"
+#include "tests/codegen/int_dot_paths.h"
 #include "tests/support/simt_emulator.h"
 #include "tests/test_util.h"
 #include "tests/traced.h"
@@ -87,36 +88,10 @@ int narrowed_reference(storage_t<EA> x, int narrow) {
   }
 }
 
-bool host_has(const char *feature) { return codegen::host_target().has_feature(feature); }
-
-// The forced paths this CPU can run (Auto is what a launch on the CPU device uses).
-std::vector<codegen::IntDotPath> runnable_paths() {
-  std::vector<codegen::IntDotPath> paths{codegen::IntDotPath::Portable};
-#if defined(__x86_64__)
-  if (host_has("avx2")) paths.push_back(codegen::IntDotPath::Pmaddwd);
-  if (host_has("avxvnni") || (host_has("avx512vnni") && host_has("avx512vl"))) paths.push_back(codegen::IntDotPath::Vnni);
-#endif
-  return paths;
-}
-
-const char *path_name(codegen::IntDotPath p) {
-  switch (p) {
-    case codegen::IntDotPath::Vnni: return "vnni";
-    case codegen::IntDotPath::Pmaddwd: return "pmaddwd";
-    case codegen::IntDotPath::Portable: return "portable";
-    default: return "auto";
-  }
-}
-
-// Compiles fn with the given dot4 path and runs it over `programs` programs.
-void run_with_path(const ir::Function &fn, codegen::IntDotPath path, const std::string &symbol, std::vector<uint64_t> args, int64_t programs) {
-  codegen::Options options;
-  options.int_dot = path;
-  codegen::CompiledObject object = codegen::compile(fn, symbol, codegen::Target::host(), options);
-  codegen::HostEntry entry = codegen::load_host_object(object.object, symbol);
-  const int32_t grid[3] = {int32_t(programs), 1, 1};
-  entry(args.data(), 0, programs, grid);
-}
+using kdsl_test::host_has;
+using kdsl_test::int_dot_path_name;
+using kdsl_test::run_with_int_dot_path;
+using kdsl_test::runnable_int_dot_paths;
 
 int symbol_counter = 0;
 
@@ -177,11 +152,11 @@ void check_rows(std::mt19937 &rng, int rows, int n, const char *gpu_arch = nullp
   std::vector<int32_t> out(want.size(), sentinel);
   compile<kernel>(kdsl_test::cpu())(grid(1), a.data(), b.data(), acc.data(), out.data(), rows, n);
   check(out, "auto (launch)");
-  for (codegen::IntDotPath path : runnable_paths()) {
+  for (codegen::IntDotPath path : runnable_int_dot_paths()) {
     std::vector<int32_t> forced(want.size(), sentinel);
-    run_with_path(fn, path, fmt::format("dot4_test_{}", symbol_counter++),
+    run_with_int_dot_path(fn, path, fmt::format("dot4_test_{}", symbol_counter++),
                   {ptr(a.data()), ptr(b.data()), ptr(acc.data()), ptr(forced.data()), uint64_t(rows), uint64_t(n)}, 1);
-    check(forced, path_name(path));
+    check(forced, int_dot_path_name(path));
   }
 }
 
@@ -206,13 +181,13 @@ void check_cross(std::mt19937 &rng, const char *gpu_arch = nullptr) {
   constexpr auto kernel = dot4_cross<EA, EB, BR, BN, L>;
   ir::Function fn = kdsl_test::traced<kernel>();
   auto ptr = [](const void *p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); };
-  std::vector<codegen::IntDotPath> paths = gpu_arch ? std::vector<codegen::IntDotPath>{codegen::IntDotPath::Auto} : runnable_paths();
+  std::vector<codegen::IntDotPath> paths = gpu_arch ? std::vector<codegen::IntDotPath>{codegen::IntDotPath::Auto} : runnable_int_dot_paths();
   for (codegen::IntDotPath path : paths) {
-    INFO("path ", gpu_arch ? gpu_arch : path_name(path));
+    INFO("path ", gpu_arch ? gpu_arch : int_dot_path_name(path));
     std::vector<int32_t> got(want.size(), 0x5a5a5a5a);
     std::vector<uint64_t> args{ptr(a.data()), ptr(b.data()), ptr(acc.data()), ptr(got.data())};
     if (gpu_arch) run_emulated(fn, gpu_arch, args);
-    else run_with_path(fn, path, fmt::format("dot4_test_{}", symbol_counter++), args, 1);
+    else run_with_int_dot_path(fn, path, fmt::format("dot4_test_{}", symbol_counter++), args, 1);
     int bad = 0;
     for (size_t i = 0; i < want.size() && bad < 5; ++i)
       if (got[i] != want[i]) {
@@ -243,10 +218,10 @@ void check_narrowed(std::mt19937 &rng) {
   std::vector<int32_t> out(16, 0x5a5a5a5a);
   compile<kernel>(kdsl_test::cpu())(grid(1), a.data(), b.data(), out.data());
   check(out, "auto (launch)");
-  for (codegen::IntDotPath path : runnable_paths()) {
+  for (codegen::IntDotPath path : runnable_int_dot_paths()) {
     std::vector<int32_t> forced(16, 0x5a5a5a5a);
-    run_with_path(fn, path, fmt::format("dot4_test_{}", symbol_counter++), {ptr(a.data()), ptr(b.data()), ptr(forced.data())}, 1);
-    check(forced, path_name(path));
+    run_with_int_dot_path(fn, path, fmt::format("dot4_test_{}", symbol_counter++), {ptr(a.data()), ptr(b.data()), ptr(forced.data())}, 1);
+    check(forced, int_dot_path_name(path));
   }
   for (const char *arch : kGpuArchs) {
     std::vector<int32_t> emulated(16, 0x5a5a5a5a);
@@ -364,11 +339,11 @@ TEST_CASE("dot4: a rank-3 block against one shared row, as the decode kernels us
 #if defined(__x86_64__)
 TEST_CASE("dot4: the host's machine code uses vpdpbusd where the CPU has VNNI, vpmaddwd on the AVX2 path, and vpmaddubsw only where no pair can saturate") {
   ir::Function fn = kdsl_test::traced<dot4_rows<i8, i8, 4, 32, true>>();
-  for (codegen::IntDotPath path : runnable_paths()) {
+  for (codegen::IntDotPath path : runnable_int_dot_paths()) {
     codegen::Options options;
     options.int_dot = path;
-    std::string s = kdsl_test::host_assembly(fn, fmt::format("dot4_asm_{}", path_name(path)), options);
-    INFO("path ", path_name(path));
+    std::string s = kdsl_test::host_assembly(fn, fmt::format("dot4_asm_{}", int_dot_path_name(path)), options);
+    INFO("path ", int_dot_path_name(path));
     CHECK(s.find("pmaddubsw") == std::string::npos);
     if (path == codegen::IntDotPath::Vnni) CHECK(s.find("vpdpbusd") != std::string::npos);
     if (path == codegen::IntDotPath::Pmaddwd) CHECK(s.find("vpmaddwd") != std::string::npos);
@@ -376,7 +351,7 @@ TEST_CASE("dot4: the host's machine code uses vpdpbusd where the CPU has VNNI, v
   // A nibble (proved 0..15) against s8 bytes, and s8 against s8 kept from -128: vpmaddubsw
   // cannot saturate, and the AVX2 path takes it (the second through vpsignb).
   ir::Function nibbles = kdsl_test::traced<dot4_narrowed<u8, i8, 0>>(), within_127 = kdsl_test::traced<dot4_narrowed<i8, i8, 4>>();
-  for (codegen::IntDotPath path : runnable_paths()) {
+  for (codegen::IntDotPath path : runnable_int_dot_paths()) {
     if (path != codegen::IntDotPath::Pmaddwd) continue;
     codegen::Options options;
     options.int_dot = path;

@@ -11,6 +11,7 @@
 #include "codegen/codegen.h"
 #include "codegen/host/int_dot_tile.h"
 #include "tests/codegen/host_assembly.h"
+#include "tests/codegen/int_dot_paths.h"
 #include "tests/test_util.h"
 #include "tests/traced.h"
 
@@ -60,16 +61,7 @@ void byte_dot(Ptr<const E> a, Ptr<const E> b, Ptr<const i32> acc, Ptr<i32> out) 
   store(out + c_index, dot(ta, tb, c));
 }
 
-bool host_has(const char *feature) { return codegen::host_target().has_feature(feature); }
-
-std::vector<codegen::IntDotPath> runnable_paths() {
-  std::vector<codegen::IntDotPath> paths{codegen::IntDotPath::Portable};
-#if defined(__x86_64__)
-  if (host_has("avx2")) paths.push_back(codegen::IntDotPath::Pmaddwd);
-  if (host_has("avxvnni") || (host_has("avx512vnni") && host_has("avx512vl"))) paths.push_back(codegen::IntDotPath::Vnni);
-#endif
-  return paths;
-}
+using kdsl_test::host_has;
 
 int symbol_counter = 0;
 
@@ -113,17 +105,11 @@ void check(std::mt19937 &rng) {
   compare(out, "auto (launch)");
   ir::Function fn = kdsl_test::traced<kernel>();
   auto ptr = [](const void *p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); };
-  for (codegen::IntDotPath path : runnable_paths()) {
+  for (codegen::IntDotPath path : kdsl_test::runnable_int_dot_paths()) {
     std::vector<int32_t> forced(want.size(), 0x5a5a5a5a);
-    codegen::Options options;
-    options.int_dot = path;
-    const std::string symbol = fmt::format("int_dot_tile_test_{}", symbol_counter++);
-    codegen::CompiledObject object = codegen::compile(fn, symbol, codegen::Target::host(), options);
-    codegen::HostEntry entry = codegen::load_host_object(object.object, symbol);
-    std::vector<uint64_t> args{ptr(a.data()), ptr(b.data()), ptr(acc.data()), ptr(forced.data())};
-    const int32_t programs[3] = {1, 1, 1};
-    entry(args.data(), 0, 1, programs);
-    compare(forced, path == codegen::IntDotPath::Vnni ? "vnni" : path == codegen::IntDotPath::Pmaddwd ? "pmaddwd" : "portable");
+    kdsl_test::run_with_int_dot_path(fn, path, fmt::format("int_dot_tile_test_{}", symbol_counter++),
+                                     {ptr(a.data()), ptr(b.data()), ptr(acc.data()), ptr(forced.data())}, 1);
+    compare(forced, kdsl_test::int_dot_path_name(path));
   }
 }
 

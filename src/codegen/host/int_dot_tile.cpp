@@ -9,6 +9,7 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsX86.h>
 
+#include "codegen/host/counted_loop.h"
 #include "codegen/host/int_dot.h"
 #include "codegen/host/target_machine.h"
 
@@ -66,23 +67,12 @@ class TileEmitter {
   }
 
  private:
-  using Body = std::function<void(llvm::Value *)>;
-
   // for (i = 0; i < n; ++i) body(i), n >= 1.
-  void loop(llvm::Value *n, const Body &body) {
-    llvm::Function *f = b_.GetInsertBlock()->getParent();
-    llvm::BasicBlock *pre = b_.GetInsertBlock();
-    llvm::BasicBlock *head = llvm::BasicBlock::Create(b_.getContext(), "idot.loop", f);
-    llvm::BasicBlock *exit = llvm::BasicBlock::Create(b_.getContext(), "idot.loop.end", f);
-    b_.CreateBr(head);
-    b_.SetInsertPoint(head);
-    llvm::PHINode *i = b_.CreatePHI(b_.getInt64Ty(), 2, "i");
-    i->addIncoming(b_.getInt64(0), pre);
-    body(i);
-    llvm::Value *next = b_.CreateAdd(i, b_.getInt64(1), "i.next", true, true);
-    i->addIncoming(next, b_.GetInsertBlock());
-    b_.CreateCondBr(b_.CreateICmpSLT(next, n), head, exit);
-    b_.SetInsertPoint(exit);
+  void loop(llvm::Value *n, const std::function<void(llvm::Value *)> &body) {
+    counted_loop(b_, n, {}, [&](llvm::Value *i, const CarriedValues &) {
+      body(i);
+      return CarriedValues{};
+    }, "idot.loop");
   }
 
   llvm::Type *acc_type() {
@@ -110,42 +100,28 @@ class TileEmitter {
   void group(llvm::Value *m0, int64_t rows, int64_t j0, int64_t vectors, llvm::Value *q0, int64_t count, bool first) {
     auto *i32 = b_.getInt32Ty();
     auto *bytes = llvm::FixedVectorType::get(b_.getInt8Ty(), 32);
-    llvm::Function *f = b_.GetInsertBlock()->getParent();
-    llvm::BasicBlock *pre = b_.GetInsertBlock();
-    llvm::BasicBlock *head = llvm::BasicBlock::Create(b_.getContext(), "idot.q", f);
-    llvm::BasicBlock *exit = llvm::BasicBlock::Create(b_.getContext(), "idot.q.end", f);
-    b_.CreateBr(head);
-    b_.SetInsertPoint(head);
-    llvm::PHINode *i = b_.CreatePHI(b_.getInt64Ty(), 2, "quad");
-    i->addIncoming(b_.getInt64(0), pre);
-    std::vector<llvm::PHINode *> acc;
-    for (int64_t k = 0; k < rows * vectors; ++k) {
-      acc.push_back(b_.CreatePHI(acc_type(), 2, "iacc"));
-      acc.back()->addIncoming(llvm::Constant::getNullValue(acc_type()), pre);
-    }
-    llvm::Value *q = b_.CreateAdd(q0, i);
-    std::vector<llvm::Value *> bv;
-    for (int64_t j = 0; j < vectors; ++j) {
-      llvm::Value *at = b_.CreateAdd(b_.CreateMul(q, b_.getInt64(columns_)), b_.getInt64((j0 + j) * 8));
-      bv.push_back(b_.CreateAlignedLoad(bytes, b_.CreateInBoundsGEP(i32, ops_.b_packed, at), llvm::Align(4)));
-    }
-    std::vector<llvm::Value *> next(acc.size());
-    for (int64_t r = 0; r < rows; ++r) {
-      llvm::Value *row = b_.CreateAdd(m0, b_.getInt64(r));
-      llvm::Value *at = b_.CreateAdd(b_.CreateMul(row, b_.getInt64(ops_.a_stride)), b_.CreateMul(q, b_.getInt64(4)));
-      llvm::Value *word = b_.CreateAlignedLoad(i32, b_.CreateInBoundsGEP(b_.getInt8Ty(), ops_.a, at), llvm::Align(1));
-      llvm::Value *av = b_.CreateBitCast(b_.CreateVectorSplat(8, word), bytes);
+    const CarriedValues zeros(size_t(rows * vectors), llvm::Constant::getNullValue(acc_type()));
+    auto quad = [&](llvm::Value *i, const CarriedValues &acc) {
+      llvm::Value *q = b_.CreateAdd(q0, i);
+      std::vector<llvm::Value *> bv;
       for (int64_t j = 0; j < vectors; ++j) {
-        const size_t k = size_t(r * vectors + j);
-        next[k] = plan_.b_is_u8 ? step(acc[k], bv[size_t(j)], av) : step(acc[k], av, bv[size_t(j)]);
+        llvm::Value *at = b_.CreateAdd(b_.CreateMul(q, b_.getInt64(columns_)), b_.getInt64((j0 + j) * 8));
+        bv.push_back(b_.CreateAlignedLoad(bytes, b_.CreateInBoundsGEP(i32, ops_.b_packed, at), llvm::Align(4)));
       }
-    }
-    llvm::Value *i_next = b_.CreateAdd(i, b_.getInt64(1), "quad.next", true, true);
-    llvm::BasicBlock *latch = b_.GetInsertBlock();
-    i->addIncoming(i_next, latch);
-    for (size_t k = 0; k < acc.size(); ++k) acc[k]->addIncoming(next[k], latch);
-    b_.CreateCondBr(b_.CreateICmpSLT(i_next, b_.getInt64(count)), head, exit);
-    b_.SetInsertPoint(exit);
+      CarriedValues next(acc.size());
+      for (int64_t r = 0; r < rows; ++r) {
+        llvm::Value *row = b_.CreateAdd(m0, b_.getInt64(r));
+        llvm::Value *at = b_.CreateAdd(b_.CreateMul(row, b_.getInt64(ops_.a_stride)), b_.CreateMul(q, b_.getInt64(4)));
+        llvm::Value *word = b_.CreateAlignedLoad(i32, b_.CreateInBoundsGEP(b_.getInt8Ty(), ops_.a, at), llvm::Align(1));
+        llvm::Value *av = b_.CreateBitCast(b_.CreateVectorSplat(8, word), bytes);
+        for (int64_t j = 0; j < vectors; ++j) {
+          const size_t k = size_t(r * vectors + j);
+          next[k] = plan_.b_is_u8 ? step(acc[k], bv[size_t(j)], av) : step(acc[k], av, bv[size_t(j)]);
+        }
+      }
+      return next;
+    };
+    const CarriedValues next = counted_loop(b_, b_.getInt64(count), zeros, quad, "idot.q");
     for (int64_t r = 0; r < rows; ++r) {
       llvm::Value *row = b_.CreateAdd(m0, b_.getInt64(r));
       for (int64_t j = 0; j < vectors; ++j) {

@@ -15,6 +15,7 @@
 #include "codegen/codegen.h"
 #include "codegen/element_semantics.h"
 #include "codegen/host/bounds_checks.h"
+#include "codegen/host/counted_loop.h"
 #include "codegen/host/dot_tile.h"
 #include "codegen/host/device_debug.h"
 #include "codegen/host/element_math.h"
@@ -1089,46 +1090,32 @@ class HostLowering {
 
     // One tile: `mr` rows from row m0 by chunks [j0, j0 + nr).
     auto tile_loop = [&](llvm::Value *m0, int64_t mr, size_t j0, size_t nr) {
-      std::vector<llvm::Value *> init;
+      CarriedValues init;
       for (int64_t r = 0; r < mr; ++r) {
         llvm::Value *row_index = b_.CreateAdd(m0, b_.getInt64(r));
         for (size_t j = j0; j < j0 + nr; ++j)
           init.push_back(b_.CreateAlignedLoad(vector_type(chunks[j].second), vector_ptr(c, ct, row_index, chunks[j].first), llvm::Align(4)));
       }
-      llvm::BasicBlock *pre = b_.GetInsertBlock();
-      llvm::BasicBlock *head = llvm::BasicBlock::Create(ctx_, "dot.k", current_function());
-      llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx_, "dot.k.end", current_function());
-      b_.CreateBr(head);
-      b_.SetInsertPoint(head);
-      llvm::PHINode *k = b_.CreatePHI(b_.getInt64Ty(), 2, "k");
-      k->addIncoming(b_.getInt64(0), pre);
-      std::vector<llvm::PHINode *> acc;
-      for (llvm::Value *v : init) {
-        acc.push_back(b_.CreatePHI(v->getType(), 2, "acc"));
-        acc.back()->addIncoming(v, pre);
-      }
-      std::vector<llvm::Value *> b_row;
-      for (size_t j = j0; j < j0 + nr; ++j)
-        b_row.push_back(b_.CreateAlignedLoad(vector_type(chunks[j].second), vector_ptr(b_array, bt, k, chunks[j].first), llvm::Align(4)));
-      std::vector<llvm::Value *> next(acc.size());
-      for (int64_t r = 0; r < mr; ++r) {
-        llvm::Value *a = element(op.operands[0], {b_.CreateAdd(m0, b_.getInt64(r)), k});
-        for (size_t j = 0; j < nr; ++j) {
-          llvm::Value *splat = b_.CreateVectorSplat(unsigned(chunks[j0 + j].second), a);
-          auto *mul = llvm::cast<llvm::Instruction>(b_.CreateFMul(splat, b_row[j]));
-          mul->setFastMathFlags(contract);
-          const size_t at = size_t(r) * nr + j;
-          auto *add = llvm::cast<llvm::Instruction>(b_.CreateFAdd(acc[at], mul));
-          add->setFastMathFlags(contract);
-          next[at] = add;
+      auto step = [&](llvm::Value *k, const CarriedValues &acc) {
+        std::vector<llvm::Value *> b_row;
+        for (size_t j = j0; j < j0 + nr; ++j)
+          b_row.push_back(b_.CreateAlignedLoad(vector_type(chunks[j].second), vector_ptr(b_array, bt, k, chunks[j].first), llvm::Align(4)));
+        CarriedValues next(acc.size());
+        for (int64_t r = 0; r < mr; ++r) {
+          llvm::Value *a = element(op.operands[0], {b_.CreateAdd(m0, b_.getInt64(r)), k});
+          for (size_t j = 0; j < nr; ++j) {
+            llvm::Value *splat = b_.CreateVectorSplat(unsigned(chunks[j0 + j].second), a);
+            auto *mul = llvm::cast<llvm::Instruction>(b_.CreateFMul(splat, b_row[j]));
+            mul->setFastMathFlags(contract);
+            const size_t at = size_t(r) * nr + j;
+            auto *add = llvm::cast<llvm::Instruction>(b_.CreateFAdd(acc[at], mul));
+            add->setFastMathFlags(contract);
+            next[at] = add;
+          }
         }
-      }
-      llvm::Value *k_next = b_.CreateAdd(k, b_.getInt64(1), "k.next", true, true);
-      llvm::BasicBlock *latch = b_.GetInsertBlock();
-      k->addIncoming(k_next, latch);
-      for (size_t i = 0; i < acc.size(); ++i) acc[i]->addIncoming(next[i], latch);
-      b_.CreateCondBr(b_.CreateICmpSLT(k_next, b_.getInt64(K)), head, exit);
-      b_.SetInsertPoint(exit);
+        return next;
+      };
+      const CarriedValues next = counted_loop(b_, b_.getInt64(K), init, step, "dot.k");
       for (int64_t r = 0; r < mr; ++r) {
         llvm::Value *row_index = b_.CreateAdd(m0, b_.getInt64(r));
         for (size_t j = 0; j < nr; ++j) b_.CreateAlignedStore(next[size_t(r) * nr + j], vector_ptr(c, ct, row_index, chunks[j0 + j].first), llvm::Align(4));
@@ -1170,12 +1157,11 @@ class HostLowering {
     ByteKind kind;
   };
   ByteRows byte_rows(ir::ValueId v) {
-    const std::optional<ir::ValueRange> range = ranges_.of(v);
+    const ByteKind kind = byte_kind(v);  // a broadcast keeps its operand's type and bounds
     while (!state_[size_t(v)].array && plan_.def[size_t(v)] && plan_.def[size_t(v)]->kind == OpKind::Broadcast) v = plan_.def[size_t(v)]->operands[0];
     ByteRows r;
     r.type = fn_.type(v);
-    r.kind = ByteKind::of_type(!is_unsigned(r.type.elem));
-    if (range) r.kind.lo = int(range->lo), r.kind.hi = int(range->hi);
+    r.kind = kind;
     r.array = state_[size_t(v)].array;
     if (!r.array) {
       r.array = alloca_array(r.type, "dot4.operand");
