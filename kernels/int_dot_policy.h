@@ -28,10 +28,10 @@ namespace kdsl::kernels {
 // few-row launches entry and "integer-dot kernels: four rows a vpdpbusd").
 // default_rows: the most rows of x a product takes through the integer kernels on a CPU with
 // VNNI unless the Library is told otherwise (Library::set_integer_dot_rows); past it the f32
-// tiles take the product. Q8_0's and Q4_0's 2-row programs and Q4_K's and Q5_K's 4-row ones
-// beat the tiles on a 512-token prompt there; Q6_K's lost to them, and Q4_1's and IQ4_NL's are
-// not measured there (bench/RESULTS.md, 2026-12-03, "integer-dot kernels: four rows a
-// vpdpbusd"). Without VNNI, see default_int_dot_rows below.
+// tiles take the product. Q8_0's and Q4_0's 2-row programs beat the tiles on a 512-token
+// prompt there, and the k-quants have prefill tiles of their own (below); Q4_1's and
+// IQ4_NL's are not measured there (bench/RESULTS.md, 2026-12-03, "integer-dot kernels: four
+// rows a vpdpbusd"). Without VNNI, see default_int_dot_rows below.
 inline constexpr int kEveryRow = 1 << 30;
 
 template <class F>
@@ -80,7 +80,8 @@ struct int_dot_policy<Q6_KFormat> {
   using type = Q6_KIntDot;
   static constexpr const char *name = "q6_k";
   static constexpr int few_rows_launch = 4;
-  static constexpr int default_rows = 16;
+  static constexpr int default_rows = kEveryRow;
+  static constexpr bool prefill_tiles = true;
 };
 template <>
 struct int_dot_policy<Q4_1Format> {
@@ -92,9 +93,9 @@ struct int_dot_policy<Q4_1Format> {
 
 // Whether format F's products of more than a few rows take byte-dot tiles
 // (matmul_kquant_int.h: x's quants by a transposed tile of weight quants, the host's register
-// tiles of vpmaddubsw or vpdpbusd) rather than its dot4 programs: Q4_K and Q5_K, whose tiles
-// beat the f32 tiles on a CPU without VNNI too (bench/RESULTS.md, 2026-12-05, byte dots as
-// register tiles).
+// tiles of vpmaddubsw or vpdpbusd) rather than its dot4 programs: Q4_K, Q5_K and Q6_K, whose
+// tiles beat the f32 tiles on a CPU without VNNI too (bench/RESULTS.md, 2026-12-05, "byte
+// dots as register tiles" and "sub-blocks scaled where the products widen").
 template <class F>
 inline constexpr bool has_prefill_tiles = requires { int_dot_policy<F>::prefill_tiles; };
 

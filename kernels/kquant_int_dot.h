@@ -26,29 +26,44 @@ namespace kdsl::kernels {
 // over the matrix), each x row's 256 quants and 16 group sums ([BR, 1, 1] pointer blocks); it
 // returns BlockSums (matvec_int8_sums.h) with 4 lanes.
 
-// The sub-block factors of Q4_K and Q5_K super-blocks: d * sc[j] and dmin * m[j] for j < 8, f32
-// blocks shaped like block + spread (`block`: each weight row's super-block index, counted
-// over the matrix; `spread`: zeros that repeat each row's factors along an axis of lanes),
-// from the 12 packed scale bytes as load_scales_mins_k4 (kquant_formats.h) unpacks them.
-template <class Index>
+// The sub-blocks' codes of Q4_K and Q5_K super-blocks: the 6-bit scale and minimum codes
+// sc[j] and m[j] for j < 8, as load_scales_mins_k4 (kquant_formats.h) unpacks them from the 12
+// packed bytes, and the super-block's d and dmin (f32): blocks shaped like block + spread
+// (`block`: each weight row's super-block index, counted over the matrix; `spread`: zeros that
+// repeat each row's values along an axis of lanes).
+template <class Code, class Factor>
+struct SubBlockCodes {
+  std::vector<Code> scale, min;
+  Factor d, dmin;
+};
+template <class Layout, class Block, class Spread>
+auto sub_block_codes(Ptr<const u8> wq, const Block &block, const Spread &spread) {
+  constexpr int kBlockBytes = int(sizeof(Layout));
+  auto byte = [&](int i) { return load(wq + (block * kBlockBytes + (int(offsetof(Layout, scales)) + i) + spread)); };
+  auto half = [&](size_t offset) { return cast<f32>(load(reinterpret<f16>(wq) + (block * (kBlockBytes / 2) + int(offset / 2) + spread))); };
+  std::vector<decltype(byte(0))> s;
+  for (int i = 0; i < formats::kKScaleSize; ++i) s.push_back(byte(i));
+  SubBlockCodes<decltype(byte(0)), decltype(half(0))> codes{{}, {}, half(offsetof(Layout, d)), half(offsetof(Layout, dmin))};
+  for (int j = 0; j < 8; ++j) {
+    codes.scale.push_back(j < 4 ? (s[size_t(j)] & 63) : ((s[size_t(j + 4)] & 15) | ((s[size_t(j - 4)] >> 6) << 4)));
+    codes.min.push_back(j < 4 ? (s[size_t(j + 4)] & 63) : ((s[size_t(j + 4)] >> 4) | ((s[size_t(j)] >> 6) << 4)));
+  }
+  return codes;
+}
+
+// The sub-block factors d * sc[j] and dmin * m[j] (f32, exact: an f16 times a 6-bit integer),
+// shaped as sub_block_codes's.
+template <class Factor>
 struct SubBlockFactors {
-  using Factor = decltype(cast<f32>(load(std::declval<Ptr<const u8>>() + std::declval<Index>())));
   std::vector<Factor> scale, min;
 };
 template <class Layout, class Block, class Spread>
 auto sub_block_factors(Ptr<const u8> wq, const Block &block, const Spread &spread) {
-  constexpr int kBlockBytes = int(sizeof(Layout));
-  auto byte = [&](int i) { return load(wq + (block * kBlockBytes + (int(offsetof(Layout, scales)) + i) + spread)); };
-  auto half = [&](size_t offset) { return cast<f32>(load(reinterpret<f16>(wq) + (block * (kBlockBytes / 2) + int(offset / 2) + spread))); };
-  auto d = half(offsetof(Layout, d)), dmin = half(offsetof(Layout, dmin));
-  std::vector<decltype(byte(0))> s;
-  for (int i = 0; i < formats::kKScaleSize; ++i) s.push_back(byte(i));
-  SubBlockFactors<decltype(block * kBlockBytes + spread)> f;
+  auto codes = sub_block_codes<Layout>(wq, block, spread);
+  SubBlockFactors<decltype(codes.d)> f;
   for (int j = 0; j < 8; ++j) {
-    auto sc = j < 4 ? (s[size_t(j)] & 63) : ((s[size_t(j + 4)] & 15) | ((s[size_t(j - 4)] >> 6) << 4));
-    auto m = j < 4 ? (s[size_t(j + 4)] & 63) : ((s[size_t(j + 4)] >> 4) | ((s[size_t(j)] >> 6) << 4));
-    f.scale.push_back(cast<f32>(sc) * d);
-    f.min.push_back(cast<f32>(m) * dmin);
+    f.scale.push_back(cast<f32>(codes.scale[size_t(j)]) * codes.d);
+    f.min.push_back(cast<f32>(codes.min[size_t(j)]) * codes.dmin);
   }
   return f;
 }
@@ -105,6 +120,41 @@ struct SubBlock32IntDot {
     auto offset = -sum<2>(minimums) * (1.0f / SL);  // the SL equal lanes' sum / SL: exact
     return BlockSums<decltype(lanes), decltype(offset)>{lanes, offset};
   }
+
+  // Prefill (matmul_kquant_int.h): x's [BM, 256] quants (`x`: each row's first, [BM, 1]) by
+  // one super-block of BN weight rows (`block`: [BN], counted over the matrix), before d_x:
+  //   d * sum_j sc[j] * (x_j . q_j)  -  sum_j (dmin * m[j]) * (sum of x_j)
+  // x_j . q_j is one byte dot of x's [BM, 32] quants by the transposed [BN, 32] tile of
+  // sub-block j's quants (0..15, 0..31 with the fifth bit), exact in i32: a quant below 32
+  // against an s8 one lets 4 (5-bit) or 8 (4-bit) quads share one widening in the host's
+  // vpmaddubsw tiles. Its scale code is an integer, so the sum over sub-blocks is one
+  // accumulator of acc + dot * sc, which the host makes one scaled_dot
+  // (src/codegen/host/scaled_dot.h): the i16 pair sums widen by sc, in place, and d meets
+  // the total once; exact (|x_j . q_j| <= 32 * 31 * 127, times sc <= 63, over 8: < 2^26).
+  template <int BM, int BN, class XP, class SP>
+  static Block<f32, BM, BN> tile_dot(Ptr<const u8> wq, const Block<i64, BN> &block, const XP &x, const SP &xs) {
+    auto codes = sub_block_codes<Layout>(wq, row(block), wide(zeros<i32, 1, 1>()));  // [1, BN] each
+    auto base = col(block) * kBlockBytes;                                           // [BN, 1]
+    auto r32 = row(wide(arange<32>()));                                                 // [1, 32]
+    auto qh = [&] {  // Q5_K: bit j of qh[l] is element l's fifth bit in sub-block j (zeros, unused, for Q4_K)
+      if constexpr (kHighBit) return load(wq + (base + int(offsetof(Layout, qh)) + r32));
+      else return zeros<u8, BN, 32>();
+    }();
+    auto scaled = zeros<i32, BM, BN>();
+    for (int c = 0; c < 4; ++c) {
+      auto qs = load(wq + (base + (int(offsetof(Layout, qs)) + 32 * c) + r32));  // [BN, 32]: sub-blocks 2c and 2c + 1
+      for (int h = 0; h < 2; ++h) {
+        const int j = 2 * c + h;
+        auto q = h == 0 ? (qs & 15) : (qs >> 4);
+        if constexpr (kHighBit) q = q | (j <= 4 ? ((qh << (4 - j)) & 16) : ((qh >> (j - 4)) & 16));
+        scaled = scaled + dot(load(x + (32 * j + r32)), trans(cast<i8>(q))) * cast<i32>(codes.scale[size_t(j)]);  // [BM, BN], exact
+      }
+    }
+    auto minimums = zeros<f32, BM, BN>();
+    for (int j = 0; j < 8; ++j)
+      minimums = minimums + cast<f32>(load(xs + 2 * j) + load(xs + (2 * j + 1))) * (cast<f32>(codes.min[size_t(j)]) * codes.dmin);
+    return cast<f32>(scaled) * codes.d - minimums;
+  }
 };
 
 using Q4_KIntDot = SubBlock32IntDot<Q4_KFormat, false>;
@@ -148,6 +198,40 @@ struct Q6_KIntDot {
     // The -32 of every quant, through each sub-block's sum of x: exact in i32 (|offset| < 2^22).
     auto minus_32 = cast<f32>(offset) * (d * -32.0f);
     return BlockSums<decltype(lanes), Block<f32, BR, BN>>{lanes, reshape<BR, BN>(minus_32)};
+  }
+
+  // Prefill (matmul_kquant_int.h): x's [BM, 256] quants (`x`: each row's first, [BM, 1]) by
+  // one super-block of BN weight rows (`block`: [BN], counted over the matrix), before d_x:
+  //   d * (sum_s sc[s] * (x_s . q_s)  -  32 * sum_s sc[s] * (sum of x_s))
+  // x_s . q_s is one byte dot of x's [BM, 16] quants by the transposed [BN, 16] tile of
+  // sub-block s's quants (0..63), exact in i32, and meets its scale in i32 as block_dot's do
+  // (the same bound: < 2^28): acc + dot * sc, which the host makes one scaled_dot
+  // (src/codegen/host/scaled_dot.h), the i16 pair sums widened by sc into one accumulator
+  // in place. The offsets' sum over the 16 sub-blocks is one f32 dot of x's
+  // group sums [BM, 16] by the transposed scales [BN, 16]: exact (each product below 2^18,
+  // the sum below 2^22), where 16 outer products of a [BM, 1] by a [1, BN] cost a multiply
+  // and an add per output each.
+  template <int BM, int BN, class XP, class SP>
+  static Block<f32, BM, BN> tile_dot(Ptr<const u8> wq, const Block<i64, BN> &block, const XP &x, const SP &xs) {
+    auto base = col(block) * kBlockBytes;  // [BN, 1]
+    auto r16 = row(wide(arange<16>()));     // [1, 16]
+    auto scaled = zeros<i32, BM, BN>();
+    for (int h = 0; h < 2; ++h)
+      for (int part = 0; part < 2; ++part) {
+        auto qh = load(wq + (base + (int(offsetof(Layout, qh)) + h * 32 + 16 * part) + r16));  // [BN, 16]
+        for (int qq = 0; qq < 4; ++qq) {
+          const int sub = 8 * h + 2 * qq + part;
+          auto ql = load(wq + (base + (int(offsetof(Layout, ql)) + h * 64 + (qq % 2) * 32 + 16 * part) + r16));
+          auto low = qq < 2 ? (ql & 15) : (ql >> 4);
+          auto high = qq < 2 ? ((qh << (4 - 2 * qq)) & 48) : qq == 2 ? (qh & 48) : ((qh >> 2) & 48);  // bits 2qq, 2qq + 1 to bits 4, 5
+          auto scale = cast<i32>(bitcast<i8>(load(wq + (row(block) * kBlockBytes + (int(offsetof(Layout, scales)) + sub)))));  // [1, BN]
+          scaled = scaled + dot(load(x + (128 * h + 32 * qq + 16 * part + r16)), trans(cast<i8>(low | high))) * scale;  // [BM, BN], exact
+        }
+      }
+    auto scales = cast<f32>(bitcast<i8>(load(wq + (base + int(offsetof(Layout, scales)) + r16))));  // [BN, 16]
+    auto offsets = dot(cast<f32>(load(xs + r16)), trans(scales));                              // [BM, BN]
+    auto d = row(cast<f32>(load(reinterpret<f16>(wq) + (block * (kBlockBytes / 2) + int(offsetof(Layout, d) / 2)))));  // [1, BN]
+    return (cast<f32>(scaled) - offsets * 32.0f) * d;
   }
 };
 

@@ -80,7 +80,7 @@ class Library {
   // GPU: for the tests of that path and for benchmarks that compare the two. The default,
   // kDefaultIntegerDotRows, leaves it to each format and the CPU (int_dot_policy.h's
   // default_int_dot_rows: 16 rows at most without VNNI, but for the formats with byte-dot
-  // prefill tiles, Q4_K and Q5_K).
+  // prefill tiles, Q4_K, Q5_K and Q6_K).
   static constexpr int kDefaultIntegerDotRows = -1;
   void set_integer_dot_rows(int max_rows);
   // Whether a CPU Library dispatches as a GPU's does (the kernels a GPU takes, its fused decode

@@ -19,6 +19,7 @@
 #include "codegen/codegen.h"
 #include "codegen/host/i16_pair_sums.h"
 #include "codegen/host/lower_host.h"
+#include "codegen/host/scaled_dot.h"
 #include "codegen/host/target_machine.h"
 #include "codegen/module_steps.h"
 #include "codegen/gpu/assign_layouts.h"
@@ -123,6 +124,8 @@ CompiledObject compile(const ir::Function &traced, const std::string &symbol, co
   if (gpu) {
     plan = gpu::assign_layouts(fn, *target.gpu, options.num_warps);                   // 2. GPU: layouts, vector widths, mma dots,
     gpu::plan_pipelining(fn, *target.gpu, options.num_stages, plan);                  //    async copies for loads feeding them
+  } else {
+    fuse_scaled_dots(fn);                                                             //    host: byte dots scaled by column as one op
   }
   if (dump.ir) stages.write(".kir", ir::print(fn));
   out.passes_ms = elapsed_ms(start);

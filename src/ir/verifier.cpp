@@ -225,6 +225,15 @@ class Verifier {
           problem(op, fmt::format("precision [{}] of a dot of {} (TF32, [1], is for f32 inputs)", fmt::join(op.ints, ","), in[0]->str()));
         break;
       }
+      case OpKind::ScaledDot: {
+        const Shape &a = in[0]->shape, &b = in[1]->shape;
+        auto byte = [](const Type *t) { return !t->is_ptr && (t->elem == DType::I8 || t->elem == DType::U8); };
+        bool ok = a.rank == 2 && b.rank == 2 && a[1] == b[0] && byte(in[0]) && in[1]->elem == in[0]->elem && !in[1]->is_ptr && *in[2] == out &&
+                  out.elem == DType::I32 && !out.is_ptr && out.shape.rank == 2 && out.shape[0] == a[0] && out.shape[1] == b[1] &&
+                  in[3]->elem == DType::I32 && !in[3]->is_ptr && in[3]->shape == Shape{1, b[1]};
+        if (!ok) problem(op, fmt::format("cannot multiply {} by {} into {} scaled by {}", in[0]->str(), in[1]->str(), out.str(), in[3]->str()));
+        break;
+      }
       case OpKind::Dot4: {
         const Shape &a = in[0]->shape;
         auto byte = [](const Type *t) { return !t->is_ptr && (t->elem == DType::I8 || t->elem == DType::U8); };

@@ -88,11 +88,17 @@ class TileEmitter {
     }
     return b_.CreateAdd(acc, b_.CreateIntrinsic(llvm::Intrinsic::x86_avx2_pmadd_ub_sw, {}, {u, s}));
   }
-  // The accumulator as 8 i32 column sums.
-  llvm::Value *widen(llvm::Value *acc) {
-    if (plan_.kind == IntDotTilePlan::Kind::Vnni) return acc;
-    llvm::Value *ones = llvm::ConstantInt::get(acc->getType(), 1);
-    return b_.CreateIntrinsic(llvm::Intrinsic::x86_avx2_pmadd_wd, {}, {acc, ones});
+  // The accumulator of vector `vector` of columns as 8 i32 column sums, times the columns'
+  // scales where the dot has them. Exact either way: a vpmaddwd lane is at most
+  // 2 * 32767 * 32768 < 2^31, and the i32 multiply wraps as the unfused product does.
+  llvm::Value *widen(llvm::Value *acc, int64_t vector) {
+    llvm::Value *scales = nullptr;
+    if (ops_.column_scales)
+      scales = b_.CreateAlignedLoad(llvm::FixedVectorType::get(b_.getInt32Ty(), 8), b_.CreateConstInBoundsGEP1_64(b_.getInt32Ty(), ops_.column_scales, uint64_t(vector * 8)), llvm::Align(4));
+    if (plan_.kind == IntDotTilePlan::Kind::Vnni) return scales ? b_.CreateMul(acc, scales) : acc;
+    if (scales && ops_.scales_as_i16_pairs) return b_.CreateIntrinsic(llvm::Intrinsic::x86_avx2_pmadd_wd, {}, {acc, b_.CreateBitCast(scales, acc->getType())});
+    llvm::Value *sums = b_.CreateIntrinsic(llvm::Intrinsic::x86_avx2_pmadd_wd, {}, {acc, llvm::ConstantInt::get(acc->getType(), 1)});
+    return scales ? b_.CreateMul(sums, scales) : sums;
   }
 
   // Quads [q0, q0 + count) of a tile of `rows` rows from m0 by vectors [j0, j0 + vectors),
@@ -109,10 +115,12 @@ class TileEmitter {
         bv.push_back(b_.CreateAlignedLoad(bytes, b_.CreateInBoundsGEP(i32, ops_.b_packed, at), llvm::Align(4)));
       }
       CarriedValues next(acc.size());
+      // Row m0's quad; the tile's other rows at constant offsets from it, which instruction
+      // selection folds into the loads' displacements: one base register for the tile's rows
+      // where a product per row kept a register each (and spilled them past a few rows).
+      llvm::Value *first_row = b_.CreateInBoundsGEP(b_.getInt8Ty(), ops_.a, b_.CreateAdd(b_.CreateMul(m0, b_.getInt64(ops_.a_stride)), b_.CreateMul(q, b_.getInt64(4))));
       for (int64_t r = 0; r < rows; ++r) {
-        llvm::Value *row = b_.CreateAdd(m0, b_.getInt64(r));
-        llvm::Value *at = b_.CreateAdd(b_.CreateMul(row, b_.getInt64(ops_.a_stride)), b_.CreateMul(q, b_.getInt64(4)));
-        llvm::Value *word = b_.CreateAlignedLoad(i32, b_.CreateInBoundsGEP(b_.getInt8Ty(), ops_.a, at), llvm::Align(1));
+        llvm::Value *word = b_.CreateAlignedLoad(i32, b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), first_row, uint64_t(r * ops_.a_stride)), llvm::Align(1));
         llvm::Value *av = b_.CreateBitCast(b_.CreateVectorSplat(8, word), bytes);
         for (int64_t j = 0; j < vectors; ++j) {
           const size_t k = size_t(r * vectors + j);
@@ -122,17 +130,17 @@ class TileEmitter {
       return next;
     };
     const CarriedValues next = counted_loop(b_, b_.getInt64(count), zeros, quad, "idot.q");
+    llvm::Value *c_tile = b_.CreateInBoundsGEP(i32, ops_.c, b_.CreateAdd(b_.CreateMul(m0, b_.getInt64(N_)), b_.getInt64(j0 * 8)));
     for (int64_t r = 0; r < rows; ++r) {
-      llvm::Value *row = b_.CreateAdd(m0, b_.getInt64(r));
       for (int64_t j = 0; j < vectors; ++j) {
         const int64_t col = (j0 + j) * 8, width = std::min<int64_t>(8, N_ - col);
-        llvm::Value *sums = widen(next[size_t(r * vectors + j)]);
+        llvm::Value *sums = widen(next[size_t(r * vectors + j)], j0 + j);
         if (width < 8) {
           std::vector<int> lanes;
           for (int l = 0; l < width; ++l) lanes.push_back(l);
           sums = b_.CreateShuffleVector(sums, lanes);
         }
-        llvm::Value *slot = b_.CreateInBoundsGEP(i32, ops_.c, b_.CreateAdd(b_.CreateMul(row, b_.getInt64(N_)), b_.getInt64(col)));
+        llvm::Value *slot = b_.CreateConstInBoundsGEP1_64(i32, c_tile, uint64_t(r * N_ + j * 8));
         if (!(first && ops_.c_is_zero)) sums = b_.CreateAdd(b_.CreateAlignedLoad(sums->getType(), slot, llvm::Align(4)), sums);
         b_.CreateAlignedStore(sums, slot, llvm::Align(4));
       }

@@ -47,6 +47,12 @@ struct IntDotOperands {
   llvm::Value *b_packed = nullptr;
   llvm::Value *c = nullptr;
   bool c_is_zero = false;
+  // scaled_dot (ops.def): C += (A . B) * scale[n], padded_columns(N) i32 by column, or null.
+  // With scales_as_i16_pairs (the Maddubs plan only), each holds its scale in both i16
+  // halves and the i16 pair sums widen by it (vpmaddwd), where they widen by ones otherwise;
+  // else the widened i32 sums are multiplied by it.
+  llvm::Value *column_scales = nullptr;
+  bool scales_as_i16_pairs = false;
 };
 
 // Columns of B's packed rows: N rounded up to whole vectors of 8.

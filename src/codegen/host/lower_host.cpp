@@ -641,6 +641,7 @@ class HostLowering {
       case OpKind::Prefetch:
         return emit_prefetch(op);
       case OpKind::Dot:
+      case OpKind::ScaledDot:
         return emit_dot(op);
       case OpKind::Dot4:
         return emit_dot4(op);
@@ -966,7 +967,8 @@ class HostLowering {
     b_.SetInsertPoint(pass);
   }
 
-  // c = acc + a @ b, accumulating each row of c with the inner loop over n contiguous.
+  // c = acc + a @ b (scaled_dot: acc + (a @ b) * scale[n]), accumulating each row of c with
+  // the inner loop over n contiguous.
   void emit_dot(const ir::Op &op) {
     const ir::Type &ct = fn_.type(op.results[0]);
     const ir::Type &at = fn_.type(op.operands[0]);
@@ -977,8 +979,21 @@ class HostLowering {
       return;
     }
     if (state_[size_t(op.operands[2])].array != c) materialize(op.operands[2], c);
-    if (is_float(ct.elem)) emit_dot_strips(op, c, M, N, K);
-    else emit_dot_i8(op, c, M, N, K);
+    if (op.kind == OpKind::ScaledDot) {
+      // No fast path: the products into zeros, then added scaled.
+      llvm::AllocaInst *products = alloca_array(ct, "dot.unscaled");
+      b_.CreateMemSet(products, b_.getInt8(0), uint64_t(ct.shape.numel() * 4), llvm::MaybeAlign(64));
+      emit_dot_i8(op, products, M, N, K);
+      loop_nest(ct.shape, [&](const Index &idx) {
+        llvm::Value *slot = array_element_ptr(c, ct, idx);
+        llvm::Value *scaled = b_.CreateMul(b_.CreateLoad(b_.getInt32Ty(), array_element_ptr(products, ct, idx)), element(op.operands[3], {b_.getInt64(0), idx[1]}));
+        b_.CreateStore(b_.CreateAdd(b_.CreateLoad(b_.getInt32Ty(), slot), scaled), slot);
+      });
+    } else if (is_float(ct.elem)) {
+      emit_dot_strips(op, c, M, N, K);
+    } else {
+      emit_dot_i8(op, c, M, N, K);
+    }
     state_[size_t(op.results[0])].array = c;
   }
 
@@ -1054,8 +1069,26 @@ class HostLowering {
       });
     }
     const int64_t a_stride = int64_t(llvm::cast<llvm::ArrayType>(a->getAllocatedType())->getNumElements()) / M;
-    codegen::emit_int_dot_tiles(b_, m_, *plan, M, N, K, IntDotOperands{a, a_stride, packed, c, c_is_zero});
+    IntDotOperands operands{a, a_stride, packed, c, c_is_zero};
+    if (op.kind == OpKind::ScaledDot) column_scales(op.operands[3], *plan, N, columns, operands);
+    codegen::emit_int_dot_tiles(b_, m_, *plan, M, N, K, operands);
     return true;
+  }
+
+  // A scaled_dot's scales by column, padded to whole vectors with zeros: each an i16 pair
+  // (the scale in both halves, for vpmaddwd to widen the i16 pair sums by) where the
+  // products widen in i16 and the scales' proved bounds fit i16, else the i32 scale itself.
+  void column_scales(ir::ValueId scale, const IntDotTilePlan &plan, int64_t N, int64_t columns, IntDotOperands &operands) {
+    const std::optional<ir::ValueRange> range = ranges_.of(scale);
+    operands.scales_as_i16_pairs = plan.kind == IntDotTilePlan::Kind::Maddubs && range && range->lo >= -32768 && range->hi <= 32767;
+    llvm::AllocaInst *scales = alloca_slot(llvm::ArrayType::get(b_.getInt32Ty(), uint64_t(columns)), "idot.scales");
+    if (N % 8) b_.CreateMemSet(scales, b_.getInt8(0), uint64_t(columns * 4), llvm::MaybeAlign(4));
+    loop(N, [&](llvm::Value *n) {
+      llvm::Value *s = element(scale, {b_.getInt64(0), n});
+      if (operands.scales_as_i16_pairs) s = b_.CreateOr(b_.CreateAnd(s, b_.getInt32(0xffff)), b_.CreateShl(s, b_.getInt32(16)));
+      b_.CreateStore(s, b_.CreateInBoundsGEP(b_.getInt32Ty(), scales, n));
+    });
+    operands.column_scales = scales;
   }
 
   // C[M,N] += A[M,K] . B[K,N] in f32, as register tiles of C (dot_tile.h): each tile's

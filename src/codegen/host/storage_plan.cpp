@@ -39,6 +39,7 @@ class Planner {
     walk(fn_.body, [&](const Op &op) {
       if (op.kind == OpKind::For) plan_in_place(op.regions[0]);
     });
+    walk(fn_.body, [&](const Op &op) { plan_dot_onto_accumulator(op); });
     plan_.reductions_in_loop.assign(fn_.values.size(), {});
     walk(fn_.body, [&](const Op &op) { plan_riding_reduction(op); });
     return std::move(plan_);
@@ -147,13 +148,26 @@ class Planner {
     std::vector<ValueId> chain;
     for (ValueId v = next;;) {
       const Op *def = plan_.def[size_t(v)];
-      if (!def || (def->kind != OpKind::Dot && def->kind != OpKind::Dot4)) return {};
+      if (!def || (def->kind != OpKind::Dot && def->kind != OpKind::Dot4 && def->kind != OpKind::ScaledDot)) return {};
       chain.push_back(v);
       ValueId acc = def->operands[2];
       if (acc == arg) return chain;
       if (plan_.storage[size_t(acc)] != Storage::Array || uses_[size_t(acc)].size() != 1 || uses_[size_t(acc)][0].region != &body) return {};
       v = acc;
     }
+  }
+
+  // A dot whose accumulator is another dot's result used by it alone, in the same region (a
+  // k-quant's sub-blocks, each a dot into the last one's sums), adds into that array in place
+  // rather than copying it first. The chains that end in a loop's carried value are
+  // plan_in_place's.
+  void plan_dot_onto_accumulator(const Op &op) {
+    if ((op.kind != OpKind::Dot && op.kind != OpKind::ScaledDot) || plan_.write_into[size_t(op.results[0])] != kNoValue) return;
+    const ValueId acc = op.operands[2];
+    const Op *def = plan_.def[size_t(acc)];
+    if (!def || (def->kind != OpKind::Dot && def->kind != OpKind::ScaledDot) || plan_.storage[size_t(acc)] != Storage::Array) return;
+    if (uses_[size_t(acc)].size() != 1 || def_region_.at(def) != def_region_.at(&op)) return;
+    plan_.write_into[size_t(op.results[0])] = acc;
   }
 
   // A full reduction of a 1-D array written by an elementwise op or a load in the same region.

@@ -18,6 +18,8 @@ struct StoragePlan {
   // Loop-carried updates done in place: a value that is the next value of carried argument
   // `write_into[v]`, computed from that argument's old value at the same index only (acc + x,
   // or dot(a, b, acc)) and used nowhere else, is written straight into the carried storage.
+  // A dot whose accumulator is an earlier dot's result used by it alone writes into that
+  // dot's array too (write_into names that result).
   std::vector<ir::ValueId> write_into;  // by ValueId; kNoValue when not in place
   // Reductions of a whole 1-D value computed in the loop that writes the value (softmax's
   // max and sum ride along with the load and the exp), saving a pass over the block.
