@@ -61,15 +61,19 @@ struct Q4_0IntDot {
 };
 
 // IQ4_NL: w = d * grid[nibble], the grid's levels small integers (-127..113): each nibble
-// becomes its level as an int8 (IQ4_NLFormat::levels, selects on byte lanes) and meets the
-// activations as Q8_0's int8 quants do.
+// becomes its level as an int8 (a gather from the grid's row) and meets the activations as
+// Q8_0's int8 quants do.
 struct IQ4_NLIntDot {
   using Format = IQ4_NLFormat;
 
   template <class QP, class XP>
   static auto sums(const QP &quants, const XP &x_block) {
     auto q = load(quants + int8_half_block());  // [1, BN, 16]
-    return int8_halves_sums(Format::levels<i8>(q & 15), Format::levels<i8>(q >> 4), x_block);
+    // The grid's 16 levels as a row, from constants alone (the selects fold away), looked up
+    // by each nibble: one vpshufb for 16 on the host (src/codegen/host/lower_host.cpp,
+    // lookup_bytes_in_table), where picking each level by the select tree took 15 blends.
+    auto grid = broadcast_to<1, QP::dims[1], 16>(Format::levels<i8>(cast<u8>(reshape<1, 1, 16>(arange<16>()))));
+    return int8_halves_sums(gather(grid, q & 15, 2), gather(grid, q >> 4, 2), x_block);
   }
 };
 

@@ -107,6 +107,10 @@ ValueRange ValueRanges::compute(ValueId v) const {
       const ValueRange a = operand(1), b = operand(2);
       return {std::min(a.lo, b.lo), std::max(a.hi, b.hi)};
     }
+    case OpKind::Gather: {  // src's elements, or 0 for an index outside it
+      const ValueRange r = operand(0);
+      return {std::min<int64_t>(r.lo, 0), std::max<int64_t>(r.hi, 0)};
+    }
     case OpKind::Cast: {
       // An integer that fits the new type keeps its value; anything else may wrap or round.
       const std::optional<ValueRange> from = of(op->operands[0]);

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/Metadata.h>
 
 #include <kdsl/error.h>
@@ -509,6 +510,46 @@ class HostLowering {
     return true;
   }
 
+  // A gather of bytes along the last axis from a table of at most 16 (src's rows), by indices
+  // proved to lie in it, themselves bytes: 16 lookups a vpshufb (SSSE3), the indices
+  // materialized first.
+  // IQ4_NL's nibbles become its grid's levels so (kernels/matvec_int8.h); element by element,
+  // a gather picks with a compare and select each. False (nothing emitted) where it does not
+  // apply: other types, a longer table, unproved indices, rows not a multiple of 16, or the
+  // portable path.
+  bool lookup_bytes_in_table(const ir::Op &op, llvm::AllocaInst *into) {
+    if (op.kind != OpKind::Gather || resolve_int_dot_path(int_dot_) == IntDotPath::Portable) return false;
+    const ir::Type &t = fn_.type(op.results[0]), &src = fn_.type(op.operands[0]);
+    const int last = t.shape.rank - 1;
+    if (last < 0 || op.ints[0] != last || (t.elem != DType::I8 && t.elem != DType::U8) || src.shape[last] > 16 || t.shape[last] % 16 || checks_) return false;
+    const std::optional<ir::ValueRange> index = ranges_.of(op.operands[1]);
+    const ir::Type &it = fn_.type(op.operands[1]);
+    if (!index || index->lo < 0 || index->hi >= src.shape[last] || dtype_bytes(it.elem) != 1) return false;
+    llvm::AllocaInst *indices = state_[size_t(op.operands[1])].array;
+    if (!indices) {
+      indices = alloca_array(it, "lookup.index");
+      materialize(op.operands[1], indices);
+    }
+    auto *bytes = llvm::FixedVectorType::get(b_.getInt8Ty(), 16);
+    ir::Shape rows = t.shape;
+    rows.rank -= 1;
+    loop_nest(rows, [&](const Index &row) {
+      Index at = row;
+      at.push_back(nullptr);
+      llvm::Value *table = llvm::Constant::getNullValue(bytes);
+      for (int64_t k = 0; k < src.shape[last]; ++k) {
+        at.back() = b_.getInt64(k);
+        table = b_.CreateInsertElement(table, element(op.operands[0], at), uint64_t(k));
+      }
+      for (int64_t first = 0; first < t.shape[last]; first += 16) {
+        at.back() = b_.getInt64(first);
+        llvm::Value *i = b_.CreateAlignedLoad(bytes, array_element_ptr(indices, it, at), llvm::Align(1));
+        b_.CreateAlignedStore(b_.CreateIntrinsic(llvm::Intrinsic::x86_ssse3_pshuf_b_128, {}, {table, i}), array_element_ptr(into, t, at), llvm::Align(1));
+      }
+    });
+    return true;
+  }
+
   // --- rows of lanes ------------------------------------------------------------------------
   // An f32 or i32 value whose last axis is short (2 to 16, a power of two) is a kernel's lanes:
   // dot4's [.., 4] sums, an accumulator's [.., 8]. It is computed as vectors of whole rows,
@@ -664,7 +705,7 @@ class HostLowering {
         return;
       case Storage::Array: {
         llvm::AllocaInst *a = target_array(v, ir::op_name(op.kind));
-        if (plan_.reductions_in_loop[size_t(v)].empty() && copy_rows_of_load(v, a)) {
+        if (plan_.reductions_in_loop[size_t(v)].empty() && (copy_rows_of_load(v, a) || lookup_bytes_in_table(op, a))) {
           state_[size_t(v)].array = a;
           return;
         }
