@@ -65,7 +65,7 @@ struct int_dot_policy<Q4_KFormat> {
   static constexpr const char *name = "q4_k";
   static constexpr int few_rows_launch = 4;
   static constexpr int default_rows = kEveryRow;
-  static constexpr bool prefill_tiles = true;
+  using tiles = type;
 };
 template <>
 struct int_dot_policy<Q5_KFormat> {
@@ -73,7 +73,7 @@ struct int_dot_policy<Q5_KFormat> {
   static constexpr const char *name = "q5_k";
   static constexpr int few_rows_launch = 4;
   static constexpr int default_rows = kEveryRow;
-  static constexpr bool prefill_tiles = true;
+  using tiles = type;
 };
 template <>
 struct int_dot_policy<Q6_KFormat> {
@@ -81,7 +81,7 @@ struct int_dot_policy<Q6_KFormat> {
   static constexpr const char *name = "q6_k";
   static constexpr int few_rows_launch = 4;
   static constexpr int default_rows = kEveryRow;
-  static constexpr bool prefill_tiles = true;
+  using tiles = type;
 };
 template <>
 struct int_dot_policy<Q4_1Format> {
@@ -92,12 +92,14 @@ struct int_dot_policy<Q4_1Format> {
 };
 
 // Whether format F's products of more than a few rows take byte-dot tiles
-// (matmul_kquant_int.h: x's quants by a transposed tile of weight quants, the host's register
-// tiles of vpmaddubsw or vpdpbusd) rather than its dot4 programs: Q4_K, Q5_K and Q6_K, whose
-// tiles beat the f32 tiles on a CPU without VNNI too (bench/RESULTS.md, 2026-12-05, "byte
-// dots as register tiles" and "sub-blocks scaled where the products widen").
+// (matmul_int_tiles.h with the policy's `tiles`: x's quants by a transposed tile of weight
+// quants, the host's register tiles of vpmaddubsw or vpdpbusd) rather than its dot4
+// programs: Q4_K, Q5_K and Q6_K, whose tiles beat the f32 tiles on a CPU without VNNI too
+// (bench/RESULTS.md, 2026-12-05, "byte dots as register tiles" and "sub-blocks scaled where
+// the products widen"). A tiles policy is the format's integer-dot policy where that has a
+// tile_dot, or one of its own.
 template <class F>
-inline constexpr bool has_prefill_tiles = requires { int_dot_policy<F>::prefill_tiles; };
+inline constexpr bool has_prefill_tiles = requires { typename int_dot_policy<F>::tiles; };
 
 // Whether the host lowering gives dot4 one instruction on this CPU (vpdpbusd: AVX-VNNI, or
 // AVX512-VNNI with VL), as src/codegen/host/int_dot.cpp chooses it.

@@ -121,9 +121,9 @@ struct SubBlock32IntDot {
     return BlockSums<decltype(lanes), decltype(offset)>{lanes, offset};
   }
 
-  // Prefill (matmul_kquant_int.h): x's [BM, 256] quants (`x`: each row's first, [BM, 1]) by
-  // one super-block of BN weight rows (`block`: [BN], counted over the matrix), before d_x:
-  //   d * sum_j sc[j] * (x_j . q_j)  -  sum_j (dmin * m[j]) * (sum of x_j)
+  // Prefill (matmul_int_tiles.h): x's [BM, 256] quants (`x`: each row's first, [BM, 1]; `xd`
+  // its scale) by one super-block of BN weight rows (`block`: [BN], counted over the matrix):
+  //   d_x * (d * sum_j sc[j] * (x_j . q_j)  -  sum_j (dmin * m[j]) * (sum of x_j))
   // x_j . q_j is one byte dot of x's [BM, 32] quants by the transposed [BN, 32] tile of
   // sub-block j's quants (0..15, 0..31 with the fifth bit), exact in i32: a quant below 32
   // against an s8 one lets 4 (5-bit) or 8 (4-bit) quads share one widening in the host's
@@ -131,8 +131,8 @@ struct SubBlock32IntDot {
   // accumulator of acc + dot * sc, which the host makes one scaled_dot
   // (src/codegen/host/scaled_dot.h): the i16 pair sums widen by sc, in place, and d meets
   // the total once; exact (|x_j . q_j| <= 32 * 31 * 127, times sc <= 63, over 8: < 2^26).
-  template <int BM, int BN, class XP, class SP>
-  static Block<f32, BM, BN> tile_dot(Ptr<const u8> wq, const Block<i64, BN> &block, const XP &x, const SP &xs) {
+  template <int BM, int BN, class XP, class SP, class DP>
+  static Block<f32, BM, BN> tile_dot(Ptr<const u8> wq, const Block<i64, BN> &block, const XP &x, const SP &xs, const DP &xd) {
     auto codes = sub_block_codes<Layout>(wq, row(block), wide(zeros<i32, 1, 1>()));  // [1, BN] each
     auto base = col(block) * kBlockBytes;                                           // [BN, 1]
     auto r32 = row(wide(arange<32>()));                                                 // [1, 32]
@@ -153,7 +153,7 @@ struct SubBlock32IntDot {
     auto minimums = zeros<f32, BM, BN>();
     for (int j = 0; j < 8; ++j)
       minimums = minimums + cast<f32>(load(xs + 2 * j) + load(xs + (2 * j + 1))) * (cast<f32>(codes.min[size_t(j)]) * codes.dmin);
-    return cast<f32>(scaled) * codes.d - minimums;
+    return (cast<f32>(scaled) * codes.d - minimums) * load(xd);
   }
 };
 
@@ -200,9 +200,9 @@ struct Q6_KIntDot {
     return BlockSums<decltype(lanes), Block<f32, BR, BN>>{lanes, reshape<BR, BN>(minus_32)};
   }
 
-  // Prefill (matmul_kquant_int.h): x's [BM, 256] quants (`x`: each row's first, [BM, 1]) by
-  // one super-block of BN weight rows (`block`: [BN], counted over the matrix), before d_x:
-  //   d * (sum_s sc[s] * (x_s . q_s)  -  32 * sum_s sc[s] * (sum of x_s))
+  // Prefill (matmul_int_tiles.h): x's [BM, 256] quants (`x`: each row's first, [BM, 1]; `xd`
+  // its scale) by one super-block of BN weight rows (`block`: [BN], counted over the matrix):
+  //   d_x * d * (sum_s sc[s] * (x_s . q_s)  -  32 * sum_s sc[s] * (sum of x_s))
   // x_s . q_s is one byte dot of x's [BM, 16] quants by the transposed [BN, 16] tile of
   // sub-block s's quants (0..63), exact in i32, and meets its scale in i32 as block_dot's do
   // (the same bound: < 2^28): acc + dot * sc, which the host makes one scaled_dot
@@ -211,8 +211,8 @@ struct Q6_KIntDot {
   // group sums [BM, 16] by the transposed scales [BN, 16]: exact (each product below 2^18,
   // the sum below 2^22), where 16 outer products of a [BM, 1] by a [1, BN] cost a multiply
   // and an add per output each.
-  template <int BM, int BN, class XP, class SP>
-  static Block<f32, BM, BN> tile_dot(Ptr<const u8> wq, const Block<i64, BN> &block, const XP &x, const SP &xs) {
+  template <int BM, int BN, class XP, class SP, class DP>
+  static Block<f32, BM, BN> tile_dot(Ptr<const u8> wq, const Block<i64, BN> &block, const XP &x, const SP &xs, const DP &xd) {
     auto base = col(block) * kBlockBytes;  // [BN, 1]
     auto r16 = row(wide(arange<16>()));     // [1, 16]
     auto scaled = zeros<i32, BM, BN>();
@@ -231,7 +231,7 @@ struct Q6_KIntDot {
     auto scales = cast<f32>(bitcast<i8>(load(wq + (base + int(offsetof(Layout, scales)) + r16))));  // [BN, 16]
     auto offsets = dot(cast<f32>(load(xs + r16)), trans(scales));                              // [BM, BN]
     auto d = row(cast<f32>(load(reinterpret<f16>(wq) + (block * (kBlockBytes / 2) + int(offsetof(Layout, d) / 2)))));  // [1, BN]
-    return (cast<f32>(scaled) - offsets * 32.0f) * d;
+    return (cast<f32>(scaled) - offsets * 32.0f) * d * load(xd);
   }
 };
 

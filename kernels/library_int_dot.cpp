@@ -8,7 +8,7 @@
 #include "kernels/int_dot_policy.h"
 #include "kernels/library_device.h"
 #include "kernels/library_tuning.h"
-#include "kernels/matmul_kquant_int.h"
+#include "kernels/matmul_int_tiles.h"
 #include "kernels/matvec_int8_sums.h"
 #include "kernels/quantize_activations.h"
 #include "kernels/row_chunks.h"
@@ -93,9 +93,29 @@ void run_rows(Library::Impl &im, const IntDotPoints &points, int rows, int N, in
   }
 }
 
-// Prefill tiles (has_prefill_tiles, matmul_kquant_int.h): BM x kPrefillTileN outputs a
+// Prefill tiles (has_prefill_tiles, matmul_int_tiles.h): BM x kPrefillTileN outputs a
 // program, BM the rows there are, from kPrefillTileLo up to kPrefillTileM.
 constexpr int kPrefillTileLo = 32, kPrefillTileM = 128, kPrefillTileN = 32;
+
+// x quantized as tiles policy T's activation blocks ask (its block, its sum group), then the
+// tiles over all its rows.
+template <class T>
+void run_prefill_tiles(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K) {
+  constexpr int BE = T::kBlockElements, GS = T::kSumGroup;
+  constexpr int kQuantize = BE > 32 ? kQuantizeSuperBlocks : kQuantizeBlocks;
+  const int blocks = K / BE;
+  int8_t *xq = reserve(im.device, im.activation_quants, size_t(rows) * size_t(K));
+  float *xd = reserve(im.device, im.activation_scales, size_t(rows) * size_t(blocks));
+  int32_t *xs = reserve(im.device, im.activation_sums, size_t(rows) * size_t(K / GS));
+  im.kernel<quantize_activations_sums<BE, GS, kQuantize>>()(grid(cdiv(blocks, kQuantize), rows), x, xq, xd, xs, K);
+  const float *b = bias ? bias : out;  // unread without a bias
+  auto wq = static_cast<const uint8_t *>(w);
+  with_block<kPrefillTileLo, kPrefillTileM>("matmul", "rows", std::min(rows, kPrefillTileM), [&]<int BM>() {
+    auto g = grid(cdiv(rows, BM), cdiv(N, kPrefillTileN));
+    if (bias) im.kernel<matmul_int_tiles<T, BM, kPrefillTileN, true>>()(g, xq, xd, xs, wq, b, out, rows, N, K);
+    else im.kernel<matmul_int_tiles<T, BM, kPrefillTileN, false>>()(g, xq, xd, xs, wq, b, out, rows, N, K);
+  });
+}
 
 // x quantized into scratch, then the format's kernel over the launches run_rows makes. Q8_0
 // and Q4_0 (matvec_int8.h) meet 32-value activation blocks with a scale each, in programs of
@@ -105,6 +125,9 @@ constexpr int kPrefillTileLo = 32, kPrefillTileM = 128, kPrefillTileN = 32;
 template <class F, class P>
 void run_int_dot(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K, int few_rows_launch,
                  const IntDotPoints &points) {
+  if constexpr (has_prefill_tiles<F>) {
+    if (rows > kTileRows) return run_prefill_tiles<typename int_dot_policy<F>::tiles>(im, x, w, bias, out, rows, N, K);
+  }
   constexpr bool kSums = requires { P::kSumGroup; };
   constexpr int BE = [] {
     if constexpr (kSums) return P::kBlockElements;
@@ -128,17 +151,6 @@ void run_int_dot(Library::Impl &im, const float *x, const void *w, const float *
     im.kernel<quantize_activations_sums<BE, GS, kQuantize>>()(qgrid, x, xq, xd, xs, K);
   } else {
     im.kernel<quantize_activations_q8<kQuantize>>()(qgrid, x, xq, xd, K);
-  }
-  if constexpr (has_prefill_tiles<F>) {
-    if (rows > kTileRows) {
-      auto wq = static_cast<const uint8_t *>(w);
-      with_block<kPrefillTileLo, kPrefillTileM>("matmul", "rows", std::min(rows, kPrefillTileM), [&]<int BM>() {
-        auto g = grid(cdiv(rows, BM), cdiv(N, kPrefillTileN));
-        if (bias) im.kernel<matmul_kquant_int<P, BM, kPrefillTileN, true>>()(g, xq, xd, xs, wq, b, out, rows, N, K);
-        else im.kernel<matmul_kquant_int<P, BM, kPrefillTileN, false>>()(g, xq, xd, xs, wq, b, out, rows, N, K);
-      });
-      return;
-    }
   }
   auto run = [&]<int BR, int BN, class Use>(int first, int count, Use use) {
     auto g = grid(cdiv(N, BN), cdiv(count, BR));
