@@ -138,7 +138,8 @@ void run_int_dot(Library::Impl &im, const float *x, const void *w, const float *
     else return BE;
   }();
   constexpr bool kSuper = BE > 32;
-  constexpr int kPrefetch = kSuper ? kKQuantPrefetchBytes : kPrefetchBytes, kLines = kSuper ? kKQuantLines : 1;
+  constexpr int kPrefetch = kSuper ? kKQuantPrefetchBytes : kPrefetchBytes;
+  [[maybe_unused]] constexpr int kLines = kSuper ? kKQuantLines : 1;  // the formats with sums only
   constexpr int kQuantize = kSuper ? kQuantizeSuperBlocks : kQuantizeBlocks;
   const float *b = bias ? bias : out;  // unread without a bias
   const int blocks = K / BE;
