@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -131,3 +132,55 @@ TEST_CASE("lane rows: the storage plan stores integer data lanes and fuses index
 }
 
 }  // namespace lane_rows_test
+
+namespace lane_rows_test {
+
+// Bit work on integer lanes, as Q5_0's f32 decode spreads the fifth bits (kernels/
+// decoded_formats.h): a word per row [R, 1] shifted right by each lane's own amount [1, L]
+// (0..L-1), masked, shifted left and or-ed with the lanes' nibbles; xor and a left shift by
+// lane too; summed over steps in a loop (so the lanes are data computed as rows of vectors).
+template <int R, int L>
+void bit_lanes_kernel(Ptr<const i32> words, Ptr<const i32> q, Ptr<i32> out, Scalar<i32> steps) {
+  auto rows = expand_dims<1>(arange<R>());   // [R, 1]
+  auto lanes = expand_dims<0>(arange<L>());  // [1, L]
+  auto at = rows * L + lanes;
+  auto total = for_range(0, steps, 1, zeros<i32, R, L>(), [&](auto k, auto total) {
+    auto word = load(words + (k * R + rows));  // [R, 1]
+    auto quants = load(q + (k * (R * L) + at));
+    auto fifth = ((word >> lanes) & 1) << 4;
+    return total + ((quants & 15) | fifth) + ((quants ^ word) << (lanes & 3));
+  });
+  store(out + at, total);
+}
+
+template <int R, int L>
+void check_bit_lanes(std::mt19937 &rng, int steps) {
+  CAPTURE(R);
+  CAPTURE(L);
+  std::uniform_int_distribution<int32_t> any(std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
+  std::vector<int32_t> words(size_t(steps * R)), q(size_t(steps * R * L)), out(size_t(R * L), -1);
+  for (int32_t &v : words) v = any(rng);
+  for (int32_t &v : q) v = any(rng);
+  compile<bit_lanes_kernel<R, L>>(kdsl_test::cpu())(grid(1), words.data(), q.data(), out.data(), steps);
+  int bad = 0;
+  for (int r = 0; r < R; ++r)
+    for (int l = 0; l < L; ++l) {
+      uint32_t want = 0;
+      for (int k = 0; k < steps; ++k) {
+        const int32_t w = words[size_t(k * R + r)], x = q[size_t((k * R + r) * L + l)];
+        const uint32_t fifth = uint32_t((w >> l) & 1) << 4;  // i32 >> is arithmetic, as the kernel's
+        want += (uint32_t(x & 15) | fifth) + (uint32_t(x ^ w) << (l & 3));
+      }
+      if (out[size_t(r * L + l)] != int32_t(want) && bad++ < 5) FAIL_CHECK("out[", r, ", ", l, "]: got ", out[size_t(r * L + l)], ", want ", int32_t(want));
+    }
+  CHECK(bad == 0);
+}
+
+}  // namespace lane_rows_test
+
+TEST_CASE("lane rows: shifts by each lane's own amount, masks, xor and or on integer lanes, against a scalar reference") {
+  KDSL_TEST_RNG(rng);
+  lane_rows_test::check_bit_lanes<8, 8>(rng, 3);
+  lane_rows_test::check_bit_lanes<3, 16>(rng, 2);  // one row a vector group, a ragged row count
+  lane_rows_test::check_bit_lanes<4, 4>(rng, 5);
+}

@@ -655,7 +655,11 @@ class HostLowering {
         return lane_group(op.operands[0], mapped, rows, lanes);
       }
       case OpKind::Add: case OpKind::Sub: case OpKind::Mul:
-        // The shared element semantics, on vectors: for f32 and i32 these are the plain IR ops.
+      case OpKind::And: case OpKind::Or: case OpKind::Xor: case OpKind::Shl: case OpKind::Shr:
+        // The shared element semantics, on vectors: for f32 and i32 these are the plain IR ops
+        // (the bitwise ones on i32 only). A shift by a different amount a lane (Q5_0's fifth
+        // bits, bit j of qh's byte in lane j) is one vpsrlvd a row group; element by element,
+        // LLVM rebuilt part of each vector from scalar shifts.
         if (!same_type(op.operands[0]) || !same_type(op.operands[1])) break;
         return el_.elementwise(op, fn_, [&](size_t i) { return lane_group(op.operands[i], base, rows, lanes); });
       case OpKind::Cast: {
