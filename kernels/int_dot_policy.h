@@ -14,10 +14,8 @@ namespace kdsl::kernels {
 // The integer-dot policy of a weight format, where it has one (void: the format's products
 // stay on the f32 dequantize path). Q8_0 and Q4_0 (matvec_int8.h) meet 32-value activation
 // blocks with no sums; the others (matvec_int8_sums.h) need the activations' group sums for
-// their offsets: the k-quants per 256 values (kquant_int_dot.h), Q4_1 per 32
-// (decoded_int_dot.h). Q5_0 and Q5_1 stay on the f32 path: their integer-dot kernel (the
-// fifth bits spread from qh's bytes to the lanes) measured slower than dequantizing
-// (bench/RESULTS.md, 2026-12-03 kquant).
+// their offsets: the k-quants per 256 values (kquant_int_dot.h), Q4_1, Q5_0 and Q5_1 per 32
+// (decoded_int_dot.h).
 //
 // name: the format in its tuned points' names (library_int_dot.cpp).
 // few_rows_launch: the most rows of x one few-row launch takes (row_chunks.h cuts a few rows
@@ -87,6 +85,20 @@ template <>
 struct int_dot_policy<Q4_1Format> {
   using type = Q4_1IntDot;
   static constexpr const char *name = "q4_1";
+  static constexpr int few_rows_launch = 4;
+  static constexpr int default_rows = 16;
+};
+template <>
+struct int_dot_policy<Q5_0Format> {
+  using type = Q5_0IntDot;
+  static constexpr const char *name = "q5_0";
+  static constexpr int few_rows_launch = 4;
+  static constexpr int default_rows = 16;
+};
+template <>
+struct int_dot_policy<Q5_1Format> {
+  using type = Q5_1IntDot;
+  static constexpr const char *name = "q5_1";
   static constexpr int few_rows_launch = 4;
   static constexpr int default_rows = 16;
 };

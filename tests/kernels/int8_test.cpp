@@ -76,7 +76,7 @@ TEST_CASE("kernels: integer-dot decode (one row) and few-row products of every f
     for (int rows : {1, 2, 3, 8, 13, 16})
       for (auto [N, blocks] : {std::pair{64, 1}, std::pair{37, 3}, std::pair{5, 13}}) check_int8_matmul(rng, info.type, rows, N, blocks * block, rows % 2 == 1);
   }
-  CHECK(checked == 7);  // Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K, IQ4_NL
+  CHECK(checked == 9);  // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL
 }
 
 // Prefill-sized products: the formats whose policy says so take any row count through their
