@@ -1,6 +1,5 @@
 // byte_lookup_test.cpp - a gather of bytes from a row of at most 16 by proved indices as vpshufb on the host, against a scalar reference on every path
 #include <doctest/doctest.h>
-#include <fmt/format.h>
 #include <kdsl/compile_for.h>
 
 #include <random>
@@ -40,7 +39,6 @@ void lookup(Ptr<const i8> table, Ptr<const u8> index, Ptr<i8> out) {
   store(out + (rows * W + expand_dims<0>(arange<W>())), gather(t, i, 1));
 }
 
-int symbol_counter = 0;
 
 template <int R, int W, int T, int KIND, bool PER_ROW>
 void check(std::mt19937 &rng) {
@@ -57,27 +55,12 @@ void check(std::mt19937 &rng) {
       const int value = PER_ROW ? int(table[size_t(r * T + i)]) : int8_t(uint8_t(i * 7 - 50));
       want[size_t(r * W + c)] = int8_t(i < T ? value : 0);
     }
-  auto compare = [&](const std::vector<int8_t> &got, const std::string &how) {
-    INFO("path ", how);
-    int bad = 0;
-    for (size_t k = 0; k < want.size() && bad < 5; ++k)
-      if (got[k] != want[k]) {
-        ++bad;
-        FAIL_CHECK("out[", k / W, ", ", k % W, "]: got ", int(got[k]), ", want ", int(want[k]));
-      }
-    CHECK(bad == 0);
-  };
   constexpr auto kernel = lookup<R, W, T, KIND, PER_ROW>;
   std::vector<int8_t> out(want.size(), 99);
   compile<kernel>(kdsl_test::cpu())(grid(1), table.data(), index.data(), out.data());
-  compare(out, "auto (launch)");
+  kdsl_test::check_same_elements(out, want, W, "auto (launch)");
   ir::Function fn = kdsl_test::traced<kernel>();
-  auto ptr = [](const void *p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); };
-  for (codegen::IntDotPath path : kdsl_test::runnable_int_dot_paths()) {
-    std::vector<int8_t> forced(want.size(), 99);
-    kdsl_test::run_with_int_dot_path(fn, path, fmt::format("byte_lookup_test_{}", symbol_counter++), {ptr(table.data()), ptr(index.data()), ptr(forced.data())}, 1);
-    compare(forced, kdsl_test::int_dot_path_name(path));
-  }
+  kdsl_test::check_every_int_dot_path(fn, "byte_lookup_test", {kdsl_test::arg_of(table.data()), kdsl_test::arg_of(index.data())}, want, int8_t(99), W);
 }
 
 }  // namespace byte_lookup_test

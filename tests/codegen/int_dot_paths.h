@@ -1,5 +1,8 @@
-// int_dot_paths.h - the host's integer-dot paths (codegen::IntDotPath) a test can force on this CPU, and a kernel compiled and run with one
+// int_dot_paths.h - the host's integer-dot paths (codegen::IntDotPath) a test can force on this CPU, a kernel compiled and run with one, and its results checked on every one
 #pragma once
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -39,6 +42,38 @@ inline void run_with_int_dot_path(const kdsl::ir::Function &fn, kdsl::codegen::I
   kdsl::codegen::HostEntry entry = kdsl::codegen::load_host_object(object.object, symbol);
   const int32_t grid[3] = {int32_t(programs), 1, 1};
   entry(args.data(), 0, programs, grid);
+}
+
+// A host buffer's address as a kernel argument.
+inline uint64_t arg_of(const void *p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); }
+
+// Fails on each element of `got` that differs from `want`'s (the first 5), naming its [row,
+// column] in a result of `columns` columns and how the kernel ran.
+template <class T>
+void check_same_elements(const std::vector<T> &got, const std::vector<T> &want, int64_t columns, const std::string &how) {
+  INFO("path ", how);
+  int bad = 0;
+  for (size_t i = 0; i < want.size() && bad < 5; ++i)
+    if (got[i] != want[i]) {
+      ++bad;
+      FAIL_CHECK("[", int64_t(i) / columns, ", ", int64_t(i) % columns, "]: got ", int64_t(got[i]), ", want ", int64_t(want[i]));
+    }
+  CHECK(bad == 0);
+}
+
+// fn (one program) run on every path this CPU can force, its arguments `inputs` then an
+// output of want.size() elements first filled with `fill`, each output checked against want.
+template <class T>
+void check_every_int_dot_path(const kdsl::ir::Function &fn, const std::string &symbol, std::vector<uint64_t> inputs, const std::vector<T> &want, T fill,
+                              int64_t columns) {
+  static int compiled = 0;  // a fresh symbol for each compile
+  for (kdsl::codegen::IntDotPath path : runnable_int_dot_paths()) {
+    std::vector<T> out(want.size(), fill);
+    std::vector<uint64_t> args = inputs;
+    args.push_back(arg_of(out.data()));
+    run_with_int_dot_path(fn, path, fmt::format("{}_{}", symbol, compiled++), args, 1);
+    check_same_elements(out, want, columns, int_dot_path_name(path));
+  }
 }
 
 }  // namespace kdsl_test

@@ -1,7 +1,6 @@
 // int_dot_tile_test.cpp - the host's byte dot as register tiles (vpmaddubsw summed in i16, vpdpbusd) against an exact reference, every path, ragged sizes
 #include <doctest/doctest.h>
 #include <kdsl/compile_for.h>
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <random>
@@ -63,7 +62,6 @@ void byte_dot(Ptr<const E> a, Ptr<const E> b, Ptr<const i32> acc, Ptr<i32> out) 
 
 using kdsl_test::host_has;
 
-int symbol_counter = 0;
 
 template <class E, int M, int N, int K, int NA, int NB, bool TRANS_B, bool ZERO_ACC>
 void check(std::mt19937 &rng) {
@@ -89,28 +87,13 @@ void check(std::mt19937 &rng) {
       }
       want[size_t(m) * N + size_t(n)] = int32_t(uint32_t(uint64_t(s)));
     }
-  auto compare = [&](const std::vector<int32_t> &got, const char *how) {
-    INFO("path ", how);
-    int bad = 0;
-    for (size_t i = 0; i < want.size() && bad < 5; ++i)
-      if (got[i] != want[i]) {
-        ++bad;
-        FAIL_CHECK("c[", i / N, ", ", i % N, "]: got ", got[i], ", want ", want[i]);
-      }
-    CHECK(bad == 0);
-  };
   constexpr auto kernel = byte_dot<E, M, N, K, NA, NB, TRANS_B, ZERO_ACC>;
   std::vector<int32_t> out(want.size(), 0x5a5a5a5a);
   compile<kernel>(kdsl_test::cpu())(grid(1), a.data(), b.data(), acc.data(), out.data());
-  compare(out, "auto (launch)");
+  kdsl_test::check_same_elements(out, want, N, "auto (launch)");
   ir::Function fn = kdsl_test::traced<kernel>();
-  auto ptr = [](const void *p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); };
-  for (codegen::IntDotPath path : kdsl_test::runnable_int_dot_paths()) {
-    std::vector<int32_t> forced(want.size(), 0x5a5a5a5a);
-    kdsl_test::run_with_int_dot_path(fn, path, fmt::format("int_dot_tile_test_{}", symbol_counter++),
-                                     {ptr(a.data()), ptr(b.data()), ptr(acc.data()), ptr(forced.data())}, 1);
-    compare(forced, kdsl_test::int_dot_path_name(path));
-  }
+  kdsl_test::check_every_int_dot_path(fn, "int_dot_tile_test", {kdsl_test::arg_of(a.data()), kdsl_test::arg_of(b.data()), kdsl_test::arg_of(acc.data())}, want,
+                                      int32_t(0x5a5a5a5a), N);
 }
 
 }  // namespace int_dot_tile_test

@@ -1,6 +1,5 @@
 // scaled_dot_test.cpp - acc + dot(a, b) * column scale on bytes made one scaled_dot on the host, against an exact reference on every integer-dot path
 #include <doctest/doctest.h>
-#include <fmt/format.h>
 #include <kdsl/compile_for.h>
 
 #include <map>
@@ -37,7 +36,6 @@ void scaled_byte_dots(Ptr<const i8> a, Ptr<const i8> b, Ptr<const S> s, Ptr<cons
   store(out + c_at, c);
 }
 
-int symbol_counter = 0;
 
 template <class S, int M, int N, int K, bool ADD_ACC>
 void check(std::mt19937 &rng) {
@@ -59,28 +57,13 @@ void check(std::mt19937 &rng) {
       }
       want[size_t(m * N + n)] = int32_t(c);
     }
-  auto compare = [&](const std::vector<int32_t> &got, const char *how) {
-    INFO("path ", std::string(how));
-    int bad = 0;
-    for (size_t i = 0; i < want.size() && bad < 5; ++i)
-      if (got[i] != want[i]) {
-        ++bad;
-        FAIL_CHECK("c[", i / N, ", ", i % N, "]: got ", got[i], ", want ", want[i]);
-      }
-    CHECK(bad == 0);
-  };
   constexpr auto kernel = scaled_byte_dots<S, M, N, K, ADD_ACC>;
   std::vector<int32_t> out(want.size(), 0x5a5a5a5a);
   compile<kernel>(kdsl_test::cpu())(grid(1), a.data(), b.data(), s.data(), acc.data(), out.data());
-  compare(out, "auto (launch)");
+  kdsl_test::check_same_elements(out, want, N, "auto (launch)");
   ir::Function fn = kdsl_test::traced<kernel>();
-  auto ptr = [](const void *p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); };
-  for (codegen::IntDotPath path : kdsl_test::runnable_int_dot_paths()) {
-    std::vector<int32_t> forced(want.size(), 0x5a5a5a5a);
-    kdsl_test::run_with_int_dot_path(fn, path, fmt::format("scaled_dot_test_{}", symbol_counter++),
-                                     {ptr(a.data()), ptr(b.data()), ptr(s.data()), ptr(acc.data()), ptr(forced.data())}, 1);
-    compare(forced, kdsl_test::int_dot_path_name(path));
-  }
+  kdsl_test::check_every_int_dot_path(fn, "scaled_dot_test", {kdsl_test::arg_of(a.data()), kdsl_test::arg_of(b.data()), kdsl_test::arg_of(s.data()), kdsl_test::arg_of(acc.data())},
+                                      want, int32_t(0x5a5a5a5a), N);
 }
 
 // How many ops of each kind the function has, nested regions included.
