@@ -97,23 +97,42 @@ void run_rows(Library::Impl &im, const IntDotPoints &points, int rows, int N, in
 // program, BM the rows there are, from kPrefillTileLo up to kPrefillTileM.
 constexpr int kPrefillTileLo = 32, kPrefillTileM = 128, kPrefillTileN = 32;
 
+// x's rows quantized into the Library's scratch: int8 quants, an f32 scale per BE values and,
+// with GS > 0, the integer sum of each GS quants (quantize_activations_sums); with GS 0, none
+// (quantize_activations_q8, BE 32).
+struct QuantizedX {
+  int8_t *quants;
+  float *scales;
+  int32_t *sums;
+};
+template <int BE, int GS>
+QuantizedX quantize_x(Library::Impl &im, const float *x, int rows, int K) {
+  constexpr int kQuantize = BE > 32 ? kQuantizeSuperBlocks : kQuantizeBlocks;
+  const int blocks = K / BE;
+  const auto g = grid(cdiv(blocks, kQuantize), rows);
+  QuantizedX q{reserve(im.device, im.activation_quants, size_t(rows) * size_t(K)), reserve(im.device, im.activation_scales, size_t(rows) * size_t(blocks)),
+               nullptr};
+  if constexpr (GS > 0) {
+    q.sums = reserve(im.device, im.activation_sums, size_t(rows) * size_t(K / GS));
+    im.kernel<quantize_activations_sums<BE, GS, kQuantize>>()(g, x, q.quants, q.scales, q.sums, K);
+  } else {
+    static_assert(BE == 32, "activation blocks without sums are Q8_0's, of 32");
+    im.kernel<quantize_activations_q8<kQuantize>>()(g, x, q.quants, q.scales, K);
+  }
+  return q;
+}
+
 // x quantized as tiles policy T's activation blocks ask (its block, its sum group), then the
 // tiles over all its rows.
 template <class T>
 void run_prefill_tiles(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K) {
-  constexpr int BE = T::kBlockElements, GS = T::kSumGroup;
-  constexpr int kQuantize = BE > 32 ? kQuantizeSuperBlocks : kQuantizeBlocks;
-  const int blocks = K / BE;
-  int8_t *xq = reserve(im.device, im.activation_quants, size_t(rows) * size_t(K));
-  float *xd = reserve(im.device, im.activation_scales, size_t(rows) * size_t(blocks));
-  int32_t *xs = reserve(im.device, im.activation_sums, size_t(rows) * size_t(K / GS));
-  im.kernel<quantize_activations_sums<BE, GS, kQuantize>>()(grid(cdiv(blocks, kQuantize), rows), x, xq, xd, xs, K);
+  const QuantizedX q = quantize_x<T::kBlockElements, T::kSumGroup>(im, x, rows, K);
   const float *b = bias ? bias : out;  // unread without a bias
   auto wq = static_cast<const uint8_t *>(w);
   with_block<kPrefillTileLo, kPrefillTileM>("matmul", "rows", std::min(rows, kPrefillTileM), [&]<int BM>() {
     auto g = grid(cdiv(rows, BM), cdiv(N, kPrefillTileN));
-    if (bias) im.kernel<matmul_int_tiles<T, BM, kPrefillTileN, true>>()(g, xq, xd, xs, wq, b, out, rows, N, K);
-    else im.kernel<matmul_int_tiles<T, BM, kPrefillTileN, false>>()(g, xq, xd, xs, wq, b, out, rows, N, K);
+    if (bias) im.kernel<matmul_int_tiles<T, BM, kPrefillTileN, true>>()(g, q.quants, q.scales, q.sums, wq, b, out, rows, N, K);
+    else im.kernel<matmul_int_tiles<T, BM, kPrefillTileN, false>>()(g, q.quants, q.scales, q.sums, wq, b, out, rows, N, K);
   });
 }
 
@@ -140,27 +159,17 @@ void run_int_dot(Library::Impl &im, const float *x, const void *w, const float *
   constexpr bool kSuper = BE > 32;
   constexpr int kPrefetch = kSuper ? kKQuantPrefetchBytes : kPrefetchBytes;
   [[maybe_unused]] constexpr int kLines = kSuper ? kKQuantLines : 1;  // the formats with sums only
-  constexpr int kQuantize = kSuper ? kQuantizeSuperBlocks : kQuantizeBlocks;
   const float *b = bias ? bias : out;  // unread without a bias
   const int blocks = K / BE;
-  const auto qgrid = grid(cdiv(blocks, kQuantize), rows);
-  int8_t *xq = reserve(im.device, im.activation_quants, size_t(rows) * size_t(K));
-  float *xd = reserve(im.device, im.activation_scales, size_t(rows) * size_t(blocks));
-  int32_t *xs = nullptr;
-  if constexpr (kSums) {
-    xs = reserve(im.device, im.activation_sums, size_t(rows) * size_t(K / GS));
-    im.kernel<quantize_activations_sums<BE, GS, kQuantize>>()(qgrid, x, xq, xd, xs, K);
-  } else {
-    im.kernel<quantize_activations_q8<kQuantize>>()(qgrid, x, xq, xd, K);
-  }
+  const QuantizedX xq = quantize_x<BE, kSums ? GS : 0>(im, x, rows, K);
   auto run = [&]<int BR, int BN, class Use>(int first, int count, Use use) {
     auto g = grid(cdiv(N, BN), cdiv(count, BR));
-    const int8_t *q = xq + int64_t(first) * K;
-    const float *d = xd + int64_t(first) * blocks;
+    const int8_t *q = xq.quants + int64_t(first) * K;
+    const float *d = xq.scales + int64_t(first) * blocks;
     float *o = out + int64_t(first) * N;
     if constexpr (kSums) {
       auto wq = static_cast<const uint8_t *>(w);
-      const int32_t *sums = xs + int64_t(first) * (K / GS);
+      const int32_t *sums = xq.sums + int64_t(first) * (K / GS);
       if (bias) use(im.kernel<matvec_int8_sums<P, BR, BN, true, kPrefetch, kLines>>(), g, q, d, sums, wq, b, o, count, N, K);
       else use(im.kernel<matvec_int8_sums<P, BR, BN, false, kPrefetch, kLines>>(), g, q, d, sums, wq, b, o, count, N, K);
     } else {
