@@ -23,7 +23,7 @@ struct KernelPlanOptions {
   // (its prefill, and its drafting steps at every position).
   int draft_max = 0;
   const ModelWeights *draft_model = nullptr;
-  // Token trees (kdsl-run --spec-ngram --draft-branches N > 1): checks of 2 .. draft_max + 1
+  // Token trees (kdsl-run --draft-branches N > 1, any drafter): checks of 2 .. draft_max + 1
   // nodes through Engine::forward_tree, and the kept branch's moves (keep_branch).
   bool draft_trees = false;
   // The KV cache's types (kdsl-run --cache-type-k / -v): they choose the attention kernels.

@@ -1,4 +1,4 @@
-// model_drafter.cpp - draft-model speculation: keep the draft's cache in step, then decode up to max tokens
+// model_drafter.cpp - draft-model speculation: keep the draft's cache in step, then decode a chain or grow a tree of up to max tokens
 #include "models/spec/model_drafter.h"
 
 #include <fmt/format.h>
@@ -15,11 +15,23 @@ SamplerParams own_stream(SamplerParams p) {
   return p;
 }
 
+// The draft's own belief, after the penalties the target's sampler applies: what a tree ranks by.
+SamplerParams ranking(SamplerParams p) {
+  p.temperature = 1.0f, p.top_k = 0, p.top_p = 1.0f, p.min_p = 0.0f;
+  return p;
+}
+
 EngineOptions checked_options(const ModelWeights &draft, int target_vocab, EngineOptions o) {
   if (int64_t(draft.hparams.n_vocab) != target_vocab)
     throw Error(fmt::format("the draft model's vocabulary has {} tokens but the target's has {}: a draft model must share the target's tokenizer",
                             draft.hparams.n_vocab, target_vocab));
   o.max_logit_rows = 1;
+  return o;
+}
+
+ModelDrafterOptions checked(ModelDrafterOptions o) {
+  if (o.branches < 1 || o.branches > 64)
+    throw Error(fmt::format("--draft-branches {}: expected 1 (a chain) to 64 candidates per position", o.branches));
   return o;
 }
 
@@ -31,13 +43,25 @@ float top_probability(std::span<const float> logits) {
   return float(1.0 / total);
 }
 
+// The n likeliest tokens of p, likeliest first, the lower id first among equals.
+void likeliest(std::span<const float> p, int n, std::vector<int> &top) {
+  top.clear();
+  for (int t = 0; t < int(p.size()); ++t) {
+    if (int(top.size()) == n && !(p[size_t(t)] > p[size_t(top.back())])) continue;
+    if (int(top.size()) == n) top.pop_back();
+    auto at = std::find_if(top.begin(), top.end(), [&](int u) { return p[size_t(t)] > p[size_t(u)]; });
+    top.insert(at, t);
+  }
+}
+
 }  // namespace
 
 ModelDrafter::ModelDrafter(const ModelWeights &draft_model, int target_vocab, const Device &device, const EngineOptions &engine_options,
                            const SamplerParams &target_sampling, ModelDrafterOptions options)
     : engine_(draft_model, device, checked_options(draft_model, target_vocab, engine_options)),
       sampler_(own_stream(target_sampling)),
-      options_(options) {
+      options_(checked(options)),
+      ranker_(ranking(target_sampling)) {
   cached_.reserve(size_t(engine_.context()));
 }
 
@@ -50,19 +74,38 @@ void ModelDrafter::begin(std::span<const int> prompt) {
   cached_.insert(cached_.end(), prompt.begin() + long(same), prompt.end());
 }
 
-void ModelDrafter::draft(std::span<const int> tokens, int max, Draft &out) {
-  out.clear();
-  if (tokens.empty() || int(tokens.size()) > engine_.context()) return;
+std::span<const float> ModelDrafter::catch_up(std::span<const int> tokens) {
+  if (tokens.empty() || int(tokens.size()) > engine_.context()) return {};
   // Where the text departs from the cache; the last token is run again in any case, for its logits.
   size_t same = std::mismatch(cached_.begin(), cached_.end(), tokens.begin(), tokens.end()).first - cached_.begin();
   same = std::min(same, tokens.size() - 1);
   cached_.resize(same);
   std::span<const float> logits = engine_.forward(tokens.subspan(same), int(same));
   cached_.insert(cached_.end(), tokens.begin() + long(same), tokens.end());
+  return logits;
+}
+
+void ModelDrafter::replay_history(Sampler &sampler, std::span<const int> tokens) const {
+  sampler.clear_history();
+  const int window = sampler.params().penalty_last_n;
+  for (size_t i = window < 0 ? 0 : tokens.size() - std::min(tokens.size(), size_t(window)); i < tokens.size(); ++i) sampler.accept(tokens[i]);
+}
+
+void ModelDrafter::draft(std::span<const int> tokens, int max, Draft &out) {
+  out.clear();
+  std::span<const float> logits = catch_up(tokens);
+  if (logits.empty()) return;
   // The penalties see the text's recent tokens and the drafts, as the target's sampler will.
-  sampler_.clear_history();
-  const int window = sampler_.params().penalty_last_n;
-  for (size_t i = window < 0 ? 0 : tokens.size() - std::min(tokens.size(), size_t(window)); i < tokens.size(); ++i) sampler_.accept(tokens[i]);
+  if (options_.branches > 1) {
+    replay_history(ranker_, tokens);
+    draft_tree(logits, max, out);
+  } else {
+    replay_history(sampler_, tokens);
+    draft_chain(logits, max, out);
+  }
+}
+
+void ModelDrafter::draft_chain(std::span<const float> logits, int max, Draft &out) {
   const bool greedy = sampler_.params().temperature <= 0;
   const size_t vocab = size_t(engine_.vocab());
   for (int j = 0; j < max; ++j) {
@@ -83,6 +126,47 @@ void ModelDrafter::draft(std::span<const int> tokens, int max, Draft &out) {
     logits = engine_.forward(one, int(cached_.size()));
     cached_.push_back(token);
   }
+}
+
+// Best-first growth: every candidate's path probability is at most its parent's, so taking
+// the most probable candidate each time drafts the `max` most probable paths among them, and
+// the chain's next position is run (one decode step of the draft) only once its token is taken.
+void ModelDrafter::draft_tree(std::span<const float> logits, int max, Draft &out) {
+  candidates_.clear();
+  double chain_probability = 1.0;  // of the path to the chain's last drafted token
+  int chain_end = -1;              // that token's node; -1: the text
+  auto offer = [&](std::span<const float> position_logits) {
+    ranker_.compute_probabilities(position_logits, probs_);
+    likeliest(probs_, options_.branches, top_);
+    const bool goes_on = !(options_.p_min > 0) || probs_[size_t(top_[0])] >= options_.p_min;
+    for (size_t r = 0; r < top_.size(); ++r) {
+      const double p = probs_[size_t(top_[r])];
+      if (!(p > 0)) break;
+      candidates_.push_back({chain_probability * p, top_[r], chain_end, r == 0 && goes_on});
+      std::push_heap(candidates_.begin(), candidates_.end());
+    }
+  };
+  offer(logits);
+  while (int(out.tokens.size()) < max && !candidates_.empty()) {
+    std::pop_heap(candidates_.begin(), candidates_.end());
+    const Candidate c = candidates_.back();
+    candidates_.pop_back();
+    out.tokens.push_back(c.token);
+    out.parents.push_back(c.parent);
+    // A leaf needs no logits; nor can the cache go past the context.
+    if (!c.extends || int(out.tokens.size()) == max || int(cached_.size()) >= engine_.context()) continue;
+    int one[1] = {c.token};
+    std::span<const float> next = engine_.forward(one, int(cached_.size()));
+    cached_.push_back(c.token);
+    ranker_.accept(c.token);
+    chain_probability = c.path_probability, chain_end = int(out.tokens.size()) - 1;
+    offer(next);
+  }
+  // Where no runner-up made the cut the tree is one chain: checked as one, it takes the
+  // target's plainer rows pass.
+  bool chain = true;
+  for (size_t j = 0; j < out.parents.size() && chain; ++j) chain = out.parents[j] == int(j) - 1;
+  if (chain) out.parents.clear();
 }
 
 }  // namespace kdsl::models

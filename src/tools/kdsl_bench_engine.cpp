@@ -189,7 +189,7 @@ std::vector<int> spec_prompt(const std::string &kind, int vocab) {
 }
 
 std::vector<SpecRow> bench_spec(const std::string &target_path, const std::string &target_label, const std::vector<std::pair<std::string, std::string>> &drafts,
-                                const Device &dev, int tokens, int draft_max, bool adaptive, int repeats) {
+                                const Device &dev, int tokens, int draft_max, int branches, bool adaptive, int repeats) {
   ModelWeights target = load_model_weights(target_path);
   std::unique_ptr<Tokenizer> tok = load_tokenizer(GgufFile(target_path));
   int vocab = int(target.hparams.n_vocab);
@@ -210,7 +210,7 @@ std::vector<SpecRow> bench_spec(const std::string &target_path, const std::strin
   std::vector<std::pair<std::unique_ptr<Drafter>, std::string>> drafters;  // drafter, prompt kind
   for (const char *kind : {"repetitive", "variants"}) {
     drafters.emplace_back(std::make_unique<NgramDrafter>(), kind);
-    drafters.emplace_back(std::make_unique<NgramDrafter>(1, 4, 3), kind);  // a tree of up to 3 continuations
+    drafters.emplace_back(std::make_unique<NgramDrafter>(1, 4, branches), kind);  // a tree of up to `branches` continuations
   }
   const size_t ngram_rows = drafters.size();
   for (auto &[path, label] : drafts) {
@@ -218,12 +218,15 @@ std::vector<SpecRow> bench_spec(const std::string &target_path, const std::strin
     EngineOptions de;
     de.context = eo.context;
     drafters.emplace_back(std::make_unique<ModelDrafter>(*draft_weights.back(), vocab, dev, de, greedy, ModelDrafterOptions{}), "spread");
+    // The same draft's tree, checked at the same --draft-max nodes: the chain's cost or less.
+    drafters.emplace_back(std::make_unique<ModelDrafter>(*draft_weights.back(), vocab, dev, de, greedy, ModelDrafterOptions{.branches = branches}),
+                          "spread");
   }
   std::vector<SpecRow> rows;
   for (size_t d = 0; d < drafters.size(); ++d) {
     SpecRow row;
     row.target = target_label;
-    row.drafter = d < ngram_rows ? drafters[d].first->name() : drafts[d - ngram_rows].second;
+    row.drafter = d < ngram_rows ? drafters[d].first->name() : drafts[(d - ngram_rows) / 2].second + ((d - ngram_rows) % 2 ? " tree" : "");
     row.prompt = drafters[d].second;
     std::vector<int> prompt = spec_prompt(row.prompt, vocab);
     Drafter *drafter = drafters[d].first.get();
@@ -258,7 +261,7 @@ int main(int argc, char **argv) {
   bool quick = false, keep = false, no_kernels = false, spec = false, spec_fixed = false, llama_shapes = false;
   std::string llama_bench;
   std::vector<std::string> draft_types = {"q4_0", "q8_0"};
-  int spec_tokens = 64, draft_max = 7, spec_repeats = 2;
+  int spec_tokens = 64, draft_max = 7, draft_branches = 3, spec_repeats = 2;
   app.add_option("-m,--model", models, "model files to measure (GGUF or llama2.c); default: synthetic models of --preset in each --type");
   app.add_option("--preset", preset, "synthetic model preset (tiny, 110m, qwen3-tiny)");
   app.add_option("--type", types, "synthetic weight types: " + kernel_type_names() + " (k-quants need a preset whose sizes are multiples of 256: 110m, llama3-8b)")->delimiter(',');
@@ -277,6 +280,8 @@ int main(int argc, char **argv) {
   app.add_option("--draft-type", draft_types, "with --spec: the types of the target's copies that draft for it")->delimiter(',');
   app.add_option("--spec-tokens", spec_tokens, "with --spec: tokens generated per run")->check(CLI::Range(2, 4096));
   app.add_option("--draft-max", draft_max, "with --spec: at most this many drafts per check")->check(CLI::Range(1, 64));
+  app.add_option("--draft-branches", draft_branches, "with --spec: the trees' branching (n-gram continuations; a draft model's likeliest tokens a position)")
+      ->check(CLI::Range(2, 8));
   app.add_flag("--spec-fixed", spec_fixed, "with --spec: always draft --draft-max tokens (no adaptive length)");
   app.add_option("--spec-repeats", spec_repeats, "with --spec: plain and speculative runs alternated, the best of each counts")->check(CLI::PositiveNumber);
   app.add_option("--llama-bench", llama_bench,
@@ -348,7 +353,7 @@ int main(int argc, char **argv) {
             draft_files.emplace_back(path, fmt::format("{} copy", type_name(type)));
           }
         fmt::print(stderr, "measuring speculative decoding on {}...\n", runs[i].second);
-        for (SpecRow &r : bench_spec(runs[i].first, runs[i].second, draft_files, dev, spec_tokens, draft_max, !spec_fixed, spec_repeats)) spec_rows.push_back(r);
+        for (SpecRow &r : bench_spec(runs[i].first, runs[i].second, draft_files, dev, spec_tokens, draft_max, draft_branches, !spec_fixed, spec_repeats)) spec_rows.push_back(r);
       }
     }
     std::vector<MatvecRow> matvecs;
@@ -404,11 +409,11 @@ int main(int argc, char **argv) {
     if (!spec_rows.empty()) {
       fmt::print("\nspeculative decoding, greedy, {} tokens, --draft-max {} ({}), best of {} alternated runs each:\n\n", spec_tokens, draft_max,
                  spec_fixed ? "fixed" : "adaptive", spec_repeats);
-      fmt::print("| {:<24} | {:<10} | {:<10} | {:>11} | {:>11} | {:>8} | {:>15} | {:>10} |\n", "target", "drafter", "prompt", "plain tok/s", "spec tok/s",
+      fmt::print("| {:<24} | {:<16} | {:<10} | {:>11} | {:>11} | {:>8} | {:>15} | {:>10} |\n", "target", "drafter", "prompt", "plain tok/s", "spec tok/s",
                  "speed-up", "accepted", "mean kept");
-      fmt::print("|{:-<26}|{:-<12}|{:-<12}|{:->13}|{:->13}|{:->10}|{:->17}|{:->12}|\n", "", "", "", "", "", "", "", "");
+      fmt::print("|{:-<26}|{:-<18}|{:-<12}|{:->13}|{:->13}|{:->10}|{:->17}|{:->12}|\n", "", "", "", "", "", "", "", "");
       for (const SpecRow &r : spec_rows)
-        fmt::print("| {:<24} | {:<10} | {:<10} | {:>11.2f} | {:>11.2f} | {:>7.2f}x | {:>6}/{:<5} {:>3.0f}% | {:>10.2f} |\n", r.target, r.drafter, r.prompt,
+        fmt::print("| {:<24} | {:<16} | {:<10} | {:>11.2f} | {:>11.2f} | {:>7.2f}x | {:>6}/{:<5} {:>3.0f}% | {:>10.2f} |\n", r.target, r.drafter, r.prompt,
                    r.plain_tps, r.spec_tps, r.spec_tps / r.plain_tps, r.accepted, r.drafted, r.drafted ? 100.0 * r.accepted / r.drafted : 0.0,
                    r.checks ? double(r.accepted) / r.checks : 0.0);
     }

@@ -183,7 +183,7 @@ int run(const Options &o) {
   po.context = o.ctx;
   po.draft_max = speculative ? o.draft_max : 0;
   po.draft_model = draft.get();
-  po.draft_trees = o.spec_ngram && o.draft_branches > 1;
+  po.draft_trees = speculative && o.draft_branches > 1;
   po.kv_types = tools::kv_cache_types(o.cache_type_k, o.cache_type_v);
   std::vector<KernelPlan> plans;
   std::vector<Job> jobs;
@@ -275,7 +275,7 @@ int main(int argc, char **argv) {
   app.add_option("--draft-type", o.draft_type, "as kdsl-run --draft-type (q8_0 or q4_0): checks and the self-draft's kernels");
   app.add_option("--draft-layers", o.draft_layers, "as kdsl-run --draft-layers")->check(CLI::Range(1, 1 << 16));
   app.add_option("--draft-max", o.draft_max, "as kdsl-run --draft-max (default 7)")->check(CLI::Range(1, 64));
-  app.add_option("--draft-branches", o.draft_branches, "as kdsl-run --draft-branches: with --spec-ngram, token trees' kernels too")->check(CLI::Range(1, 8));
+  app.add_option("--draft-branches", o.draft_branches, "as kdsl-run --draft-branches: token trees' kernels too")->check(CLI::Range(1, 8));
   app.add_option("--cache-type-k", o.cache_type_k, "the KV cache's element type: f32 (default), f16, bf16 or q8_0 (blocks of 32 along head_dim, which must be a multiple of 32), for keys and values (-ctk; alone it sets both)");
   app.add_option("--cache-type-v", o.cache_type_v, "as --cache-type-k (-ctv; alone it sets both; the two must agree)");
   app.add_option("-t,--threads", o.threads, "as kdsl-run -t: the CPU threads the host plan is for (0: every CPU)")->check(CLI::NonNegativeNumber);

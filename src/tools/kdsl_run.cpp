@@ -257,7 +257,7 @@ std::unique_ptr<Drafter> make_drafter(const Options &o, const Device &dev, const
   eo.context = engine.context();
   eo.max_batch = o.batch;
   eo.sampled_vocab = tok.vocab_size();
-  return std::make_unique<ModelDrafter>(*draft_weights, engine.vocab(), dev, eo, sp, ModelDrafterOptions{.p_min = o.draft_p_min});
+  return std::make_unique<ModelDrafter>(*draft_weights, engine.vocab(), dev, eo, sp, ModelDrafterOptions{.p_min = o.draft_p_min, .branches = o.draft_branches});
 }
 
 int run(const Options &o) {
@@ -273,8 +273,8 @@ int run(const Options &o) {
     throw Error("--draft-max, --draft-min and --draft-p-min set speculative decoding, which is off: add --spec-ngram, --model-draft FILE (-md) "
                 "or --draft-type TYPE");
   if (o.draft_min > o.draft_max) throw Error(fmt::format("--draft-min {}: expected at most --draft-max ({})", o.draft_min, o.draft_max));
-  if (o.draft_branches > 1 && !o.spec_ngram)
-    throw Error("--draft-branches drafts a token tree from several n-gram matches: add --spec-ngram (the model drafters draft one chain)");
+  if (o.draft_branches > 1 && !speculative)
+    throw Error("--draft-branches drafts a token tree for speculative decoding, which is off: add --spec-ngram, --model-draft FILE (-md) or --draft-type TYPE");
   tools::report_sigbus_for("kdsl-run", o.model);
   auto t0 = std::chrono::steady_clock::now();
   Device dev = pick_device(o);
@@ -386,7 +386,8 @@ int main(int argc, char **argv) {
   app.add_option("--draft-max", o.draft_max, "at most this many drafted tokens per check (adapted below it to the acceptance rate)")
       ->check(CLI::Range(1, 64));
   app.add_option("--draft-branches", o.draft_branches,
-                 "with --spec-ngram: a token tree of up to N continuations (matches that go different ways), checked in one pass")
+                 "a token tree checked in one pass: with --spec-ngram up to N continuations (matches that go different ways); with a draft "
+                 "model its N likeliest tokens at each position, the most probable paths kept")
       ->check(CLI::Range(1, 8));
   app.add_option("--draft-min", o.draft_min, "a shorter draft is not checked (a plain step runs)")->check(CLI::Range(0, 64));
   app.add_option("--draft-p-min", o.draft_p_min, "a draft model stops drafting at a token it gives less probability than this")

@@ -54,7 +54,7 @@ std::vector<std::vector<int>> prompts(int batch, int vocab) {
   return out;
 }
 
-enum class Drafting { None, Ngram, NgramTree, SelfDraftQ8 };
+enum class Drafting { None, Ngram, NgramTree, SelfDraftQ8, SelfDraftQ8Tree };
 
 // Generates from every prompt with launches recorded beside running them, and checks that the
 // plan for the same options holds every launch.
@@ -64,14 +64,14 @@ void check_plan_covers_generation(const std::string &path, Drafting drafting, ke
   const int batch = 8, context = 96, draft_max = 5;
   const Device &cpu = kdsl_test::cpu();
   std::unique_ptr<ModelWeights> draft_model;
-  if (drafting == Drafting::SelfDraftQ8) draft_model = std::make_unique<ModelWeights>(self_draft_weights(model, {.type = GgmlType::Q8_0}));
+  if (drafting == Drafting::SelfDraftQ8 || drafting == Drafting::SelfDraftQ8Tree) draft_model = std::make_unique<ModelWeights>(self_draft_weights(model, {.type = GgmlType::Q8_0}));
 
   KernelPlanOptions po;
   po.batch_sizes = {batch};
   po.context = context;
   po.draft_max = drafting == Drafting::None ? 0 : draft_max;
   po.draft_model = draft_model.get();
-  po.draft_trees = drafting == Drafting::NgramTree;
+  po.draft_trees = drafting == Drafting::NgramTree || drafting == Drafting::SelfDraftQ8Tree;
   po.kv_types = kv;
   KernelPlan plan = plan_kernels(model, cpu, po);
   const std::set<std::string> planned = texts(plan.kernels);
@@ -88,7 +88,8 @@ void check_plan_covers_generation(const std::string &path, Drafting drafting, ke
   SamplerParams sp{.temperature = 0};
   if (draft_model) {
     EngineOptions de{.context = context, .max_batch = batch, .recorder = &launched};
-    drafter = std::make_unique<ModelDrafter>(*draft_model, engine.vocab(), cpu, de, sp);
+    drafter = std::make_unique<ModelDrafter>(*draft_model, engine.vocab(), cpu, de, sp,
+                                             ModelDrafterOptions{.branches = drafting == Drafting::SelfDraftQ8Tree ? 3 : 1});
   }
   const int64_t launches_before = cache_stats().launches;
   int64_t checks = 0;
@@ -127,9 +128,10 @@ TEST_CASE("kernel plan: every kernel generation launches is planned (f16 and Q4_
     }
 }
 
-TEST_CASE("kernel plan: token trees and f16 / bf16 / q8_0 KV caches are planned as they run") {
+TEST_CASE("kernel plan: token trees (n-gram, self-draft) and f16 / bf16 / q8_0 KV caches are planned as they run") {
   std::string f16 = synthetic("tiny", GgmlType::F16, "plan-tiny-f16.gguf");
   check_plan_covers_generation(f16, Drafting::NgramTree);
+  check_plan_covers_generation(f16, Drafting::SelfDraftQ8Tree);
   check_plan_covers_generation(f16, Drafting::NgramTree, {kernels::WeightType::F16, kernels::WeightType::F16});
   check_plan_covers_generation(f16, Drafting::None, {kernels::WeightType::BF16, kernels::WeightType::BF16});
   // q8_0 needs heads of whole blocks of 32: qwen3-tiny's head_dim is 32.
