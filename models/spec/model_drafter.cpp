@@ -29,6 +29,8 @@ EngineOptions checked_options(const ModelWeights &draft, int target_vocab, Engin
   return o;
 }
 
+constexpr double kRankDecay = 0.97;  // per position seen: about the last 30 count
+
 ModelDrafterOptions checked(ModelDrafterOptions o) {
   if (o.branches < 1 || o.branches > 64)
     throw Error(fmt::format("--draft-branches {}: expected 1 (a chain) to 64 candidates per position", o.branches));
@@ -63,9 +65,36 @@ ModelDrafter::ModelDrafter(const ModelWeights &draft_model, int target_vocab, co
       options_(checked(options)),
       ranker_(ranking(target_sampling)) {
   cached_.reserve(size_t(engine_.context()));
+  // The prior, worth about two positions: the first choice right half the time, each next
+  // choice half as often as the one before.
+  for (int r = 0; r < options_.branches; ++r) rank_counts_.push_back(std::ldexp(1.0, -r));
+  rank_counts_.push_back(0.5);
+}
+
+std::vector<double> ModelDrafter::rank_rates() const {
+  double total = 0;
+  for (double c : rank_counts_) total += c;
+  std::vector<double> rates;
+  for (double c : rank_counts_) rates.push_back(c / total);
+  return rates;
+}
+
+void ModelDrafter::learn_ranks(std::span<const int> tokens) {
+  const size_t branches = size_t(options_.branches);
+  const size_t positions = ranked_.size() / branches;
+  for (size_t d = 0; d < positions && ranked_from_ + d < tokens.size(); ++d) {
+    const int token = tokens[ranked_from_ + d];
+    const auto row = ranked_.begin() + long(d * branches);
+    const size_t rank = size_t(std::find(row, row + long(branches), token) - row);
+    for (double &c : rank_counts_) c *= kRankDecay;
+    rank_counts_[rank] += 1;
+    if (d >= chain_.size() || token != chain_[d]) break;  // the text left the chain: later ranks are of other positions
+  }
+  ranked_.clear(), chain_.clear();
 }
 
 void ModelDrafter::begin(std::span<const int> prompt) {
+  ranked_.clear(), chain_.clear();  // a new text: the last tree's positions are not in it
   if (prompt.empty() || int(prompt.size()) > engine_.context()) return;
   // What the cache already holds of it (the same prompt again) is not run twice.
   size_t same = std::mismatch(cached_.begin(), cached_.end(), prompt.begin(), prompt.end()).first - cached_.begin();
@@ -97,6 +126,9 @@ void ModelDrafter::draft(std::span<const int> tokens, int max, Draft &out) {
   if (logits.empty()) return;
   // The penalties see the text's recent tokens and the drafts, as the target's sampler will.
   if (options_.branches > 1) {
+    if (ranked_from_ > 0 && ranked_from_ <= tokens.size()) learn_ranks(tokens);
+    ranked_.clear(), chain_.clear();
+    ranked_from_ = tokens.size();
     replay_history(ranker_, tokens);
     draft_tree(logits, max, out);
   } else {
@@ -128,21 +160,23 @@ void ModelDrafter::draft_chain(std::span<const float> logits, int max, Draft &ou
   }
 }
 
-// Best-first growth: every candidate's path probability is at most its parent's, so taking
-// the most probable candidate each time drafts the `max` most probable paths among them, and
-// the chain's next position is run (one decode step of the draft) only once its token is taken.
+// Best-first growth: every candidate's chance is at most its parent's, so taking the likeliest
+// candidate each time drafts the `max` likeliest paths among them (the most tokens kept on
+// average, the ranks' chances taken as independent), and the chain's next position is run
+// (one decode step of the draft) only once its token is taken.
 void ModelDrafter::draft_tree(std::span<const float> logits, int max, Draft &out) {
   candidates_.clear();
-  double chain_probability = 1.0;  // of the path to the chain's last drafted token
-  int chain_end = -1;              // that token's node; -1: the text
+  const std::vector<double> rates = rank_rates();
+  double chain_chance = 1.0;  // of the path to the chain's last drafted token
+  int chain_end = -1;         // that token's node; -1: the text
   auto offer = [&](std::span<const float> position_logits) {
     ranker_.compute_probabilities(position_logits, probs_);
     likeliest(probs_, options_.branches, top_);
+    for (int r = 0; r < options_.branches; ++r) ranked_.push_back(r < int(top_.size()) && probs_[size_t(top_[size_t(r)])] > 0 ? top_[size_t(r)] : -1);
     const bool goes_on = !(options_.p_min > 0) || probs_[size_t(top_[0])] >= options_.p_min;
     for (size_t r = 0; r < top_.size(); ++r) {
-      const double p = probs_[size_t(top_[r])];
-      if (!(p > 0)) break;
-      candidates_.push_back({chain_probability * p, top_[r], chain_end, r == 0 && goes_on});
+      if (!(probs_[size_t(top_[r])] > 0)) break;
+      candidates_.push_back({chain_chance * rates[r], top_[r], chain_end, r == 0 && goes_on});
       std::push_heap(candidates_.begin(), candidates_.end());
     }
   };
@@ -159,7 +193,8 @@ void ModelDrafter::draft_tree(std::span<const float> logits, int max, Draft &out
     std::span<const float> next = engine_.forward(one, int(cached_.size()));
     cached_.push_back(c.token);
     ranker_.accept(c.token);
-    chain_probability = c.path_probability, chain_end = int(out.tokens.size()) - 1;
+    chain_.push_back(c.token);
+    chain_chance = c.chance, chain_end = int(out.tokens.size()) - 1;
     offer(next);
   }
   // Where no runner-up made the cut the tree is one chain: checked as one, it takes the

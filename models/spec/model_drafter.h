@@ -13,14 +13,18 @@ struct ModelDrafterOptions {
   // its logits at temperature 1: how sure it is, whatever the target samples at); llama.cpp's
   // --draft-p-min. 0 drafts the full length always.
   float p_min = 0.0f;
-  // 1: a chain of the draft's likeliest tokens. N > 1: a token tree (EAGLE-2's idea, with the
-  // draft's runners-up as leaves): at each position of that chain the draft's next N - 1
-  // likeliest tokens are candidates too, and of all candidates the `max` most probable paths
-  // are drafted (the draft's probability of the path from the text to the node, at
-  // temperature 1 after the penalties). A runner-up that the target prefers is then kept with
-  // the token after it, where a chain gets only the target's correction. The chain goes on
-  // past a position only while its token has at least p_min; the runners-up of the position
-  // where it stops are still drafted. Drafted outright (point masses), so exact at any temperature.
+  // 1: a chain of the draft's likeliest tokens. N > 1: a token tree, its likeliest chain with
+  // the next N - 1 likeliest tokens at each of its positions as leaves: of all these
+  // candidates, the `max` whose paths are likeliest to be kept are drafted. A path's chance is
+  // the product, over its tokens, of how often the target has chosen the draft's token of
+  // that rank (ModelDrafter::rank_rates, measured as generation goes), as Sequoia builds trees
+  // from positional acceptance rates. (The draft's own probabilities, EAGLE-2's measure, need
+  // a draft trained to be calibrated: a q8_0 copy of a model whose top token has 5% was right
+  // 97% of the time, and trees ranked by them came out wide and shallow.) Where the draft's
+  // second choice is often right, a check keeps it and the target's token after it, where a
+  // chain gets only the target's correction. The chain goes on past a position only while its
+  // token has at least p_min; the runners-up of the position where it stops are still
+  // drafted. Drafted outright (point masses), so exact at any temperature.
   int branches = 1;
 };
 
@@ -40,6 +44,11 @@ class ModelDrafter : public Drafter {
   void draft(std::span<const int> tokens, int max, Draft &out) override;
   std::string name() const override { return options_.branches > 1 ? "draft model tree" : "draft model"; }
   Engine &engine() { return engine_; }
+  // With branches > 1: for r < branches, the share of the chain's positions where the target's
+  // token was the draft's r-th likeliest; [branches]: none of them. Decayed, so they follow the
+  // text; a prior before the first check. Positions past the first that left the chain are
+  // not seen.
+  std::vector<double> rank_rates() const;
 
  private:
   Engine engine_;
@@ -51,19 +60,26 @@ class ModelDrafter : public Drafter {
   void replay_history(Sampler &sampler, std::span<const int> tokens) const;
   void draft_chain(std::span<const float> logits, int max, Draft &out);
   void draft_tree(std::span<const float> logits, int max, Draft &out);
+  // What the text after the last tree says of the ranks the target chose along its chain.
+  void learn_ranks(std::span<const int> tokens);
 
   ModelDrafterOptions options_;
   Sampler ranker_;  // the tree's ranking: the target's penalties, temperature 1, no filters
   std::vector<int> cached_;  // the tokens in the draft's KV cache, by position
   std::vector<float> probs_;
   struct Candidate {
-    double path_probability;
+    double chance;      // that its path is kept: the product of its ranks' rates
     int token, parent;  // parent: the index of the drafted node it follows, -1 for the text
     bool extends;       // the chain's own token, which the chain goes on from
-    bool operator<(const Candidate &o) const { return path_probability < o.path_probability; }
+    bool operator<(const Candidate &o) const { return chance < o.chance; }
   };
   std::vector<Candidate> candidates_;  // the tree's candidates not yet drafted, as a heap
   std::vector<int> top_;               // one position's likeliest tokens
+  // The last tree's chain: the text's length before it, each position's likeliest tokens
+  // (branches a position, -1 past the vocabulary's nonzero ones) and the chain's own tokens.
+  size_t ranked_from_ = 0;
+  std::vector<int> ranked_, chain_;
+  std::vector<double> rank_counts_;  // [branches + 1], decayed
 };
 
 }  // namespace kdsl::models

@@ -387,7 +387,7 @@ int main(int argc, char **argv) {
       ->check(CLI::Range(1, 64));
   app.add_option("--draft-branches", o.draft_branches,
                  "a token tree checked in one pass: with --spec-ngram up to N continuations (matches that go different ways); with a draft "
-                 "model its N likeliest tokens at each position, the most probable paths kept")
+                 "model its N likeliest tokens at each position, the paths likeliest to be kept")
       ->check(CLI::Range(1, 8));
   app.add_option("--draft-min", o.draft_min, "a shorter draft is not checked (a plain step runs)")->check(CLI::Range(0, 64));
   app.add_option("--draft-p-min", o.draft_p_min, "a draft model stops drafting at a token it gives less probability than this")

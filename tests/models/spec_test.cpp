@@ -284,16 +284,20 @@ TEST_CASE("spec: an n-gram tree holds the continuations of several matches, merg
   CHECK(one.tokens == plain.tokens);
 }
 
-TEST_CASE("spec: a draft model's tree holds the most probable paths of its likeliest tokens, and its chain stops at --draft-p-min") {
+TEST_CASE("spec: a draft model's tree drafts the paths likeliest to be kept by its ranks' measured rates, learns them, and stops its chain at --draft-p-min") {
   SynthConfig c = synth_preset("tiny");
   std::string path = synthetic(c, "spec-tree-tiny.gguf");
   ModelWeights model = load_model_weights(path);
-  const EngineOptions eo{.context = 64, .page_size = 4};
+  const int vocab = int(model.hparams.n_vocab), max = 6, branches = 3;
+  const EngineOptions eo{.context = 96, .page_size = 4};
   SamplerParams sp{.temperature = 0};
-  ModelDrafter drafter(model, int(model.hparams.n_vocab), Device::cpu(), eo, sp, ModelDrafterOptions{.branches = 3});
+  ModelDrafter drafter(model, vocab, Device::cpu(), eo, sp, ModelDrafterOptions{.branches = branches});
   CHECK(drafter.name() == "draft model tree");
-  std::vector<int> text = repetitive_prompt(int(model.hparams.n_vocab));
-  const int max = 6, branches = 3;
+  std::vector<double> rates = drafter.rank_rates();  // the prior
+  REQUIRE(rates.size() == size_t(branches) + 1);
+  CHECK(rates[0] > rates[1]);
+  CHECK(rates[1] > rates[2]);
+  std::vector<int> text = repetitive_prompt(vocab);
   Draft d;
   drafter.draft(text, max, d);
   REQUIRE(d.is_tree());
@@ -309,50 +313,76 @@ TEST_CASE("spec: a draft model's tree holds the most probable paths of its likel
     p.push_back(d.tokens[i]);
     drafted_paths.push_back(p);
   }
-  // The reference: the same model run along its likeliest chain, each position's 3 likeliest
-  // tokens a candidate, ranked by the product of probabilities from the text to them.
+  // The reference: the same model run along its likeliest chain; each position's 3 likeliest
+  // tokens a candidate, its chance the product of its path's ranks' rates; the 6 likeliest.
   Engine reference(model, Device::cpu(), eo);
   Sampler softmax(SamplerParams{.temperature = 1});
   std::vector<float> p;
-  std::vector<std::pair<double, std::vector<int>>> candidates;
-  std::vector<int> chain;
-  double chain_probability = 1;
-  std::span<const float> logits = reference.forward(text, 0);
-  for (int depth = 0; depth < max; ++depth) {
+  auto ranking = [&](std::span<const float> logits) {
     softmax.compute_probabilities(logits, p);
     std::vector<int> order(p.size());
     for (size_t t = 0; t < order.size(); ++t) order[t] = int(t);
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return p[size_t(a)] > p[size_t(b)]; });
+    return order;
+  };
+  std::vector<std::pair<double, std::vector<int>>> candidates;
+  std::vector<int> chain;
+  double chain_chance = 1;
+  std::span<const float> logits = reference.forward(text, 0);
+  const std::vector<int> first_ranking = ranking(logits);
+  for (int depth = 0; depth < max; ++depth) {
+    const std::vector<int> order = ranking(logits);
     for (int r = 0; r < branches; ++r) {
-      std::vector<int> path = chain;
-      path.push_back(order[size_t(r)]);
-      candidates.emplace_back(chain_probability * p[size_t(order[size_t(r)])], path);
+      std::vector<int> candidate = chain;
+      candidate.push_back(order[size_t(r)]);
+      candidates.emplace_back(chain_chance * rates[size_t(r)], candidate);
     }
     chain.push_back(order[0]);
-    chain_probability *= p[size_t(order[0])];
+    chain_chance *= rates[0];
     int one[1] = {order[0]};
     logits = reference.forward(one, int(text.size()) + depth);
   }
   std::stable_sort(candidates.begin(), candidates.end(), [](const auto &a, const auto &b) { return a.first > b.first; });
+  REQUIRE(candidates[size_t(max) - 1].first > candidates[size_t(max)].first * 1.001);  // no tie at the cut
   std::vector<std::vector<int>> want;
   for (int i = 0; i < max; ++i) want.push_back(candidates[size_t(i)].second);
   std::sort(want.begin(), want.end());
   std::sort(drafted_paths.begin(), drafted_paths.end());
   CHECK(drafted_paths == want);
-  CHECK(std::count(d.parents.begin(), d.parents.end(), -1) >= 2);  // a runner-up of the first position made the cut
+  CHECK(d.tokens[0] == chain[0]);
+
+  // The target takes the draft's second choice every time: that rank's rate passes the first's,
+  // and the tree's likeliest node is the second choice at the text's end.
+  std::vector<int> order = first_ranking;
+  logits = reference.forward(text, 0);
+  for (int step = 0; step < 40; ++step) {
+    text.push_back(order[1]);
+    drafter.draft(text, max, d);
+    int one[1] = {order[1]};
+    logits = reference.forward(one, int(text.size()) - 1);
+    order = ranking(logits);
+  }
+  rates = drafter.rank_rates();
+  CHECK(rates[1] > 0.5);
+  CHECK(rates[1] > rates[0]);
+  drafter.draft(text, max, d);
+  REQUIRE(!d.tokens.empty());
+  CHECK(d.tokens[0] == order[1]);
+  CHECK(std::count(d.parents.begin(), d.parents.end(), -1) >= 2);
 
   // A chain that may not go on past a position offers that position's likeliest tokens alone.
-  ModelDrafter unsure(model, int(model.hparams.n_vocab), Device::cpu(), eo, sp, ModelDrafterOptions{.p_min = 1.0f, .branches = 3});
+  text = repetitive_prompt(vocab);
+  ModelDrafter unsure(model, vocab, Device::cpu(), eo, sp, ModelDrafterOptions{.p_min = 1.0f, .branches = branches});
   unsure.draft(text, max, d);
   REQUIRE(d.tokens.size() == size_t(branches));
   CHECK(d.parents == std::vector<int>(size_t(branches), -1));
   CHECK(d.tokens[0] == chain[0]);
   // One branch a position is the chain drafter's own greedy chain.
-  ModelDrafter one_branch(model, int(model.hparams.n_vocab), Device::cpu(), eo, sp);
+  ModelDrafter one_branch(model, vocab, Device::cpu(), eo, sp);
   one_branch.draft(text, max, d);
   CHECK(!d.is_tree());
   CHECK(d.tokens == chain);
-  std::string error = kdsl_test::error_text([&] { ModelDrafter(model, int(model.hparams.n_vocab), Device::cpu(), eo, sp, ModelDrafterOptions{.branches = 0}); });
+  std::string error = kdsl_test::error_text([&] { ModelDrafter(model, vocab, Device::cpu(), eo, sp, ModelDrafterOptions{.branches = 0}); });
   CHECK(error.find("--draft-branches 0: expected 1") != std::string::npos);
 }
 
