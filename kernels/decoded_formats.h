@@ -38,6 +38,18 @@ Block<i32, R, 2, 8> fifth_bits(const Block<u8, R, 2, 1> &qh_bytes) {
   return ((cast<i32>(qh_bytes) >> qh_bit_of_lane()) & 1) << 4;
 }
 
+// The same bits as bytes, each half's 16 lanes in a row [1, R, 16], for the integer dot: each
+// qh byte spread over its 8 lanes and tested against the lane's own bit, a constant mask.
+// Shifted instead by each lane's own amount, bytes have no instruction for it on x86 and LLVM
+// did it a lane at a time; on i32 lanes (fifth_bits) and narrowed, it took four times the
+// instructions (bench/RESULTS.md, 2026-12-05, "Q5_0 and Q5_1's fifth bits as bytes").
+template <int R>
+Block<u8, 1, R, 16> fifth_bit_bytes(const Block<u8, R, 2, 1> &qh_bytes) {
+  auto spread = reshape<1, R, 16>(broadcast_to<R, 2, 8>(qh_bytes));
+  auto lane_bit = reshape<1, 1, 16>(cast<u8>(full<i32, 16>(1) << (arange<16>() & 7)));
+  return minimum(spread & lane_bit, 1) << 4;
+}
+
 // The f16 at byte `offset` of each block, as f32 [R, 1, 1].
 template <class Layout, int R>
 Block<f32, R, 1, 1> block_half(Ptr<const u8> wq, const Block<i64, R, 1> &block, size_t offset) {

@@ -15,8 +15,7 @@ namespace kdsl::kernels {
 // activations in one vpdpbusd (or vpmaddubsw) each, and the offset comes off once per block:
 //   x . w = d_x * (d * (q . x) + c * (sum of x)),   c = m (Q4_1, Q5_1) or -16 * d (Q5_0)
 // Elements 0..15 are the low nibbles of qs, 16..31 the high ones; element i's fifth bit is bit
-// i of qh, spread to the lanes on i32 lanes as the f32 path does (decoded_formats.h: a shift
-// by each lane's own amount), then narrowed to bytes. block_dot's arguments are
+// i of qh, tested on byte lanes (decoded_formats.h, fifth_bit_bytes). block_dot's arguments are
 // matvec_int8_sums.h's (kquant_int_dot.h describes them); it returns BlockSums with the 4
 // lanes of dot4 over 16 quants.
 template <class L, bool kHasMin, bool kHasHighBit>
@@ -34,7 +33,7 @@ struct HalfPartIntDot {
       if constexpr (kHasHighBit) {
         auto pair = wide(reshape<1, 2, 1>(arange<2>()));
         auto qh = load(wq + (reshape<BN, 1, 1>(base) + (int(offsetof(Layout, qh)) + 2 * h) + pair));  // [BN, 2, 1]: qh bytes 2h, 2h + 1
-        return nibbles | reshape<1, BN, 16>(cast<u8>(detail::fifth_bits(qh)));
+        return nibbles | detail::fifth_bit_bytes(qh);
       } else {
         return nibbles;
       }

@@ -1,4 +1,4 @@
-// lane_rows_test.cpp - blocks of a few rows of lanes ([R, 2..16], f32 and i32) on the host: per-row and per-lane broadcasts, loop-carried updates, the sum of each row, and the storage plan's integer lanes
+// lane_rows_test.cpp - blocks of a few rows of lanes ([R, 2..16] f32 and i32, [R, 8..32] bytes) on the host: per-row and per-lane broadcasts, loop-carried updates, the sum of each row, and the storage plan's integer lanes
 #include <doctest/doctest.h>
 #include <kdsl/kdsl.h>
 
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "codegen/host/storage_plan.h"
+#include "tests/codegen/host_assembly.h"
 #include "tests/test_util.h"
 #include "tests/traced.h"
 
@@ -183,4 +184,70 @@ TEST_CASE("lane rows: shifts by each lane's own amount, masks, xor and or on int
   lane_rows_test::check_bit_lanes<8, 8>(rng, 3);
   lane_rows_test::check_bit_lanes<3, 16>(rng, 2);  // one row a vector group, a ragged row count
   lane_rows_test::check_bit_lanes<4, 4>(rng, 5);
+}
+
+namespace lane_rows_test {
+
+// Byte lanes, as Q5_0's integer dot builds its quants (kernels/decoded_int_dot.h): a row of
+// 16 nibbles [N, 16] from qs, each with a fifth bit from qh's two bytes for its half [N, 2, 1],
+// spread on i32 lanes [N, 2, 8], narrowed to bytes and reshaped to the row of 16; the high
+// nibbles with qh's next two bytes. Signed bytes too: i32 narrowed to i8 (wrapping), shifted
+// arithmetically, xor-ed with the unsigned quants, widened back with their sign.
+template <int N>
+void byte_lanes_kernel(Ptr<const u8> qs, Ptr<const u8> qh, Ptr<const i32> words, Ptr<u8> low_out, Ptr<u8> high_out, Ptr<i32> signed_out) {
+  auto rows = expand_dims<1>(arange<N>());      // [N, 1]
+  auto sixteen = expand_dims<0>(arange<16>());  // [1, 16]
+  auto at = rows * 16 + sixteen;
+  auto q = load(qs + at);  // [N, 16]
+  auto lane = reshape<1, 1, 8>(arange<8>());
+  auto pair = reshape<1, 2, 1>(arange<2>());
+  auto row_bytes = reshape<N, 1, 1>(arange<N>()) * 4;
+  auto fifth = [&](int half) {  // [N, 16] bytes: bit i of the half's qh bytes as 16 or 0
+    auto h = load(qh + (row_bytes + (2 * half) + pair));  // [N, 2, 1]
+    return reshape<N, 16>(cast<u8>(((cast<i32>(h) >> lane) & 1) << 4));
+  };
+  store(low_out + at, (q & 15) | fifth(0));
+  store(high_out + at, (q >> 4) | fifth(1));
+  auto narrowed = cast<i8>(load(words + at));
+  auto mixed = (narrowed >> 2) ^ cast<i8>(q);
+  store(signed_out + at, cast<i32>(mixed) + cast<i32>(narrowed));
+}
+
+template <int N>
+void check_byte_lanes(std::mt19937 &rng) {
+  CAPTURE(N);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_int_distribution<int32_t> any(std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
+  std::vector<uint8_t> qs(size_t(N * 16)), qh(size_t(N * 4)), low(size_t(N * 16), 0xee), high(size_t(N * 16), 0xee);
+  std::vector<int32_t> words(size_t(N * 16)), mixed(size_t(N * 16), -1);
+  for (uint8_t &v : qs) v = uint8_t(byte(rng));
+  for (uint8_t &v : qh) v = uint8_t(byte(rng));
+  for (int32_t &v : words) v = any(rng);
+  compile<byte_lanes_kernel<N>>(kdsl_test::cpu())(grid(1), qs.data(), qh.data(), words.data(), low.data(), high.data(), mixed.data());
+  int bad = 0;
+  for (int n = 0; n < N; ++n)
+    for (int i = 0; i < 16; ++i) {
+      const size_t at = size_t(n * 16 + i);
+      auto fifth = [&](int half) { return ((qh[size_t(n * 4 + 2 * half + i / 8)] >> (i % 8)) & 1) << 4; };
+      const int want_low = (qs[at] & 15) | fifth(0), want_high = (qs[at] >> 4) | fifth(1);
+      const int8_t narrowed = int8_t(uint8_t(uint32_t(words[at])));
+      const int want_mixed = int8_t(int8_t(narrowed >> 2) ^ int8_t(qs[at])) + narrowed;
+      if ((low[at] != want_low || high[at] != want_high || mixed[at] != want_mixed) && bad++ < 5)
+        FAIL_CHECK("[", n, ", ", i, "]: got ", int(low[at]), " ", int(high[at]), " ", mixed[at], ", want ", want_low, " ", want_high, " ", want_mixed);
+    }
+  CHECK(bad == 0);
+}
+
+}  // namespace lane_rows_test
+
+TEST_CASE("lane rows: byte lanes (a quant block's nibbles and fifth bits, signed bytes) as vectors, against a scalar reference") {
+  KDSL_TEST_RNG(rng);
+  lane_rows_test::check_byte_lanes<8>(rng);  // groups of two rows of 16, each from four rows of the [N, 2, 8] fifth bits
+  lane_rows_test::check_byte_lanes<3>(rng);  // a ragged row count: one row a group
+  lane_rows_test::check_byte_lanes<1>(rng);
+  // Vectors, not bytes inserted one at a time: element by element, LLVM rebuilt each row from
+  // scalar shifts and byte inserts.
+  const std::string assembly = kdsl_test::host_assembly(kdsl_test::traced<lane_rows_test::byte_lanes_kernel<8>>(), "byte_lanes");
+  CHECK(assembly.find("pinsrb") == std::string::npos);
+  CHECK(assembly.find("pextrb") == std::string::npos);
 }

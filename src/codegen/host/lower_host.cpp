@@ -5,6 +5,7 @@
 #include <memory>
 
 #include <fmt/format.h>
+#include <llvm/Analysis/VectorUtils.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsX86.h>
@@ -473,7 +474,7 @@ class HostLowering {
   void materialize(ir::ValueId v, llvm::AllocaInst *into) {
     const ir::Type &t = fn_.type(v);
     if (copy_rows_of_load(v, into)) return;
-    if (unsigned lanes = lane_count(t)) {
+    if (unsigned lanes = lanes_for(v)) {
       store_lane_groups(t, into, lanes, [&](const Index &base, unsigned rows) { return lane_group(v, base, rows, lanes); });
       return;
     }
@@ -576,9 +577,12 @@ class HostLowering {
   template <class F>
   void store_lane_groups(const ir::Type &t, llvm::AllocaInst *into, unsigned lanes, F &&group_value) {
     const int rank = t.shape.rank;
+    // Elements a group: one ymm of 32-bit lanes; a row of bytes, or two of 8 (rows of bytes put
+    // together into a ymm took more than the wider vectors saved).
+    const unsigned group = dtype_bytes(t.elem) == 1 ? 16 : 8;
     unsigned rows = 1;
     if (rank >= 2)
-      for (unsigned r = std::max(1u, 8 / lanes); r > 1 && rows == 1; r /= 2)
+      for (unsigned r = std::max(1u, group / lanes); r > 1 && rows == 1; r /= 2)
         if (t.shape[rank - 2] % r == 0) rows = r;
     ir::Shape groups = t.shape;
     groups.rank -= 1;
@@ -588,6 +592,46 @@ class HostLowering {
       if (rank >= 2) base.back() = b_.CreateMul(base.back(), b_.getInt64(rows));
       b_.CreateAlignedStore(group_value(base, rows), array_element_ptr(into, t, lane_index(base, 0, b_.getInt64(0), b_)), llvm::Align(4));
     });
+  }
+
+  // Whether v is computed in rows of lanes, and how many: lane_count, but bytes only where
+  // what v is computed from puts lanes together from other shapes (a reshape, a broadcast
+  // along the lanes, a cast from wider lanes: Q5_0's fifth bits). Element by element, LLVM
+  // built those a byte at a time; but plain masks and shifts of loaded bytes (Q4_K's and
+  // Q6_K's quants) it vectorizes across rows as wide as the CPU's, and rows of 16 bytes made
+  // those kernels 5-10% slower (bench/RESULTS.md, 2026-12-05, "fifth bits as bytes").
+  unsigned lanes_for(ir::ValueId v) {
+    const ir::Type &t = fn_.type(v);
+    const unsigned lanes = lane_count(t);
+    return lanes && dtype_bytes(t.elem) == 1 && !regroups_lanes(v, true) ? 0 : lanes;
+  }
+  bool regroups_lanes(ir::ValueId v, bool root) {
+    if (state_[size_t(v)].array || (!root && plan_.storage[size_t(v)] != Storage::Fused)) return false;
+    const ir::Op *def = plan_.def[size_t(v)];
+    if (!def) return false;
+    if (!root) {  // a fused value's answer does not change: each is found once, however often it is shared
+      if (regroups_.size() < fn_.values.size()) regroups_.resize(fn_.values.size(), -1);
+      if (regroups_[size_t(v)] >= 0) return regroups_[size_t(v)];
+      return regroups_[size_t(v)] = int8_t(regroups_lanes_of(*def, v));
+    }
+    return regroups_lanes_of(*def, v);
+  }
+  bool regroups_lanes_of(const ir::Op &def, ir::ValueId v) {
+    const ir::Type &t = fn_.type(v);
+    switch (def.kind) {
+      case OpKind::Reshape: return true;
+      case OpKind::Cast: return dtype_bytes(fn_.type(def.operands[0]).elem) != dtype_bytes(t.elem);
+      case OpKind::Broadcast: {
+        const ir::Type &in = fn_.type(def.operands[0]);
+        if (in.shape.rank == t.shape.rank && in.shape[in.shape.rank - 1] == 1 && t.shape[t.shape.rank - 1] > 1) return true;
+        break;
+      }
+      default:
+        if (!ir::is_elementwise(def.kind) && !ir::is_view(def.kind)) return false;
+    }
+    for (ir::ValueId operand : def.operands)
+      if (!fn_.type(operand).is_ptr && regroups_lanes(operand, false)) return true;
+    return false;
   }
 
   // Rows base .. base + rows - 1 of v, lanes and all, as one vector.
@@ -654,7 +698,7 @@ class HostLowering {
         mapped.erase(mapped.begin() + axis);
         return lane_group(op.operands[0], mapped, rows, lanes);
       }
-      case OpKind::Add: case OpKind::Sub: case OpKind::Mul:
+      case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Min: case OpKind::Max:
       case OpKind::And: case OpKind::Or: case OpKind::Xor: case OpKind::Shl: case OpKind::Shr:
         // The shared element semantics, on vectors: for f32 and i32 these are the plain IR ops
         // (the bitwise ones on i32 only). A shift by a different amount a lane (Q5_0's fifth
@@ -664,12 +708,60 @@ class HostLowering {
         return el_.elementwise(op, fn_, [&](size_t i) { return lane_group(op.operands[i], base, rows, lanes); });
       case OpKind::Cast: {
         const ir::Type &from = fn_.type(op.operands[0]);
-        if (t.elem != DType::F32 || from.elem != DType::I32 || from.is_ptr) break;
-        return b_.CreateSIToFP(lane_group(op.operands[0], base, rows, lanes), group_type(DType::F32, rows, lanes));
+        if (from.is_ptr) break;
+        if (t.elem == DType::F32 && from.elem == DType::I32)
+          return b_.CreateSIToFP(lane_group(op.operands[0], base, rows, lanes), group_type(DType::F32, rows, lanes));
+        // Between i32 and byte lanes (Q5_0's fifth bits, spread on i32 lanes, narrowed to
+        // bytes): one truncation or extension of the group.
+        auto integer_lanes = [](DType d) { return d == DType::I32 || d == DType::U8 || d == DType::I8; };
+        if (integer_lanes(t.elem) && integer_lanes(from.elem))
+          return b_.CreateIntCast(lane_group(op.operands[0], base, rows, lanes), group_type(t.elem, rows, lanes), !is_unsigned(from.elem));
+        break;
+      }
+      case OpKind::Reshape:
+        if (llvm::Value *group = reshaped_lane_group(op, base, rows, lanes)) return group;
+        break;
+      case OpKind::Load: {
+        // Unmasked, consecutive along the last axis: a vector load a row, where element by
+        // element each byte was a load and an insert.
+        if (op.operands.size() != 1 || checks_ || storage_type(t.elem) != compute_type(t.elem) || last_axis_stride(op.operands[0]) != 1) break;
+        std::vector<llvm::Value *> row_values;
+        for (unsigned r = 0; r < rows; ++r)
+          row_values.push_back(b_.CreateAlignedLoad(group_type(t.elem, 1, lanes), element(op.operands[0], lane_index(base, r, b_.getInt64(0), b_)),
+                                                    llvm::Align(uint64_t(dtype_bytes(t.elem)))));
+        return rows == 1 ? row_values[0] : llvm::concatenateVectors(b_, row_values);
       }
       default: break;
     }
     return group_of_elements(t.elem, rows, lanes, base, [&](const Index &idx) { return compute(op, idx); });
+  }
+
+  // The group of a reshape's result at `base` (rows x lanes, row-major as the reshape keeps
+  // its operand) from whole rows of its operand, where the operand is in lanes that divide
+  // ours: Q5_0's fifth bits, [BN, 2, 8] bytes, become each block's row of 16. The group's
+  // first element is a multiple of rows * lanes, so it starts at an operand row that is a
+  // multiple of the rows it needs; those come a run of the operand's row axis at a time.
+  // nullptr where the shapes do not allow it.
+  llvm::Value *reshaped_lane_group(const ir::Op &op, const Index &base, unsigned rows, unsigned lanes) {
+    const ir::Type &t = fn_.type(op.results[0]), &in = fn_.type(op.operands[0]);
+    const unsigned in_lanes = lane_count(in);
+    if (!in_lanes || in.elem != t.elem || lanes % in_lanes) return nullptr;
+    const int in_rank = in.shape.rank;
+    const int64_t needed = int64_t(rows) * (lanes / in_lanes), run = in_rank >= 2 ? in.shape[in_rank - 2] : 1;
+    const int64_t chunk = std::min(needed, run);
+    if (std::max(needed, run) % chunk) return nullptr;
+    llvm::Value *first_row = b_.CreateUDiv(linear(lane_index(base, 0, b_.getInt64(0), b_), t.shape), b_.getInt64(in_lanes));
+    std::vector<llvm::Value *> parts;
+    for (int64_t k = 0; k < needed; k += chunk) {
+      llvm::Value *row = b_.CreateAdd(first_row, b_.getInt64(k));
+      Index at(size_t(std::max(0, in_rank - 1)));
+      for (int d = in_rank - 2; d >= 0; --d) {
+        at[size_t(d)] = b_.CreateURem(row, b_.getInt64(in.shape[d]));
+        row = b_.CreateUDiv(row, b_.getInt64(in.shape[d]));
+      }
+      parts.push_back(lane_group(op.operands[0], at, unsigned(chunk), in_lanes));
+    }
+    return parts.size() == 1 ? parts[0] : llvm::concatenateVectors(b_, parts);
   }
 
   void emit_op(const ir::Op &op) {
@@ -713,7 +805,7 @@ class HostLowering {
           state_[size_t(v)].array = a;
           return;
         }
-        const unsigned lanes = lane_count(t);
+        const unsigned lanes = lanes_for(v);
         if (lanes && plan_.reductions_in_loop[size_t(v)].empty()) {
           store_lane_groups(t, a, lanes, [&](const Index &base, unsigned rows) { return lane_group_of(op, base, rows, lanes); });
           state_[size_t(v)].array = a;
@@ -768,6 +860,7 @@ class HostLowering {
     llvm::AllocaInst *old_scalar = atomic && !old ? alloca_slot(compute_type(pt.elem), "atomic.old") : nullptr;
     if (!atomic && !checks_ && pt.shape.rank > 0 && pt.shape[pt.shape.rank - 1] >= kWholeRowStore && (masked || row_vector_store_applies(op)))
       return emit_store_by_rows(op);
+    if (!atomic && !masked && store_lane_rows(op)) return;
     loop_nest(pt.shape, [&](const Index &idx) {
       llvm::Value *old_slot = !atomic ? nullptr : old ? array_element_ptr(old, fn_.type(op.results[0]), idx) : old_scalar;
       auto body = [&] {
@@ -791,6 +884,24 @@ class HostLowering {
     });
     if (old) state_[size_t(op.results[0])].array = old;
     if (old_scalar) state_[size_t(op.results[0])].scalar = b_.CreateLoad(compute_type(pt.elem), old_scalar);
+  }
+
+  // An unmasked store of a value in rows of lanes (lane_count) that is computed where it is
+  // stored, to addresses consecutive along the last axis: each row's lanes computed as one
+  // vector (lane_group) and stored as one. False (nothing emitted) where it does not apply.
+  bool store_lane_rows(const ir::Op &op) {
+    const ir::Type &pt = fn_.type(op.operands[0]), &vt = fn_.type(op.operands[1]);
+    const unsigned lanes = lanes_for(op.operands[1]);
+    if (op.kind != OpKind::Store || op.operands.size() != 2 || checks_ || !lanes || state_[size_t(op.operands[1])].array || vt.elem != pt.elem ||
+        !(vt.shape == pt.shape) || storage_type(pt.elem) != compute_type(pt.elem) || last_axis_stride(op.operands[0]) != 1)
+      return false;
+    ir::Shape rows = pt.shape;
+    rows.rank -= 1;
+    loop_nest(rows, [&](const Index &row) {
+      llvm::Value *first = element(op.operands[0], lane_index(row, 0, b_.getInt64(0), b_));
+      b_.CreateAlignedStore(lane_group(op.operands[1], row, 1, lanes), first, llvm::Align(uint64_t(dtype_bytes(pt.elem))));
+    });
+    return true;
   }
 
   // An inclusive scan: along the axis, for each position of the other axes, a running
@@ -1575,6 +1686,7 @@ class HostLowering {
   StoragePlan plan_;
   ir::ValueRanges ranges_;  // dot4 operands' bounds: which of them read as u8 and s8 alike
   std::vector<ValueState> state_;
+  std::vector<int8_t> regroups_;  // regroups_lanes of fused values, -1 not yet known
   llvm::Instruction *allocas_ = nullptr;
   int64_t loops_emitted_ = 0;  // loop() calls so far: a loop whose body added none is innermost
   std::array<llvm::Value *, 3> pid_{}, grid_{};

@@ -220,9 +220,12 @@ class Planner {
 }  // namespace
 
 unsigned lane_count(const ir::Type &t) {
-  if (t.is_ptr || t.shape.rank < 1 || (t.elem != DType::F32 && t.elem != DType::I32)) return 0;
+  if (t.is_ptr || t.shape.rank < 1) return 0;
   const int64_t lanes = t.shape[t.shape.rank - 1];
-  return lanes >= 2 && lanes <= 16 && (lanes & (lanes - 1)) == 0 ? unsigned(lanes) : 0;
+  if ((lanes & (lanes - 1)) != 0) return 0;
+  if (t.elem == DType::F32 || t.elem == DType::I32) return lanes >= 2 && lanes <= 16 ? unsigned(lanes) : 0;
+  if (t.elem == DType::U8 || t.elem == DType::I8) return lanes >= 8 && lanes <= 32 ? unsigned(lanes) : 0;
+  return 0;
 }
 
 StoragePlan plan_storage(const ir::Function &fn) { return Planner(fn).run(); }

@@ -27,7 +27,8 @@ struct StoragePlan {
 };
 
 // The lanes of a block in rows of lanes: an f32 or i32 value whose last axis is short (2 to
-// 16, a power of two), as dot4's [.., 4] sums and a kernel's lane accumulators are; 0 for any
+// 16, a power of two), as dot4's [.., 4] sums and a kernel's lane accumulators are, or a byte
+// value whose last axis is 8 to 32 (a power of two), as a quant block's nibbles are; 0 for any
 // other. The host lowering computes such values a row vector at a time (lower_host.cpp).
 unsigned lane_count(const ir::Type &t);
 
