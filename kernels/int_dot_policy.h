@@ -5,6 +5,7 @@
 
 #include <kdsl/device.h>
 
+#include "kernels/block32_int_tiles.h"
 #include "kernels/decoded_int_dot.h"
 #include "kernels/kquant_int_dot.h"
 #include "kernels/matvec_int8.h"
@@ -49,6 +50,8 @@ struct int_dot_policy<Q4_0Format> {
   static constexpr const char *name = "q4_0";
   static constexpr int few_rows_launch = 16;
   static constexpr int default_rows = kEveryRow;
+  using tiles = Q4_0Tiles;
+  static constexpr bool tiles_need_vnni = true;
 };
 template <>
 struct int_dot_policy<IQ4_NLFormat> {
@@ -108,8 +111,8 @@ struct int_dot_policy<Q5_1Format> {
 // quants, the host's register tiles of vpmaddubsw or vpdpbusd) rather than its dot4
 // programs: Q4_K, Q5_K and Q6_K, whose tiles beat the f32 tiles on a CPU without VNNI too
 // (bench/RESULTS.md, 2026-12-05, "byte dots as register tiles" and "sub-blocks scaled where
-// the products widen"). A tiles policy is the format's integer-dot policy where that has a
-// tile_dot, or one of its own.
+// the products widen"), and Q4_0 on a CPU with VNNI (takes_prefill_tiles below). A tiles
+// policy is the format's integer-dot policy where that has a tile_dot, or one of its own.
 template <class F>
 inline constexpr bool has_prefill_tiles = requires { typename int_dot_policy<F>::tiles; };
 
@@ -117,6 +120,16 @@ inline constexpr bool has_prefill_tiles = requires { typename int_dot_policy<F>:
 // AVX512-VNNI with VL), as src/codegen/host/int_dot.cpp chooses it.
 inline bool has_vnni(const Device &cpu) {
   return cpu.has_cpu_feature("avxvnni") || (cpu.has_cpu_feature("avx512vnni") && cpu.has_cpu_feature("avx512vl"));
+}
+
+// Whether format F's products of more than a few rows take its tiles on `cpu`: where it has
+// them, and, where its policy says its tiles need VNNI (Q4_0, block32_int_tiles.h), on a CPU
+// with it.
+template <class F>
+bool takes_prefill_tiles(const Device &cpu) {
+  if constexpr (!has_prefill_tiles<F>) return false;
+  else if constexpr (requires { int_dot_policy<F>::tiles_need_vnni; }) return !int_dot_policy<F>::tiles_need_vnni || has_vnni(cpu);
+  else return true;
 }
 
 // Without VNNI, dot4 takes two or more instructions a vector (vpmaddubsw and vpmaddwd where
@@ -134,7 +147,7 @@ int default_int_dot_rows(const Device &cpu) {
   if constexpr (std::is_void_v<typename Policy::type>) {
     return 0;
   } else {
-    return has_vnni(cpu) || has_prefill_tiles<F> ? Policy::default_rows : std::min(Policy::default_rows, kIntDotRowsWithoutVnni);
+    return has_vnni(cpu) || takes_prefill_tiles<F>(cpu) ? Policy::default_rows : std::min(Policy::default_rows, kIntDotRowsWithoutVnni);
   }
 }
 

@@ -1,0 +1,34 @@
+// block32_int_tiles.h - prefill tiles of Q4_0 weights as byte dots: x's 8-bit quants of a 32-value block by the block's nibbles of BN weight rows, the offset through x's block sums
+#pragma once
+#include <cstddef>
+
+#include "kernels/quant_formats.h"
+
+namespace kdsl::kernels {
+
+// The tiles policy (int_dot_policy.h's `tiles`, matmul_int_tiles.h) of Q4_0: x arrives
+// quantized as Q8_1 (quantize_activations_sums<32, 32>: int8 quants, a scale d_x and the
+// quants' sum each block), and one block's contribution to the [BM, BN] tile is
+//   d_x * d * (x . q  -  8 * (sum of x))
+// with q the nibbles (0..15: elements 0..15 the low ones, 16..31 the high ones). x . q is two
+// byte dots of x's [BM, 16] halves by the transposed [BN, 16] nibbles, chained into one
+// accumulator (exact in i32: |x . q| <= 32 * 15 * 127), the host's register tiles of
+// vpdpbusd (src/codegen/host/int_dot_tile.h). Taken on CPUs with VNNI (int_dot_policy.h:
+// tiles_need_vnni), where Q4_0's 2-row dot4 programs read each weight block once for two
+// rows of x only.
+struct Q4_0Tiles {
+  using Layout = formats::BlockQ4_0;
+  static constexpr int kBlockElements = 32, kSumGroup = 32, kBlockBytes = int(sizeof(Layout));
+
+  template <int BM, int BN, class XP, class SP, class DP>
+  static Block<f32, BM, BN> tile_dot(Ptr<const u8> wq, const Block<i64, BN> &block, const XP &x, const SP &xs, const DP &xd) {
+    auto r16 = row(wide(arange<16>()));                                                     // [1, 16]
+    auto qs = load(wq + (col(block) * kBlockBytes + int(offsetof(Layout, qs)) + r16));       // [BN, 16]
+    auto low = dot(load(x + r16), trans(cast<i8>(qs & 15)));                                // [BM, BN]
+    auto sums = dot(load(x + (r16 + 16)), trans(cast<i8>(qs >> 4)), low);                  // exact
+    auto d = row(cast<f32>(load(reinterpret<f16>(wq) + (block * (kBlockBytes / 2) + int(offsetof(Layout, d) / 2)))));  // [1, BN]
+    return (cast<f32>(sums) - cast<f32>(load(xs)) * 8.0f) * d * load(xd);
+  }
+};
+
+}  // namespace kdsl::kernels
