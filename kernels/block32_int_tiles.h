@@ -1,4 +1,4 @@
-// block32_int_tiles.h - prefill tiles of Q4_0 weights as byte dots: x's 8-bit quants of a 32-value block by the block's nibbles of BN weight rows, the offset through x's block sums
+// block32_int_tiles.h - prefill tiles of Q4_0 and Q8_0 weights as byte dots: x's 8-bit quants of a 32-value block by the block's quants of BN weight rows
 #pragma once
 #include <cstddef>
 
@@ -28,6 +28,25 @@ struct Q4_0Tiles {
     auto sums = dot(load(x + (r16 + 16)), trans(cast<i8>(qs >> 4)), low);                  // exact
     auto d = row(cast<f32>(load(reinterpret<f16>(wq) + (block * (kBlockBytes / 2) + int(offsetof(Layout, d) / 2)))));  // [1, BN]
     return (cast<f32>(sums) - cast<f32>(load(xs)) * 8.0f) * d * load(xd);
+  }
+};
+
+// Q8_0's: one block's contribution is d_x * d * (x . q), q the block's int8 quants: one byte
+// dot of x's [BM, 32] by the transposed [BN, 32] quants. Both are s8, which vpdpbusd does not
+// take as they are: the host's tiles add 128 to the weights' bytes (u8) and take 128 times
+// x's sum off after (src/codegen/host/int_dot_tile.h, flip_b). x's block sums are made
+// (kSumGroup 32, as matmul_int_tiles.h reads a sum group) but not read. On CPUs with VNNI only.
+struct Q8_0Tiles {
+  using Layout = formats::BlockQ8_0;
+  static constexpr int kBlockElements = 32, kSumGroup = 32, kBlockBytes = int(sizeof(Layout));
+
+  template <int BM, int BN, class XP, class SP, class DP>
+  static Block<f32, BM, BN> tile_dot(Ptr<const u8> wq, const Block<i64, BN> &block, const XP &x, const SP &, const DP &xd) {
+    auto r32 = row(wide(arange<32>()));                                                                    // [1, 32]
+    auto q = load(reinterpret<i8>(wq) + (col(block) * kBlockBytes + int(offsetof(Layout, qs)) + r32));       // [BN, 32]
+    auto sums = dot(load(x + r32), trans(q));                                                              // [BM, BN], exact
+    auto d = row(cast<f32>(load(reinterpret<f16>(wq) + (block * (kBlockBytes / 2) + int(offsetof(Layout, d) / 2)))));  // [1, BN]
+    return cast<f32>(sums) * d * load(xd);
   }
 };
 

@@ -43,6 +43,8 @@ struct int_dot_policy<Q8_0Format> {
   static constexpr const char *name = "q8_0";
   static constexpr int few_rows_launch = 16;
   static constexpr int default_rows = kEveryRow;
+  using tiles = Q8_0Tiles;
+  static constexpr bool tiles_need_vnni = true;
 };
 template <>
 struct int_dot_policy<Q4_0Format> {
@@ -111,7 +113,7 @@ struct int_dot_policy<Q5_1Format> {
 // quants, the host's register tiles of vpmaddubsw or vpdpbusd) rather than its dot4
 // programs: Q4_K, Q5_K and Q6_K, whose tiles beat the f32 tiles on a CPU without VNNI too
 // (bench/RESULTS.md, 2026-12-05, "byte dots as register tiles" and "sub-blocks scaled where
-// the products widen"), and Q4_0 on a CPU with VNNI (takes_prefill_tiles below). A tiles
+// the products widen"), and Q4_0 and Q8_0 on a CPU with VNNI (takes_prefill_tiles below). A tiles
 // policy is the format's integer-dot policy where that has a tile_dot, or one of its own.
 template <class F>
 inline constexpr bool has_prefill_tiles = requires { typename int_dot_policy<F>::tiles; };
@@ -123,7 +125,7 @@ inline bool has_vnni(const Device &cpu) {
 }
 
 // Whether format F's products of more than a few rows take its tiles on `cpu`: where it has
-// them, and, where its policy says its tiles need VNNI (Q4_0, block32_int_tiles.h), on a CPU
+// them, and, where its policy says its tiles need VNNI (Q4_0, Q8_0: block32_int_tiles.h), on a CPU
 // with it.
 template <class F>
 bool takes_prefill_tiles(const Device &cpu) {

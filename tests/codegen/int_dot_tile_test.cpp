@@ -117,7 +117,9 @@ TEST_CASE("byte dot as register tiles: the u8 side in a, b not transposed, group
   check<i8, 7, 33, 64, kNibble, kFull, false, false>(rng);     // a is the u8 operand
   check<i8, 5, 8, 20, kFull, kBelow128, false, true>(rng);     // pairs up to 2 * 127 * 128: one quad a group
   check<u8, 6, 24, 48, kBelow128, kNibble, true, false>(rng);  // u8 x u8, both below 128
-  check<i8, 6, 16, 32, kFull, kAbove128, true, false>(rng);    // s8 x s8: element by element, or VNNI's corrections
+  check<i8, 6, 16, 32, kFull, kAbove128, true, false>(rng);    // s8 x s8: element by element, or with VNNI B flipped and corrected
+  check<i8, 7, 33, 64, kFull, kFull, true, true>(rng);         // s8 x s8 at -128 both sides, ragged N, B transposed (Q8_0's tiles)
+  check<i8, 5, 9, 70, kFull, kFull, false, false>(rng);        // and K not whole quads, B packed element by element
   check<u8, 4, 16, 32, kFull, kFull, false, false>(rng);       // u8 x u8 over 127
 }
 
@@ -136,6 +138,12 @@ TEST_CASE("byte dot as register tiles: the plan's groups and tile, and one vpmad
   CHECK(codegen::plan_int_dot_tile(128, 32, 32, s8, six_bits, codegen::IntDotPath::Pmaddwd)->group_quads == 2);
   CHECK(codegen::plan_int_dot_tile(128, 32, 32, below_128, s8, codegen::IntDotPath::Pmaddwd)->b_is_u8 == false);
   CHECK_FALSE(codegen::plan_int_dot_tile(128, 32, 32, s8, s8, codegen::IntDotPath::Pmaddwd));
+  // With VNNI, s8 x s8 (Q8_0's tiles) goes in with B's bytes flipped to u8 and a correction.
+  auto flipped = codegen::plan_int_dot_tile(128, 32, 32, s8, s8, codegen::IntDotPath::Vnni);
+  REQUIRE(flipped);
+  CHECK(flipped->flip_b);
+  CHECK(flipped->b_is_u8);
+  CHECK_FALSE(codegen::plan_int_dot_tile(128, 32, 32, s8, nibble, codegen::IntDotPath::Vnni)->flip_b);
   CHECK_FALSE(codegen::plan_int_dot_tile(128, 32, 32, s8, nibble, codegen::IntDotPath::Portable));
 
   codegen::Options options;

@@ -27,6 +27,7 @@ std::optional<IntDotTilePlan> plan_int_dot_tile(int64_t M, int64_t N, int64_t K,
   if (path == IntDotPath::Vnni) {
     if (b.reads_as_u8() && a.reads_as_s8()) plan.b_is_u8 = true;
     else if (a.reads_as_u8() && b.reads_as_s8()) plan.b_is_u8 = false;
+    else if (a.reads_as_s8() && b.reads_as_s8()) plan.b_is_u8 = plan.flip_b = true;  // s8 x s8: B + 128 as u8, corrected
     else return std::nullopt;
     plan.kind = IntDotTilePlan::Kind::Vnni;
     machine.fma_latency = 6;  // each quad's vpdpbusd waits for the last on its accumulator

@@ -28,12 +28,16 @@ namespace kdsl::codegen {
 struct IntDotTilePlan {
   enum class Kind { Vnni, Maddubs } kind = Kind::Maddubs;
   bool b_is_u8 = true;   // B is the instruction's u8 operand (A the s8 one); else the reverse
+  // Vnni with both operands s8 (Q8_0's and IQ4_NL's weights against x): B goes in as B + 128
+  // (its sign bit flipped: u8), and C takes 128 times each row of A's sum off after,
+  // A . B = A . (B + 128) - 128 * sum(A); the caller packs and corrects (lower_host.cpp).
+  bool flip_b = false;
   int64_t group_quads = 1;  // Maddubs: quads summed in i16 before widening
   DotTile tile;          // rows of C by vectors of 8 columns
 };
 
 // The plan for these operands on the host, or nullopt where neither fast path takes them
-// exactly (s8 x s8, u8 above 127 against s8 without VNNI, a CPU without AVX2 or a forced
+// exactly (s8 x s8 or u8 above 127 against s8 without VNNI, a CPU without AVX2 or a forced
 // portable path): the caller then multiplies element by element.
 std::optional<IntDotTilePlan> plan_int_dot_tile(int64_t M, int64_t N, int64_t K, ByteKind a, ByteKind b, IntDotPath path);
 

@@ -1173,7 +1173,7 @@ class HostLowering {
   bool emit_int_dot_tiles(const ir::Op &op, llvm::AllocaInst *c, int64_t M, int64_t N, int64_t K) {
     const ir::ValueId va = op.operands[0], vb = op.operands[1], vacc = op.operands[2];
     const std::optional<IntDotTilePlan> plan = plan_int_dot_tile(M, N, K, byte_kind(va), byte_kind(vb), int_dot_);
-    if (!plan) return false;
+    if (!plan || (plan->flip_b && op.kind == OpKind::ScaledDot)) return false;  // a flipped B's correction is not scaled: no format asks
     auto *i8 = b_.getInt8Ty(), *i32 = b_.getInt32Ty();
     const int64_t quads = (K + 3) / 4, columns = padded_columns(N);
     const bool c_is_zero = state_[size_t(vacc)].array != c && is_zero_constant(vacc);
@@ -1214,6 +1214,7 @@ class HostLowering {
         loop(quads, [&](llvm::Value *q) {
           llvm::Value *from = b_.CreateInBoundsGEP(i8, w, b_.CreateAdd(b_.CreateMul(n, b_.getInt64(K)), b_.CreateMul(q, b_.getInt64(4))));
           llvm::Value *word = b_.CreateAlignedLoad(i32, from, llvm::Align(1));
+          if (plan->flip_b) word = b_.CreateXor(word, b_.getInt32(int32_t(0x80808080u)));
           b_.CreateStore(word, b_.CreateInBoundsGEP(i32, packed, b_.CreateAdd(b_.CreateMul(q, b_.getInt64(columns)), n)));
         });
       });
@@ -1221,14 +1222,37 @@ class HostLowering {
       loop_nest(fn_.type(vb).shape, [&](const Index &idx) {  // idx = {k, n}
         llvm::Value *q = b_.CreateUDiv(idx[0], b_.getInt64(4)), *t = b_.CreateURem(idx[0], b_.getInt64(4));
         llvm::Value *word = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(q, b_.getInt64(columns)), idx[1]), b_.getInt64(4)), t);
-        b_.CreateStore(element(vb, idx), b_.CreateInBoundsGEP(i8, packed, word));
+        llvm::Value *byte = element(vb, idx);
+        if (plan->flip_b) byte = b_.CreateXor(byte, b_.getInt8(int8_t(0x80)));
+        b_.CreateStore(byte, b_.CreateInBoundsGEP(i8, packed, word));
       });
     }
     const int64_t a_stride = int64_t(llvm::cast<llvm::ArrayType>(a->getAllocatedType())->getNumElements()) / M;
     IntDotOperands operands{a, a_stride, packed, c, c_is_zero};
     if (op.kind == OpKind::ScaledDot) column_scales(op.operands[3], *plan, N, columns, operands);
     codegen::emit_int_dot_tiles(b_, m_, *plan, M, N, K, operands);
+    if (plan->flip_b) take_flip_off(a, a_stride, c, M, N, K);
     return true;
+  }
+
+  // After a flipped B (IntDotTilePlan::flip_b): C[m][n] -= 128 * sum over k of A[m][k] (s8).
+  // A row's sum is a vector loop LLVM's vectorizer takes (16 bytes widened a step).
+  void take_flip_off(llvm::AllocaInst *a, int64_t a_stride, llvm::AllocaInst *c, int64_t M, int64_t N, int64_t K) {
+    auto *i8 = b_.getInt8Ty(), *i32 = b_.getInt32Ty();
+    llvm::AllocaInst *sum = alloca_slot(i32, "idot.flip.sum");
+    loop(M, [&](llvm::Value *m) {
+      b_.CreateStore(b_.getInt32(0), sum);
+      llvm::Value *row = b_.CreateMul(m, b_.getInt64(a_stride));
+      loop(K, [&](llvm::Value *k) {
+        llvm::Value *x = b_.CreateSExt(b_.CreateLoad(i8, b_.CreateInBoundsGEP(i8, a, b_.CreateAdd(row, k))), i32);
+        b_.CreateStore(b_.CreateAdd(b_.CreateLoad(i32, sum), x), sum);
+      });
+      llvm::Value *correction = b_.CreateShl(b_.CreateLoad(i32, sum), 7);
+      loop(N, [&](llvm::Value *n) {
+        llvm::Value *at = b_.CreateInBoundsGEP(i32, c, b_.CreateAdd(b_.CreateMul(m, b_.getInt64(N)), n));
+        b_.CreateStore(b_.CreateSub(b_.CreateLoad(i32, at), correction), at);
+      });
+    });
   }
 
   // A scaled_dot's scales by column, padded to whole vectors with zeros: each an i16 pair
