@@ -1,4 +1,4 @@
-// block32_int_tiles.h - prefill tiles of Q4_0 and Q8_0 weights as byte dots: x's 8-bit quants of a 32-value block by the block's quants of BN weight rows
+// block32_int_tiles.h - prefill tiles of Q4_0, Q8_0 and IQ4_NL weights as byte dots: x's 8-bit quants of a 32-value block by the block's quants of BN weight rows
 #pragma once
 #include <cstddef>
 
@@ -45,6 +45,25 @@ struct Q8_0Tiles {
     auto r32 = row(wide(arange<32>()));                                                                    // [1, 32]
     auto q = load(reinterpret<i8>(wq) + (col(block) * kBlockBytes + int(offsetof(Layout, qs)) + r32));       // [BN, 32]
     auto sums = dot(load(x + r32), trans(q));                                                              // [BM, BN], exact
+    auto d = row(cast<f32>(load(reinterpret<f16>(wq) + (block * (kBlockBytes / 2) + int(offsetof(Layout, d) / 2)))));  // [1, BN]
+    return cast<f32>(sums) * d * load(xd);
+  }
+};
+
+// IQ4_NL's: Q4_0's nibbles, each become its grid level (int8, -127..113) by a gather from the
+// grid's row (one vpshufb for 16 on the host, lower_host.cpp's lookup_bytes_in_table); the
+// levels against x are s8 x s8, as Q8_0's are. d_x * d * (x . levels). On CPUs with VNNI only.
+struct IQ4_NLTiles {
+  using Layout = formats::BlockIQ4_NL;
+  static constexpr int kBlockElements = 32, kSumGroup = 32, kBlockBytes = int(sizeof(Layout));
+
+  template <int BM, int BN, class XP, class SP, class DP>
+  static Block<f32, BM, BN> tile_dot(Ptr<const u8> wq, const Block<i64, BN> &block, const XP &x, const SP &, const DP &xd) {
+    auto r16 = row(wide(arange<16>()));                                                      // [1, 16]
+    auto qs = load(wq + (col(block) * kBlockBytes + int(offsetof(Layout, qs)) + r16));        // [BN, 16]
+    auto grid = broadcast_to<BN, 16>(IQ4_NLFormat::levels<i8>(cast<u8>(row(arange<16>()))));  // the 16 levels, each row
+    auto low = dot(load(x + r16), trans(gather(grid, qs & 15, 1)));                          // [BM, BN]
+    auto sums = dot(load(x + (r16 + 16)), trans(gather(grid, qs >> 4, 1)), low);             // exact
     auto d = row(cast<f32>(load(reinterpret<f16>(wq) + (block * (kBlockBytes / 2) + int(offsetof(Layout, d) / 2)))));  // [1, BN]
     return cast<f32>(sums) * d * load(xd);
   }

@@ -26,11 +26,12 @@ namespace kdsl::kernels {
 // k-quants' 4-row kernel is the best of theirs (KDSL_PROFILE; bench/RESULTS.md, 2026-12-03, the
 // few-row launches entry and "integer-dot kernels: four rows a vpdpbusd").
 // default_rows: the most rows of x a product takes through the integer kernels on a CPU with
-// VNNI unless the Library is told otherwise (Library::set_integer_dot_rows); past it the f32
-// tiles take the product. Q8_0's and Q4_0's 2-row programs beat the tiles on a 512-token
-// prompt there, and the k-quants have prefill tiles of their own (below); Q4_1's and
-// IQ4_NL's are not measured there (bench/RESULTS.md, 2026-12-03, "integer-dot kernels: four
-// rows a vpdpbusd"). Without VNNI, see default_int_dot_rows below.
+// VNNI unless the Library is told otherwise (Library::set_integer_dot_rows), where the format
+// takes no prefill tiles there (takes_prefill_tiles below: every row does); past it the f32
+// tiles take the product. Q8_0's and Q4_0's 2-row programs beat the f32 tiles on a
+// 512-token prompt there (bench/RESULTS.md, 2026-12-03, "integer-dot kernels: four rows a
+// vpdpbusd"), and their byte-dot tiles beat the programs (2026-12-05, "Q4_0, Q8_0 and IQ4_NL
+// prefill on byte-dot tiles"). Without VNNI, see default_int_dot_rows below.
 inline constexpr int kEveryRow = 1 << 30;
 
 template <class F>
@@ -61,6 +62,8 @@ struct int_dot_policy<IQ4_NLFormat> {
   static constexpr const char *name = "iq4_nl";
   static constexpr int few_rows_launch = 16;
   static constexpr int default_rows = 16;
+  using tiles = IQ4_NLTiles;
+  static constexpr bool tiles_need_vnni = true;
 };
 template <>
 struct int_dot_policy<Q4_KFormat> {
@@ -113,7 +116,7 @@ struct int_dot_policy<Q5_1Format> {
 // quants, the host's register tiles of vpmaddubsw or vpdpbusd) rather than its dot4
 // programs: Q4_K, Q5_K and Q6_K, whose tiles beat the f32 tiles on a CPU without VNNI too
 // (bench/RESULTS.md, 2026-12-05, "byte dots as register tiles" and "sub-blocks scaled where
-// the products widen"), and Q4_0 and Q8_0 on a CPU with VNNI (takes_prefill_tiles below). A tiles
+// the products widen"), and Q4_0, Q8_0 and IQ4_NL on a CPU with VNNI (takes_prefill_tiles below). A tiles
 // policy is the format's integer-dot policy where that has a tile_dot, or one of its own.
 template <class F>
 inline constexpr bool has_prefill_tiles = requires { typename int_dot_policy<F>::tiles; };
@@ -125,7 +128,7 @@ inline bool has_vnni(const Device &cpu) {
 }
 
 // Whether format F's products of more than a few rows take its tiles on `cpu`: where it has
-// them, and, where its policy says its tiles need VNNI (Q4_0, Q8_0: block32_int_tiles.h), on a CPU
+// them, and, where its policy says its tiles need VNNI (Q4_0, Q8_0, IQ4_NL: block32_int_tiles.h), on a CPU
 // with it.
 template <class F>
 bool takes_prefill_tiles(const Device &cpu) {
@@ -149,7 +152,8 @@ int default_int_dot_rows(const Device &cpu) {
   if constexpr (std::is_void_v<typename Policy::type>) {
     return 0;
   } else {
-    return has_vnni(cpu) || takes_prefill_tiles<F>(cpu) ? Policy::default_rows : std::min(Policy::default_rows, kIntDotRowsWithoutVnni);
+    if (takes_prefill_tiles<F>(cpu)) return kEveryRow;  // past a few rows, its tiles
+    return has_vnni(cpu) ? Policy::default_rows : std::min(Policy::default_rows, kIntDotRowsWithoutVnni);
   }
 }
 

@@ -474,6 +474,9 @@ class HostLowering {
   void materialize(ir::ValueId v, llvm::AllocaInst *into) {
     const ir::Type &t = fn_.type(v);
     if (copy_rows_of_load(v, into)) return;
+    // A fused gather (IQ4_NL's levels, transposed into a byte-dot tile) looks up as one.
+    const ir::Op *def = plan_.def[size_t(v)];
+    if (def && !state_[size_t(v)].array && plan_.storage[size_t(v)] == Storage::Fused && lookup_bytes_in_table(*def, into)) return;
     if (unsigned lanes = lanes_for(v)) {
       store_lane_groups(t, into, lanes, [&](const Index &base, unsigned rows) { return lane_group(v, base, rows, lanes); });
       return;
@@ -1235,22 +1238,27 @@ class HostLowering {
     return true;
   }
 
-  // After a flipped B (IntDotTilePlan::flip_b): C[m][n] -= 128 * sum over k of A[m][k] (s8).
-  // A row's sum is a vector loop LLVM's vectorizer takes (16 bytes widened a step).
+  // After a flipped B (IntDotTilePlan::flip_b): C[m][n] -= 128 * sum over k of A[m][k] (s8),
+  // a row at a time in vectors (a scalar loop here LLVM vectorized across the rows, with a
+  // byte insert for each of A's bytes and C's rows gathered and scattered).
   void take_flip_off(llvm::AllocaInst *a, int64_t a_stride, llvm::AllocaInst *c, int64_t M, int64_t N, int64_t K) {
     auto *i8 = b_.getInt8Ty(), *i32 = b_.getInt32Ty();
     llvm::AllocaInst *sum = alloca_slot(i32, "idot.flip.sum");
     loop(M, [&](llvm::Value *m) {
       b_.CreateStore(b_.getInt32(0), sum);
-      llvm::Value *row = b_.CreateMul(m, b_.getInt64(a_stride));
-      loop(K, [&](llvm::Value *k) {
-        llvm::Value *x = b_.CreateSExt(b_.CreateLoad(i8, b_.CreateInBoundsGEP(i8, a, b_.CreateAdd(row, k))), i32);
-        b_.CreateStore(b_.CreateAdd(b_.CreateLoad(i32, sum), x), sum);
+      llvm::Value *a_row = b_.CreateInBoundsGEP(i8, a, b_.CreateMul(m, b_.getInt64(a_stride)));
+      row_in_vectors(K, 1, [&](llvm::Value *k, int64_t n) {
+        llvm::Value *bytes = b_.CreateAlignedLoad(llvm::FixedVectorType::get(i8, unsigned(n)), b_.CreateInBoundsGEP(i8, a_row, k), llvm::Align(1));
+        llvm::Value *wide = b_.CreateSExt(bytes, llvm::FixedVectorType::get(i32, unsigned(n)));
+        b_.CreateStore(b_.CreateAdd(b_.CreateLoad(i32, sum), b_.CreateAddReduce(wide)), sum);
       });
       llvm::Value *correction = b_.CreateShl(b_.CreateLoad(i32, sum), 7);
-      loop(N, [&](llvm::Value *n) {
-        llvm::Value *at = b_.CreateInBoundsGEP(i32, c, b_.CreateAdd(b_.CreateMul(m, b_.getInt64(N)), n));
-        b_.CreateStore(b_.CreateSub(b_.CreateLoad(i32, at), correction), at);
+      llvm::Value *c_row = b_.CreateInBoundsGEP(i32, c, b_.CreateMul(m, b_.getInt64(N)));
+      row_in_vectors(N, 4, [&](llvm::Value *n0, int64_t n) {
+        auto *vector = llvm::FixedVectorType::get(i32, unsigned(n));
+        llvm::Value *at = b_.CreateInBoundsGEP(i32, c_row, n0);
+        llvm::Value *fixed = b_.CreateSub(b_.CreateAlignedLoad(vector, at, llvm::Align(4)), b_.CreateVectorSplat(unsigned(n), correction));
+        b_.CreateAlignedStore(fixed, at, llvm::Align(4));
       });
     });
   }
