@@ -49,6 +49,39 @@ struct HalfPartIntDot {
     auto offset = c * reshape<BR, 1>(cast<f32>(load(xs)));  // [BR, BN]
     return BlockSums<decltype(lanes), decltype(offset)>{lanes, offset};
   }
+
+  // Prefill (matmul_int_tiles.h; int_dot_policy.h takes it on CPUs with VNNI): x's [BM, 32]
+  // quants (`x`: each row's first, [BM, 1]; `xs` the block's sum, `xd` its scale) by one block
+  // of BN weight rows (`block`: [BN]):
+  //   d_x * (d * (x . q) + c * (sum of x)),   c as block_dot's
+  // x . q is two byte dots of x's halves by the transposed [BN, 16] quants (0..31), chained:
+  // exact in i32 (|x . q| <= 32 * 31 * 127).
+  template <int BM, int BN, class XP, class SP, class DP>
+  static Block<f32, BM, BN> tile_dot(Ptr<const u8> wq, const Block<i64, BN> &block, const XP &x, const SP &xs, const DP &xd) {
+    auto base = col(block) * kBlockBytes;  // [BN, 1]
+    auto r16 = row(wide(arange<16>()));    // [1, 16]
+    auto qs = load(wq + (base + int(offsetof(Layout, qs)) + r16));  // [BN, 16]
+    auto quants = [&](auto nibbles, int h) {                         // with the fifth bits of elements 16h .. 16h + 15
+      if constexpr (kHasHighBit) {
+        auto pair = wide(reshape<1, 2, 1>(arange<2>()));
+        auto qh = load(wq + (reshape<BN, 1, 1>(base) + (int(offsetof(Layout, qh)) + 2 * h) + pair));  // [BN, 2, 1]
+        return nibbles | reshape<BN, 16>(detail::fifth_bit_bytes(qh));
+      } else {
+        return nibbles;
+      }
+    };
+    auto low = dot(load(x + r16), trans(cast<i8>(quants(qs & 15, 0))));               // [BM, BN]
+    auto sums = dot(load(x + (r16 + 16)), trans(cast<i8>(quants(qs >> 4, 1))), low);  // exact
+    auto half = [&](size_t offset) {  // the f16 at `offset` of each block, [1, BN]
+      return row(cast<f32>(load(reinterpret<f16>(wq) + (block * (kBlockBytes / 2) + int(offset / 2)))));
+    };
+    auto d = half(offsetof(Layout, d));
+    auto c = [&] {
+      if constexpr (kHasMin) return half(offsetof(Layout, m));
+      else return d * -16.0f;
+    }();
+    return (cast<f32>(sums) * d + cast<f32>(load(xs)) * c) * load(xd);
+  }
 };
 
 using Q4_1IntDot = HalfPartIntDot<formats::BlockQ4_1, true, false>;

@@ -95,6 +95,8 @@ struct int_dot_policy<Q4_1Format> {
   static constexpr const char *name = "q4_1";
   static constexpr int few_rows_launch = 4;
   static constexpr int default_rows = 16;
+  using tiles = type;
+  static constexpr bool tiles_need_vnni = true;
 };
 template <>
 struct int_dot_policy<Q5_0Format> {
@@ -102,6 +104,8 @@ struct int_dot_policy<Q5_0Format> {
   static constexpr const char *name = "q5_0";
   static constexpr int few_rows_launch = 4;
   static constexpr int default_rows = 16;
+  using tiles = type;
+  static constexpr bool tiles_need_vnni = true;
 };
 template <>
 struct int_dot_policy<Q5_1Format> {
@@ -109,6 +113,8 @@ struct int_dot_policy<Q5_1Format> {
   static constexpr const char *name = "q5_1";
   static constexpr int few_rows_launch = 4;
   static constexpr int default_rows = 16;
+  using tiles = type;
+  static constexpr bool tiles_need_vnni = true;
 };
 
 // Whether format F's products of more than a few rows take byte-dot tiles
@@ -116,7 +122,7 @@ struct int_dot_policy<Q5_1Format> {
 // quants, the host's register tiles of vpmaddubsw or vpdpbusd) rather than its dot4
 // programs: Q4_K, Q5_K and Q6_K, whose tiles beat the f32 tiles on a CPU without VNNI too
 // (bench/RESULTS.md, 2026-12-05, "byte dots as register tiles" and "sub-blocks scaled where
-// the products widen"), and Q4_0, Q8_0 and IQ4_NL on a CPU with VNNI (takes_prefill_tiles below). A tiles
+// the products widen"), and the 32-value formats on a CPU with VNNI (takes_prefill_tiles below). A tiles
 // policy is the format's integer-dot policy where that has a tile_dot, or one of its own.
 template <class F>
 inline constexpr bool has_prefill_tiles = requires { typename int_dot_policy<F>::tiles; };
@@ -128,8 +134,8 @@ inline bool has_vnni(const Device &cpu) {
 }
 
 // Whether format F's products of more than a few rows take its tiles on `cpu`: where it has
-// them, and, where its policy says its tiles need VNNI (Q4_0, Q8_0, IQ4_NL: block32_int_tiles.h), on a CPU
-// with it.
+// them, and, where its policy says its tiles need VNNI (the 32-value formats:
+// block32_int_tiles.h, decoded_int_dot.h), on a CPU with it.
 template <class F>
 bool takes_prefill_tiles(const Device &cpu) {
   if constexpr (!has_prefill_tiles<F>) return false;
