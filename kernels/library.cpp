@@ -21,6 +21,7 @@ Library::Library(const Device &device, LaunchRecorder *recorder) : impl_(std::ma
 Library::~Library() = default;
 
 void Library::set_integer_dot_rows(int max_rows) { impl_->integer_dot_rows = max_rows; }
+void Library::set_prefill_tiles_everywhere(bool on) { impl_->prefill_tiles_everywhere = on; }
 void Library::set_gpu_forms(bool on) { impl_->gpu_forms = on; }
 
 void Library::rmsnorm(const float *x, const float *w, float *y, int rows, int dim, float eps) {

@@ -91,6 +91,7 @@ struct Library::Impl {
   Buffer<int8_t> activation_quants;  // the integer-dot kernels' quantized x (quantize_activations.h)
   Buffer<float> activation_scales;
   int integer_dot_rows = Library::kDefaultIntegerDotRows;
+  bool prefill_tiles_everywhere = false;
   bool gpu_forms = false;  // Library::set_gpu_forms
   Buffer<int32_t> activation_sums;    // their integer group sums (quantize_activations_sums)
 

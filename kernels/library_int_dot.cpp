@@ -145,7 +145,8 @@ template <class F, class P>
 void run_int_dot(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K, int few_rows_launch,
                  const IntDotPoints &points) {
   if constexpr (has_prefill_tiles<F>) {
-    if (rows > kTileRows && takes_prefill_tiles<F>(im.device)) return run_prefill_tiles<typename int_dot_policy<F>::tiles>(im, x, w, bias, out, rows, N, K);
+    if (rows > kTileRows && (takes_prefill_tiles<F>(im.device) || im.prefill_tiles_everywhere))
+      return run_prefill_tiles<typename int_dot_policy<F>::tiles>(im, x, w, bias, out, rows, N, K);
   }
   constexpr bool kSums = requires { P::kSumGroup; };
   constexpr int BE = [] {

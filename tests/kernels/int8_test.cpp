@@ -94,4 +94,21 @@ TEST_CASE("kernels: integer-dot products of prefill size (40 and 67 rows), by de
   }
 }
 
+// Every format's prefill tiles (matmul_int_tiles.h), on any CPU: the 32-value formats' take
+// them only with VNNI by default; here they run on the host's other paths too (the s8 x s8
+// ones, Q8_0's and IQ4_NL's, element by element without VNNI), against the same reference.
+TEST_CASE("kernels: every format's byte-dot prefill tiles (33 and 67 rows, ragged N) on any CPU, against the integer reference") {
+  KDSL_TEST_RNG(rng);
+  kdsl::kernels::Library tiles(kdsl_test::cpu());
+  tiles.set_integer_dot_rows(1000);
+  tiles.set_prefill_tiles_everywhere(true);
+  int checked = 0;
+  for (const kdsl::formats::WeightTypeInfo &info : kdsl::formats::kWeightTypes) {
+    if (!has_int_dot(info.type)) continue;
+    ++checked;
+    for (int rows : {33, 67}) check_int8_matmul(rng, info.type, rows, 37, 2 * info.block_elements, rows == 67, tiles);
+  }
+  CHECK(checked == 9);
+}
+
 }  // namespace
