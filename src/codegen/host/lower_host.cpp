@@ -602,7 +602,7 @@ class HostLowering {
   // along the lanes, a cast from wider lanes: Q5_0's fifth bits). Element by element, LLVM
   // built those a byte at a time; but plain masks and shifts of loaded bytes (Q4_K's and
   // Q6_K's quants) it vectorizes across rows as wide as the CPU's, and rows of 16 bytes made
-  // those kernels 5-10% slower (bench/RESULTS.md, 2026-12-05, "fifth bits as bytes").
+  // those kernels 5-10% slower (bench/RESULTS.md, 2026-12-05, "fifth bits as byte lanes").
   unsigned lanes_for(ir::ValueId v) {
     const ir::Type &t = fn_.type(v);
     const unsigned lanes = lane_count(t);
@@ -714,8 +714,8 @@ class HostLowering {
         if (from.is_ptr) break;
         if (t.elem == DType::F32 && from.elem == DType::I32)
           return b_.CreateSIToFP(lane_group(op.operands[0], base, rows, lanes), group_type(DType::F32, rows, lanes));
-        // Between i32 and byte lanes (Q5_0's fifth bits, spread on i32 lanes, narrowed to
-        // bytes): one truncation or extension of the group.
+        // Between i32 and byte lanes (bits spread on i32 lanes, narrowed to bytes): one
+        // truncation or extension of the group.
         auto integer_lanes = [](DType d) { return d == DType::I32 || d == DType::U8 || d == DType::I8; };
         if (integer_lanes(t.elem) && integer_lanes(from.elem))
           return b_.CreateIntCast(lane_group(op.operands[0], base, rows, lanes), group_type(t.elem, rows, lanes), !is_unsigned(from.elem));
