@@ -2,6 +2,7 @@
 #pragma once
 #include <cstddef>
 
+#include "kernels/matvec_int8_sums.h"
 #include "kernels/quant_formats.h"
 
 namespace kdsl::kernels {
@@ -26,7 +27,7 @@ struct Q4_0Tiles {
     auto qs = load(wq + (col(block) * kBlockBytes + int(offsetof(Layout, qs)) + r16));       // [BN, 16]
     auto low = dot(load(x + r16), trans(cast<i8>(qs & 15)));                                // [BM, BN]
     auto sums = dot(load(x + (r16 + 16)), trans(cast<i8>(qs >> 4)), low);                  // exact
-    auto d = row(cast<f32>(load(reinterpret<f16>(wq) + (block * (kBlockBytes / 2) + int(offsetof(Layout, d) / 2)))));  // [1, BN]
+    auto d = block_half_factor<Layout>(wq, block, offsetof(Layout, d));  // [1, BN]
     return (cast<f32>(sums) - cast<f32>(load(xs)) * 8.0f) * d * load(xd);
   }
 };
@@ -45,7 +46,7 @@ struct Q8_0Tiles {
     auto r32 = row(wide(arange<32>()));                                                                    // [1, 32]
     auto q = load(reinterpret<i8>(wq) + (col(block) * kBlockBytes + int(offsetof(Layout, qs)) + r32));       // [BN, 32]
     auto sums = dot(load(x + r32), trans(q));                                                              // [BM, BN], exact
-    auto d = row(cast<f32>(load(reinterpret<f16>(wq) + (block * (kBlockBytes / 2) + int(offsetof(Layout, d) / 2)))));  // [1, BN]
+    auto d = block_half_factor<Layout>(wq, block, offsetof(Layout, d));  // [1, BN]
     return cast<f32>(sums) * d * load(xd);
   }
 };
@@ -64,7 +65,7 @@ struct IQ4_NLTiles {
     auto grid = broadcast_to<BN, 16>(IQ4_NLFormat::levels<i8>(cast<u8>(row(arange<16>()))));  // the 16 levels, each row
     auto low = dot(load(x + r16), trans(gather(grid, qs & 15, 1)));                          // [BM, BN]
     auto sums = dot(load(x + (r16 + 16)), trans(gather(grid, qs >> 4, 1)), low);             // exact
-    auto d = row(cast<f32>(load(reinterpret<f16>(wq) + (block * (kBlockBytes / 2) + int(offsetof(Layout, d) / 2)))));  // [1, BN]
+    auto d = block_half_factor<Layout>(wq, block, offsetof(Layout, d));  // [1, BN]
     return cast<f32>(sums) * d * load(xd);
   }
 };

@@ -42,8 +42,8 @@ Block<i32, R, 2, 8> fifth_bits(const Block<u8, R, 2, 1> &qh_bytes) {
 // qh byte spread over its 8 lanes and tested against the lane's own bit, a constant mask.
 // Shifted instead by each lane's own amount, bytes have no instruction for it on x86 and LLVM
 // did it a lane at a time; on i32 lanes (fifth_bits) and narrowed, each half-row took four
-// byte loads, broadcasts, shifts and a narrowing, and Q5_0 decoded at 121 tok/s against
-// 194-208 (bench/RESULTS.md, 2026-12-05, "Q5_0 and Q5_1's fifth bits as byte lanes").
+// byte loads, broadcasts, shifts and a narrowing, and Q5_0 decoded far slower
+// (bench/RESULTS.md, 2026-12-05, "... Q5_0 and Q5_1's fifth bits as byte lanes").
 template <int R>
 Block<u8, 1, R, 16> fifth_bit_bytes(const Block<u8, R, 2, 1> &qh_bytes) {
   auto spread = reshape<1, R, 16>(broadcast_to<R, 2, 8>(qh_bytes));

@@ -24,19 +24,22 @@ struct HalfPartIntDot {
   using Layout = L;
   static constexpr int kBlockElements = 32, kSumGroup = 32, kBlockBytes = int(sizeof(Layout)), kLanes = 4;
 
+  // The fifth bits of elements 16h .. 16h + 15 of each weight row's block (`base`: the blocks'
+  // first bytes), from qh's bytes 2h and 2h + 1, as bytes 0 or 16, [1, BN, 16].
+  template <int BN>
+  static Block<u8, 1, BN, 16> fifth_bits_of_half(Ptr<const u8> wq, const Block<i64, BN, 1, 1> &base, int h) {
+    auto pair = wide(reshape<1, 2, 1>(arange<2>()));
+    return detail::fifth_bit_bytes(load(wq + (base + (int(offsetof(Layout, qh)) + 2 * h) + pair)));  // qh bytes [BN, 2, 1]
+  }
+
   template <int BR, int BN, class XP, class SP>
   static auto block_dot(Ptr<const u8> wq, const Block<i64, 1, BN, 1> &block, const XP &x, const SP &xs) {
     auto base = block * kBlockBytes;  // [1, BN, 1]
     auto sixteen = wide(reshape<1, 1, 16>(arange<16>()));
     auto qs = load(wq + (base + int(offsetof(Layout, qs)) + sixteen));  // [1, BN, 16]
-    auto quants = [&](const Block<u8, 1, BN, 16> &nibbles, int h) {    // with the fifth bits of elements 16h .. 16h + 15
-      if constexpr (kHasHighBit) {
-        auto pair = wide(reshape<1, 2, 1>(arange<2>()));
-        auto qh = load(wq + (reshape<BN, 1, 1>(base) + (int(offsetof(Layout, qh)) + 2 * h) + pair));  // [BN, 2, 1]: qh bytes 2h, 2h + 1
-        return nibbles | detail::fifth_bit_bytes(qh);
-      } else {
-        return nibbles;
-      }
+    auto quants = [&](const Block<u8, 1, BN, 16> &nibbles, int h) {
+      if constexpr (kHasHighBit) return nibbles | fifth_bits_of_half(wq, reshape<BN, 1, 1>(base), h);
+      else return nibbles;
     };
     auto low = dot4(quants(qs & 15, 0), load(x + sixteen), zeros<i32, BR, BN, 4>());
     auto sums = dot4(quants(qs >> 4, 1), load(x + (sixteen + 16)), low);  // [BR, BN, 4]
@@ -61,23 +64,15 @@ struct HalfPartIntDot {
     auto base = col(block) * kBlockBytes;  // [BN, 1]
     auto r16 = row(wide(arange<16>()));    // [1, 16]
     auto qs = load(wq + (base + int(offsetof(Layout, qs)) + r16));  // [BN, 16]
-    auto quants = [&](auto nibbles, int h) {                         // with the fifth bits of elements 16h .. 16h + 15
-      if constexpr (kHasHighBit) {
-        auto pair = wide(reshape<1, 2, 1>(arange<2>()));
-        auto qh = load(wq + (reshape<BN, 1, 1>(base) + (int(offsetof(Layout, qh)) + 2 * h) + pair));  // [BN, 2, 1]
-        return nibbles | reshape<BN, 16>(detail::fifth_bit_bytes(qh));
-      } else {
-        return nibbles;
-      }
+    auto quants = [&](auto nibbles, int h) {
+      if constexpr (kHasHighBit) return nibbles | reshape<BN, 16>(fifth_bits_of_half(wq, reshape<BN, 1, 1>(base), h));
+      else return nibbles;
     };
     auto low = dot(load(x + r16), trans(cast<i8>(quants(qs & 15, 0))));               // [BM, BN]
     auto sums = dot(load(x + (r16 + 16)), trans(cast<i8>(quants(qs >> 4, 1))), low);  // exact
-    auto half = [&](size_t offset) {  // the f16 at `offset` of each block, [1, BN]
-      return row(cast<f32>(load(reinterpret<f16>(wq) + (block * (kBlockBytes / 2) + int(offset / 2)))));
-    };
-    auto d = half(offsetof(Layout, d));
+    auto d = block_half_factor<Layout>(wq, block, offsetof(Layout, d));  // [1, BN]
     auto c = [&] {
-      if constexpr (kHasMin) return half(offsetof(Layout, m));
+      if constexpr (kHasMin) return block_half_factor<Layout>(wq, block, offsetof(Layout, m));
       else return d * -16.0f;
     }();
     return (cast<f32>(sums) * d + cast<f32>(load(xs)) * c) * load(xd);

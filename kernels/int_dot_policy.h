@@ -30,8 +30,8 @@ namespace kdsl::kernels {
 // takes no prefill tiles there (takes_prefill_tiles below: every row does); past it the f32
 // tiles take the product. Q8_0's and Q4_0's 2-row programs beat the f32 tiles on a
 // 512-token prompt there (bench/RESULTS.md, 2026-12-03, "integer-dot kernels: four rows a
-// vpdpbusd"), and their byte-dot tiles beat the programs (2026-12-05, "Q4_0, Q8_0 and IQ4_NL
-// prefill on byte-dot tiles"). Without VNNI, see default_int_dot_rows below.
+// vpdpbusd"), and their byte-dot tiles beat the programs (2026-12-05, "Every 32-value
+// format's prefill on byte-dot tiles with VNNI"). Without VNNI, see default_int_dot_rows below.
 inline constexpr int kEveryRow = 1 << 30;
 
 template <class F>
@@ -122,8 +122,9 @@ struct int_dot_policy<Q5_1Format> {
 // quants, the host's register tiles of vpmaddubsw or vpdpbusd) rather than its dot4
 // programs: Q4_K, Q5_K and Q6_K, whose tiles beat the f32 tiles on a CPU without VNNI too
 // (bench/RESULTS.md, 2026-12-05, "byte dots as register tiles" and "sub-blocks scaled where
-// the products widen"), and the 32-value formats on a CPU with VNNI (takes_prefill_tiles below). A tiles
-// policy is the format's integer-dot policy where that has a tile_dot, or one of its own.
+// the products widen"), and the 32-value formats on a CPU with VNNI (takes_prefill_tiles
+// below). A tiles policy is the format's integer-dot policy where that has a tile_dot, or one
+// of its own.
 template <class F>
 inline constexpr bool has_prefill_tiles = requires { typename int_dot_policy<F>::tiles; };
 

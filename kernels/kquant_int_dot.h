@@ -230,7 +230,7 @@ struct Q6_KIntDot {
       }
     auto scales = cast<f32>(bitcast<i8>(load(wq + (base + int(offsetof(Layout, scales)) + r16))));  // [BN, 16]
     auto offsets = dot(cast<f32>(load(xs + r16)), trans(scales));                              // [BM, BN]
-    auto d = row(cast<f32>(load(reinterpret<f16>(wq) + (block * (kBlockBytes / 2) + int(offsetof(Layout, d) / 2)))));  // [1, BN]
+    auto d = block_half_factor<Layout>(wq, block, offsetof(Layout, d));  // [1, BN]
     return (cast<f32>(scaled) - offsets * 32.0f) * d * load(xd);
   }
 };

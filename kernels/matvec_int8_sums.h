@@ -68,5 +68,10 @@ Block<f32, 1, BN> block_half_factor(Ptr<const u8> wq, const Block<i64, 1, BN, 1>
   auto h = load(reinterpret<f16>(wq) + (block * int(sizeof(Layout) / 2) + int(offset / 2)));  // [1, BN, 1]
   return reshape<1, BN>(cast<f32>(h));
 }
+// The same for the prefill tiles' blocks ([BN], counted over the matrix): [1, BN].
+template <class Layout, int BN>
+Block<f32, 1, BN> block_half_factor(Ptr<const u8> wq, const Block<i64, BN> &block, size_t offset) {
+  return block_half_factor<Layout>(wq, reshape<1, BN, 1>(block), offset);
+}
 
 }  // namespace kdsl::kernels

@@ -71,11 +71,16 @@ ModelDrafter::ModelDrafter(const ModelWeights &draft_model, int target_vocab, co
   rank_counts_.push_back(0.5);
 }
 
-std::vector<double> ModelDrafter::rank_rates() const {
+void ModelDrafter::rates_into(std::vector<double> &rates) const {
   double total = 0;
   for (double c : rank_counts_) total += c;
-  std::vector<double> rates;
+  rates.clear();
   for (double c : rank_counts_) rates.push_back(c / total);
+}
+
+std::vector<double> ModelDrafter::rank_rates() const {
+  std::vector<double> rates;
+  rates_into(rates);
   return rates;
 }
 
@@ -90,7 +95,6 @@ void ModelDrafter::learn_ranks(std::span<const int> tokens) {
     rank_counts_[rank] += 1;
     if (d >= chain_.size() || token != chain_[d]) break;  // the text left the chain: later ranks are of other positions
   }
-  ranked_.clear(), chain_.clear();
 }
 
 void ModelDrafter::begin(std::span<const int> prompt) {
@@ -166,7 +170,7 @@ void ModelDrafter::draft_chain(std::span<const float> logits, int max, Draft &ou
 // (one decode step of the draft) only once its token is taken.
 void ModelDrafter::draft_tree(std::span<const float> logits, int max, Draft &out) {
   candidates_.clear();
-  const std::vector<double> rates = rank_rates();
+  rates_into(rates_);  // into kept capacity: no allocation a step
   double chain_chance = 1.0;  // of the path to the chain's last drafted token
   int chain_end = -1;         // that token's node; -1: the text
   auto offer = [&](std::span<const float> position_logits) {
@@ -176,7 +180,7 @@ void ModelDrafter::draft_tree(std::span<const float> logits, int max, Draft &out
     const bool goes_on = !(options_.p_min > 0) || probs_[size_t(top_[0])] >= options_.p_min;
     for (size_t r = 0; r < top_.size(); ++r) {
       if (!(probs_[size_t(top_[r])] > 0)) break;
-      candidates_.push_back({chain_chance * rates[r], top_[r], chain_end, r == 0 && goes_on});
+      candidates_.push_back({chain_chance * rates_[r], top_[r], chain_end, r == 0 && goes_on});
       std::push_heap(candidates_.begin(), candidates_.end());
     }
   };

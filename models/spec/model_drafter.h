@@ -19,8 +19,9 @@ struct ModelDrafterOptions {
   // the product, over its tokens, of how often the target has chosen the draft's token of
   // that rank (ModelDrafter::rank_rates, measured as generation goes), as Sequoia builds trees
   // from positional acceptance rates. (The draft's own probabilities, EAGLE-2's measure, need
-  // a draft trained to be calibrated: a q8_0 copy of a model whose top token has 5% was right
-  // 97% of the time, and trees ranked by them came out wide and shallow.) Where the draft's
+  // a draft trained to be calibrated: a q8_0 copy of a random model, whose top token has a
+  // small probability, is nearly always right, and trees ranked by them came out wide and
+  // shallow: bench/RESULTS.md, 2026-12-05, "Draft-model token trees".) Where the draft's
   // second choice is often right, a check keeps it and the target's token after it, where a
   // chain gets only the target's correction. The chain goes on past a position only while its
   // token has at least p_min; the runners-up of the position where it stops are still
@@ -62,6 +63,7 @@ class ModelDrafter : public Drafter {
   void draft_tree(std::span<const float> logits, int max, Draft &out);
   // What the text after the last tree says of the ranks the target chose along its chain.
   void learn_ranks(std::span<const int> tokens);
+  void rates_into(std::vector<double> &rates) const;
 
   ModelDrafterOptions options_;
   Sampler ranker_;  // the tree's ranking: the target's penalties, temperature 1, no filters
@@ -80,6 +82,7 @@ class ModelDrafter : public Drafter {
   size_t ranked_from_ = 0;
   std::vector<int> ranked_, chain_;
   std::vector<double> rank_counts_;  // [branches + 1], decayed
+  std::vector<double> rates_;        // rank_rates, for the tree being drafted
 };
 
 }  // namespace kdsl::models

@@ -207,29 +207,35 @@ std::vector<SpecRow> bench_spec(const std::string &target_path, const std::strin
     return double(r.generated_ids.size() - 1) / (std::max(r.generation_ms - r.generation_compile_ms, 1e-3) / 1e3);
   };
   std::vector<std::unique_ptr<ModelWeights>> draft_weights;
-  std::vector<std::pair<std::unique_ptr<Drafter>, std::string>> drafters;  // drafter, prompt kind
+  struct Row {
+    std::unique_ptr<Drafter> drafter;
+    std::string label, prompt;
+  };
+  std::vector<Row> drafters;
   for (const char *kind : {"repetitive", "variants"}) {
-    drafters.emplace_back(std::make_unique<NgramDrafter>(), kind);
-    drafters.emplace_back(std::make_unique<NgramDrafter>(1, 4, branches), kind);  // a tree of up to `branches` continuations
+    for (int b : {1, branches}) {  // a chain, and a tree of up to `branches` continuations
+      auto ngram = std::make_unique<NgramDrafter>(1, 4, b);
+      std::string name = ngram->name();
+      drafters.push_back({std::move(ngram), name, kind});
+    }
   }
-  const size_t ngram_rows = drafters.size();
   for (auto &[path, label] : drafts) {
     draft_weights.push_back(std::make_unique<ModelWeights>(load_model_weights(path)));
     EngineOptions de;
     de.context = eo.context;
-    drafters.emplace_back(std::make_unique<ModelDrafter>(*draft_weights.back(), vocab, dev, de, greedy, ModelDrafterOptions{}), "spread");
+    drafters.push_back({std::make_unique<ModelDrafter>(*draft_weights.back(), vocab, dev, de, greedy, ModelDrafterOptions{}), label, "spread"});
     // The same draft's tree, checked at the same --draft-max nodes: the chain's cost or less.
-    drafters.emplace_back(std::make_unique<ModelDrafter>(*draft_weights.back(), vocab, dev, de, greedy, ModelDrafterOptions{.branches = branches}),
-                          "spread");
+    drafters.push_back(
+        {std::make_unique<ModelDrafter>(*draft_weights.back(), vocab, dev, de, greedy, ModelDrafterOptions{.branches = branches}), label + " tree", "spread"});
   }
   std::vector<SpecRow> rows;
   for (size_t d = 0; d < drafters.size(); ++d) {
     SpecRow row;
     row.target = target_label;
-    row.drafter = d < ngram_rows ? drafters[d].first->name() : drafts[(d - ngram_rows) / 2].second + ((d - ngram_rows) % 2 ? " tree" : "");
-    row.prompt = drafters[d].second;
+    row.drafter = drafters[d].label;
+    row.prompt = drafters[d].prompt;
     std::vector<int> prompt = spec_prompt(row.prompt, vocab);
-    Drafter *drafter = drafters[d].first.get();
+    Drafter *drafter = drafters[d].drafter.get();
     tps(prompt, drafter, nullptr);  // warm-up: every row count's kernels compiled or loaded
     for (int r = 0; r < repeats; ++r) {
       row.plain_tps = std::max(row.plain_tps, tps(prompt, nullptr, nullptr));

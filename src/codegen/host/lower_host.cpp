@@ -602,7 +602,8 @@ class HostLowering {
   // along the lanes, a cast from wider lanes: Q5_0's fifth bits). Element by element, LLVM
   // built those a byte at a time; but plain masks and shifts of loaded bytes (Q4_K's and
   // Q6_K's quants) it vectorizes across rows as wide as the CPU's, and rows of 16 bytes made
-  // those kernels 5-10% slower (bench/RESULTS.md, 2026-12-05, "fifth bits as byte lanes").
+  // those kernels slower (bench/RESULTS.md, 2026-12-05, "... Q5_0 and Q5_1's fifth bits as
+  // byte lanes").
   unsigned lanes_for(ir::ValueId v) {
     const ir::Type &t = fn_.type(v);
     const unsigned lanes = lane_count(t);
