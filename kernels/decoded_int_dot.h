@@ -22,7 +22,7 @@ template <class L, bool kHasMin, bool kHasHighBit>
 struct HalfPartIntDot {
   static_assert(kHasMin || kHasHighBit, "Q4_0 (no m, no fifth bit) has its own policy, matvec_int8.h's Q4_0IntDot");
   using Layout = L;
-  static constexpr int kBlockElements = 32, kSumGroup = 32, kBlockBytes = int(sizeof(Layout)), kLanes = 4;
+  static constexpr int kBlockElements = 32, kSumGroup = 32, kBlockBytes = int(sizeof(Layout));
 
   // The fifth bits of elements 16h .. 16h + 15 of each weight row's block (`base`: the blocks'
   // first bytes), from qh's bytes 2h and 2h + 1, as bytes 0 or 16, [1, BN, 16].
@@ -32,8 +32,11 @@ struct HalfPartIntDot {
     return detail::fifth_bit_bytes(load(wq + (base + (int(offsetof(Layout, qh)) + 2 * h) + pair)));  // qh bytes [BN, 2, 1]
   }
 
+  // Rows as stored (StoredBlocks, weight_blocks.h): these formats have no grouped layout.
   template <int BR, int BN, class XP, class SP>
-  static auto block_dot(Ptr<const u8> wq, const Block<i64, 1, BN, 1> &block, const XP &x, const SP &xs) {
+  static auto block_dot(const StoredBlocks<Layout, Block<i64, 1, BN, 1>> &w, const XP &x, const SP &xs) {
+    auto wq = w.wq;
+    auto block = w.block;
     auto base = block * kBlockBytes;  // [1, BN, 1]
     auto sixteen = wide(reshape<1, 1, 16>(arange<16>()));
     auto qs = load(wq + (base + int(offsetof(Layout, qs)) + sixteen));  // [1, BN, 16]

@@ -25,6 +25,10 @@ namespace kdsl::kernels {
 // (library_int_dot.cpp) at less than a decode row's cost a row, so any launch is worth it; the
 // k-quants' 4-row kernel is the best of theirs (KDSL_PROFILE; bench/RESULTS.md, 2026-12-03, the
 // few-row launches entry and "integer-dot kernels: four rows a vpdpbusd").
+// row_group: the rows a matrix of F is grouped by for the CPU's decode and few-row kernels
+// (formats/row_groups.h, matvec_grouped_sums), where F has that layout: the k-quants, 16 rows
+// (16 measured ahead of 8 for Q4_K, even for Q6_K: bench/RESULTS.md, 2026-12-05, "k-quant
+// weights grouped by 16 rows").
 // default_rows: the most rows of x a product takes through the integer kernels on a CPU with
 // VNNI unless the Library is told otherwise (Library::set_integer_dot_rows), where the format
 // takes no prefill tiles there (takes_prefill_tiles below: every row does); past it the f32
@@ -72,6 +76,7 @@ struct int_dot_policy<Q4_KFormat> {
   static constexpr int few_rows_launch = 4;
   static constexpr int default_rows = kEveryRow;
   using tiles = type;
+  static constexpr int row_group = 16;
 };
 template <>
 struct int_dot_policy<Q5_KFormat> {
@@ -80,6 +85,7 @@ struct int_dot_policy<Q5_KFormat> {
   static constexpr int few_rows_launch = 4;
   static constexpr int default_rows = kEveryRow;
   using tiles = type;
+  static constexpr int row_group = 16;
 };
 template <>
 struct int_dot_policy<Q6_KFormat> {
@@ -88,6 +94,7 @@ struct int_dot_policy<Q6_KFormat> {
   static constexpr int few_rows_launch = 4;
   static constexpr int default_rows = kEveryRow;
   using tiles = type;
+  static constexpr int row_group = 16;
 };
 template <>
 struct int_dot_policy<Q4_1Format> {
@@ -116,6 +123,13 @@ struct int_dot_policy<Q5_1Format> {
   using tiles = type;
   static constexpr bool tiles_need_vnni = true;
 };
+
+// The rows a matrix of format F is grouped by for its integer-dot kernels (1: as stored).
+template <class F>
+inline constexpr int row_group_of = [] {
+  if constexpr (requires { int_dot_policy<F>::row_group; }) return int_dot_policy<F>::row_group;
+  else return 1;
+}();
 
 // Whether format F's products of more than a few rows take byte-dot tiles
 // (matmul_int_tiles.h with the policy's `tiles`: x's quants by a transposed tile of weight

@@ -6,6 +6,7 @@
 
 #include "kernels/kquant_formats.h"
 #include "kernels/matvec_int8_sums.h"
+#include "kernels/weight_blocks.h"
 
 namespace kdsl::kernels {
 
@@ -36,14 +37,13 @@ struct SubBlockCodes {
   std::vector<Code> scale, min;
   Factor d, dmin;
 };
-template <class Layout, class Block, class Spread>
-auto sub_block_codes(Ptr<const u8> wq, const Block &block, const Spread &spread) {
-  constexpr int kBlockBytes = int(sizeof(Layout));
-  auto byte = [&](int i) { return load(wq + (block * kBlockBytes + (int(offsetof(Layout, scales)) + i) + spread)); };
-  auto half = [&](size_t offset) { return cast<f32>(load(reinterpret<f16>(wq) + (block * (kBlockBytes / 2) + int(offset / 2) + spread))); };
+template <class Layout, class W, class Spread>
+auto sub_block_codes(const W &w, const Spread &spread) {
+  auto byte = [&](int i) { return w.bytes(int(offsetof(Layout, scales)) + i, spread); };
   std::vector<decltype(byte(0))> s;
   for (int i = 0; i < formats::kKScaleSize; ++i) s.push_back(byte(i));
-  SubBlockCodes<decltype(byte(0)), decltype(half(0))> codes{{}, {}, half(offsetof(Layout, d)), half(offsetof(Layout, dmin))};
+  SubBlockCodes<decltype(byte(0)), decltype(w.half(offsetof(Layout, d), spread))> codes{
+      {}, {}, w.half(offsetof(Layout, d), spread), w.half(offsetof(Layout, dmin), spread)};
   for (int j = 0; j < 8; ++j) {
     codes.scale.push_back(j < 4 ? (s[size_t(j)] & 63) : ((s[size_t(j + 4)] & 15) | ((s[size_t(j - 4)] >> 6) << 4)));
     codes.min.push_back(j < 4 ? (s[size_t(j + 4)] & 63) : ((s[size_t(j + 4)] >> 4) | ((s[size_t(j)] >> 6) << 4)));
@@ -57,9 +57,9 @@ template <class Factor>
 struct SubBlockFactors {
   std::vector<Factor> scale, min;
 };
-template <class Layout, class Block, class Spread>
-auto sub_block_factors(Ptr<const u8> wq, const Block &block, const Spread &spread) {
-  auto codes = sub_block_codes<Layout>(wq, block, spread);
+template <class Layout, class W, class Spread>
+auto sub_block_factors(const W &w, const Spread &spread) {
+  auto codes = sub_block_codes<Layout>(w, spread);
   SubBlockFactors<decltype(codes.d)> f;
   for (int j = 0; j < 8; ++j) {
     f.scale.push_back(cast<f32>(codes.scale[size_t(j)]) * codes.d);
@@ -74,44 +74,49 @@ auto sub_block_factors(Ptr<const u8> wq, const Block &block, const Spread &sprea
 template <class Format, bool kHighBit>
 struct SubBlock32IntDot {
   using Layout = typename Format::Layout;
-  static constexpr int kBlockElements = formats::kQK_K, kSumGroup = 16, kBlockBytes = int(sizeof(Layout)), kLanes = 4;
+  static constexpr int kBlockElements = formats::kQK_K, kSumGroup = 16, kBlockBytes = int(sizeof(Layout));
   static constexpr bool kFifthBit = kHighBit;
 
-  template <int BR, int BN, class XP, class SP>
-  static auto block_dot(Ptr<const u8> wq, const Block<i64, 1, BN, 1> &block, const XP &x, const SP &xs) {
-    auto base = block * kBlockBytes;  // [1, BN, 1]
-    // Each weight row's scale and minimum of sub-block j as [1, BN, SL]. With several rows of x,
-    // SL = 4: every lane holds the row's value, loaded so (a zero-stride run), so that it meets
-    // dot4's [.., 4] lanes without moving between vector lanes (the host backend vectorizes
-    // along the last axis). With one (decode), SL = 1, broadcast in the multiply: the copies of
-    // 28 values for each of BN rows cost a decode step more than they save (bench/RESULTS.md,
-    // 2026-12-03, "integer-dot kernels: four rows a vpdpbusd").
-    constexpr int SL = BR == 1 ? 1 : 4;
-    auto [scale, min] = sub_block_factors<Layout>(wq, block, wide(zeros<i32, 1, 1, SL>()));  // [1, BN, SL] each
-    // Each sub-block's 32 quants in two halves of 16 bytes, chained through dot4's
-    // accumulator into 4 lanes: the host lowering puts four weight rows' halves in one 64-byte
-    // vpdpbusd (as for Q4_0, matvec_int8.h).
-    auto half = wide(reshape<1, 1, 16>(arange<16>()));
-    auto high_bits = [&](int part) {  // Q5_K's qh, bytes 16 * part .. + 15 (zeros, unused, for Q4_K)
-      if constexpr (kHighBit) return load(wq + (base + (int(offsetof(Layout, qh)) + 16 * part) + half));
-      else return zeros<u8, 1, BN, 16>();
+  // W (weight_blocks.h) gives the quants in pieces of W::kPiece bytes: 16 where the rows are
+  // as stored (the host lowering puts four rows' pieces in one 64-byte vpdpbusd, as for Q4_0,
+  // matvec_int8.h, and each row keeps dot4's 4 lanes), 4 where they are grouped (one 64-byte
+  // load holds 16 rows' pieces, and each row's one lane is its sum).
+  template <int BR, int BN, class W, class XP, class SP>
+  static auto block_dot(const W &w, const XP &x, const SP &xs) {
+    constexpr int P = W::kPiece, L = P / 4, kPieces = 32 / P;
+    // Each weight row's scale and minimum of sub-block j as [1, BN, SL]. With several rows of x
+    // and 4 lanes a row, SL = 4: every lane holds the row's value, loaded so (a zero-stride
+    // run), so that it meets dot4's [.., 4] lanes without moving between vector lanes (the
+    // host backend vectorizes along the last axis). With one (decode), SL = 1, broadcast in the
+    // multiply: the copies of 28 values for each of BN rows cost a decode step more than they
+    // save (bench/RESULTS.md, 2026-12-03, "integer-dot kernels: four rows a vpdpbusd").
+    constexpr int SL = BR == 1 ? 1 : L;
+    auto [scale, min] = sub_block_factors<Layout>(w, wide(zeros<i32, 1, 1, SL>()));  // [1, BN, SL] each
+    // Each sub-block's 32 quants in pieces chained through dot4's accumulator into L lanes.
+    auto piece = wide(reshape<1, 1, P>(arange<P>()));
+    auto pieces = [&](int offset) {  // 32 bytes from `offset`, [1, BN, P] each
+      std::vector<decltype(w.bytes(0, piece))> p;
+      for (int i = 0; i < kPieces; ++i) p.push_back(w.bytes(offset + i * P, piece));
+      return p;
     };
-    auto qh0 = high_bits(0), qh1 = high_bits(1);
-    auto lanes = zeros<f32, BR, BN, 4>();
+    // Q5_K's qh: byte l holds element l's fifth bit of every sub-block (unused for Q4_K).
+    auto qh = [&] {
+      if constexpr (kHighBit) return pieces(int(offsetof(Layout, qh)));
+      else return std::vector<decltype(w.bytes(0, piece))>{};
+    }();
+    auto lanes = zeros<f32, BR, BN, L>();
     auto minimums = zeros<f32, BR, BN, SL>();  // every lane the same: sum_j dmin * m[j] * (sum of x_j)
     for (int c = 0; c < 4; ++c) {
-      auto qs0 = load(wq + (base + (int(offsetof(Layout, qs)) + c * 32) + half));  // [1, BN, 16]
-      auto qs1 = load(wq + (base + (int(offsetof(Layout, qs)) + c * 32 + 16) + half));
+      auto qs = pieces(int(offsetof(Layout, qs)) + c * 32);
       for (int h = 0; h < 2; ++h) {
         const int j = 2 * c + h;
-        auto nibbles = [&](auto qs, auto qh) {
-          auto q = h == 0 ? (qs & 15) : (qs >> 4);
+        auto sums = zeros<i32, BR, BN, L>();
+        for (int i = 0; i < kPieces; ++i) {
+          auto q = h == 0 ? (qs[size_t(i)] & 15) : (qs[size_t(i)] >> 4);
           // bit j of qh moved to bit 4 with one constant shift and one mask
-          if constexpr (kHighBit) q = q | (j <= 4 ? ((qh << (4 - j)) & 16) : ((qh >> (j - 4)) & 16));
-          return q;
-        };
-        auto first = dot4(nibbles(qs0, qh0), load(x + (half + 32 * j)), zeros<i32, BR, BN, 4>());
-        auto sums = dot4(nibbles(qs1, qh1), load(x + (half + (32 * j + 16))), first);  // [BR, BN, 4]
+          if constexpr (kHighBit) q = q | (j <= 4 ? ((qh[size_t(i)] << (4 - j)) & 16) : ((qh[size_t(i)] >> (j - 4)) & 16));
+          sums = dot4(q, load(x + (piece + (32 * j + i * P))), sums);  // [BR, BN, L]
+        }
         lanes = lanes + cast<f32>(sums) * scale[size_t(j)];
         auto group = load(xs + 2 * j) + load(xs + (2 * j + 1));  // [BR, 1, 1]: the sub-block's sum of x
         minimums = minimums + min[size_t(j)] * cast<f32>(group);
@@ -133,7 +138,7 @@ struct SubBlock32IntDot {
   // the total once; exact (|x_j . q_j| <= 32 * 31 * 127, times sc <= 63, over 8: < 2^26).
   template <int BM, int BN, class XP, class SP, class DP>
   static Block<f32, BM, BN> tile_dot(Ptr<const u8> wq, const Block<i64, BN> &block, const XP &x, const SP &xs, const DP &xd) {
-    auto codes = sub_block_codes<Layout>(wq, row(block), wide(zeros<i32, 1, 1>()));  // [1, BN] each
+    auto codes = sub_block_codes<Layout>(StoredBlocks<Layout, Block<i64, 1, BN>>{wq, row(block)}, wide(zeros<i32, 1, 1>()));  // [1, BN] each
     auto base = col(block) * kBlockBytes;                                           // [BN, 1]
     auto r32 = row(wide(arange<32>()));                                                 // [1, 32]
     auto qh = [&] {  // Q5_K: bit j of qh[l] is element l's fifth bit in sub-block j (zeros, unused, for Q4_K)
@@ -171,25 +176,33 @@ using Q5_KIntDot = SubBlock32IntDot<Q5_KFormat, true>;
 // operations per 16 values.
 struct Q6_KIntDot {
   using Layout = formats::BlockQ6_K;
-  static constexpr int kBlockElements = formats::kQK_K, kSumGroup = 16, kBlockBytes = int(sizeof(Layout)), kLanes = 4;
+  static constexpr int kBlockElements = formats::kQK_K, kSumGroup = 16, kBlockBytes = int(sizeof(Layout));
 
-  template <int BR, int BN, class XP, class SP>
-  static auto block_dot(Ptr<const u8> wq, const Block<i64, 1, BN, 1> &block, const XP &x, const SP &xs) {
-    auto base = block * kBlockBytes;  // [1, BN, 1]
-    auto half = wide(reshape<1, 1, 16>(arange<16>()));
-    auto d = reshape<1, BN, 1>(block_half_factor<Layout>(wq, block, offsetof(Layout, d)));
-    auto scaled = zeros<i32, BR, BN, 4>();
+  // The quants in W::kPiece-byte pieces, as SubBlock32IntDot's: each sub-block 16 / kPiece
+  // dot4s chained into its L lanes.
+  template <int BR, int BN, class W, class XP, class SP>
+  static auto block_dot(const W &w, const XP &x, const SP &xs) {
+    constexpr int P = W::kPiece, L = P / 4, kPieces = 16 / P;
+    auto piece = wide(reshape<1, 1, P>(arange<P>()));
+    auto one = wide(zeros<i32, 1, 1, 1>());
+    auto d = w.half(offsetof(Layout, d), one);  // [1, BN, 1]
+    auto scaled = zeros<i32, BR, BN, L>();
     auto offset = zeros<i32, BR, BN, 1>();  // sum over sub-blocks of scale * (sum of x)
     for (int h = 0; h < 2; ++h)
       for (int part = 0; part < 2; ++part) {
-        auto qh = load(wq + (base + (int(offsetof(Layout, qh)) + h * 32 + 16 * part) + half));  // [1, BN, 16]
+        std::vector<decltype(w.bytes(0, piece))> qh;  // [1, BN, P] each
+        for (int i = 0; i < kPieces; ++i) qh.push_back(w.bytes(int(offsetof(Layout, qh)) + h * 32 + 16 * part + i * P, piece));
         for (int qq = 0; qq < 4; ++qq) {
           const int sub = 8 * h + 2 * qq + part;
-          auto ql = load(wq + (base + (int(offsetof(Layout, ql)) + h * 64 + (qq % 2) * 32 + 16 * part) + half));
-          auto low = qq < 2 ? (ql & 15) : (ql >> 4);
-          auto high = qq < 2 ? ((qh << (4 - 2 * qq)) & 48) : qq == 2 ? (qh & 48) : ((qh >> 2) & 48);  // bits 2qq, 2qq + 1 to bits 4, 5
-          auto scale = cast<i32>(bitcast<i8>(load(wq + (base + (int(offsetof(Layout, scales)) + sub)))));  // [1, BN, 1]
-          auto sums = dot4(low | high, load(x + (half + (128 * h + 32 * qq + 16 * part))));                // [BR, BN, 4]
+          auto sums = zeros<i32, BR, BN, L>();
+          for (int i = 0; i < kPieces; ++i) {
+            auto ql = w.bytes(int(offsetof(Layout, ql)) + h * 64 + (qq % 2) * 32 + 16 * part + i * P, piece);
+            auto low = qq < 2 ? (ql & 15) : (ql >> 4);
+            const auto &hb = qh[size_t(i)];
+            auto high = qq < 2 ? ((hb << (4 - 2 * qq)) & 48) : qq == 2 ? (hb & 48) : ((hb >> 2) & 48);  // bits 2qq, 2qq + 1 to bits 4, 5
+            sums = dot4(low | high, load(x + (piece + (128 * h + 32 * qq + 16 * part + i * P))), sums);  // [BR, BN, L]
+          }
+          auto scale = cast<i32>(bitcast<i8>(w.bytes(int(offsetof(Layout, scales)) + sub, one)));  // [1, BN, 1]
           scaled = scaled + sums * scale;
           offset = offset + scale * load(xs + sub);
         }

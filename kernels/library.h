@@ -61,6 +61,22 @@ class Library {
   // at most the sum over values of (d_x / 2) * |w| (the activations' rounding), plus f32
   // rounding; elsewhere the weights are dequantized to f32.
   void matmul(const float *x, const void *w, WeightType wtype, const float *bias, float *out, int rows, int N, int K);
+  // The same over W with its rows grouped by R = row_group (formats/row_groups.h: each block's
+  // fields of R consecutive rows side by side), as row_group() says this Library's decode
+  // kernels read a type fastest and group_rows() lays it out; row_group 1 is the overload
+  // above. Decode and few-row products read the groups in place; a product of more rows
+  // (prefill) first copies W back to rows as stored, into scratch, and takes the path above.
+  // A row_group other than 1 and the format's grouping (16 rows for the k-quants, N a multiple of
+  // it) is a user error naming it.
+  void matmul(const float *x, const void *w, WeightType wtype, const float *bias, float *out, int rows, int N, int K, int row_group);
+  // The rows a matrix of `wtype` with N rows is best grouped by for this Library's products:
+  // the k-quants' 16 on the CPU where N is a multiple of it (their integer-dot decode reads a
+  // field of 16 rows as one vector instead of putting it together row by row); 1 (leave it as
+  // stored) elsewhere: other types, GPUs, a Library with integer dot products off.
+  int row_group(WeightType wtype, int64_t N) const;
+  // W ([N][K] of wtype, as stored) grouped by row_group(wtype, N) rows into `out`, which has
+  // W's bytes; where that is 1, a plain copy.
+  void group_rows(const void *w, WeightType wtype, int64_t N, int64_t K, void *out) const;
   // A GPU's decode product (one row of x) with the steps around it in the same launch:
   //   Store: out[n] = W[n,:] . rmsnorm(x) (+ bias[n]), rmsnorm(x) = x * rsqrt(mean(x^2) + eps)
   //     * norm_w (norm_w non-null);

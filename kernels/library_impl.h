@@ -94,6 +94,7 @@ struct Library::Impl {
   bool prefill_tiles_everywhere = false;
   bool gpu_forms = false;  // Library::set_gpu_forms
   Buffer<int32_t> activation_sums;    // their integer group sums (quantize_activations_sums)
+  Buffer<uint8_t> ungrouped_weights;  // a grouped matrix's rows as stored, for a prefill (Library::matmul)
 
  private:
   template <auto K>

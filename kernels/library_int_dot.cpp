@@ -183,7 +183,55 @@ void run_int_dot(Library::Impl &im, const float *x, const void *w, const float *
   else run_rows<2, kIntDotFewCandidates>(im, points, rows, N, K, few_rows_launch, run);
 }
 
+// The most rows of x this Library sends through format F's integer kernels.
+template <class F>
+int int_dot_rows(const Library::Impl &im) {
+  return im.integer_dot_rows < 0 ? default_int_dot_rows<F>(im.device) : im.integer_dot_rows;
+}
+
 }  // namespace
+
+template <class F>
+int int_dot_row_group(const Library::Impl &im, int64_t N) {
+  constexpr int R = row_group_of<F>;
+  if (R == 1 || !dispatches_for_cpu(im) || N % R != 0 || int_dot_rows<F>(im) < 1) return 1;
+  return R;
+}
+
+// x quantized once, then one launch for a decode row and few-row launches of 4-row programs
+// (the formats with sums' best few-row programs as stored: run_int_dot's) over the groups.
+template <class F>
+bool matmul_int_dot_grouped(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K) {
+  using P = typename int_dot_policy<F>::type;
+  constexpr int R = row_group_of<F>;
+  if constexpr (R == 1) {
+    return false;
+  } else {
+    if (!dispatches_for_cpu(im) || rows > std::min(kTileRows, int_dot_rows<F>(im))) return false;
+    constexpr int BE = P::kBlockElements, GS = P::kSumGroup;
+    const int blocks = K / BE;
+    const QuantizedX xq = quantize_x<BE, GS>(im, x, rows, K);
+    const float *b = bias ? bias : out;  // unread without a bias
+    auto wq = static_cast<const uint8_t *>(w);
+    auto launch = [&]<int BR>(int first, int count) {
+      auto g = grid(N / R, cdiv(count, BR));
+      const int8_t *q = xq.quants + int64_t(first) * K;
+      const float *d = xq.scales + int64_t(first) * blocks;
+      const int32_t *sums = xq.sums + int64_t(first) * (K / GS);
+      float *o = out + int64_t(first) * N;
+      if (bias) im.kernel<matvec_grouped_sums<P, BR, R, true>>()(g, q, d, sums, wq, b, o, count, N, K);
+      else im.kernel<matvec_grouped_sums<P, BR, R, false>>()(g, q, d, sums, wq, b, o, count, N, K);
+    };
+    for_few_row_launches(
+        im, rows,
+        [&](int first, int count) {
+          if (count == 1) launch.template operator()<1>(first, count);
+          else launch.template operator()<4>(first, count);
+        },
+        int_dot_policy<F>::few_rows_launch);
+    return true;
+  }
+}
 
 template <class F>
 bool matmul_int_dot(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K) {
@@ -191,8 +239,7 @@ bool matmul_int_dot(Library::Impl &im, const float *x, const void *w, const floa
   if constexpr (std::is_void_v<P>) {
     return false;
   } else {
-    const int most_rows = im.integer_dot_rows < 0 ? default_int_dot_rows<F>(im.device) : im.integer_dot_rows;
-    if (!dispatches_for_cpu(im) || rows > most_rows) return false;
+    if (!dispatches_for_cpu(im) || rows > int_dot_rows<F>(im)) return false;
     constexpr int few_rows_launch = int_dot_policy<F>::few_rows_launch;
     auto named = [](const char *point, bool with_bias) {
       return std::string(point) + "<" + int_dot_policy<F>::name + (with_bias ? ",bias>" : ">");
@@ -207,8 +254,10 @@ bool matmul_int_dot(Library::Impl &im, const float *x, const void *w, const floa
 // One instantiation per row of weight_types.def with block kernels.
 #define KDSL_INT_DOT_None(Name)
 #define KDSL_INT_DOT_Plain(Name)
-#define KDSL_INT_DOT_Scaled(Name) \
-  template bool matmul_int_dot<Name##Format>(Library::Impl &, const float *, const void *, const float *, float *, int, int, int);
+#define KDSL_INT_DOT_Scaled(Name)                                                                                                   \
+  template bool matmul_int_dot<Name##Format>(Library::Impl &, const float *, const void *, const float *, float *, int, int, int);         \
+  template bool matmul_int_dot_grouped<Name##Format>(Library::Impl &, const float *, const void *, const float *, float *, int, int, int); \
+  template int int_dot_row_group<Name##Format>(const Library::Impl &, int64_t);
 #define KDSL_INT_DOT_Decoded(Name) KDSL_INT_DOT_Scaled(Name)
 #define KDSL_WEIGHT_TYPE(Name, id, name, elements, bytes, Layout, kernels, ftype) KDSL_INT_DOT_##kernels(Name)
 #include <kdsl/formats/weight_types.def>

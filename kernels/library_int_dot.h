@@ -11,4 +11,14 @@ namespace kdsl::kernels::detail {
 template <class F>
 bool matmul_int_dot(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K);
 
+// The same over W grouped by int_dot_policy<F>::row_group rows (formats/row_groups.h) for
+// products of up to a few rows on the CPU; false (nothing run) for more rows or elsewhere,
+// where the caller copies W back to rows as stored.
+template <class F>
+bool matmul_int_dot_grouped(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K);
+
+// The rows a matrix of format F with N rows is grouped by for this Library (Library::row_group).
+template <class F>
+int int_dot_row_group(const Library::Impl &im, int64_t N);
+
 }  // namespace kdsl::kernels::detail

@@ -1,11 +1,15 @@
 // library_quantized.cpp - Library::matmul and Library::embedding over any WeightType: the block formats' kernels as weight_types.def lists them, plain types passed on
 #include <algorithm>
+#include <cstring>
+
+#include <kdsl/formats/row_groups.h>
 
 #include "kernels/decoded_formats.h"
 #include "kernels/embedding_quantized.h"
 #include "kernels/library_device.h"
 #include "kernels/library_gpu_decode.h"
 #include "kernels/library_impl.h"
+#include "kernels/int_dot_policy.h"
 #include "kernels/library_int_dot.h"
 #include "kernels/matmul_quantized.h"
 #include "kernels/matvec_kquant.h"
@@ -147,6 +151,46 @@ std::string kernel_types_hint() {
 
 }  // namespace
 
+namespace {
+
+// f.template operator()<Name##Format>() for a block format of weight_types.def with kernels,
+// otherwise() for any other type.
+template <class F, class Otherwise>
+auto with_block_format(WeightType t, F &&f, Otherwise &&otherwise) {
+#define KDSL_FORMAT_None(Name)
+#define KDSL_FORMAT_Plain(Name)
+#define KDSL_FORMAT_Scaled(Name) \
+  case WeightType::Name: return f.template operator()<Name##Format>();
+#define KDSL_FORMAT_Decoded(Name) KDSL_FORMAT_Scaled(Name)
+#define KDSL_WEIGHT_TYPE(Name, id, name, elements, bytes, Layout, kernels, ftype) KDSL_FORMAT_##kernels(Name)
+  switch (t) {
+#include <kdsl/formats/weight_types.def>
+    default: return otherwise();
+  }
+#undef KDSL_WEIGHT_TYPE
+#undef KDSL_FORMAT_None
+#undef KDSL_FORMAT_Plain
+#undef KDSL_FORMAT_Scaled
+#undef KDSL_FORMAT_Decoded
+}
+
+// W's rows between stored and grouped by R (formats/row_groups.h), for a format with a plan.
+template <class F>
+void regroup(const void *in, void *out, int64_t N, int64_t K, int R, bool to_groups) {
+  if constexpr (requires { typename F::Layout; }) {
+    using Layout = typename F::Layout;
+    if constexpr (formats::has_row_groups<Layout>) {
+      const int64_t blocks = K / F::kBlockElements;
+      if (to_groups) formats::group_rows<Layout>(in, out, N, blocks, R);
+      else formats::ungroup_rows<Layout>(in, out, N, blocks, R);
+      return;
+    }
+  }
+  internal_error("Library: a format grouped by rows has no row-group plan");
+}
+
+}  // namespace
+
 void Library::matmul(const float *x, const void *w, WeightType wtype, const float *bias, float *out, int rows, int N, int K) {
   if (auto plain = dtype_of(wtype)) return matmul(x, w, *plain, bias, out, rows, N, K);
   detail::require(rows >= 0 && N > 0 && K > 0, "matmul", [&] {
@@ -166,6 +210,37 @@ void Library::matmul(const float *x, const void *w, WeightType wtype, const floa
 #include <kdsl/formats/weight_types.def>
     default: throw Error("kdsl::kernels::matmul: weight type " + std::string(weight_type_info(wtype).name) + " has no kernel" + kernel_types_hint());
   }
+}
+
+int Library::row_group(WeightType wtype, int64_t N) const {
+  return with_block_format(wtype, [&]<class F>() { return detail::int_dot_row_group<F>(*impl_, N); }, [] { return 1; });
+}
+
+void Library::group_rows(const void *w, WeightType wtype, int64_t N, int64_t K, void *out) const {
+  const int R = row_group(wtype, N);
+  if (R == 1) return void(std::memcpy(out, w, size_t(N * weight_bytes(wtype, K))));
+  with_block_format(wtype, [&]<class F>() { regroup<F>(w, out, N, K, R, true); }, [] {});
+}
+
+void Library::matmul(const float *x, const void *w, WeightType wtype, const float *bias, float *out, int rows, int N, int K, int row_group) {
+  if (row_group == 1) return matmul(x, w, wtype, bias, out, rows, N, K);
+  // The one grouping a format has (int_dot_policy.h), whether or not this Library would now
+  // choose it (a Library told to take the f32 path reads grouped weights through the copy).
+  const int R = with_block_format(wtype, []<class F>() { return row_group_of<F>; }, [] { return 1; });
+  detail::require(R > 1 && row_group == R && N % R == 0, "matmul", [&] {
+    return "W is grouped by " + std::to_string(row_group) + " rows, but a " + std::string(weight_type_info(wtype).name) + " matrix of " +
+           std::to_string(N) + " rows " + (R > 1 ? "is grouped by " + std::to_string(R) + " where N is a multiple of it" : "has no grouped layout");
+  });
+  detail::require(rows >= 0 && K > 0, "matmul", [&] { return "sizes must be positive (rows " + std::to_string(rows) + ", K " + std::to_string(K) + ")"; });
+  require_whole_blocks("matmul", "K", wtype, K);
+  if (rows == 0) return;
+  if (with_block_format(wtype, [&]<class F>() { return detail::matmul_int_dot_grouped<F>(*impl_, x, w, bias, out, rows, N, K); }, [] { return false; }))
+    return;
+  // A prefill: W back to rows as stored, for the kernels that read it so (a copy of W's
+  // bytes, small beside a prefill's arithmetic on them).
+  uint8_t *stored = detail::reserve(impl_->device, impl_->ungrouped_weights, size_t(int64_t(N) * weight_bytes(wtype, K)));
+  with_block_format(wtype, [&]<class F>() { regroup<F>(w, stored, N, K, R, false); }, [] {});
+  matmul(x, stored, wtype, bias, out, rows, N, K);
 }
 
 void Library::embedding(const int32_t *ids, const void *table, WeightType ttype, float *out, int rows, int dim) {

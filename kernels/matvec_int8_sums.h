@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "kernels/common.h"
+#include "kernels/weight_blocks.h"
 
 namespace kdsl::kernels {
 
@@ -35,13 +36,42 @@ void matvec_int8_sums(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs, Pt
   auto rn = spread_rows<BN>(N);
   auto x_row = reshape<BR, 1, 1>(wide(minimum(r, rows - 1)));
   auto w_block = reshape<1, BN, 1>(wide(minimum(rn, N - 1)) * wide(blocks));  // each weight row's first block
-  auto [lanes, offsets] = for_range(0, blocks, 1, zeros<f32, BR, BN, P::kLanes>(), zeros<f32, BR, BN>(), [&](auto b, auto l, auto o) {
+  constexpr int kLanes = StoredBlocks<typename P::Layout, Block<i64, 1, BN, 1>>::kPiece / 4;  // dot4's lanes of a 16-byte piece
+  auto [lanes, offsets] = for_range(0, blocks, 1, zeros<f32, BR, BN, kLanes>(), zeros<f32, BR, BN>(), [&](auto b, auto l, auto o) {
     auto block = w_block + wide(b);  // [1, BN, 1]
     if constexpr (PREFETCH > 0)
       prefetch(wq + (block * P::kBlockBytes + PREFETCH + wide(reshape<1, 1, PREFETCH_LINES>(arange<PREFETCH_LINES>() * 64))));
     auto x_block = x_row * wide(blocks) + wide(b);  // [BR, 1, 1]
     auto d_x = load(xd + x_block);                  // [BR, 1, 1]
-    auto s = P::template block_dot<BR, BN>(wq, block, xq + x_block * BE, xs + x_block * G);
+    auto s = P::template block_dot<BR, BN>(StoredBlocks<typename P::Layout, decltype(block)>{wq, block}, xq + x_block * BE, xs + x_block * G);
+    return std::tuple(l + s.lanes * d_x, o + s.offset * reshape<BR, 1>(d_x));
+  });
+  auto y = sum<2>(lanes) + offsets;
+  if constexpr (HAS_BIAS) y = y + row(load(bias + minimum(rn, N - 1)));
+  store(out + col(wide(r) * wide(N)) + row(rn), y, col(r < rows) && row(rn < N));
+}
+
+// The same product over weights grouped by R rows (formats/row_groups.h; GroupedBlocks,
+// weight_blocks.h): program i takes group i, rows iR .. iR + R - 1, and reads each block's
+// field of all R rows as one run. W holds cdiv(N, R) groups; rows past N are the last
+// group's zero padding, and their outputs are not stored.
+template <class P, int BR, int R, bool HAS_BIAS, int PREFETCH = 0, int PREFETCH_LINES = 1>
+void matvec_grouped_sums(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs, Ptr<const u8> wq, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> rows,
+                         Scalar<i32> N, Scalar<i32> K) {
+  constexpr int BE = P::kBlockElements, G = BE / P::kSumGroup;
+  constexpr int64_t kGroupBlockBytes = int64_t(R) * P::kBlockBytes;
+  auto blocks = K / BE;
+  auto r = program_id(1) * BR + arange<BR>();  // this program's rows of x
+  auto rn = program_id(0) * R + arange<R>();   // the group's weight rows
+  auto x_row = reshape<BR, 1, 1>(wide(minimum(r, rows - 1)));
+  auto first_block = wide(program_id(0)) * wide(blocks);  // the group's first block
+  constexpr int kLanes = GroupedBlocks<typename P::Layout, R>::kPiece / 4;  // 1: a row's sum in one lane
+  auto [lanes, offsets] = for_range(0, blocks, 1, zeros<f32, BR, R, kLanes>(), zeros<f32, BR, R>(), [&](auto b, auto l, auto o) {
+    auto group_block = (first_block + wide(b)) * kGroupBlockBytes;
+    if constexpr (PREFETCH > 0) prefetch(wq + (group_block + PREFETCH + wide(arange<PREFETCH_LINES>() * 64)));
+    auto x_block = x_row * wide(blocks) + wide(b);  // [BR, 1, 1]
+    auto d_x = load(xd + x_block);                  // [BR, 1, 1]
+    auto s = P::template block_dot<BR, R>(GroupedBlocks<typename P::Layout, R>{wq, group_block}, xq + x_block * BE, xs + x_block * G);
     return std::tuple(l + s.lanes * d_x, o + s.offset * reshape<BR, 1>(d_x));
   });
   auto y = sum<2>(lanes) + offsets;
@@ -50,7 +80,7 @@ void matvec_int8_sums(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs, Pt
 }
 
 // What a policy's block_dot returns for one block of each (x row, weight row): the block's
-// product is d_x * (sum of lanes + offset). The lanes ([BR, BN, kLanes]) are dot4's exact
+// product is d_x * (sum of lanes + offset). The lanes ([BR, BN, lanes a row]) are dot4's exact
 // integer sums, each converted to f32 once and multiplied by its sub-block's weight scale
 // (d * sc); the offset ([BR, BN]) is the weights' offsets or minimums times the activations'
 // group sums.

@@ -40,6 +40,13 @@ alignas(256) const uint8_t kUploadStandIn[256] = {};
 
 bool records_only(const EngineOptions &o) { return o.recorder && !o.recorder->launches(); }
 
+// Whether b lies right after a in memory, of the same type and row grouping, so that the two read as one
+// weight: a matrix of a's rows then b's (same columns), or one vector (biases).
+bool back_to_back(const Weight &a, const Weight &b) {
+  const bool stackable = a.cols == b.cols || (a.rows == 1 && b.rows == 1);
+  return a && b && a.type == b.type && a.row_group == b.row_group && stackable && static_cast<const uint8_t *>(a.data) + a.bytes() == b.data;
+}
+
 // The weights a GPU upload places back to back, so that decode multiplies one vector by all of
 // them in one launch (Engine::layer): q, k and v (and their biases); gate and up.
 std::vector<std::vector<Weight *>> placed_together(LayerWeights &l) {
@@ -62,8 +69,42 @@ std::optional<std::vector<int64_t>> stacked_offsets(const std::vector<Weight *> 
   return offsets;
 }
 
+// On the CPU, each matrix whose format the Library's decode reads faster with its rows grouped
+// (Library::row_group: the k-quants) is copied so, once, and viewed there; the model's own
+// bytes (a mapped file) are then read only by a prefill's products, which put the rows back as
+// stored (Library::matmul). Matrices that lie back to back (q, k and v; gate and up), which
+// decode multiplies by a row as one, stay so, in one allocation. A table the embedding reads
+// (the output tied to token_embd) stays as stored. A recording (kdsl-prewarm) marks the
+// matrices grouped without copying them, as its launches read no weights.
+void group_rows_for_cpu(DeviceWeights &d, const Device &device, const kernels::Library &lib, bool copy) {
+  auto row_group = [&](const Weight &w) { return w && w.rows > 1 ? lib.row_group(w.type, w.rows) : 1; };
+  auto group = [&](const std::vector<Weight *> &run) {
+    int64_t total = 0;
+    for (const Weight *w : run) total += w->bytes();
+    uint8_t *at = copy ? d.uploads.emplace_back(device, size_t(total)).data() : nullptr;
+    for (Weight *w : run) {
+      w->row_group = row_group(*w);
+      if (copy) lib.group_rows(w->data, w->type, w->rows, w->cols, at), w->data = at, at += w->bytes();
+    }
+  };
+  auto grouped = [&](const Weight *w) { return row_group(*w) > 1; };
+  if (grouped(&d.output) && d.output.data != d.token_embd.data) group({&d.output});
+  for (LayerWeights &l : d.layers) {
+    std::vector<Weight *> done;
+    for (const std::vector<Weight *> &run : placed_together(l)) {
+      const bool together = std::all_of(run.begin(), run.end(), grouped) &&
+                            std::adjacent_find(run.begin(), run.end(), [](const Weight *a, const Weight *b) { return !back_to_back(*a, *b); }) == run.end();
+      if (!together) continue;
+      group(run);
+      done.insert(done.end(), run.begin(), run.end());
+    }
+    for (Weight *w : l.all())
+      if (grouped(w) && std::find(done.begin(), done.end(), w) == done.end()) group({w});
+  }
+}
+
 // The model's views on the CPU; on a GPU, each tensor uploaded once and viewed there.
-DeviceWeights place_weights(const ModelWeights &model, const Device &device, const EngineOptions &options) {
+DeviceWeights place_weights(const ModelWeights &model, const Device &device, const kernels::Library &lib, const EngineOptions &options) {
   DeviceWeights d;
   d.token_embd = model.token_embd, d.output_norm = model.output_norm, d.output = model.output;
   d.layers = model.layers;
@@ -80,7 +121,10 @@ DeviceWeights place_weights(const ModelWeights &model, const Device &device, con
     }
     return d;
   }
-  if (device.memory_space() == MemorySpace::Host) return d;
+  if (device.memory_space() == MemorySpace::Host) {
+    group_rows_for_cpu(d, device, lib, !records_only(options));
+    return d;
+  }
   // A tensor shared by two views (tied embeddings) is uploaded once.
   std::vector<std::pair<const void *, const void *>> uploaded;  // host data, device data
   auto place = [&](Weight &w) {
@@ -116,12 +160,6 @@ DeviceWeights place_weights(const ModelWeights &model, const Device &device, con
   return d;
 }
 
-// Whether b lies right after a in memory, of the same type, so that the two read as one
-// weight: a matrix of a's rows then b's (same columns), or one vector (biases).
-bool back_to_back(const Weight &a, const Weight &b) {
-  const bool stackable = a.cols == b.cols || (a.rows == 1 && b.rows == 1);
-  return a && b && a.type == b.type && stackable && static_cast<const uint8_t *>(a.data) + a.bytes() == b.data;
-}
 
 // The KV cache's bytes for `context` tokens, whole pages, both K and V, every layer; as int64,
 // since a context read from the command line may be anything up to INT_MAX.
@@ -168,7 +206,7 @@ void check_kv_types(const ModelHParams &h, kernels::KvTypes kv) {
 }  // namespace
 
 Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions options)
-    : model_(model), device_(device), kernels_(device, options.recorder), options_(options), weights_(place_weights(model, device, options)) {
+    : model_(model), device_(device), kernels_(device, options.recorder), options_(options), weights_(place_weights(model, device, kernels_, options)) {
   const ModelHParams &h = model.hparams;
   if (options.integer_dot_rows >= 0) kernels_.set_integer_dot_rows(options.integer_dot_rows);
   kernels_.set_gpu_forms(options.gpu_forms);
@@ -301,7 +339,7 @@ std::span<const float> Engine::run(std::span<const int> tokens, int pos, int log
       } else {
         const float *rows = xb_.data() + size_t(from - start) * size_t(dim_);
         show_input(TensorName::Output, -1, xb_, from - start, start + n - from, dim_);
-        kernels_.matmul(rows, o.data, o.type, nullptr, out, start + n - from, vocab_, dim_);
+        kernels_.matmul(rows, o.data, o.type, nullptr, out, start + n - from, vocab_, dim_, o.row_group);
       }
     }
   }
@@ -344,12 +382,12 @@ void Engine::layer(int l, int n, int pos, bool tree, bool fused) {
   // A product of the normed residual stream: of xb, or of x with `norm` fused in.
   auto product_in = [&](const Weight &wt, const Weight &b, const Weight &norm, float *out, int N) {
     if (fused) kernels_.matvec_fused(x_.data(), norm.f32(), h.rms_eps, wt.data, wt.type, bias(b), out, AfterProduct::Store, N, dim_);
-    else kernels_.matmul(xb_.data(), wt.data, wt.type, bias(b), out, n, N, dim_);
+    else kernels_.matmul(xb_.data(), wt.data, wt.type, bias(b), out, n, N, dim_, wt.row_group);
   };
   // A product added to the residual stream, then normed by `next_norm` into xb (unfused).
   auto product_out = [&](const float *in, const Weight &wt, int K, const float *next_norm) {
     if (fused) return kernels_.matvec_fused(in, nullptr, 0.0f, wt.data, wt.type, nullptr, x_.data(), AfterProduct::AddToOut, dim_, K);
-    kernels_.matmul(in, wt.data, wt.type, nullptr, proj_.data(), n, dim_, K);
+    kernels_.matmul(in, wt.data, wt.type, nullptr, proj_.data(), n, dim_, K, wt.row_group);
     kernels_.add_rmsnorm(x_.data(), proj_.data(), next_norm, xb_.data(), n, dim_, h.rms_eps);
   };
 

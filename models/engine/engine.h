@@ -45,7 +45,9 @@ struct EngineOptions {
 struct DeviceWeights {
   Weight token_embd, output_norm, output;
   std::vector<LayerWeights> layers;
-  std::vector<Buffer<uint8_t>> uploads;  // GPU only: the memory the views point into
+  // The memory the views point into where it is not the model's: a GPU's uploads; on the CPU,
+  // the matrices grouped by rows for its decode kernels (group_rows_for_cpu, engine.cpp).
+  std::vector<Buffer<uint8_t>> uploads;
   int64_t uploaded_bytes = 0;
 };
 

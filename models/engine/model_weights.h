@@ -21,6 +21,10 @@ struct Weight {
   const void *data = nullptr;
   kernels::WeightType type = kernels::WeightType::F32;
   int64_t rows = 0, cols = 0;
+  // 1: rows as the file stores them; R > 1: grouped by R rows (formats/row_groups.h), as the
+  // engine lays out a matrix the CPU's decode reads faster so (Library::row_group). The bytes
+  // are as many either way: only multiples of R rows are grouped.
+  int row_group = 1;
 
   explicit operator bool() const { return data != nullptr; }
   int64_t bytes() const { return rows * kernels::weight_bytes(type, cols); }

@@ -198,6 +198,17 @@ TEST_CASE("engine vs float64 reference: llama with Q6_K and Q4_K weights and emb
   // Q4_K_M's mix: Q4_K matrices, a Q6_K token table and classifier.
   c.weight_type = GgmlType::Q4_K;
   check_against_reference(c, "ref-llama-q4_k-q6_k.gguf", kInt8ActivationTolerance);
+  {
+    // The CPU engine reads these matrices with their rows grouped by 16 (Library::row_group),
+    // so the checks above are of the grouped decode kernels.
+    ModelWeights model = load_model_weights(test::scratch_path("ref-llama-q4_k-q6_k.gguf"));
+    Engine engine(model, Device::cpu(), EngineOptions{.context = 32});
+    const DeviceWeights &w = engine.weights();
+    for (const Weight *m : {&w.layers[0].wq, &w.layers[0].wk, &w.layers[0].wv, &w.layers[0].wo, &w.layers[0].w_gate, &w.layers[0].w_down})
+      CHECK(m->row_group == 16);
+    CHECK((w.output.data == w.token_embd.data ? w.output.row_group == 1 : w.output.row_group == 16));
+    CHECK(w.token_embd.row_group == 1);
+  }
   c.embedding_type = GgmlType::Q4_K;
   check_against_reference(c, "ref-llama-q4_k.gguf", kInt8ActivationTolerance);
   check_model_against_reference(test::scratch_path("ref-llama-q4_k.gguf"), kFloatTolerance, 0);

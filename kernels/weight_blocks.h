@@ -1,0 +1,65 @@
+// weight_blocks.h - how a kernel reads its weight rows' blocks: as a file stores them (row after row) or with the rows of a group interleaved
+#pragma once
+#include <cstddef>
+
+#include <kdsl/formats/row_groups.h>
+
+#include "kernels/common.h"
+
+namespace kdsl::kernels {
+
+// The integer-dot policies (kquant_int_dot.h) read a block's bytes through one of these, so
+// that one policy serves both layouts. Each gives kPiece, the bytes of quants a row it reads
+// as one piece (a piece lies inside one grain of the grouped layout), and, for every weight
+// row the kernel holds,
+//   bytes(offset, piece): bytes offset + piece of the row's block (piece: offsets of a few
+//                         bytes along the last axis, or zeros that spread the row's value
+//                         along it), u8;
+//   half(offset):         the f16 at byte `offset` of the row's block, as f32,
+// shaped as the rows' index with the piece's axes.
+
+// Row after row, as GGUF stores a matrix: block `block` (counted over the matrix) at
+// block * sizeof(Layout).
+template <class Layout, class BlockIndex>
+struct StoredBlocks {
+  static constexpr int kPiece = 16;
+  Ptr<const u8> wq;
+  BlockIndex block;
+
+  template <class Piece>
+  auto bytes(int offset, const Piece &piece) const {
+    return load(wq + (block * int(sizeof(Layout)) + offset + piece));
+  }
+  template <class Piece>
+  auto half(size_t offset, const Piece &spread) const {
+    static_assert(sizeof(Layout) % 2 == 0, "the f16 factors are addressed in halves: the block size must be even");
+    return cast<f32>(load(reinterpret<f16>(wq) + (block * int(sizeof(Layout) / 2) + int(offset / 2) + spread)));
+  }
+};
+
+// R rows interleaved (formats/row_groups.h): one group's block of R rows at `group_block`
+// bytes, every field's R copies side by side at its grain, so that a field's bytes of all R
+// rows are one contiguous run. The rows are the group's R, in order ([1, R, 1]).
+template <class Layout, int R>
+struct GroupedBlocks {
+  static constexpr int kPiece = formats::kGroupedQuantGrain;
+  Ptr<const u8> wq;
+  Block<i64> group_block;  // byte offset of the group's block
+
+  static auto lane_offsets(int grain) { return reshape<1, R, 1>(wide(arange<R>()) * int64_t(grain)); }
+
+  template <class Piece>
+  auto bytes(int offset, const Piece &piece) const {
+    constexpr formats::RowGroupPlan plan = formats::row_group_plan<Layout>();
+    const formats::GroupedPlace p = plan.place(R, offset);
+    return load(wq + (group_block + p.first + lane_offsets(p.grain) + piece));
+  }
+  template <class Piece>
+  auto half(size_t offset, const Piece &spread) const {
+    constexpr formats::RowGroupPlan plan = formats::row_group_plan<Layout>();
+    const formats::GroupedPlace p = plan.place(R, int(offset));
+    return cast<f32>(load(reinterpret<f16>(wq) + ((group_block + p.first) / 2 + lane_offsets(p.grain / 2) + spread)));
+  }
+};
+
+}  // namespace kdsl::kernels

@@ -1,0 +1,118 @@
+// grouped_rows_test.cpp - k-quant matrices with rows grouped by 16 (formats/row_groups.h): the layout, and Library::matmul over it equal to the same product over rows as stored
+#include <doctest/doctest.h>
+
+#include <kdsl/formats/row_groups.h>
+
+#include "kernels/library.h"
+#include "tests/kernels/library_test_util.h"
+#include "tests/kernels/quantized_test_util.h"
+
+namespace {
+using namespace kernels_test;
+using kdsl::kernels::WeightType;
+
+const WeightType kGroupedTypes[] = {WeightType::Q4_K, WeightType::Q5_K, WeightType::Q6_K};
+
+// Library::matmul over W grouped and over W as stored, `rows` rows of x. Decode and few rows:
+// the integer sums are exact both ways, but a grouped row keeps one lane where a stored one
+// keeps dot4's four (each scaled in f32, summed after the loop), so the two differ by f32
+// rounding: within 1e-5 of the largest output (measured 1.6e-7 to 2e-7 at 2048 x 768); a wrong
+// byte, row or scale is off by far more. More rows: the grouped copy is put back as stored
+// and the same kernels run, so the outputs are equal.
+void check_grouped_equals_stored(kdsl::kernels::Library &lib, std::mt19937 &rng, WeightType t, int rows, int N, int K, bool with_bias) {
+  CAPTURE(std::string(kdsl::kernels::weight_type_info(t).name));
+  CAPTURE(rows);
+  CAPTURE(N);
+  CAPTURE(K);
+  const std::vector<uint8_t> w = random_quantized(rng, t, N, K);
+  REQUIRE(lib.row_group(t, N) == 16);
+  std::vector<uint8_t> grouped(w.size());
+  lib.group_rows(w.data(), t, N, K, grouped.data());
+  CHECK(grouped != w);
+  const std::vector<float> x = random_floats(rng, size_t(rows) * size_t(K)), bias = random_floats(rng, size_t(N));
+  const float *b = with_bias ? bias.data() : nullptr;
+  std::vector<float> stored_out(size_t(rows) * size_t(N), -7.0f), grouped_out(stored_out.size() + 16, -7.0f);
+  lib.matmul(x.data(), w.data(), t, b, stored_out.data(), rows, N, K);
+  lib.matmul(x.data(), grouped.data(), t, b, grouped_out.data(), rows, N, K, 16);
+  const bool put_back = rows > 16;
+  float largest = 0;
+  for (float v : stored_out) largest = std::max(largest, std::fabs(v));
+  size_t differ = 0;
+  for (size_t i = 0; i < stored_out.size(); ++i)
+    differ += put_back ? stored_out[i] != grouped_out[i] : std::fabs(stored_out[i] - grouped_out[i]) > 1e-5f * largest;
+  CHECK(differ == 0);
+  for (size_t i = stored_out.size(); i < grouped_out.size(); ++i) CHECK_MESSAGE(grouped_out[i] == -7.0f, "written past the rows x N outputs");
+}
+
+}  // namespace
+
+TEST_CASE("row groups: a block's fields of 16 rows side by side at their grains, and back") {
+  using kdsl::formats::BlockQ4_K;
+  constexpr int R = 16;
+  constexpr int64_t S = sizeof(BlockQ4_K), rows = 21, blocks = 3;  // a second, padded group
+  std::vector<uint8_t> stored(size_t(rows * blocks * S));
+  for (size_t i = 0; i < stored.size(); ++i) stored[i] = uint8_t(i * 7 + 1);
+  const int64_t size = kdsl::formats::grouped_bytes<BlockQ4_K>(rows, blocks, R);
+  CHECK(size == 2 * R * blocks * S);
+  std::vector<uint8_t> grouped(size_t(size), 0xee);
+  kdsl::formats::group_rows<BlockQ4_K>(stored.data(), grouped.data(), rows, blocks, R);
+  // Row 19 (group 1, row 3 in it), block 2: its dmin's second byte, scale code 5, quant byte 37
+  // (the grains: 2 for the f16s, 1 for the scale codes, 4 for the quants).
+  const uint8_t *row_block = stored.data() + (19 * blocks + 2) * S;
+  const uint8_t *group_block = grouped.data() + (1 * blocks + 2) * R * S;
+  CHECK(group_block[2 * R + 3 * 2 + 1] == row_block[3]);
+  CHECK(group_block[4 * R + 5 * R + 3] == row_block[4 + 5]);
+  CHECK(group_block[16 * R + 36 * R + 3 * 4 + 1] == row_block[16 + 37]);
+  // The padding rows (21 .. 31) are zero bytes.
+  const uint8_t *padded = grouped.data() + (1 * blocks + 0) * R * S;
+  CHECK(padded[16 * R + 15 * 4] == 0);
+  std::vector<uint8_t> back(stored.size(), 0);
+  kdsl::formats::ungroup_rows<BlockQ4_K>(grouped.data(), back.data(), rows, blocks, R);
+  CHECK(back == stored);
+}
+
+TEST_CASE("row groups: which matrices the CPU's Library groups, and grouped products refused where they cannot be") {
+  kdsl::kernels::Library &lib = library();
+  for (WeightType t : kGroupedTypes) {
+    CHECK(lib.row_group(t, 64) == 16);
+    CHECK(lib.row_group(t, 40) == 1);  // not a multiple of 16: left as stored
+  }
+  CHECK(lib.row_group(WeightType::Q8_0, 64) == 1);
+  CHECK(lib.row_group(WeightType::F16, 64) == 1);
+  std::vector<float> x(256, 1.0f), out(64);
+  std::vector<uint8_t> w(size_t(64 * kdsl::kernels::weight_bytes(WeightType::Q4_K, 256)));
+  std::string text = kdsl_test::error_text([&] { lib.matmul(x.data(), w.data(), WeightType::Q4_K, nullptr, out.data(), 1, 64, 256, 8); });
+  CHECK(text.find("grouped by 8 rows") != std::string::npos);
+  CHECK(text.find("by 16") != std::string::npos);
+  text = kdsl_test::error_text([&] { lib.matmul(x.data(), w.data(), WeightType::Q8_0, nullptr, out.data(), 1, 64, 256, 16); });
+  CHECK(text.find("q8_0") != std::string::npos);
+  CHECK(text.find("no grouped layout") != std::string::npos);
+  kdsl::kernels::Library gpu_like(kdsl_test::cpu());
+  gpu_like.set_gpu_forms(true);
+  CHECK(gpu_like.row_group(WeightType::Q4_K, 64) == 1);
+}
+
+TEST_CASE("row groups: Q4_K, Q5_K and Q6_K products over grouped rows equal those over rows as stored: decode, few rows, prefill") {
+  KDSL_TEST_RNG(rng);
+  kdsl::kernels::Library &lib = library();
+  for (WeightType t : kGroupedTypes) {
+    check_grouped_equals_stored(lib, rng, t, 1, 48, 512, false);
+    check_grouped_equals_stored(lib, rng, t, 1, 32, 256, true);
+    for (int rows : {2, 3, 7, 16}) check_grouped_equals_stored(lib, rng, t, rows, 48, 768, rows == 3);
+    check_grouped_equals_stored(lib, rng, t, 40, 32, 512, true);  // a prefill: the rows put back
+  }
+}
+
+TEST_CASE("row groups: a Library with integer dot products off reads grouped rows through the copy put back") {
+  KDSL_TEST_RNG(rng);
+  kdsl::kernels::Library lib(kdsl_test::cpu());
+  std::vector<uint8_t> w = random_quantized(rng, WeightType::Q4_K, 32, 512), grouped(w.size());
+  lib.group_rows(w.data(), WeightType::Q4_K, 32, 512, grouped.data());
+  lib.set_integer_dot_rows(0);
+  CHECK(lib.row_group(WeightType::Q4_K, 32) == 1);
+  const std::vector<float> x = random_floats(rng, 512);
+  std::vector<float> a(32), b(32);
+  lib.matmul(x.data(), w.data(), WeightType::Q4_K, nullptr, a.data(), 1, 32, 512);
+  lib.matmul(x.data(), grouped.data(), WeightType::Q4_K, nullptr, b.data(), 1, 32, 512, 16);
+  CHECK(a == b);  // both the f32 path over rows as stored
+}
