@@ -23,6 +23,7 @@ Library::~Library() = default;
 void Library::set_integer_dot_rows(int max_rows) { impl_->integer_dot_rows = max_rows; }
 void Library::set_prefill_tiles_everywhere(bool on) { impl_->prefill_tiles_everywhere = on; }
 void Library::set_gpu_forms(bool on) { impl_->gpu_forms = on; }
+void Library::set_row_groups(bool on) { impl_->row_groups = on; }
 
 void Library::rmsnorm(const float *x, const float *w, float *y, int rows, int dim, float eps) {
   require(rows >= 0 && dim > 0, "rmsnorm",

@@ -108,6 +108,9 @@ class Library {
   // products: matvec_fused), run on the CPU: the engine's GPU path checked against the
   // reference where no GPU is (tests). Off by default; a GPU's Library always does.
   void set_gpu_forms(bool on);
+  // Whether row_group() ever says to group a matrix (on by default): off, every matrix stays as
+  // stored, for comparing the two layouts. Grouped matrices are read correctly either way.
+  void set_row_groups(bool on);
   // Rotary embedding in place. q: [rows][n_heads][head_dim], k: [rows][n_kv_heads][head_dim];
   // token r is at position pos0 + r; freq_i = theta^(-2i/head_dim) (computed in double, the
   // angle pos * freq_i in f32); neox = false rotates pairs (2i, 2i+1) (llama2.c, GGUF llama),

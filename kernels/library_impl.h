@@ -93,6 +93,7 @@ struct Library::Impl {
   int integer_dot_rows = Library::kDefaultIntegerDotRows;
   bool prefill_tiles_everywhere = false;
   bool gpu_forms = false;  // Library::set_gpu_forms
+  bool row_groups = true;  // Library::set_row_groups
   Buffer<int32_t> activation_sums;    // their integer group sums (quantize_activations_sums)
   Buffer<uint8_t> ungrouped_weights;  // a grouped matrix's rows as stored, for a prefill (Library::matmul)
 

@@ -194,7 +194,7 @@ int int_dot_rows(const Library::Impl &im) {
 template <class F>
 int int_dot_row_group(const Library::Impl &im, int64_t N) {
   constexpr int R = row_group_of<F>;
-  if (R == 1 || !dispatches_for_cpu(im) || N % R != 0 || int_dot_rows<F>(im) < 1) return 1;
+  if (R == 1 || !im.row_groups || !dispatches_for_cpu(im) || N % R != 0 || int_dot_rows<F>(im) < 1) return 1;
   return R;
 }
 

@@ -1,6 +1,8 @@
 // library_quantized.cpp - Library::matmul and Library::embedding over any WeightType: the block formats' kernels as weight_types.def lists them, plain types passed on
 #include <algorithm>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include <kdsl/formats/row_groups.h>
 
@@ -174,15 +176,22 @@ auto with_block_format(WeightType t, F &&f, Otherwise &&otherwise) {
 #undef KDSL_FORMAT_Decoded
 }
 
-// W's rows between stored and grouped by R (formats/row_groups.h), for a format with a plan.
+// W's rows between stored and grouped by R (formats/row_groups.h), for a format with a plan;
+// putting them back is split by groups among `threads` threads (a prefill does it for every
+// product: one pass over the weights, which one thread takes at a few GB/s).
 template <class F>
-void regroup(const void *in, void *out, int64_t N, int64_t K, int R, bool to_groups) {
+void regroup(const void *in, void *out, int64_t N, int64_t K, int R, bool to_groups, int threads = 1) {
   if constexpr (requires { typename F::Layout; }) {
     using Layout = typename F::Layout;
     if constexpr (formats::has_row_groups<Layout>) {
-      const int64_t blocks = K / F::kBlockElements;
-      if (to_groups) formats::group_rows<Layout>(in, out, N, blocks, R);
-      else formats::ungroup_rows<Layout>(in, out, N, blocks, R);
+      const int64_t blocks = K / F::kBlockElements, groups = (N + R - 1) / R;
+      if (to_groups) return formats::group_rows<Layout>(in, out, N, blocks, R);
+      const int64_t parts = std::clamp<int64_t>(threads, 1, groups), each = (groups + parts - 1) / parts;
+      std::vector<std::thread> helpers;
+      for (int64_t p = 1; p < parts; ++p)
+        helpers.emplace_back([=] { formats::ungroup_rows<Layout>(in, out, N, blocks, R, p * each, std::min(groups, (p + 1) * each)); });
+      formats::ungroup_rows<Layout>(in, out, N, blocks, R, 0, std::min(groups, each));
+      for (std::thread &t : helpers) t.join();
       return;
     }
   }
@@ -239,7 +248,7 @@ void Library::matmul(const float *x, const void *w, WeightType wtype, const floa
   // A prefill: W back to rows as stored, for the kernels that read it so (a copy of W's
   // bytes, small beside a prefill's arithmetic on them).
   uint8_t *stored = detail::reserve(impl_->device, impl_->ungrouped_weights, size_t(int64_t(N) * weight_bytes(wtype, K)));
-  with_block_format(wtype, [&]<class F>() { regroup<F>(w, stored, N, K, R, false); }, [] {});
+  with_block_format(wtype, [&]<class F>() { regroup<F>(w, stored, N, K, R, false, impl_->device.threads()); }, [] {});
   matmul(x, stored, wtype, bias, out, rows, N, K);
 }
 

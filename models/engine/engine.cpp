@@ -206,10 +206,13 @@ void check_kv_types(const ModelHParams &h, kernels::KvTypes kv) {
 }  // namespace
 
 Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions options)
-    : model_(model), device_(device), kernels_(device, options.recorder), options_(options), weights_(place_weights(model, device, kernels_, options)) {
+    : model_(model), device_(device), kernels_(device, options.recorder), options_(options) {
   const ModelHParams &h = model.hparams;
+  // The Library's settings first: they decide how the weights are placed (row groups).
   if (options.integer_dot_rows >= 0) kernels_.set_integer_dot_rows(options.integer_dot_rows);
   kernels_.set_gpu_forms(options.gpu_forms);
+  kernels_.set_row_groups(options.row_groups);
+  weights_ = place_weights(model, device, kernels_, options);
   fuses_norms_ = kernels_.fuses_norm_and_add(weights_.output.type);
   for (const LayerWeights &l : weights_.layers)
     for (const Weight *w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) fuses_norms_ = fuses_norms_ && kernels_.fuses_norm_and_add(w->type);

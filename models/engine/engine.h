@@ -38,6 +38,9 @@ struct EngineOptions {
   // The Library dispatches as a GPU's does (Library::set_gpu_forms), the engine's GPU path with
   // it: on the CPU, for the tests that check that path against the reference.
   bool gpu_forms = false;
+  // Matrices the CPU's decode reads faster with their rows grouped are copied so at load
+  // (Library::row_group); false leaves every matrix as stored, for comparing the two.
+  bool row_groups = true;
 };
 
 // The weights as the kernels read them, in the device's memory: on the CPU the ModelWeights'

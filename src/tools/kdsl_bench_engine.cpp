@@ -55,7 +55,7 @@ std::vector<int> prompt_ids(int n, int vocab) {
 }
 
 Row bench_model(const std::string &path, const std::string &label, const Device &dev, int decode_tokens, int warmup_tokens, int prompt_tokens,
-                int prompt_repeats, int integer_dot_rows) {
+                int prompt_repeats, int integer_dot_rows, bool row_groups) {
   Row row;
   row.model = label;
   ModelWeights model = load_model_weights(path);
@@ -63,6 +63,7 @@ Row bench_model(const std::string &path, const std::string &label, const Device 
   EngineOptions eo;
   eo.context = std::max(prompt_tokens, 1 + warmup_tokens + decode_tokens) + 16;
   eo.integer_dot_rows = integer_dot_rows;
+  eo.row_groups = row_groups;
   Engine engine(model, dev, eo);
   int vocab = int(model.hparams.n_vocab);
 
@@ -264,7 +265,7 @@ int main(int argc, char **argv) {
   std::vector<std::string> types = {"f32", "f16"};
   std::string preset = "110m", dir, device_name = "cpu";
   int threads = 0, int_dot_rows = -1, decode_tokens = 32, warmup_tokens = 4, prompt_tokens = 512, prompt_repeats = 1;
-  bool quick = false, keep = false, no_kernels = false, spec = false, spec_fixed = false, llama_shapes = false;
+  bool quick = false, keep = false, no_kernels = false, spec = false, spec_fixed = false, llama_shapes = false, no_row_groups = false;
   std::string llama_bench;
   std::vector<std::string> draft_types = {"q4_0", "q8_0"};
   int spec_tokens = 64, draft_max = 7, draft_branches = 3, spec_repeats = 2;
@@ -280,6 +281,7 @@ int main(int argc, char **argv) {
   app.add_option("--prompt", prompt_tokens, "prompt tokens for prompt processing (0: skip)")->check(CLI::NonNegativeNumber);
   app.add_option("--prompt-repeats", prompt_repeats, "timed prefills after the warm-up one (the best counts)")->check(CLI::PositiveNumber);
   app.add_option("--int-dot-rows", int_dot_rows, "the most rows a quantized product on the CPU takes through integer dot products (-1: the library's default, 0: none: the f32 dequantize path everywhere, to compare the two)");
+  app.add_flag("--no-row-groups", no_row_groups, "leave every matrix as stored on the CPU (the k-quants are otherwise grouped by 16 rows at load: Library::row_group), to compare the two");
   app.add_flag("--no-kernels", no_kernels, "skip the table of single matrix-vector products at the preset's shapes");
   app.add_flag("--spec", spec, "also speculative decoding against plain decoding, greedy, in the same run: n-gram lookup on a repetitive prompt, "
                                "and each synthetic target drafted by its own weights in --draft-type");
@@ -332,7 +334,7 @@ int main(int argc, char **argv) {
     std::vector<Row> rows;
     for (auto &[path, label] : runs) {
       fmt::print(stderr, "measuring {}...\n", label);
-      rows.push_back(bench_model(path, label, dev, decode_tokens, warmup_tokens, prompt_tokens, prompt_repeats, int_dot_rows));
+      rows.push_back(bench_model(path, label, dev, decode_tokens, warmup_tokens, prompt_tokens, prompt_repeats, int_dot_rows, !no_row_groups));
       if (!llama_bench.empty()) {
         // Run after kdsl's own figures, never alongside them: the two share the machine.
         fmt::print(stderr, "measuring {} with llama-bench...\n", label);

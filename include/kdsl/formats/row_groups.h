@@ -1,5 +1,6 @@
 // row_groups.h - weight rows interleaved in groups of R: each field of a block with its R rows' copies side by side, so that a kernel loads several rows' bytes as one vector
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -75,24 +76,53 @@ constexpr RowGroupPlan row_group_plan<BlockQ6_K>() {
           4};
 }
 
-// Each (row, block, field chunk) of a [rows][blocks] matrix of Layout blocks grouped by R:
-// at(stored, grouped, bytes) for the chunk's place as stored and grouped.
-template <class Layout, class At>
-void for_each_grouped_chunk(int64_t rows, int64_t blocks, int R, At &&at) {
+namespace detail {
+
+// One field's `bytes` bytes of the `rows` (<= R) rows of one block of a group, moved between the
+// rows' blocks as stored (`row_block[r]`) and the group's block (`group_field`: the field's place
+// in it), G bytes at a time; the grain a compile-time constant, so each move is one load and
+// one store.
+template <int G>
+void move_field(uint8_t *const *row_block, uint8_t *group_field, int offset, int bytes, int R, int rows, bool to_groups) {
+  for (int j = 0; j < bytes; j += G) {
+    uint8_t *grouped = group_field + j * R;
+    for (int r = 0; r < rows; ++r) {
+      uint8_t *stored = row_block[r] + offset + j;
+      if (to_groups) std::memcpy(grouped + r * G, stored, G);
+      else std::memcpy(stored, grouped + r * G, G);
+    }
+  }
+}
+
+// Every block of groups [first, last) of a [rows][blocks] matrix of Layout blocks moved between
+// rows as stored (`stored`) and grouped by R (`grouped`).
+template <class Layout>
+void move_groups(uint8_t *stored, uint8_t *grouped, int64_t rows, int64_t blocks, int R, int64_t first, int64_t last, bool to_groups) {
   constexpr RowGroupPlan plan = row_group_plan<Layout>();
   static_assert(plan.count > 0, "row_groups.h: this format has no row-group plan");
   constexpr int64_t S = sizeof(Layout);
-  for (int64_t row = 0; row < rows; ++row) {
-    const int64_t g = row / R, r = row % R;
+  std::array<uint8_t *, 64> row_block{};
+  if (R > int(row_block.size())) throw std::logic_error("row_groups.h: groups of more than 64 rows");
+  for (int64_t g = first; g < last; ++g) {
+    const int n = int(std::min<int64_t>(R, rows - g * R));
     for (int64_t b = 0; b < blocks; ++b) {
-      const int64_t stored = (row * blocks + b) * S, grouped = (g * blocks + b) * R * S;
+      for (int r = 0; r < n; ++r) row_block[size_t(r)] = stored + ((g * R + r) * blocks + b) * S;
+      uint8_t *group_block = grouped + (g * blocks + b) * R * S;
       for (int i = 0; i < plan.count; ++i) {
         const GroupedField &f = plan.fields[size_t(i)];
-        for (int j = 0; j < f.bytes; j += f.grain) at(stored + f.offset + j, grouped + f.offset * R + j * R + r * f.grain, f.grain);
+        uint8_t *field = group_block + f.offset * R;
+        switch (f.grain) {
+          case 1: move_field<1>(row_block.data(), field, f.offset, f.bytes, R, n, to_groups); break;
+          case 2: move_field<2>(row_block.data(), field, f.offset, f.bytes, R, n, to_groups); break;
+          case 4: move_field<4>(row_block.data(), field, f.offset, f.bytes, R, n, to_groups); break;
+          default: throw std::logic_error("row_groups.h: a grain of other than 1, 2 or 4 bytes");
+        }
       }
     }
   }
 }
+
+}  // namespace detail
 
 // The rows of a [rows][blocks] matrix of Layout blocks, grouped by R as above: `out` takes
 // grouped_bytes(rows, blocks, R) bytes, the last group padded with zero bytes.
@@ -102,17 +132,19 @@ int64_t grouped_bytes(int64_t rows, int64_t blocks, int R) {
 }
 template <class Layout>
 void group_rows(const void *in, void *out, int64_t rows, int64_t blocks, int R) {
-  auto src = static_cast<const uint8_t *>(in);
   auto dst = static_cast<uint8_t *>(out);
   std::memset(dst, 0, size_t(grouped_bytes<Layout>(rows, blocks, R)));
-  for_each_grouped_chunk<Layout>(rows, blocks, R, [&](int64_t stored, int64_t grouped, int n) { std::memcpy(dst + grouped, src + stored, size_t(n)); });
+  // move_groups reads `stored` only, in this direction.
+  detail::move_groups<Layout>(const_cast<uint8_t *>(static_cast<const uint8_t *>(in)), dst, rows, blocks, R, 0, (rows + R - 1) / R, true);
 }
-// The inverse: a grouped matrix's rows as stored, `out` rows * blocks * sizeof(Layout) bytes.
+// The inverse for groups [first, last) (all of them by default): a grouped matrix's rows as
+// stored, `out` rows * blocks * sizeof(Layout) bytes. Groups are independent: a caller may
+// split them among threads.
 template <class Layout>
-void ungroup_rows(const void *in, void *out, int64_t rows, int64_t blocks, int R) {
-  auto src = static_cast<const uint8_t *>(in);
-  auto dst = static_cast<uint8_t *>(out);
-  for_each_grouped_chunk<Layout>(rows, blocks, R, [&](int64_t stored, int64_t grouped, int n) { std::memcpy(dst + stored, src + grouped, size_t(n)); });
+void ungroup_rows(const void *in, void *out, int64_t rows, int64_t blocks, int R, int64_t first = 0, int64_t last = -1) {
+  if (last < 0) last = (rows + R - 1) / R;
+  // move_groups reads `grouped` only, in this direction.
+  detail::move_groups<Layout>(static_cast<uint8_t *>(out), const_cast<uint8_t *>(static_cast<const uint8_t *>(in)), rows, blocks, R, first, last, false);
 }
 
 }  // namespace kdsl::formats
