@@ -188,25 +188,34 @@ struct Q6_KIntDot {
     auto d = w.half(offsetof(Layout, d), one);  // [1, BN, 1]
     auto scaled = zeros<i32, BR, BN, L>();
     auto offset = zeros<i32, BR, BN, 1>();  // sum over sub-blocks of scale * (sum of x)
-    for (int h = 0; h < 2; ++h)
-      for (int part = 0; part < 2; ++part) {
-        std::vector<decltype(w.bytes(0, piece))> qh;  // [1, BN, P] each
+    // Each ql piece loaded once, for both quarters whose nibbles it holds (qq and qq + 2), and
+    // each qh piece once a half, for the four quarters whose bits it holds. The i32 sums are
+    // exact, so the order changes no value.
+    for (int h = 0; h < 2; ++h) {
+      std::vector<decltype(w.bytes(0, piece))> qh;  // [1, BN, P] each, bytes h * 32 + 16 * part + i * P
+      for (int part = 0; part < 2; ++part)
         for (int i = 0; i < kPieces; ++i) qh.push_back(w.bytes(int(offsetof(Layout, qh)) + h * 32 + 16 * part + i * P, piece));
-        for (int qq = 0; qq < 4; ++qq) {
-          const int sub = 8 * h + 2 * qq + part;
-          auto sums = zeros<i32, BR, BN, L>();
+      for (int a = 0; a < 2; ++a)
+        for (int part = 0; part < 2; ++part) {
+          auto low_sums = zeros<i32, BR, BN, L>(), high_sums = zeros<i32, BR, BN, L>();  // quarters a and a + 2
           for (int i = 0; i < kPieces; ++i) {
-            auto ql = w.bytes(int(offsetof(Layout, ql)) + h * 64 + (qq % 2) * 32 + 16 * part + i * P, piece);
-            auto low = qq < 2 ? (ql & 15) : (ql >> 4);
-            const auto &hb = qh[size_t(i)];
-            auto high = qq < 2 ? ((hb << (4 - 2 * qq)) & 48) : qq == 2 ? (hb & 48) : ((hb >> 2) & 48);  // bits 2qq, 2qq + 1 to bits 4, 5
-            sums = dot4(low | high, load(x + (piece + (128 * h + 32 * qq + 16 * part + i * P))), sums);  // [BR, BN, L]
+            auto ql = w.bytes(int(offsetof(Layout, ql)) + h * 64 + a * 32 + 16 * part + i * P, piece);
+            const auto &hb = qh[size_t(part * kPieces + i)];
+            // bits 2qq, 2qq + 1 of qh to bits 4, 5: qq = a (0 or 1) and qq = a + 2
+            auto low = (ql & 15) | ((hb << (4 - 2 * a)) & 48);
+            auto high = (ql >> 4) | (a == 0 ? (hb & 48) : ((hb >> 2) & 48));
+            auto at = [&](int qq) { return load(x + (piece + (128 * h + 32 * qq + 16 * part + i * P))); };
+            low_sums = dot4(low, at(a), low_sums);  // [BR, BN, L]
+            high_sums = dot4(high, at(a + 2), high_sums);
           }
-          auto scale = cast<i32>(bitcast<i8>(w.bytes(int(offsetof(Layout, scales)) + sub, one)));  // [1, BN, 1]
-          scaled = scaled + sums * scale;
-          offset = offset + scale * load(xs + sub);
+          for (int qq : {a, a + 2}) {
+            const int sub = 8 * h + 2 * qq + part;
+            auto scale = cast<i32>(bitcast<i8>(w.bytes(int(offsetof(Layout, scales)) + sub, one)));  // [1, BN, 1]
+            scaled = scaled + (qq == a ? low_sums : high_sums) * scale;
+            offset = offset + scale * load(xs + sub);
+          }
         }
-      }
+    }
     auto lanes = cast<f32>(scaled) * d;
     // The -32 of every quant, through each sub-block's sum of x: exact in i32 (|offset| < 2^22).
     auto minus_32 = cast<f32>(offset) * (d * -32.0f);
