@@ -55,7 +55,7 @@ void matvec_int8_sums(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs, Pt
 // weight_blocks.h): program i takes group i, rows iR .. iR + R - 1, and reads each block's
 // field of all R rows as one run. W holds cdiv(N, R) groups; rows past N are the last
 // group's zero padding, and their outputs are not stored.
-template <class P, int BR, int R, bool HAS_BIAS, int PREFETCH = 0, int PREFETCH_LINES = 1>
+template <class P, int BR, int R, bool HAS_BIAS, int PREFETCH = 0>
 void matvec_grouped_sums(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs, Ptr<const u8> wq, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> rows,
                          Scalar<i32> N, Scalar<i32> K) {
   constexpr int BE = P::kBlockElements, G = BE / P::kSumGroup;
@@ -68,7 +68,9 @@ void matvec_grouped_sums(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs,
   constexpr int kLanes = GroupedBlocks<typename P::Layout, R>::kPiece / 4;  // 1: a row's sum in one lane
   auto [lanes, offsets] = for_range(0, blocks, 1, zeros<f32, BR, R, kLanes>(), zeros<f32, BR, R>(), [&](auto b, auto l, auto o) {
     auto group_block = (first_block + wide(b)) * kGroupBlockBytes;
-    if constexpr (PREFETCH > 0) prefetch(wq + (group_block + PREFETCH + wide(arange<PREFETCH_LINES>() * 64)));
+    // The whole group's block PREFETCH bytes ahead: a prefetch per 64-byte line of a
+    // contiguous run (the host lowering's prefetch walks the last axis so).
+    if constexpr (PREFETCH > 0) prefetch(wq + (group_block + PREFETCH + wide(arange<int(kGroupBlockBytes)>())));
     auto x_block = x_row * wide(blocks) + wide(b);  // [BR, 1, 1]
     auto d_x = load(xd + x_block);                  // [BR, 1, 1]
     auto s = P::template block_dot<BR, R>(GroupedBlocks<typename P::Layout, R>{wq, group_block}, xq + x_block * BE, xs + x_block * G);

@@ -14,15 +14,18 @@ namespace kdsl::formats {
 // A matrix of N rows in a block format, grouped by R: group g holds rows gR .. gR + R - 1 (the
 // last padded with zero blocks), and its block b of all R rows is R * sizeof(Layout) bytes at
 // (g * blocks + b) * R * sizeof(Layout). Inside, each field of the block (a run of bytes the
-// kernels read together: the scale, the quants) takes R times its bytes, its rows' copies
-// interleaved `grain` bytes at a time: byte i of row r's field goes to
-//   field.offset * R + (i / grain) * grain * R + r * grain + i % grain.
-// A decode kernel reads a field's `grain` bytes of all R rows as one run of R * grain bytes:
-// the quants 4 bytes a row (kGroupedQuantGrain), the f16 factors 2 (R of them, one
-// conversion), the scale codes 1 (R bytes, one vector of rows). llama.cpp's CPU back end
-// repacks Q4_0 and Q4_K weights at load time for the same reason.
+// kernels read together: the scales, a half of the quants) takes R times its bytes, in the
+// plan's order of fields (which need not be the block's), its rows' copies interleaved
+// `grain` bytes at a time: byte i of row r's field goes to
+//   start * R + (i / grain) * grain * R + r * grain + i % grain,
+// `start` the bytes of the fields before it in the plan. A decode kernel reads a field's
+// `grain` bytes of all R rows as one run of R * grain bytes: the quants 4 bytes a row
+// (kGroupedQuantGrain), the f16 factors 2 (R of them, one conversion), the scale codes 1 (R
+// bytes, one vector of rows); the fields lie in the order the kernel reads them, so that it
+// walks each group's block forward. llama.cpp's CPU back end repacks Q4_0 and Q4_K weights at
+// load time for the same reason.
 struct GroupedField {
-  int offset, bytes, grain;
+  int offset, bytes, grain;  // in the block as stored
 };
 // The quants' grain: 4 bytes a row, so that one 64-byte vector holds 16 rows' 4 bytes and one
 // vpdpbusd against 4 broadcast activation bytes gives each row's sum in its own lane.
@@ -34,14 +37,20 @@ struct GroupedPlace {
   int first, grain;
 };
 struct RowGroupPlan {
-  std::array<GroupedField, 6> fields{};
+  std::array<GroupedField, 8> fields{};
   int count = 0;
+  // Field i's first byte in a group's block of R rows.
+  constexpr int start(int R, int i) const {
+    int bytes = 0;
+    for (int j = 0; j < i; ++j) bytes += fields[size_t(j)].bytes;
+    return bytes * R;
+  }
   constexpr GroupedPlace place(int R, int offset) const {
     for (int i = 0; i < count; ++i) {
       const GroupedField &f = fields[size_t(i)];
       if (offset >= f.offset && offset < f.offset + f.bytes) {
         const int within = offset - f.offset;
-        return {f.offset * R + (within / f.grain) * f.grain * R + within % f.grain, f.grain};
+        return {start(R, i) + (within / f.grain) * f.grain * R + within % f.grain, f.grain};
       }
     }
     throw std::logic_error("row_groups.h: a byte outside every field of the block");
@@ -69,11 +78,18 @@ constexpr RowGroupPlan row_group_plan<BlockQ5_K>() {
             {offsetof(BlockQ5_K, qh), kQK_K / 8, kGroupedQuantGrain}, {offsetof(BlockQ5_K, qs), kQK_K / 2, kGroupedQuantGrain}}},
           5};
 }
+// Q6_K's fields in the order its block_dot (kquant_int_dot.h) reads them: the scale codes and
+// d, then for each half (128 values) its qh bytes and then its ql bytes.
 template <>
 constexpr RowGroupPlan row_group_plan<BlockQ6_K>() {
-  return {{{{offsetof(BlockQ6_K, ql), kQK_K / 2, kGroupedQuantGrain}, {offsetof(BlockQ6_K, qh), kQK_K / 4, kGroupedQuantGrain}, {offsetof(BlockQ6_K, scales), kQK_K / 16, 1},
-            {offsetof(BlockQ6_K, d), 2, 2}}},
-          4};
+  constexpr int ql = offsetof(BlockQ6_K, ql), qh = offsetof(BlockQ6_K, qh), g = kGroupedQuantGrain;
+  return {{{{offsetof(BlockQ6_K, scales), kQK_K / 16, 1},
+            {offsetof(BlockQ6_K, d), 2, 2},
+            {qh, kQK_K / 8, g},
+            {ql, kQK_K / 4, g},
+            {qh + kQK_K / 8, kQK_K / 8, g},
+            {ql + kQK_K / 4, kQK_K / 4, g}}},
+          6};
 }
 
 namespace detail {
@@ -110,7 +126,7 @@ void move_groups(uint8_t *stored, uint8_t *grouped, int64_t rows, int64_t blocks
       uint8_t *group_block = grouped + (g * blocks + b) * R * S;
       for (int i = 0; i < plan.count; ++i) {
         const GroupedField &f = plan.fields[size_t(i)];
-        uint8_t *field = group_block + f.offset * R;
+        uint8_t *field = group_block + plan.start(R, i);
         switch (f.grain) {
           case 1: move_field<1>(row_block.data(), field, f.offset, f.bytes, R, n, to_groups); break;
           case 2: move_field<2>(row_block.data(), field, f.offset, f.bytes, R, n, to_groups); break;
