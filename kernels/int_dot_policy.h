@@ -26,9 +26,9 @@ namespace kdsl::kernels {
 // k-quants' 4-row kernel is the best of theirs (KDSL_PROFILE; bench/RESULTS.md, 2026-12-03, the
 // few-row launches entry and "integer-dot kernels: four rows a vpdpbusd").
 // row_group: the rows a matrix of F is grouped by for the CPU's decode and few-row kernels
-// (formats/row_groups.h, matvec_grouped_sums), where F has that layout: the k-quants, 16 rows
-// (16 measured ahead of 8 for Q4_K, even for Q6_K: bench/RESULTS.md, 2026-12-05, "k-quant
-// weights grouped by 16 rows").
+// (formats/row_groups.h; matvec_grouped_sums, matvec_grouped_int8), where F has that layout:
+// 16 (ahead of 8 for Q4_K, even for Q6_K: bench/RESULTS.md, 2026-12-05, "Weights grouped by
+// 16 rows for the CPU's decode").
 // default_rows: the most rows of x a product takes through the integer kernels on a CPU with
 // VNNI unless the Library is told otherwise (Library::set_integer_dot_rows), where the format
 // takes no prefill tiles there (takes_prefill_tiles below: every row does); past it the f32
@@ -47,6 +47,7 @@ struct int_dot_policy<Q8_0Format> {
   using type = Q8_0IntDot;
   static constexpr const char *name = "q8_0";
   static constexpr int few_rows_launch = 16;
+  static constexpr int row_group = 16;
   static constexpr int default_rows = kEveryRow;
   using tiles = Q8_0Tiles;
   static constexpr bool tiles_need_vnni = true;
@@ -56,6 +57,7 @@ struct int_dot_policy<Q4_0Format> {
   using type = Q4_0IntDot;
   static constexpr const char *name = "q4_0";
   static constexpr int few_rows_launch = 16;
+  static constexpr int row_group = 16;
   static constexpr int default_rows = kEveryRow;
   using tiles = Q4_0Tiles;
   static constexpr bool tiles_need_vnni = true;
@@ -65,6 +67,7 @@ struct int_dot_policy<IQ4_NLFormat> {
   using type = IQ4_NLIntDot;
   static constexpr const char *name = "iq4_nl";
   static constexpr int few_rows_launch = 16;
+  static constexpr int row_group = 16;
   static constexpr int default_rows = 16;
   using tiles = IQ4_NLTiles;
   static constexpr bool tiles_need_vnni = true;

@@ -199,7 +199,8 @@ int int_dot_row_group(const Library::Impl &im, int64_t N) {
 }
 
 // x quantized once, then one launch for a decode row and few-row launches of 4-row programs
-// (the formats with sums' best few-row programs as stored: run_int_dot's) over the groups.
+// (the formats with sums' best few-row programs as stored: run_int_dot's; 2-row ones for Q8_0,
+// Q4_0 and IQ4_NL, as theirs) over the groups.
 template <class F>
 bool matmul_int_dot_grouped(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K) {
   using P = typename int_dot_policy<F>::type;
@@ -208,7 +209,16 @@ bool matmul_int_dot_grouped(Library::Impl &im, const float *x, const void *w, co
     return false;
   } else {
     if (!dispatches_for_cpu(im) || rows > std::min(kTileRows, int_dot_rows<F>(im))) return false;
-    constexpr int BE = P::kBlockElements, GS = P::kSumGroup;
+    constexpr bool kSums = requires { P::kSumGroup; };
+    constexpr int BE = [] {
+      if constexpr (kSums) return P::kBlockElements;
+      else return P::Format::kBlockElements;
+    }();
+    constexpr int GS = [] {
+      if constexpr (kSums) return P::kSumGroup;
+      else return 0;
+    }();
+    constexpr int kFewRows = kSums ? 4 : 2;
     const int blocks = K / BE;
     const QuantizedX xq = quantize_x<BE, GS>(im, x, rows, K);
     const float *b = bias ? bias : out;  // unread without a bias
@@ -217,16 +227,21 @@ bool matmul_int_dot_grouped(Library::Impl &im, const float *x, const void *w, co
       auto g = grid(N / R, cdiv(count, BR));
       const int8_t *q = xq.quants + int64_t(first) * K;
       const float *d = xq.scales + int64_t(first) * blocks;
-      const int32_t *sums = xq.sums + int64_t(first) * (K / GS);
       float *o = out + int64_t(first) * N;
-      if (bias) im.kernel<matvec_grouped_sums<P, BR, R, true>>()(g, q, d, sums, wq, b, o, count, N, K);
-      else im.kernel<matvec_grouped_sums<P, BR, R, false>>()(g, q, d, sums, wq, b, o, count, N, K);
+      if constexpr (kSums) {
+        const int32_t *sums = xq.sums + int64_t(first) * (K / GS);
+        if (bias) im.kernel<matvec_grouped_sums<P, BR, R, true>>()(g, q, d, sums, wq, b, o, count, N, K);
+        else im.kernel<matvec_grouped_sums<P, BR, R, false>>()(g, q, d, sums, wq, b, o, count, N, K);
+      } else {
+        if (bias) im.kernel<matvec_grouped_int8<P, BR, R, true>>()(g, q, d, wq, b, o, count, N, K);
+        else im.kernel<matvec_grouped_int8<P, BR, R, false>>()(g, q, d, wq, b, o, count, N, K);
+      }
     };
     for_few_row_launches(
         im, rows,
         [&](int first, int count) {
           if (count == 1) launch.template operator()<1>(first, count);
-          else launch.template operator()<4>(first, count);
+          else launch.template operator()<kFewRows>(first, count);
         },
         int_dot_policy<F>::few_rows_launch);
     return true;

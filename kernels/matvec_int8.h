@@ -1,43 +1,55 @@
 // matvec_int8.h - decode and few-row products out[r,n] = x[r,:] . W[n,:] (+ bias[n]) over Q8_0 / Q4_0 / IQ4_NL weights by integer dot products with quantized activations
 #pragma once
 #include "kernels/quant_formats.h"
+#include "kernels/weight_blocks.h"
 
 namespace kdsl::kernels {
 
 // How a weight format meets the activation blocks (quantize_activations.h) in dot4: from the
-// quant bytes of one block of each weight row ([1, BN, 1] pointers to them) and each row of x's
-// block ([BR, 1, 1] pointers to its 32 int8), four exact i32 partial sums per (x row, weight
-// row), [BR, BN, 4], whose total is the block's integer dot product. Each takes its bytes 16 at
-// a time, so that every dot4 row is 16 bytes: the host lowering puts four weight rows' 16 bytes
-// side by side in one 64-byte vpdpbusd (lower_host.cpp, emit_packed_dot4), and the four sums a
-// row keeps are the lanes its f32 accumulator keeps across the loop (matvec_int8 below).
-inline auto int8_half_block() { return reshape<1, 1, 16>(arange<16>()); }
+// quant bytes of one block of each weight row (below) and each row of x's block ([BR, 1, 1]
+// pointers to its 32 int8), exact i32 partial sums per (x row, weight row) whose total is the
+// block's integer dot product. The host lowering puts as many weight rows' pieces side by
+// side in one 64-byte vpdpbusd as fit (lower_host.cpp, emit_packed_dot4), and the sums a row
+// keeps are the lanes its f32 accumulator keeps across the loop (matvec_int8 below).
 
-// A block's activations, elements 0..15 or 16..31 from `first` ([BR, 1, 16]). The quantizer
-// never writes -128 (quantize_activations.h: |q| <= 127); the max says so to the lowering,
-// where it lets s8 weights meet them through vpsignb and vpmaddubsw on a CPU without VNNI
+// A block's activations, elements first .. first + P - 1 ([BR, 1, P]). The quantizer never
+// writes -128 (quantize_activations.h: |q| <= 127); the max says so to the lowering, where it
+// lets s8 weights meet them through vpsignb and vpmaddubsw on a CPU without VNNI
 // (src/codegen/host/int_dot.h), and costs one vpmaxsb shared by every weight row.
-template <class XP>
-auto activation_half(const XP &x_block, int first) {
-  return maximum(load(x_block + (int8_half_block() + first)), full<i8, 1, 1, 16>(-127));
+template <int P, class XP>
+auto activation_piece(const XP &x_block, int first) {
+  return maximum(load(x_block + (reshape<1, 1, P>(arange<P>()) + first)), full<i8, 1, 1, P>(-127));
 }
 
-// A block's sums from its signed int8 weights, elements 0..15 and 16..31 ([1, BN, 16] each),
-// against the same halves of the activations.
-template <class W, class XP>
-auto int8_halves_sums(const W &w_low, const W &w_high, const XP &x_block) {
-  auto x_low = activation_half(x_block, 0), x_high = activation_half(x_block, 16);  // [BR, 1, 16]
-  return dot4(w_high, x_high, dot4(w_low, x_low, zeros<i32, XP::dims[0], W::dims[1], 4>()));
+// The policies below read a block's quant bytes through `quants(offset, piece)`: the bytes at
+// `offset` .. + P - 1 of every weight row's quants ([1, BN, P], the format's Quant type), in
+// pieces of P bytes: 16 where the rows are as stored (matvec_int8: four rows' pieces to a
+// 64-byte vpdpbusd, 4 lanes a row), 4 where they are grouped (matvec_grouped_int8: 16 rows'
+// pieces to a vpdpbusd, a row's sum in one lane). Each returns [BR, BN, P / 4] exact i32 sums.
+template <int P>
+auto quant_piece() {
+  return reshape<1, 1, P>(arange<P>());
+}
+
+// A block's sums from its signed int8 weights, elements 0..15 (`low`) and 16..31 (`high`) a
+// piece at a time, against the same pieces of the activations.
+template <int P, int BR, int BN, class QS, class XP>
+auto int8_halves_sums(const QS &quants, const XP &x_block) {
+  auto sums = zeros<i32, BR, BN, P / 4>();
+  for (int i = 0; i < 16; i += P) {
+    auto low = quants(i, quant_piece<P>()), high = quants(16 + i, quant_piece<P>());
+    sums = dot4(high, activation_piece<P>(x_block, 16 + i), dot4(low, activation_piece<P>(x_block, i), sums));
+  }
+  return sums;
 }
 
 // Q8_0: w = d * qs, qs int8: each half of the 32 quant bytes against that half of the activations.
 struct Q8_0IntDot {
   using Format = Q8_0Format;
 
-  template <class QP, class XP>
-  static auto sums(const QP &quants, const XP &x_block) {
-    auto j = int8_half_block();
-    return int8_halves_sums(load(quants + j), load(quants + (j + 16)), x_block);
+  template <int P, int BR, int BN, class QS, class XP>
+  static auto sums(const QS &quants, const XP &x_block) {
+    return int8_halves_sums<P, BR, BN>(quants, x_block);
   }
 };
 
@@ -48,15 +60,21 @@ struct Q8_0IntDot {
 struct Q4_0IntDot {
   using Format = Q4_0Format;
 
-  template <class QP, class XP>
-  static auto sums(const QP &quants, const XP &x_block) {
-    auto j = int8_half_block();
+  template <int P, int BR, int BN, class QS, class XP>
+  static auto sums(const QS &quants, const XP &x_block) {
+    auto j = reshape<1, 1, 16>(arange<16>());
     auto x_low = load(x_block + j), x_high = load(x_block + (j + 16));  // [BR, 1, 16]
-    auto q = load(quants + j);                                          // [1, BN, 16]
     auto eights = full<u8, 1, 1, 16>(8);
-    auto offset = dot4(eights, x_low) + dot4(eights, x_high);          // [BR, 1, 4]
-    auto start = zeros<i32, XP::dims[0], QP::dims[1], 4>() - offset;  // [BR, BN, 4]
-    return dot4(q >> 4, x_high, dot4(q & 15, x_low, start));
+    auto offset = dot4(eights, x_low) + dot4(eights, x_high);  // [BR, 1, 4]
+    auto acc = [&] {
+      if constexpr (P == 16) return zeros<i32, BR, BN, 4>() - offset;  // [BR, BN, 4]
+      else return zeros<i32, BR, BN, P / 4>() - reshape<BR, 1, 1>(sum<2>(offset));
+    }();
+    for (int i = 0; i < 16; i += P) {
+      auto q = quants(i, quant_piece<P>());  // [1, BN, P]
+      acc = dot4(q >> 4, load(x_block + (quant_piece<P>() + (16 + i))), dot4(q & 15, load(x_block + (quant_piece<P>() + i)), acc));
+    }
+    return acc;
   }
 };
 
@@ -66,16 +84,33 @@ struct Q4_0IntDot {
 struct IQ4_NLIntDot {
   using Format = IQ4_NLFormat;
 
-  template <class QP, class XP>
-  static auto sums(const QP &quants, const XP &x_block) {
-    auto q = load(quants + int8_half_block());  // [1, BN, 16]
+  template <int P, int BR, int BN, class QS, class XP>
+  static auto sums(const QS &quants, const XP &x_block) {
     // The grid's 16 levels as a row, from constants alone (the selects fold away), looked up
     // by each nibble: one vpshufb for 16 on the host (src/codegen/host/lower_host.cpp,
     // lookup_bytes_in_table), where picking each level by the select tree took 15 blends.
-    auto grid = broadcast_to<1, QP::dims[1], 16>(Format::levels<i8>(cast<u8>(reshape<1, 1, 16>(arange<16>()))));
-    return int8_halves_sums(gather(grid, q & 15, 2), gather(grid, q >> 4, 2), x_block);
+    // Element e's level: the nibble of quant byte e % 16 (low for e < 16), looked up in rows of
+    // 16 (a piece of BN x P nibbles seen as BN * P / 16 rows of 16), the shape the lookup
+    // takes as one vpshufb per 16 bytes; a piece's own [1, BN, 4] shape is gathered byte by
+    // byte.
+    constexpr int kRows = BN * P / 16;
+    static_assert(BN * P % 16 == 0, "IQ4_NL's lookup takes whole rows of 16 nibbles");
+    auto grid = broadcast_to<1, kRows, 16>(Format::levels<i8>(cast<u8>(reshape<1, 1, 16>(arange<16>()))));
+    auto level = [&](int e, auto piece) {
+      auto q = quants(e % 16, piece);
+      auto nibbles = reshape<1, kRows, 16>(e < 16 ? (q & 15) : (q >> 4));
+      return reshape<1, BN, P>(gather(grid, nibbles, 2));
+    };
+    return int8_halves_sums<P, BR, BN>(level, x_block);
   }
 };
+
+// The quant bytes of weight rows as stored: block `block` ([1, BN, 1], counted over the
+// matrix) of `wq` (the format's Quant), P = 16.
+template <class F, class QP, class B>
+auto stored_quants(const QP &wq, const B &block) {
+  return [=](int offset, auto piece) { return load((wq + (block * F::kBlockBytes + F::kQuantOffset)) + (piece + offset)); };
+}
 
 // W is [N][K] in P's format, K a multiple of 32; x arrives as activation blocks xq / xd of
 // `rows` rows (1 for decode, up to BR per program: program (i, j) takes rows j*BR .. j*BR +
@@ -111,7 +146,42 @@ void matvec_int8(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const typename P::Form
     auto d_w = cast<f32>(load(wd + block * F::kScaleStride));  // [1, BN, 1]
     auto x_block = x_row * wide(blocks) + wide(b);             // [BR, 1, 1]
     auto d_x = load(xd + x_block);
-    auto s = P::sums(wq + (block * F::kBlockBytes + F::kQuantOffset), xq + x_block * F::kBlockElements);  // [BR, BN, 4]
+    auto s = P::template sums<16, BR, BN>(stored_quants<F>(wq, block), xq + x_block * F::kBlockElements);  // [BR, BN, 4]
+    return acc + cast<f32>(s) * (d_w * d_x);
+  });
+  auto y = sum<2>(acc);
+  if constexpr (HAS_BIAS) y = y + row(load(bias + minimum(rn, N - 1)));
+  store(out + col(wide(r) * wide(N)) + row(rn), y, col(r < rows) && row(rn < N));
+}
+
+// The same product over weights grouped by R rows (formats/row_groups.h; GroupedBlocks,
+// weight_blocks.h), as matvec_grouped_sums (matvec_int8_sums.h) does for the formats with
+// sums: program i takes group i, rows iR .. iR + R - 1, and reads each block's scales of all
+// R rows as one run and its quants 4 bytes a row, 16 rows to a vpdpbusd, each row's sum in its
+// own lane. W holds N / R groups (N a multiple of R: Library::row_group).
+template <class P, int BR, int R, bool HAS_BIAS>
+void matvec_grouped_int8(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const u8> wq, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> rows, Scalar<i32> N,
+                         Scalar<i32> K) {
+  using F = typename P::Format;
+  using Blocks = GroupedBlocks<typename F::Layout, R>;
+  constexpr int L = Blocks::kPiece / 4;
+  constexpr int64_t kGroupBlockBytes = int64_t(R) * F::kBlockBytes;
+  auto blocks = K / F::kBlockElements;
+  auto r = program_id(1) * BR + arange<BR>();  // this program's rows of x
+  auto rn = program_id(0) * R + arange<R>();   // the group's weight rows
+  auto x_row = reshape<BR, 1, 1>(wide(minimum(r, rows - 1)));
+  auto first_block = wide(program_id(0)) * wide(blocks);  // the group's first block
+  auto acc = for_range(0, blocks, 1, zeros<f32, BR, R, L>(), [&](auto b, auto acc) {
+    const Blocks w{wq, (first_block + wide(b)) * kGroupBlockBytes};
+    auto d_w = w.half(offsetof(typename F::Layout, d), wide(zeros<i32, 1, 1, 1>()));  // [1, R, 1]
+    auto x_block = x_row * wide(blocks) + wide(b);                                    // [BR, 1, 1]
+    auto d_x = load(xd + x_block);
+    auto quants = [&](int offset, auto piece) {
+      auto bytes = w.bytes(F::kQuantOffset + offset, wide(piece));
+      if constexpr (std::is_same_v<typename F::Quant, u8>) return bytes;
+      else return bitcast<typename F::Quant>(bytes);
+    };
+    auto s = P::template sums<Blocks::kPiece, BR, R>(quants, xq + x_block * F::kBlockElements);  // [BR, R, L]
     return acc + cast<f32>(s) * (d_w * d_x);
   });
   auto y = sum<2>(acc);
