@@ -40,7 +40,7 @@ void matvec_int8_sums(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs, Pt
   auto [lanes, offsets] = for_range(0, blocks, 1, zeros<f32, BR, BN, kLanes>(), zeros<f32, BR, BN>(), [&](auto b, auto l, auto o) {
     auto block = w_block + wide(b);  // [1, BN, 1]
     if constexpr (PREFETCH > 0)
-      prefetch(wq + (block * P::kBlockBytes + PREFETCH + wide(reshape<1, 1, PREFETCH_LINES>(arange<PREFETCH_LINES>() * 64))));
+      prefetch(wq + (block * P::kBlockBytes + PREFETCH + wide(reshape<1, 1, PREFETCH_LINES * 64>(arange<PREFETCH_LINES * 64>()))));
     auto x_block = x_row * wide(blocks) + wide(b);  // [BR, 1, 1]
     auto d_x = load(xd + x_block);                  // [BR, 1, 1]
     auto s = P::template block_dot<BR, BN>(StoredBlocks<typename P::Layout, decltype(block)>{wq, block}, xq + x_block * BE, xs + x_block * G);

@@ -24,7 +24,7 @@ void matvec_kquant(Ptr<const f32> x, Ptr<const u8> wq, Ptr<const f32> bias, Ptr<
   auto lanes = F::lanes();
   auto acc = for_range(0, blocks, 1, F::template part_zeros<BN>(), [&](auto b, auto acc) {
     auto block = row_block + wide(b);  // [BN, 1]
-    if constexpr (PREFETCH > 0) prefetch(wq + (block * F::kBlockBytes + PREFETCH + row(wide(arange<PREFETCH_LINES>() * 64))));
+    if constexpr (PREFETCH > 0) prefetch(wq + (block * F::kBlockBytes + PREFETCH + row(wide(arange<PREFETCH_LINES * 64>()))));
     auto l = F::template load_block<BN>(wq, block);
     for (int p = 0; p < F::kParts; ++p) {
       auto xs = load(x + (b * F::kBlockElements + p * PE + lanes));  // [1, PE] or [1, 2, 16]

@@ -114,13 +114,14 @@ namespace detail {
 // one store.
 template <int G>
 void move_field(uint8_t *const *row_block, uint8_t *group_field, int offset, int bytes, int R, int rows, bool to_groups) {
-  for (int j = 0; j < bytes; j += G) {
-    uint8_t *grouped = group_field + j * R;
-    for (int r = 0; r < rows; ++r) {
-      uint8_t *stored = row_block[r] + offset + j;
-      if (to_groups) std::memcpy(grouped + r * G, stored, G);
-      else std::memcpy(stored, grouped + r * G, G);
-    }
+  // Row by row: each row's field is one run of bytes, read or written in order.
+  for (int r = 0; r < rows; ++r) {
+    uint8_t *stored = row_block[r] + offset;
+    const uint8_t *grouped = group_field + r * G;
+    if (to_groups)
+      for (int j = 0; j < bytes; j += G) std::memcpy(group_field + r * G + j * R, stored + j, G);
+    else
+      for (int j = 0; j < bytes; j += G) std::memcpy(stored + j, grouped + j * R, G);
   }
 }
 
