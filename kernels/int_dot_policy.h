@@ -28,7 +28,8 @@ namespace kdsl::kernels {
 // row_group: the rows a matrix of F is grouped by for the CPU's decode and few-row kernels
 // (formats/row_groups.h; matvec_grouped_sums, matvec_grouped_int8), where F has that layout:
 // 16 (ahead of 8 for Q4_K, even for Q6_K: bench/RESULTS.md, 2026-12-05, "Weights grouped by
-// 16 rows for the CPU's decode").
+// 16 rows for the CPU's decode"). Q8_0 is not grouped: its decode reads at the memory's speed
+// as stored, and grouped it measured the same.
 // default_rows: the most rows of x a product takes through the integer kernels on a CPU with
 // VNNI unless the Library is told otherwise (Library::set_integer_dot_rows), where the format
 // takes no prefill tiles there (takes_prefill_tiles below: every row does); past it the f32
@@ -47,7 +48,6 @@ struct int_dot_policy<Q8_0Format> {
   using type = Q8_0IntDot;
   static constexpr const char *name = "q8_0";
   static constexpr int few_rows_launch = 16;
-  static constexpr int row_group = 16;
   static constexpr int default_rows = kEveryRow;
   using tiles = Q8_0Tiles;
   static constexpr bool tiles_need_vnni = true;

@@ -78,7 +78,7 @@ constexpr RowGroupPlan row_group_plan<BlockQ5_K>() {
             {offsetof(BlockQ5_K, qh), kQK_K / 8, kGroupedQuantGrain}, {offsetof(BlockQ5_K, qs), kQK_K / 2, kGroupedQuantGrain}}},
           5};
 }
-// The 32-value formats with one f16 scale: the scales, then the quants.
+// Q4_0 and IQ4_NL: the scales, then the quants.
 template <>
 constexpr RowGroupPlan row_group_plan<BlockQ4_0>() {
   return {{{{offsetof(BlockQ4_0, d), 2, 2}, {offsetof(BlockQ4_0, qs), kQK4_0 / 2, kGroupedQuantGrain}}}, 2};
@@ -86,10 +86,6 @@ constexpr RowGroupPlan row_group_plan<BlockQ4_0>() {
 template <>
 constexpr RowGroupPlan row_group_plan<BlockIQ4_NL>() {
   return {{{{offsetof(BlockIQ4_NL, d), 2, 2}, {offsetof(BlockIQ4_NL, qs), kQK4_NL / 2, kGroupedQuantGrain}}}, 2};
-}
-template <>
-constexpr RowGroupPlan row_group_plan<BlockQ8_0>() {
-  return {{{{offsetof(BlockQ8_0, d), 2, 2}, {offsetof(BlockQ8_0, qs), kQK8_0, kGroupedQuantGrain}}}, 2};
 }
 
 // Q6_K's fields in the order its block_dot (kquant_int_dot.h) reads them: the scale codes and
