@@ -16,8 +16,8 @@ namespace kdsl::kernels {
 //   x . w = d_x * (d * (q . x) + c * (sum of x)),   c = m (Q4_1, Q5_1) or -16 * d (Q5_0)
 // Elements 0..15 are the low nibbles of qs, 16..31 the high ones; element i's fifth bit is bit
 // i of qh, tested on byte lanes (decoded_formats.h, fifth_bit_bytes). block_dot's arguments are
-// matvec_int8_sums.h's (kquant_int_dot.h describes them); it returns BlockSums with the 4
-// lanes of dot4 over 16 quants.
+// matvec_int8_sums.h's (kquant_int_dot.h describes them); it returns BlockSums with the lanes
+// of dot4 over a piece of quants: 4 for rows as stored, 1 for rows grouped.
 template <class L, bool kHasMin, bool kHasHighBit>
 struct HalfPartIntDot {
   static_assert(kHasMin || kHasHighBit, "Q4_0 (no m, no fifth bit) has its own policy, matvec_int8.h's Q4_0IntDot");
@@ -32,7 +32,7 @@ struct HalfPartIntDot {
     return detail::fifth_bit_bytes(load(wq + (base + (int(offsetof(Layout, qh)) + 2 * h) + pair)));  // qh bytes [BN, 2, 1]
   }
 
-  // Rows as stored (StoredBlocks, weight_blocks.h): these formats have no grouped layout.
+  // Rows as stored (StoredBlocks, weight_blocks.h).
   template <int BR, int BN, class XP, class SP>
   static auto block_dot(const StoredBlocks<Layout, Block<i64, 1, BN, 1>> &w, const XP &x, const SP &xs) {
     auto wq = w.wq;
@@ -53,6 +53,40 @@ struct HalfPartIntDot {
       else return d * -16.0f;
     }();
     auto offset = c * reshape<BR, 1>(cast<f32>(load(xs)));  // [BR, BN]
+    return BlockSums<decltype(lanes), decltype(offset)>{lanes, offset};
+  }
+
+  // Rows grouped by R (GroupedBlocks, formats/row_groups.h): the quants 4 bytes of each of the
+  // R rows at a time (low nibbles elements 4i .. 4i + 3, high ones 16 + 4i ..), each row's sum
+  // in one lane; the fifth bits of such a piece are 4 bits of one qh byte (the R rows' byte k
+  // one run), spread over the piece's 4 lanes and tested with a constant mask each.
+  template <int BR, int R, class XP, class SP>
+  static auto block_dot(const GroupedBlocks<Layout, R> &w, const XP &x, const SP &xs) {
+    constexpr int P = GroupedBlocks<Layout, R>::kPiece;
+    static_assert(P == 4, "the fifth bits below are 4 a piece");
+    auto piece = wide(reshape<1, 1, P>(arange<P>()));
+    auto one = wide(zeros<i32, 1, 1, 1>());
+    auto sums = zeros<i32, BR, R, 1>();
+    for (int i = 0; i < 16; i += P) {
+      auto qs = w.bytes(int(offsetof(Layout, qs)) + i, piece);  // [1, R, 4]
+      for (int h = 0; h < 2; ++h) {
+        auto q = h == 0 ? (qs & 15) : (qs >> 4);
+        if constexpr (kHasHighBit) {
+          const int e = 16 * h + i;  // the piece's first element: its bits e .. e + 3 of qh
+          auto qh = broadcast_to<1, R, P>(w.bytes(int(offsetof(Layout, qh)) + e / 8, one));
+          auto lane_bit = reshape<1, 1, P>(cast<u8>(full<i32, P>(1) << (arange<P>() + e % 8)));
+          q = q | (minimum(qh & lane_bit, 1) << 4);
+        }
+        sums = dot4(q, load(x + (piece + (16 * h + i))), sums);  // [BR, R, 1]
+      }
+    }
+    auto d = w.half(offsetof(Layout, d), one);  // [1, R, 1]
+    auto lanes = cast<f32>(sums) * d;
+    auto c = [&] {
+      if constexpr (kHasMin) return w.half(offsetof(Layout, m), one);
+      else return d * -16.0f;
+    }();
+    auto offset = reshape<1, R>(c) * reshape<BR, 1>(cast<f32>(load(xs)));  // [BR, R]
     return BlockSums<decltype(lanes), decltype(offset)>{lanes, offset};
   }
 

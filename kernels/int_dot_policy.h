@@ -104,6 +104,7 @@ struct int_dot_policy<Q4_1Format> {
   using type = Q4_1IntDot;
   static constexpr const char *name = "q4_1";
   static constexpr int few_rows_launch = 4;
+  static constexpr int row_group = 16;
   static constexpr int default_rows = 16;
   using tiles = type;
   static constexpr bool tiles_need_vnni = true;
@@ -113,6 +114,7 @@ struct int_dot_policy<Q5_0Format> {
   using type = Q5_0IntDot;
   static constexpr const char *name = "q5_0";
   static constexpr int few_rows_launch = 4;
+  static constexpr int row_group = 16;
   static constexpr int default_rows = 16;
   using tiles = type;
   static constexpr bool tiles_need_vnni = true;
@@ -122,6 +124,7 @@ struct int_dot_policy<Q5_1Format> {
   using type = Q5_1IntDot;
   static constexpr const char *name = "q5_1";
   static constexpr int few_rows_launch = 4;
+  static constexpr int row_group = 16;
   static constexpr int default_rows = 16;
   using tiles = type;
   static constexpr bool tiles_need_vnni = true;

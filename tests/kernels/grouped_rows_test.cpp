@@ -11,7 +11,7 @@ namespace {
 using namespace kernels_test;
 using kdsl::kernels::WeightType;
 
-const WeightType kGroupedTypes[] = {WeightType::Q4_K, WeightType::Q5_K, WeightType::Q6_K, WeightType::Q4_0, WeightType::IQ4_NL};
+const WeightType kGroupedTypes[] = {WeightType::Q4_K, WeightType::Q5_K, WeightType::Q6_K, WeightType::Q4_0, WeightType::IQ4_NL, WeightType::Q4_1, WeightType::Q5_0, WeightType::Q5_1};
 
 // Library::matmul over W grouped and over W as stored, `rows` rows of x. Decode and few rows:
 // the integer sums are exact both ways, but a grouped row keeps one lane where a stored one
@@ -77,7 +77,6 @@ TEST_CASE("row groups: which matrices the CPU's Library groups, and grouped prod
     CHECK(lib.row_group(t, 64) == 16);
     CHECK(lib.row_group(t, 40) == 1);  // not a multiple of 16: left as stored
   }
-  CHECK(lib.row_group(WeightType::Q4_1, 64) == 1);  // no grouped layout
   CHECK(lib.row_group(WeightType::Q8_0, 64) == 1);
   CHECK(lib.row_group(WeightType::F16, 64) == 1);
   std::vector<float> x(256, 1.0f), out(64);
@@ -85,15 +84,15 @@ TEST_CASE("row groups: which matrices the CPU's Library groups, and grouped prod
   std::string text = kdsl_test::error_text([&] { lib.matmul(x.data(), w.data(), WeightType::Q4_K, nullptr, out.data(), 1, 64, 256, 8); });
   CHECK(text.find("grouped by 8 rows") != std::string::npos);
   CHECK(text.find("by 16") != std::string::npos);
-  text = kdsl_test::error_text([&] { lib.matmul(x.data(), w.data(), WeightType::Q4_1, nullptr, out.data(), 1, 64, 256, 16); });
-  CHECK(text.find("q4_1") != std::string::npos);
+  text = kdsl_test::error_text([&] { lib.matmul(x.data(), w.data(), WeightType::Q8_0, nullptr, out.data(), 1, 64, 256, 16); });
+  CHECK(text.find("q8_0") != std::string::npos);
   CHECK(text.find("no grouped layout") != std::string::npos);
   kdsl::kernels::Library gpu_like(kdsl_test::cpu());
   gpu_like.set_gpu_forms(true);
   CHECK(gpu_like.row_group(WeightType::Q4_K, 64) == 1);
 }
 
-TEST_CASE("row groups: Q4_K, Q5_K, Q6_K, Q4_0 and IQ4_NL products over grouped rows equal those over rows as stored: decode, few rows, prefill") {
+TEST_CASE("row groups: Q4_K, Q5_K, Q6_K, Q4_0, IQ4_NL, Q4_1, Q5_0 and Q5_1 products over grouped rows equal those over rows as stored: decode, few rows, prefill") {
   KDSL_TEST_RNG(rng);
   kdsl::kernels::Library &lib = library();
   for (WeightType t : kGroupedTypes) {

@@ -88,6 +88,25 @@ constexpr RowGroupPlan row_group_plan<BlockIQ4_NL>() {
   return {{{{offsetof(BlockIQ4_NL, d), 2, 2}, {offsetof(BlockIQ4_NL, qs), kQK4_NL / 2, kGroupedQuantGrain}}}, 2};
 }
 
+// Q4_1, Q5_0 and Q5_1: the f16 factors, the fifth bits' bytes (the R rows' byte k one run),
+// then the quants.
+template <>
+constexpr RowGroupPlan row_group_plan<BlockQ4_1>() {
+  return {{{{offsetof(BlockQ4_1, d), 2, 2}, {offsetof(BlockQ4_1, m), 2, 2}, {offsetof(BlockQ4_1, qs), kQK4_1 / 2, kGroupedQuantGrain}}}, 3};
+}
+template <>
+constexpr RowGroupPlan row_group_plan<BlockQ5_0>() {
+  return {{{{offsetof(BlockQ5_0, d), 2, 2}, {offsetof(BlockQ5_0, qh), 4, 1}, {offsetof(BlockQ5_0, qs), kQK5_0 / 2, kGroupedQuantGrain}}}, 3};
+}
+template <>
+constexpr RowGroupPlan row_group_plan<BlockQ5_1>() {
+  return {{{{offsetof(BlockQ5_1, d), 2, 2},
+            {offsetof(BlockQ5_1, m), 2, 2},
+            {offsetof(BlockQ5_1, qh), 4, 1},
+            {offsetof(BlockQ5_1, qs), kQK5_1 / 2, kGroupedQuantGrain}}},
+          4};
+}
+
 // Q6_K's fields in the order its block_dot (kquant_int_dot.h) reads them: the scale codes and
 // d, then for each half (128 values) its qh bytes and then its ql bytes.
 template <>
