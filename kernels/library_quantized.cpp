@@ -176,21 +176,25 @@ auto with_block_format(WeightType t, F &&f, Otherwise &&otherwise) {
 #undef KDSL_FORMAT_Decoded
 }
 
-// W's rows between stored and grouped by R (formats/row_groups.h), for a format with a plan;
-// putting them back is split by groups among `threads` threads (a prefill does it for every
-// product: one pass over the weights, which one thread takes at a few GB/s).
+// W's rows between stored and grouped by R (formats/row_groups.h), for a format with a plan,
+// split by groups among `threads` threads: a load groups every matrix once, and a prefill
+// puts them back for every product, a pass over the weights that one thread takes at a few
+// GB/s.
 template <class F>
-void regroup(const void *in, void *out, int64_t N, int64_t K, int R, bool to_groups, int threads = 1) {
+void regroup(const void *in, void *out, int64_t N, int64_t K, int R, bool to_groups, int threads) {
   if constexpr (requires { typename F::Layout; }) {
     using Layout = typename F::Layout;
     if constexpr (formats::has_row_groups<Layout>) {
       const int64_t blocks = K / F::kBlockElements, groups = (N + R - 1) / R;
-      if (to_groups) return formats::group_rows<Layout>(in, out, N, blocks, R);
       const int64_t parts = std::clamp<int64_t>(threads, 1, groups), each = (groups + parts - 1) / parts;
+      auto part = [=](int64_t p) {
+        const int64_t first = std::min(groups, p * each), last = std::min(groups, (p + 1) * each);
+        if (to_groups) formats::group_rows<Layout>(in, out, N, blocks, R, first, last);
+        else formats::ungroup_rows<Layout>(in, out, N, blocks, R, first, last);
+      };
       std::vector<std::thread> helpers;
-      for (int64_t p = 1; p < parts; ++p)
-        helpers.emplace_back([=] { formats::ungroup_rows<Layout>(in, out, N, blocks, R, p * each, std::min(groups, (p + 1) * each)); });
-      formats::ungroup_rows<Layout>(in, out, N, blocks, R, 0, std::min(groups, each));
+      for (int64_t p = 1; p < parts; ++p) helpers.emplace_back(part, p);
+      part(0);
       for (std::thread &t : helpers) t.join();
       return;
     }
@@ -228,7 +232,7 @@ int Library::row_group(WeightType wtype, int64_t N) const {
 void Library::group_rows(const void *w, WeightType wtype, int64_t N, int64_t K, void *out) const {
   const int R = row_group(wtype, N);
   if (R == 1) return void(std::memcpy(out, w, size_t(N * weight_bytes(wtype, K))));
-  with_block_format(wtype, [&]<class F>() { regroup<F>(w, out, N, K, R, true); }, [] {});
+  with_block_format(wtype, [&]<class F>() { regroup<F>(w, out, N, K, R, true, impl_->device.threads()); }, [] {});
 }
 
 void Library::matmul(const float *x, const void *w, WeightType wtype, const float *bias, float *out, int rows, int N, int K, int row_group) {

@@ -176,16 +176,19 @@ template <class Layout>
 int64_t grouped_bytes(int64_t rows, int64_t blocks, int R) {
   return (rows + R - 1) / R * R * blocks * int64_t(sizeof(Layout));
 }
+// Groups [first, last) of them (all by default). Groups are independent: a caller may split
+// them among threads.
 template <class Layout>
-void group_rows(const void *in, void *out, int64_t rows, int64_t blocks, int R) {
+void group_rows(const void *in, void *out, int64_t rows, int64_t blocks, int R, int64_t first = 0, int64_t last = -1) {
+  if (last < 0) last = (rows + R - 1) / R;
+  const int64_t group_bytes = R * blocks * int64_t(sizeof(Layout));
   auto dst = static_cast<uint8_t *>(out);
-  std::memset(dst, 0, size_t(grouped_bytes<Layout>(rows, blocks, R)));
+  std::memset(dst + first * group_bytes, 0, size_t((last - first) * group_bytes));
   // move_groups reads `stored` only, in this direction.
-  detail::move_groups<Layout>(const_cast<uint8_t *>(static_cast<const uint8_t *>(in)), dst, rows, blocks, R, 0, (rows + R - 1) / R, true);
+  detail::move_groups<Layout>(const_cast<uint8_t *>(static_cast<const uint8_t *>(in)), dst, rows, blocks, R, first, last, true);
 }
 // The inverse for groups [first, last) (all of them by default): a grouped matrix's rows as
-// stored, `out` rows * blocks * sizeof(Layout) bytes. Groups are independent: a caller may
-// split them among threads.
+// stored, `out` rows * blocks * sizeof(Layout) bytes.
 template <class Layout>
 void ungroup_rows(const void *in, void *out, int64_t rows, int64_t blocks, int R, int64_t first = 0, int64_t last = -1) {
   if (last < 0) last = (rows + R - 1) / R;
