@@ -1,6 +1,9 @@
 // weight_blocks.h - how a kernel reads its weight rows' blocks: as a file stores them (row after row) or with the rows of a group interleaved
 #pragma once
 #include <cstddef>
+#include <string>
+
+#include <kdsl/error.h>
 
 #include <kdsl/formats/row_groups.h>
 
@@ -8,10 +11,10 @@
 
 namespace kdsl::kernels {
 
-// The integer-dot policies (kquant_int_dot.h) read a block's bytes through one of these, so
-// that one policy serves both layouts. Each gives kPiece, the bytes of quants a row it reads
-// as one piece (a piece lies inside one grain of the grouped layout), and, for every weight
-// row the kernel holds,
+// The integer-dot policies (kquant_int_dot.h, decoded_int_dot.h) read a block's bytes through
+// one of these, so that one policy serves both layouts. Each gives kPiece, the bytes of quants
+// a row it reads as one piece (a piece lies inside one grain of the grouped layout), and, for
+// every weight row the kernel holds,
 //   bytes(offset, piece): bytes offset + piece of the row's block (piece: offsets of a few
 //                         bytes along the last axis, or zeros that spread the row's value
 //                         along it), u8;
@@ -52,6 +55,11 @@ struct GroupedBlocks {
   auto bytes(int offset, const Piece &piece) const {
     constexpr formats::RowGroupPlan plan = formats::row_group_plan<Layout>();
     const formats::GroupedPlace p = plan.place(R, offset);
+    // A piece of offsets runs on within its grain; one wider would read the next row's bytes.
+    constexpr int kExtent = Piece::rank > 0 ? Piece::dims[Piece::rank - 1] : 1;
+    if (kExtent > p.room)
+      internal_error("weight_blocks.h: a piece of " + std::to_string(kExtent) + " bytes at byte " + std::to_string(offset) + " of a block crosses its grain of " +
+                     std::to_string(p.grain));
     return load(wq + (group_block + p.first + lane_offsets(p.grain) + piece));
   }
   template <class Piece>

@@ -31,10 +31,10 @@ struct GroupedField {
 // vpdpbusd against 4 broadcast activation bytes gives each row's sum in its own lane.
 inline constexpr int kGroupedQuantGrain = 4;
 // Where byte `offset` of a row's block goes in its group's block, less the row's own
-// r * grain: first + r * grain is its place for row r; the bytes up to the end of its grain
-// follow it.
+// r * grain: first + r * grain is its place for row r; the `room` bytes up to the end of its
+// grain follow it.
 struct GroupedPlace {
-  int first, grain;
+  int first, grain, room;
 };
 struct RowGroupPlan {
   std::array<GroupedField, 8> fields{};
@@ -50,7 +50,7 @@ struct RowGroupPlan {
       const GroupedField &f = fields[size_t(i)];
       if (offset >= f.offset && offset < f.offset + f.bytes) {
         const int within = offset - f.offset;
-        return {start(R, i) + (within / f.grain) * f.grain * R + within % f.grain, f.grain};
+        return {start(R, i) + (within / f.grain) * f.grain * R + within % f.grain, f.grain, f.grain - within % f.grain};
       }
     }
     throw std::logic_error("row_groups.h: a byte outside every field of the block");
