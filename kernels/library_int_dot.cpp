@@ -122,6 +122,22 @@ QuantizedX quantize_x(Library::Impl &im, const float *x, int rows, int K) {
   return q;
 }
 
+// How integer-dot policy P's activations are quantized: blocks of kElements values, with the
+// integer sum of every kSumGroup of them where kSums (the formats whose blocks have offsets:
+// matvec_int8_sums.h), none (kSumGroup 0) for Q8_0, Q4_0 and IQ4_NL (matvec_int8.h).
+template <class P>
+struct ActivationBlocks {
+  static constexpr bool kSums = requires { P::kSumGroup; };
+  static constexpr int kElements = [] {
+    if constexpr (kSums) return P::kBlockElements;
+    else return P::Format::kBlockElements;
+  }();
+  static constexpr int kSumGroup = [] {
+    if constexpr (kSums) return P::kSumGroup;
+    else return 0;
+  }();
+};
+
 // x quantized as tiles policy T's activation blocks ask (its block, its sum group), then the
 // tiles over all its rows.
 template <class T>
@@ -148,21 +164,14 @@ void run_int_dot(Library::Impl &im, const float *x, const void *w, const float *
     if (rows > kTileRows && (takes_prefill_tiles<F>(im.device) || im.prefill_tiles_everywhere))
       return run_prefill_tiles<typename int_dot_policy<F>::tiles>(im, x, w, bias, out, rows, N, K);
   }
-  constexpr bool kSums = requires { P::kSumGroup; };
-  constexpr int BE = [] {
-    if constexpr (kSums) return P::kBlockElements;
-    else return P::Format::kBlockElements;
-  }();
-  constexpr int GS = [] {
-    if constexpr (kSums) return P::kSumGroup;
-    else return BE;
-  }();
+  constexpr bool kSums = ActivationBlocks<P>::kSums;
+  constexpr int BE = ActivationBlocks<P>::kElements, GS = kSums ? ActivationBlocks<P>::kSumGroup : BE;
   constexpr bool kSuper = BE > 32;
   constexpr int kPrefetch = kSuper ? kKQuantPrefetchBytes : kPrefetchBytes;
   [[maybe_unused]] constexpr int kLines = kSuper ? kKQuantLines : 1;  // the formats with sums only
   const float *b = bias ? bias : out;  // unread without a bias
   const int blocks = K / BE;
-  const QuantizedX xq = quantize_x<BE, kSums ? GS : 0>(im, x, rows, K);
+  const QuantizedX xq = quantize_x<BE, ActivationBlocks<P>::kSumGroup>(im, x, rows, K);
   auto run = [&]<int BR, int BN, class Use>(int first, int count, Use use) {
     auto g = grid(cdiv(N, BN), cdiv(count, BR));
     const int8_t *q = xq.quants + int64_t(first) * K;
@@ -209,15 +218,8 @@ bool matmul_int_dot_grouped(Library::Impl &im, const float *x, const void *w, co
     return false;
   } else {
     if (!dispatches_for_cpu(im) || rows > std::min(kTileRows, int_dot_rows<F>(im))) return false;
-    constexpr bool kSums = requires { P::kSumGroup; };
-    constexpr int BE = [] {
-      if constexpr (kSums) return P::kBlockElements;
-      else return P::Format::kBlockElements;
-    }();
-    constexpr int GS = [] {
-      if constexpr (kSums) return P::kSumGroup;
-      else return 0;
-    }();
+    constexpr bool kSums = ActivationBlocks<P>::kSums;
+    constexpr int BE = ActivationBlocks<P>::kElements, GS = ActivationBlocks<P>::kSumGroup;
     constexpr int kFewRows = kSums ? 4 : 2;
     const int blocks = K / BE;
     const QuantizedX xq = quantize_x<BE, GS>(im, x, rows, K);
