@@ -198,6 +198,41 @@ int int_dot_rows(const Library::Impl &im) {
   return im.integer_dot_rows < 0 ? default_int_dot_rows<F>(im.device) : im.integer_dot_rows;
 }
 
+// x quantized once, then one launch for a decode row and few-row launches of 4-row programs
+// (the formats with sums' best few-row programs as stored: run_int_dot's; 2-row ones for Q8_0,
+// Q4_0 and IQ4_NL, as theirs) over the groups.
+template <class F, class P, int R>
+void run_int_dot_grouped(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K) {
+  constexpr bool kSums = ActivationBlocks<P>::kSums;
+  constexpr int BE = ActivationBlocks<P>::kElements, GS = ActivationBlocks<P>::kSumGroup;
+  constexpr int kFewRows = kSums ? 4 : 2;
+  const int blocks = K / BE;
+  const QuantizedX xq = quantize_x<BE, GS>(im, x, rows, K);
+  const float *b = bias ? bias : out;  // unread without a bias
+  auto wq = static_cast<const uint8_t *>(w);
+  auto launch = [&]<int BR>(int first, int count) {
+    auto g = grid(N / R, cdiv(count, BR));
+    const int8_t *q = xq.quants + int64_t(first) * K;
+    const float *d = xq.scales + int64_t(first) * blocks;
+    float *o = out + int64_t(first) * N;
+    if constexpr (kSums) {
+      const int32_t *sums = xq.sums + int64_t(first) * (K / GS);
+      if (bias) im.kernel<matvec_grouped_sums<P, BR, R, true>>()(g, q, d, sums, wq, b, o, count, N, K);
+      else im.kernel<matvec_grouped_sums<P, BR, R, false>>()(g, q, d, sums, wq, b, o, count, N, K);
+    } else {
+      if (bias) im.kernel<matvec_grouped_int8<P, BR, R, true>>()(g, q, d, wq, b, o, count, N, K);
+      else im.kernel<matvec_grouped_int8<P, BR, R, false>>()(g, q, d, wq, b, o, count, N, K);
+    }
+  };
+  for_few_row_launches(
+      im, rows,
+      [&](int first, int count) {
+        if (count == 1) launch.template operator()<1>(first, count);
+        else launch.template operator()<kFewRows>(first, count);
+      },
+      int_dot_policy<F>::few_rows_launch);
+}
+
 }  // namespace
 
 template <class F>
@@ -207,45 +242,14 @@ int int_dot_row_group(const Library::Impl &im, int64_t N) {
   return R;
 }
 
-// x quantized once, then one launch for a decode row and few-row launches of 4-row programs
-// (the formats with sums' best few-row programs as stored: run_int_dot's; 2-row ones for Q8_0,
-// Q4_0 and IQ4_NL, as theirs) over the groups.
 template <class F>
 bool matmul_int_dot_grouped(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K) {
-  using P = typename int_dot_policy<F>::type;
   constexpr int R = row_group_of<F>;
   if constexpr (R == 1) {
     return false;
   } else {
     if (!dispatches_for_cpu(im) || rows > std::min(kTileRows, int_dot_rows<F>(im))) return false;
-    constexpr bool kSums = ActivationBlocks<P>::kSums;
-    constexpr int BE = ActivationBlocks<P>::kElements, GS = ActivationBlocks<P>::kSumGroup;
-    constexpr int kFewRows = kSums ? 4 : 2;
-    const int blocks = K / BE;
-    const QuantizedX xq = quantize_x<BE, GS>(im, x, rows, K);
-    const float *b = bias ? bias : out;  // unread without a bias
-    auto wq = static_cast<const uint8_t *>(w);
-    auto launch = [&]<int BR>(int first, int count) {
-      auto g = grid(N / R, cdiv(count, BR));
-      const int8_t *q = xq.quants + int64_t(first) * K;
-      const float *d = xq.scales + int64_t(first) * blocks;
-      float *o = out + int64_t(first) * N;
-      if constexpr (kSums) {
-        const int32_t *sums = xq.sums + int64_t(first) * (K / GS);
-        if (bias) im.kernel<matvec_grouped_sums<P, BR, R, true>>()(g, q, d, sums, wq, b, o, count, N, K);
-        else im.kernel<matvec_grouped_sums<P, BR, R, false>>()(g, q, d, sums, wq, b, o, count, N, K);
-      } else {
-        if (bias) im.kernel<matvec_grouped_int8<P, BR, R, true>>()(g, q, d, wq, b, o, count, N, K);
-        else im.kernel<matvec_grouped_int8<P, BR, R, false>>()(g, q, d, wq, b, o, count, N, K);
-      }
-    };
-    for_few_row_launches(
-        im, rows,
-        [&](int first, int count) {
-          if (count == 1) launch.template operator()<1>(first, count);
-          else launch.template operator()<kFewRows>(first, count);
-        },
-        int_dot_policy<F>::few_rows_launch);
+    run_int_dot_grouped<F, typename int_dot_policy<F>::type, R>(im, x, w, bias, out, rows, N, K);
     return true;
   }
 }

@@ -165,14 +165,13 @@ void matvec_grouped_int8(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const u8> wq, 
   using F = typename P::Format;
   using Blocks = GroupedBlocks<typename F::Layout, R>;
   constexpr int L = Blocks::kPiece / 4;
-  constexpr int64_t kGroupBlockBytes = int64_t(R) * F::kBlockBytes;
   auto blocks = K / F::kBlockElements;
   auto r = program_id(1) * BR + arange<BR>();  // this program's rows of x
   auto rn = program_id(0) * R + arange<R>();   // the group's weight rows
   auto x_row = reshape<BR, 1, 1>(wide(minimum(r, rows - 1)));
   auto first_block = wide(program_id(0)) * wide(blocks);  // the group's first block
   auto acc = for_range(0, blocks, 1, zeros<f32, BR, R, L>(), [&](auto b, auto acc) {
-    const Blocks w{wq, (first_block + wide(b)) * kGroupBlockBytes};
+    const Blocks w{wq, first_block + wide(b)};
     auto d_w = w.half(offsetof(typename F::Layout, d), wide(zeros<i32, 1, 1, 1>()));  // [1, R, 1]
     auto x_block = x_row * wide(blocks) + wide(b);                                    // [BR, 1, 1]
     auto d_x = load(xd + x_block);

@@ -67,13 +67,13 @@ void matvec_grouped_sums(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs,
   auto first_block = wide(program_id(0)) * wide(blocks);  // the group's first block
   constexpr int kLanes = GroupedBlocks<typename P::Layout, R>::kPiece / 4;  // 1: a row's sum in one lane
   auto [lanes, offsets] = for_range(0, blocks, 1, zeros<f32, BR, R, kLanes>(), zeros<f32, BR, R>(), [&](auto b, auto l, auto o) {
-    auto group_block = (first_block + wide(b)) * kGroupBlockBytes;
+    auto group = first_block + wide(b);
     // The whole group's block PREFETCH bytes ahead: a prefetch per 64-byte line of a
     // contiguous run (the host lowering's prefetch walks the last axis so).
-    if constexpr (PREFETCH > 0) prefetch(wq + (group_block + PREFETCH + wide(arange<int(kGroupBlockBytes)>())));
+    if constexpr (PREFETCH > 0) prefetch(wq + (group * kGroupBlockBytes + PREFETCH + wide(arange<int(kGroupBlockBytes)>())));
     auto x_block = x_row * wide(blocks) + wide(b);  // [BR, 1, 1]
     auto d_x = load(xd + x_block);                  // [BR, 1, 1]
-    auto s = P::template block_dot<BR, R>(GroupedBlocks<typename P::Layout, R>{wq, group_block}, xq + x_block * BE, xs + x_block * G);
+    auto s = P::template block_dot<BR, R>(GroupedBlocks<typename P::Layout, R>{wq, group}, xq + x_block * BE, xs + x_block * G);
     return std::tuple(l + s.lanes * d_x, o + s.offset * reshape<BR, 1>(d_x));
   });
   auto y = sum<2>(lanes) + offsets;

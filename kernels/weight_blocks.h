@@ -40,14 +40,19 @@ struct StoredBlocks {
   }
 };
 
-// R rows interleaved (formats/row_groups.h): one group's block of R rows at `group_block`
-// bytes, every field's R copies side by side at its grain, so that a field's bytes of all R
-// rows are one contiguous run. The rows are the group's R, in order ([1, R, 1]).
+// R rows interleaved (formats/row_groups.h): group block `group` (counted over the matrix: a
+// group's blocks one after another, then the next group's) of R rows, every field's R copies
+// side by side at its grain, so that a field's bytes of all R rows are one contiguous run. The
+// rows are the group's R, in order ([1, R, 1]). The f16 factors are addressed in halves from
+// the group's index (R * sizeof(Layout) is even), not by halving a byte offset, which hid
+// from LLVM that 16 rows' factors are one run.
 template <class Layout, int R>
 struct GroupedBlocks {
   static constexpr int kPiece = formats::kGroupedQuantGrain;
+  static constexpr int64_t kGroupBytes = int64_t(R) * int64_t(sizeof(Layout));
+  static_assert(kGroupBytes % 2 == 0, "a group's f16 factors are addressed in halves");
   Ptr<const u8> wq;
-  Block<i64> group_block;  // byte offset of the group's block
+  Block<i64> group;
 
   static auto lane_offsets(int grain) { return reshape<1, R, 1>(wide(arange<R>()) * int64_t(grain)); }
 
@@ -60,13 +65,13 @@ struct GroupedBlocks {
     if (kExtent > p.room)
       internal_error("weight_blocks.h: a piece of " + std::to_string(kExtent) + " bytes at byte " + std::to_string(offset) + " of a block crosses its grain of " +
                      std::to_string(p.grain));
-    return load(wq + (group_block + p.first + lane_offsets(p.grain) + piece));
+    return load(wq + (group * kGroupBytes + p.first + lane_offsets(p.grain) + piece));
   }
   template <class Piece>
   auto half(size_t offset, const Piece &spread) const {
     constexpr formats::RowGroupPlan plan = formats::row_group_plan<Layout>();
     const formats::GroupedPlace p = plan.place(R, int(offset));
-    return cast<f32>(load(reinterpret<f16>(wq) + ((group_block + p.first) / 2 + lane_offsets(p.grain / 2) + spread)));
+    return cast<f32>(load(reinterpret<f16>(wq) + (group * (kGroupBytes / 2) + p.first / 2 + lane_offsets(p.grain / 2) + spread)));
   }
 };
 
