@@ -57,27 +57,30 @@ struct HalfPartIntDot {
   }
 
   // Rows grouped by R (GroupedBlocks, formats/row_groups.h): the quants 4 bytes of each of the
-  // R rows at a time (low nibbles elements 4i .. 4i + 3, high ones 16 + 4i ..), each row's sum
-  // in one lane; the fifth bits of such a piece are 4 bits of one qh byte (the R rows' byte k
-  // one run), spread over the piece's 4 lanes and tested with a constant mask each.
+  // R rows at a time (piece i: low nibbles elements 4i .. 4i + 3, high ones 16 + 4i ..), each
+  // row's sum in one lane. The grouped qh has its bits permuted (FieldBits::FifthBitLanes):
+  // lane l of a row's 4 bytes holds the fifth bit of element 16h + 4i + l at bit 2i + h, so a
+  // piece's fifth bits are one mask, the same for every lane, of bytes loaded once a block.
   template <int BR, int R, class XP, class SP>
   static auto block_dot(const GroupedBlocks<Layout, R> &w, const XP &x, const SP &xs) {
     constexpr int P = GroupedBlocks<Layout, R>::kPiece;
     static_assert(P == 4, "the fifth bits below are 4 a piece");
     auto piece = wide(reshape<1, 1, P>(arange<P>()));
     auto one = wide(zeros<i32, 1, 1, 1>());
+    // The byte arithmetic runs on the R rows' 4 bytes loaded as rows of 16 (run_of_16: the host
+    // lowering's byte lanes, a vector op each), where [R, 4] bytes were loaded and computed
+    // byte by byte unless LLVM put them back together (it did for Q5_0, not for Q5_1).
     auto sums = zeros<i32, BR, R, 1>();
+    auto fifth_bits = [&] {  // [1, R / 4, 16] (zeros, unused, for Q4_1)
+      if constexpr (kHasHighBit) return w.run_of_16(int(offsetof(Layout, qh)));
+      else return zeros<u8, 1, R / 4, 16>();
+    }();
     for (int i = 0; i < 16; i += P) {
-      auto qs = w.bytes(int(offsetof(Layout, qs)) + i, piece);  // [1, R, 4]
+      auto qs = w.run_of_16(int(offsetof(Layout, qs)) + i);
       for (int h = 0; h < 2; ++h) {
         auto q = h == 0 ? (qs & 15) : (qs >> 4);
-        if constexpr (kHasHighBit) {
-          const int e = 16 * h + i;  // the piece's first element: its bits e .. e + 3 of qh
-          auto qh = broadcast_to<1, R, P>(w.bytes(int(offsetof(Layout, qh)) + e / 8, one));
-          auto lane_bit = reshape<1, 1, P>(cast<u8>(full<i32, P>(1) << (arange<P>() + e % 8)));
-          q = q | (minimum(qh & lane_bit, 1) << 4);
-        }
-        sums = dot4(q, load(x + (piece + (16 * h + i))), sums);  // [BR, R, 1]
+        if constexpr (kHasHighBit) q = q | (minimum(fifth_bits & (1 << (2 * (i / P) + h)), 1) << 4);
+        sums = dot4(reshape<1, R, P>(q), load(x + (piece + (16 * h + i))), sums);  // [BR, R, 1]
       }
     }
     auto d = w.half(offsetof(Layout, d), one);  // [1, R, 1]

@@ -67,6 +67,16 @@ struct GroupedBlocks {
                      std::to_string(p.grain));
     return load(wq + (group * kGroupBytes + p.first + lane_offsets(p.grain) + piece));
   }
+  // The R rows' 4 bytes at `offset` of a field of grain 4, a contiguous run, seen as rows of
+  // 16 bytes ([1, R / 4, 16]): the shape the host lowering loads and computes on as byte
+  // vectors, where [1, R, 4] bytes are loaded and computed element by element.
+  auto run_of_16(int offset) const {
+    static_assert(R % 4 == 0, "R rows of 4 bytes make rows of 16");
+    constexpr formats::RowGroupPlan plan = formats::row_group_plan<Layout>();
+    const formats::GroupedPlace p = plan.place(R, offset);
+    if (p.grain != 4 || p.room != 4) internal_error("weight_blocks.h: run_of_16 reads whole grains of 4 bytes");
+    return load(wq + (group * kGroupBytes + p.first + wide(reshape<1, R / 4, 16>(arange<R * 4>()))));
+  }
   template <class Piece>
   auto half(size_t offset, const Piece &spread) const {
     constexpr formats::RowGroupPlan plan = formats::row_group_plan<Layout>();

@@ -71,6 +71,23 @@ TEST_CASE("row groups: a block's fields of 16 rows side by side at their grains,
   CHECK(back == stored);
 }
 
+TEST_CASE("row groups: Q5_0 and Q5_1's fifth bits permuted so that lane l of a row's 4 bytes holds its elements' bits") {
+  using kdsl::formats::fifth_bit_lanes;
+  using kdsl::formats::fifth_bits_stored;
+  // Element 21: the high nibble (h 1) of quant byte 5, piece 1 (i), lane 1 (l): bit 2i + h = 3
+  // of byte 1.
+  CHECK(fifth_bit_lanes(1u << 21) == 1u << (8 + 3));
+  CHECK(fifth_bit_lanes(1u << 0) == 1u);           // element 0: byte 0, bit 0
+  CHECK(fifth_bit_lanes(1u << 31) == 1u << 31);    // element 31: h 1, i 3, l 3: byte 3, bit 7
+  CHECK(fifth_bit_lanes(1u << 4) == 1u << 2);      // element 4: piece 1, lane 0: bit 2 of byte 0
+  std::mt19937 rng(7);
+  for (int t = 0; t < 1000; ++t) {
+    const uint32_t qh = uint32_t(rng());
+    CHECK(fifth_bits_stored(fifth_bit_lanes(qh)) == qh);
+    CHECK(__builtin_popcount(fifth_bit_lanes(qh)) == __builtin_popcount(qh));
+  }
+}
+
 TEST_CASE("row groups: which matrices the CPU's Library groups, and grouped products refused where they cannot be") {
   kdsl::kernels::Library &lib = library();
   for (WeightType t : kGroupedTypes) {

@@ -24,9 +24,32 @@ namespace kdsl::formats {
 // bytes, one vector of rows); the fields lie in the order the kernel reads them, so that it
 // walks each group's block forward. llama.cpp's CPU back end repacks Q4_0 and Q4_K weights at
 // load time for the same reason.
+// How a field's bytes are written in the grouped block: as they are, or (FifthBitLanes, Q5_0's
+// and Q5_1's qh) with their 32 bits permuted so that byte l of a row's 4 holds, at bit 2i + h,
+// the fifth bit of element 16h + 4i + l: the bits a kernel reading the quants 4 bytes at a time
+// (piece i, lane l, low or high nibble h) needs in lane l, each piece's at one constant bit.
+enum class FieldBits { AsStored, FifthBitLanes };
 struct GroupedField {
   int offset, bytes, grain;  // in the block as stored
+  FieldBits bits = FieldBits::AsStored;
 };
+// The FifthBitLanes permutation of a 32-bit qh word and its inverse.
+constexpr uint32_t fifth_bit_lanes(uint32_t qh) {
+  uint32_t t = 0;
+  for (int j = 0; j < 32; ++j) {
+    const int h = j / 16, i = (j % 16) / 4, l = j % 4;
+    t |= ((qh >> j) & 1u) << (8 * l + 2 * i + h);
+  }
+  return t;
+}
+constexpr uint32_t fifth_bits_stored(uint32_t t) {
+  uint32_t qh = 0;
+  for (int j = 0; j < 32; ++j) {
+    const int h = j / 16, i = (j % 16) / 4, l = j % 4;
+    qh |= ((t >> (8 * l + 2 * i + h)) & 1u) << j;
+  }
+  return qh;
+}
 // The quants' grain: 4 bytes a row, so that one 64-byte vector holds 16 rows' 4 bytes and one
 // vpdpbusd against 4 broadcast activation bytes gives each row's sum in its own lane.
 inline constexpr int kGroupedQuantGrain = 4;
@@ -88,21 +111,24 @@ constexpr RowGroupPlan row_group_plan<BlockIQ4_NL>() {
   return {{{{offsetof(BlockIQ4_NL, d), 2, 2}, {offsetof(BlockIQ4_NL, qs), kQK4_NL / 2, kGroupedQuantGrain}}}, 2};
 }
 
-// Q4_1, Q5_0 and Q5_1: the f16 factors, the fifth bits' bytes (the R rows' byte k one run),
-// then the quants.
+// Q4_1, Q5_0 and Q5_1: the f16 factors, the fifth bits (each row's 4 bytes permuted:
+// FifthBitLanes), then the quants.
 template <>
 constexpr RowGroupPlan row_group_plan<BlockQ4_1>() {
   return {{{{offsetof(BlockQ4_1, d), 2, 2}, {offsetof(BlockQ4_1, m), 2, 2}, {offsetof(BlockQ4_1, qs), kQK4_1 / 2, kGroupedQuantGrain}}}, 3};
 }
 template <>
 constexpr RowGroupPlan row_group_plan<BlockQ5_0>() {
-  return {{{{offsetof(BlockQ5_0, d), 2, 2}, {offsetof(BlockQ5_0, qh), 4, 1}, {offsetof(BlockQ5_0, qs), kQK5_0 / 2, kGroupedQuantGrain}}}, 3};
+  return {{{{offsetof(BlockQ5_0, d), 2, 2},
+            {offsetof(BlockQ5_0, qh), 4, 4, FieldBits::FifthBitLanes},
+            {offsetof(BlockQ5_0, qs), kQK5_0 / 2, kGroupedQuantGrain}}},
+          3};
 }
 template <>
 constexpr RowGroupPlan row_group_plan<BlockQ5_1>() {
   return {{{{offsetof(BlockQ5_1, d), 2, 2},
             {offsetof(BlockQ5_1, m), 2, 2},
-            {offsetof(BlockQ5_1, qh), 4, 1},
+            {offsetof(BlockQ5_1, qh), 4, 4, FieldBits::FifthBitLanes},
             {offsetof(BlockQ5_1, qs), kQK5_1 / 2, kGroupedQuantGrain}}},
           4};
 }
@@ -140,6 +166,24 @@ void move_field(uint8_t *const *row_block, uint8_t *group_field, int offset, int
   }
 }
 
+// A FifthBitLanes field (4 bytes, grain 4) of `rows` rows, permuted on the way (qh is a
+// little-endian 32-bit word, as ggml reads it).
+inline void move_fifth_bits(uint8_t *const *row_block, uint8_t *group_field, int offset, int rows, bool to_groups) {
+  for (int r = 0; r < rows; ++r) {
+    uint8_t *stored = row_block[r] + offset, *grouped = group_field + r * 4;
+    uint32_t word;
+    if (to_groups) {
+      std::memcpy(&word, stored, 4);
+      word = fifth_bit_lanes(word);
+      std::memcpy(grouped, &word, 4);
+    } else {
+      std::memcpy(&word, grouped, 4);
+      word = fifth_bits_stored(word);
+      std::memcpy(stored, &word, 4);
+    }
+  }
+}
+
 // Every block of groups [first, last) of a [rows][blocks] matrix of Layout blocks moved between
 // rows as stored (`stored`) and grouped by R (`grouped`).
 template <class Layout>
@@ -157,6 +201,10 @@ void move_groups(uint8_t *stored, uint8_t *grouped, int64_t rows, int64_t blocks
       for (int i = 0; i < plan.count; ++i) {
         const GroupedField &f = plan.fields[size_t(i)];
         uint8_t *field = group_block + plan.start(R, i);
+        if (f.bits == FieldBits::FifthBitLanes) {
+          move_fifth_bits(row_block.data(), field, f.offset, n, to_groups);
+          continue;
+        }
         switch (f.grain) {
           case 1: move_field<1>(row_block.data(), field, f.offset, f.bytes, R, n, to_groups); break;
           case 2: move_field<2>(row_block.data(), field, f.offset, f.bytes, R, n, to_groups); break;
