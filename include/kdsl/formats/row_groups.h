@@ -33,23 +33,35 @@ struct GroupedField {
   int offset, bytes, grain;  // in the block as stored
   FieldBits bits = FieldBits::AsStored;
 };
-// The FifthBitLanes permutation of a 32-bit qh word and its inverse.
-constexpr uint32_t fifth_bit_lanes(uint32_t qh) {
-  uint32_t t = 0;
-  for (int j = 0; j < 32; ++j) {
-    const int h = j / 16, i = (j % 16) / 4, l = j % 4;
-    t |= ((qh >> j) & 1u) << (8 * l + 2 * i + h);
-  }
-  return t;
+// The FifthBitLanes permutation of a 32-bit qh word and its inverse, a byte at a time through
+// tables (a prompt puts every grouped matrix back, so this runs over all of Q5_0's qh words
+// for each of its products).
+namespace detail {
+// Where bit j of a qh word goes: element j = 16h + 4i + l.
+constexpr int fifth_bit_lane_position(int j) { return 8 * (j % 4) + 2 * ((j % 16) / 4) + j / 16; }
+// table[k][v]: the bits byte k of a word with value v contributes, moved (to_lanes) or put back.
+constexpr std::array<std::array<uint32_t, 256>, 4> fifth_bit_tables(bool to_lanes) {
+  std::array<std::array<uint32_t, 256>, 4> table{};
+  for (int k = 0; k < 4; ++k)
+    for (int v = 0; v < 256; ++v)
+      for (int b = 0; b < 8; ++b) {
+        if (!((v >> b) & 1)) continue;
+        if (to_lanes) {
+          table[size_t(k)][size_t(v)] |= 1u << fifth_bit_lane_position(8 * k + b);
+        } else {
+          for (int j = 0; j < 32; ++j)
+            if (fifth_bit_lane_position(j) == 8 * k + b) table[size_t(k)][size_t(v)] |= 1u << j;
+        }
+      }
+  return table;
 }
-constexpr uint32_t fifth_bits_stored(uint32_t t) {
-  uint32_t qh = 0;
-  for (int j = 0; j < 32; ++j) {
-    const int h = j / 16, i = (j % 16) / 4, l = j % 4;
-    qh |= ((t >> (8 * l + 2 * i + h)) & 1u) << j;
-  }
-  return qh;
+inline constexpr auto kFifthBitsToLanes = fifth_bit_tables(true), kFifthBitsFromLanes = fifth_bit_tables(false);
+constexpr uint32_t permute_bytes(const std::array<std::array<uint32_t, 256>, 4> &table, uint32_t w) {
+  return table[0][w & 255] | table[1][(w >> 8) & 255] | table[2][(w >> 16) & 255] | table[3][w >> 24];
 }
+}  // namespace detail
+constexpr uint32_t fifth_bit_lanes(uint32_t qh) { return detail::permute_bytes(detail::kFifthBitsToLanes, qh); }
+constexpr uint32_t fifth_bits_stored(uint32_t t) { return detail::permute_bytes(detail::kFifthBitsFromLanes, t); }
 // The quants' grain: 4 bytes a row, so that one 64-byte vector holds 16 rows' 4 bytes and one
 // vpdpbusd against 4 broadcast activation bytes gives each row's sum in its own lane.
 inline constexpr int kGroupedQuantGrain = 4;
