@@ -21,23 +21,31 @@ auto activation_piece(const XP &x_block, int first) {
   return maximum(load(x_block + (reshape<1, 1, P>(arange<P>()) + first)), full<i8, 1, 1, P>(-127));
 }
 
-// The policies below read a block's quant bytes through `quants(offset, piece)`: the bytes at
-// `offset` .. + P - 1 of every weight row's quants ([1, BN, P], the format's Quant type), in
-// pieces of P bytes: 16 where the rows are as stored (matvec_int8: four rows' pieces to a
-// 64-byte vpdpbusd, 4 lanes a row), 4 where they are grouped (matvec_grouped_int8: 16 rows'
-// pieces to a vpdpbusd, a row's sum in one lane). Each returns [BR, BN, P / 4] exact i32 sums.
+// The policies below read a block's quant bytes through `quants(offset)`: every weight row's
+// P bytes at `offset` .. + P - 1 (the format's Quant type), as rows of 16 bytes
+// ([1, BN * P / 16, 16]), the shape the host lowering computes bytes on as vectors (byte
+// lanes); `as_pieces` (below) reshapes them to [1, BN, P] for dot4. P is 16 where the rows are
+// as stored (matvec_int8: a row's piece is a row of 16, four rows' pieces to a 64-byte
+// vpdpbusd, 4 lanes a row) and 4 where they are grouped (matvec_grouped_int8: four rows'
+// pieces to a row of 16, 16 rows' pieces to a vpdpbusd, a row's sum in one lane). Each
+// returns [BR, BN, P / 4] exact i32 sums.
 template <int P>
 auto quant_piece() {
   return reshape<1, 1, P>(arange<P>());
 }
+template <int P, int BN, class Q>
+auto as_pieces(const Q &rows_of_16) {
+  return reshape<1, BN, P>(rows_of_16);
+}
 
 // A block's sums from its signed int8 weights, elements 0..15 (`low`) and 16..31 (`high`) a
-// piece at a time, against the same pieces of the activations.
-template <int P, int BR, int BN, class QS, class XP>
-auto int8_halves_sums(const QS &quants, const XP &x_block) {
+// piece at a time, against the same pieces of the activations; `value` makes a piece's weights
+// from its quant bytes (as rows of 16).
+template <int P, int BR, int BN, class QS, class XP, class V>
+auto int8_halves_sums(const QS &quants, const XP &x_block, V &&value) {
   auto sums = zeros<i32, BR, BN, P / 4>();
   for (int i = 0; i < 16; i += P) {
-    auto low = quants(i, quant_piece<P>()), high = quants(16 + i, quant_piece<P>());
+    auto low = as_pieces<P, BN>(value(i)), high = as_pieces<P, BN>(value(16 + i));
     sums = dot4(high, activation_piece<P>(x_block, 16 + i), dot4(low, activation_piece<P>(x_block, i), sums));
   }
   return sums;
@@ -49,7 +57,7 @@ struct Q8_0IntDot {
 
   template <int P, int BR, int BN, class QS, class XP>
   static auto sums(const QS &quants, const XP &x_block) {
-    return int8_halves_sums<P, BR, BN>(quants, x_block);
+    return int8_halves_sums<P, BR, BN>(quants, x_block, [&](int e) { return quants(e); });
   }
 };
 
@@ -71,8 +79,9 @@ struct Q4_0IntDot {
       else return zeros<i32, BR, BN, P / 4>() - reshape<BR, 1, 1>(sum<2>(offset));
     }();
     for (int i = 0; i < 16; i += P) {
-      auto q = quants(i, quant_piece<P>());  // [1, BN, P]
-      acc = dot4(q >> 4, load(x_block + (quant_piece<P>() + (16 + i))), dot4(q & 15, load(x_block + (quant_piece<P>() + i)), acc));
+      auto q = quants(i);  // rows of 16
+      acc = dot4(as_pieces<P, BN>(q >> 4), load(x_block + (quant_piece<P>() + (16 + i))),
+                 dot4(as_pieces<P, BN>(q & 15), load(x_block + (quant_piece<P>() + i)), acc));
     }
     return acc;
   }
@@ -87,21 +96,17 @@ struct IQ4_NLIntDot {
   template <int P, int BR, int BN, class QS, class XP>
   static auto sums(const QS &quants, const XP &x_block) {
     // The grid's 16 levels as a row, from constants alone (the selects fold away), looked up
-    // by each nibble: one vpshufb for 16 on the host (src/codegen/host/lower_host.cpp,
-    // lookup_bytes_in_table), where picking each level by the select tree took 15 blends.
-    // Element e's level: the nibble of quant byte e % 16 (low for e < 16), looked up in rows of
-    // 16 (a piece of BN x P nibbles seen as BN * P / 16 rows of 16), the shape the lookup
-    // takes as one vpshufb per 16 bytes; a piece's own [1, BN, 4] shape is gathered byte by
-    // byte.
+    // by each nibble in rows of 16: one vpshufb for 16 on the host
+    // (src/codegen/host/lower_host.cpp, lookup_bytes_in_table), where picking each level by
+    // the select tree took 15 blends. Element e's level: the nibble of quant byte e % 16 (low
+    // for e < 16).
     constexpr int kRows = BN * P / 16;
     static_assert(BN * P % 16 == 0, "IQ4_NL's lookup takes whole rows of 16 nibbles");
     auto grid = broadcast_to<1, kRows, 16>(Format::levels<i8>(cast<u8>(reshape<1, 1, 16>(arange<16>()))));
-    auto level = [&](int e, auto piece) {
-      auto q = quants(e % 16, piece);
-      auto nibbles = reshape<1, kRows, 16>(e < 16 ? (q & 15) : (q >> 4));
-      return reshape<1, BN, P>(gather(grid, nibbles, 2));
-    };
-    return int8_halves_sums<P, BR, BN>(level, x_block);
+    return int8_halves_sums<P, BR, BN>(quants, x_block, [&](int e) {
+      auto q = quants(e % 16);
+      return gather(grid, e < 16 ? (q & 15) : (q >> 4), 2);
+    });
   }
 };
 
@@ -109,7 +114,7 @@ struct IQ4_NLIntDot {
 // matrix) of `wq` (the format's Quant), P = 16.
 template <class F, class QP, class B>
 auto stored_quants(const QP &wq, const B &block) {
-  return [=](int offset, auto piece) { return load((wq + (block * F::kBlockBytes + F::kQuantOffset)) + (piece + offset)); };
+  return [=](int offset) { return load((wq + (block * F::kBlockBytes + F::kQuantOffset)) + (quant_piece<16>() + offset)); };
 }
 
 // W is [N][K] in P's format, K a multiple of 32; x arrives as activation blocks xq / xd of
@@ -175,8 +180,8 @@ void matvec_grouped_int8(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const u8> wq, 
     auto d_w = w.half(offsetof(typename F::Layout, d), wide(zeros<i32, 1, 1, 1>()));  // [1, R, 1]
     auto x_block = x_row * wide(blocks) + wide(b);                                    // [BR, 1, 1]
     auto d_x = load(xd + x_block);
-    auto quants = [&](int offset, auto piece) {
-      auto bytes = w.bytes(F::kQuantOffset + offset, wide(piece));
+    auto quants = [&](int offset) {  // the R rows' 4 bytes at `offset`, as rows of 16
+      auto bytes = w.run_of_16(F::kQuantOffset + offset);
       if constexpr (std::is_same_v<typename F::Quant, u8>) return bytes;
       else return bitcast<typename F::Quant>(bytes);
     };
