@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 #include <kdsl/formats/quant_blocks.h>
 
@@ -196,6 +197,26 @@ inline void move_fifth_bits(uint8_t *const *row_block, uint8_t *group_field, int
   }
 }
 
+// Field I of one block of a group, its grain, bit order and place constants (the plan is
+// constexpr), so that each move is a fixed-size load and store.
+template <class Layout, size_t I>
+void move_block_field(uint8_t *const *row_block, uint8_t *group_block, int R, int rows, bool to_groups) {
+  constexpr RowGroupPlan plan = row_group_plan<Layout>();
+  constexpr GroupedField f = plan.fields[I];
+  uint8_t *field = group_block + plan.start(1, int(I)) * R;
+  if constexpr (f.bits == FieldBits::FifthBitLanes) {
+    static_assert(f.bytes == 4 && f.grain == 4, "the fifth bits are one 32-bit word a row");
+    move_fifth_bits(row_block, field, f.offset, rows, to_groups);
+  } else {
+    static_assert(f.grain == 1 || f.grain == 2 || f.grain == 4, "row_groups.h: grains of 1, 2 or 4 bytes");
+    move_field<f.grain>(row_block, field, f.offset, f.bytes, R, rows, to_groups);
+  }
+}
+template <class Layout, size_t... I>
+void move_block(std::index_sequence<I...>, uint8_t *const *row_block, uint8_t *group_block, int R, int rows, bool to_groups) {
+  (move_block_field<Layout, I>(row_block, group_block, R, rows, to_groups), ...);
+}
+
 // Every block of groups [first, last) of a [rows][blocks] matrix of Layout blocks moved between
 // rows as stored (`stored`) and grouped by R (`grouped`).
 template <class Layout>
@@ -207,23 +228,12 @@ void move_groups(uint8_t *stored, uint8_t *grouped, int64_t rows, int64_t blocks
   if (R > int(row_block.size())) throw std::logic_error("row_groups.h: groups of more than 64 rows");
   for (int64_t g = first; g < last; ++g) {
     const int n = int(std::min<int64_t>(R, rows - g * R));
+    for (int r = 0; r < n; ++r) row_block[size_t(r)] = stored + (g * R + r) * blocks * S;
+    uint8_t *group_block = grouped + g * blocks * R * S;
     for (int64_t b = 0; b < blocks; ++b) {
-      for (int r = 0; r < n; ++r) row_block[size_t(r)] = stored + ((g * R + r) * blocks + b) * S;
-      uint8_t *group_block = grouped + (g * blocks + b) * R * S;
-      for (int i = 0; i < plan.count; ++i) {
-        const GroupedField &f = plan.fields[size_t(i)];
-        uint8_t *field = group_block + plan.start(R, i);
-        if (f.bits == FieldBits::FifthBitLanes) {
-          move_fifth_bits(row_block.data(), field, f.offset, n, to_groups);
-          continue;
-        }
-        switch (f.grain) {
-          case 1: move_field<1>(row_block.data(), field, f.offset, f.bytes, R, n, to_groups); break;
-          case 2: move_field<2>(row_block.data(), field, f.offset, f.bytes, R, n, to_groups); break;
-          case 4: move_field<4>(row_block.data(), field, f.offset, f.bytes, R, n, to_groups); break;
-          default: throw std::logic_error("row_groups.h: a grain of other than 1, 2 or 4 bytes");
-        }
-      }
+      move_block<Layout>(std::make_index_sequence<size_t(plan.count)>(), row_block.data(), group_block, R, n, to_groups);
+      for (int r = 0; r < n; ++r) row_block[size_t(r)] += S;  // each row's next block
+      group_block += R * S;
     }
   }
 }
