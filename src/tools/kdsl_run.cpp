@@ -48,7 +48,7 @@ struct Options {
   std::string seed;     // as typed; parse_seed turns it into seed_value once, after parsing
   uint64_t seed_value = 0;
   bool chat = false, verbose = false, seed_given = false, ignore_eos = false, no_display_prompt = false, escape = true;
-  bool mlock = false, no_mmap = false, log_disable = false, bandwidth = false;
+  bool mlock = false, no_mmap = false, no_repack = false, log_disable = false, bandwidth = false;
   // Speculative decoding: --spec-ngram or a draft model (-md). 7 drafts make checks of 8 rows,
   // which the several-rows matrix-vector kernel streams the weights once for; it takes up to 16
   // rows, but the default was measured (bench/RESULTS.md) when it took 8 and has not been since.
@@ -257,6 +257,7 @@ std::unique_ptr<Drafter> make_drafter(const Options &o, const Device &dev, const
   eo.context = engine.context();
   eo.max_batch = o.batch;
   eo.sampled_vocab = tok.vocab_size();
+  eo.row_groups = !o.no_repack;
   return std::make_unique<ModelDrafter>(*draft_weights, engine.vocab(), dev, eo, sp, ModelDrafterOptions{.p_min = o.draft_p_min, .branches = o.draft_branches});
 }
 
@@ -286,6 +287,7 @@ int run(const Options &o) {
   eo.max_batch = o.batch;
   eo.sampled_vocab = tok->vocab_size();  // a tokenizer smaller than the embedding: its padding rows are never sampled
   eo.kv_types = tools::kv_cache_types(o.cache_type_k, o.cache_type_v);
+  eo.row_groups = !o.no_repack;
   if (speculative) eo.max_logit_rows = o.draft_max + 1;
   GenerateOptions go;
   go.max_tokens = o.n, go.ignore_eos = o.ignore_eos, go.stop_strings = o.reverse_prompts;
@@ -376,6 +378,9 @@ int main(int argc, char **argv) {
   app.add_option("--chat-template", o.chat_template, "override the chat template: llama2, llama3, chatml, mistral");
   app.add_flag("--mlock", o.mlock, "lock the model in memory");
   app.add_flag("--no-mmap", o.no_mmap, "read the model into memory instead of mapping it");
+  app.add_flag("--no-repack", o.no_repack,
+               "leave the matrices as the file stores them (-nr; on the CPU they are otherwise copied once at load with their rows grouped by 16, "
+               "which decodes faster and holds a copy of them in memory)");
   app.add_flag("--log-disable", o.log_disable, "no kdsl log lines on stderr (errors are still printed)");
   app.add_flag("--bandwidth", o.bandwidth, "measure the device's memory bandwidth again for the summary (it is measured once and recorded in the cache directory)");
   app.add_flag("--spec-ngram", o.spec_ngram, "speculative decoding with n-gram (prompt) lookup: drafts from the prompt and the text so far");

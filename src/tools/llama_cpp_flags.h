@@ -20,7 +20,7 @@ inline constexpr SingleDashSpelling kSingleDashSpellings[] = {
     {"-ctk", "--cache-type-k"},  {"-ctv", "--cache-type-v"}, {"-ts", "--tensor-split"},  {"-sm", "--split-mode"},
     {"-mg", "--main-gpu"},       {"-md", "--model-draft"},   {"-hf", "--hf-repo"},       {"-ub", "--ubatch-size"},
     {"-dev", "--device"},        {"-lv", "--verbosity"},     {"-no-cnv", "--no-conversation"},
-    {"-i", "--interactive"},
+    {"-i", "--interactive"},     {"-nr", "--no-repack"},
 };
 
 // llama.cpp options kdsl-run knows and does not do, each with what to use instead. A user who

@@ -39,6 +39,7 @@ TEST_CASE("kdsl-run: llama.cpp's short spellings mean what the long ones do") {
   CHECK(long_form["generated_ids"] == short_form["generated_ids"]);
   CHECK(run_json({"-p", "Once upon", "-n", "6", "--ctx-size", "64", "--no-mmap", "--mlock", "--log-disable"})["generated_ids"] ==
         long_form["generated_ids"]);
+  CHECK(run_json({"-p", "Once upon", "-n", "6", "--ctx-size", "64", "-nr"})["generated_ids"] == long_form["generated_ids"]);
 }
 
 TEST_CASE("kdsl-run: -n -1 runs to the end of the context; --ignore-eos and the penalties are taken") {
