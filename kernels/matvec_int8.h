@@ -12,13 +12,19 @@ namespace kdsl::kernels {
 // side in one 64-byte vpdpbusd as fit (lower_host.cpp, emit_packed_dot4), and the sums a row
 // keeps are the lanes its f32 accumulator keeps across the loop (matvec_int8 below).
 
+// A piece's P offsets along the last axis ([1, 1, P]), of quant bytes or of activations.
+template <int P>
+auto quant_piece() {
+  return reshape<1, 1, P>(arange<P>());
+}
+
 // A block's activations, elements first .. first + P - 1 ([BR, 1, P]). The quantizer never
 // writes -128 (quantize_activations.h: |q| <= 127); the max says so to the lowering, where it
 // lets s8 weights meet them through vpsignb and vpmaddubsw on a CPU without VNNI
 // (src/codegen/host/int_dot.h), and costs one vpmaxsb shared by every weight row.
 template <int P, class XP>
 auto activation_piece(const XP &x_block, int first) {
-  return maximum(load(x_block + (reshape<1, 1, P>(arange<P>()) + first)), full<i8, 1, 1, P>(-127));
+  return maximum(load(x_block + (quant_piece<P>() + first)), full<i8, 1, 1, P>(-127));
 }
 
 // The policies below read a block's quant bytes through `quants(offset)`: every weight row's
@@ -29,10 +35,6 @@ auto activation_piece(const XP &x_block, int first) {
 // vpdpbusd, 4 lanes a row) and 4 where they are grouped (matvec_grouped_int8: four rows'
 // pieces to a row of 16, 16 rows' pieces to a vpdpbusd, a row's sum in one lane). Each
 // returns [BR, BN, P / 4] exact i32 sums.
-template <int P>
-auto quant_piece() {
-  return reshape<1, 1, P>(arange<P>());
-}
 template <int P, int BN, class Q>
 auto as_pieces(const Q &rows_of_16) {
   return reshape<1, BN, P>(rows_of_16);
@@ -70,7 +72,7 @@ struct Q4_0IntDot {
 
   template <int P, int BR, int BN, class QS, class XP>
   static auto sums(const QS &quants, const XP &x_block) {
-    auto j = reshape<1, 1, 16>(arange<16>());
+    auto j = quant_piece<16>();
     auto x_low = load(x_block + j), x_high = load(x_block + (j + 16));  // [BR, 1, 16]
     auto eights = full<u8, 1, 1, 16>(8);
     auto offset = dot4(eights, x_low) + dot4(eights, x_high);  // [BR, 1, 4]

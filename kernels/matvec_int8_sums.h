@@ -54,12 +54,13 @@ void matvec_int8_sums(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs, Pt
 // The same product over weights grouped by R rows (formats/row_groups.h; GroupedBlocks,
 // weight_blocks.h): program i takes group i, rows iR .. iR + R - 1, and reads each block's
 // field of all R rows as one run. W holds cdiv(N, R) groups; rows past N are the last
-// group's zero padding, and their outputs are not stored.
-template <class P, int BR, int R, bool HAS_BIAS, int PREFETCH = 0>
+// group's zero padding, and their outputs are not stored. No software prefetch: a program
+// walks its groups' blocks forward, which the hardware prefetches, and prefetching each
+// block's lines ahead measured slower.
+template <class P, int BR, int R, bool HAS_BIAS>
 void matvec_grouped_sums(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs, Ptr<const u8> wq, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> rows,
                          Scalar<i32> N, Scalar<i32> K) {
   constexpr int BE = P::kBlockElements, G = BE / P::kSumGroup;
-  constexpr int64_t kGroupBlockBytes = int64_t(R) * P::kBlockBytes;
   auto blocks = K / BE;
   auto r = program_id(1) * BR + arange<BR>();  // this program's rows of x
   auto rn = program_id(0) * R + arange<R>();   // the group's weight rows
@@ -68,9 +69,6 @@ void matvec_grouped_sums(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs,
   constexpr int kLanes = GroupedBlocks<typename P::Layout, R>::kPiece / 4;  // 1: a row's sum in one lane
   auto [lanes, offsets] = for_range(0, blocks, 1, zeros<f32, BR, R, kLanes>(), zeros<f32, BR, R>(), [&](auto b, auto l, auto o) {
     auto group = first_block + wide(b);
-    // The whole group's block PREFETCH bytes ahead: a prefetch per 64-byte line of a
-    // contiguous run (the host lowering's prefetch walks the last axis so).
-    if constexpr (PREFETCH > 0) prefetch(wq + (group * kGroupBlockBytes + PREFETCH + wide(arange<int(kGroupBlockBytes)>())));
     auto x_block = x_row * wide(blocks) + wide(b);  // [BR, 1, 1]
     auto d_x = load(xd + x_block);                  // [BR, 1, 1]
     auto s = P::template block_dot<BR, R>(GroupedBlocks<typename P::Layout, R>{wq, group}, xq + x_block * BE, xs + x_block * G);

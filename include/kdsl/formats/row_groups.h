@@ -170,10 +170,9 @@ template <int G>
 void move_field(uint8_t *const *row_block, uint8_t *group_field, int offset, int bytes, int R, int rows, bool to_groups) {
   // Row by row: each row's field is one run of bytes, read or written in order.
   for (int r = 0; r < rows; ++r) {
-    uint8_t *stored = row_block[r] + offset;
-    const uint8_t *grouped = group_field + r * G;
+    uint8_t *stored = row_block[r] + offset, *grouped = group_field + r * G;
     if (to_groups)
-      for (int j = 0; j < bytes; j += G) std::memcpy(group_field + r * G + j * R, stored + j, G);
+      for (int j = 0; j < bytes; j += G) std::memcpy(grouped + j * R, stored + j, G);
     else
       for (int j = 0; j < bytes; j += G) std::memcpy(stored + j, grouped + j * R, G);
   }
