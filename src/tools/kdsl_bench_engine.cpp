@@ -23,6 +23,7 @@
 #include "models/spec/ngram_drafter.h"
 #include "models/synth/synth_model.h"
 #include "runtime/device_bandwidth.h"
+#include "src/tools/kv_cache_type.h"
 #include "src/tools/llama_bench_reference.h"
 
 using namespace kdsl;
@@ -54,16 +55,25 @@ std::vector<int> prompt_ids(int n, int vocab) {
   return ids;
 }
 
-Row bench_model(const std::string &path, const std::string &label, const Device &dev, int decode_tokens, int warmup_tokens, int prompt_tokens,
-                int prompt_repeats, int integer_dot_rows, bool row_groups) {
+// What bench_model runs and how the engine is set up for it.
+struct BenchShape {
+  int decode_tokens = 32, warmup_tokens = 4, prompt_tokens = 512, prompt_repeats = 1;
+  int integer_dot_rows = -1;
+  bool row_groups = true;
+  kernels::KvTypes kv_types;
+};
+
+Row bench_model(const std::string &path, const std::string &label, const Device &dev, const BenchShape &shape) {
+  const int decode_tokens = shape.decode_tokens, warmup_tokens = shape.warmup_tokens, prompt_tokens = shape.prompt_tokens;
   Row row;
   row.model = label;
   ModelWeights model = load_model_weights(path);
   row.bytes_per_token = model.bytes_per_token();
   EngineOptions eo;
   eo.context = std::max(prompt_tokens, 1 + warmup_tokens + decode_tokens) + 16;
-  eo.integer_dot_rows = integer_dot_rows;
-  eo.row_groups = row_groups;
+  eo.integer_dot_rows = shape.integer_dot_rows;
+  eo.row_groups = shape.row_groups;
+  eo.kv_types = shape.kv_types;
   Engine engine(model, dev, eo);
   int vocab = int(model.hparams.n_vocab);
 
@@ -101,7 +111,7 @@ Row bench_model(const std::string &path, const std::string &label, const Device 
     engine.forward(ids, 0);
     row.warmup_ms += ms_since(t);
     double best = 0;
-    for (int r = 0; r < prompt_repeats; ++r) {
+    for (int r = 0; r < shape.prompt_repeats; ++r) {
       t = Clock::now();
       engine.forward(ids, 0);
       double ms = ms_since(t);
@@ -264,7 +274,9 @@ int main(int argc, char **argv) {
   std::vector<std::string> models;
   std::vector<std::string> types = {"f32", "f16"};
   std::string preset = "110m", dir, device_name = "cpu";
-  int threads = 0, int_dot_rows = -1, decode_tokens = 32, warmup_tokens = 4, prompt_tokens = 512, prompt_repeats = 1;
+  int threads = 0;
+  BenchShape shape;
+  std::string cache_type_k, cache_type_v;
   bool quick = false, keep = false, no_kernels = false, spec = false, spec_fixed = false, llama_shapes = false, no_row_groups = false;
   std::string llama_bench;
   std::vector<std::string> draft_types = {"q4_0", "q8_0"};
@@ -276,12 +288,15 @@ int main(int argc, char **argv) {
   app.add_flag("--keep", keep, "keep the synthetic models");
   app.add_option("--threads", threads, "CPU threads (0: all)");
   app.add_option("--device", device_name, "cpu or cuda (GPU 0)")->check(CLI::IsMember({"cpu", "cuda"}));
-  app.add_option("--decode", decode_tokens, "decode steps timed at batch 1")->check(CLI::PositiveNumber);
-  app.add_option("--warmup", warmup_tokens, "decode steps before timing")->check(CLI::NonNegativeNumber);
-  app.add_option("--prompt", prompt_tokens, "prompt tokens for prompt processing (0: skip)")->check(CLI::NonNegativeNumber);
-  app.add_option("--prompt-repeats", prompt_repeats, "timed prefills after the warm-up one (the best counts)")->check(CLI::PositiveNumber);
-  app.add_option("--int-dot-rows", int_dot_rows, "the most rows a quantized product on the CPU takes through integer dot products (-1: the library's default, 0: none: the f32 dequantize path everywhere, to compare the two)");
+  app.add_option("--decode", shape.decode_tokens, "decode steps timed at batch 1")->check(CLI::PositiveNumber);
+  app.add_option("--warmup", shape.warmup_tokens, "decode steps before timing")->check(CLI::NonNegativeNumber);
+  app.add_option("--prompt", shape.prompt_tokens, "prompt tokens for prompt processing (0: skip)")->check(CLI::NonNegativeNumber);
+  app.add_option("--prompt-repeats", shape.prompt_repeats, "timed prefills after the warm-up one (the best counts)")->check(CLI::PositiveNumber);
+  app.add_option("--int-dot-rows", shape.integer_dot_rows, "the most rows a quantized product on the CPU takes through integer dot products (-1: the library's default, 0: none: the f32 dequantize path everywhere, to compare the two)");
   app.add_flag("--no-row-groups", no_row_groups, "leave every matrix as stored on the CPU (the k-quants are otherwise grouped by 16 rows at load: Library::row_group), to compare the two");
+  app.add_option("--cache-type-k", cache_type_k,
+                 "the KV cache's element type: f16 (the default, as llama-bench's), f32, bf16 or q8_0; with --llama-bench, llama-bench reads the same type");
+  app.add_option("--cache-type-v", cache_type_v, "as --cache-type-k (alone it sets both; the two must agree)");
   app.add_flag("--no-kernels", no_kernels, "skip the table of single matrix-vector products at the preset's shapes");
   app.add_flag("--spec", spec, "also speculative decoding against plain decoding, greedy, in the same run: n-gram lookup on a repetitive prompt, "
                                "and each synthetic target drafted by its own weights in --draft-type");
@@ -298,12 +313,17 @@ int main(int argc, char **argv) {
   app.add_flag("--llama-shapes", llama_shapes, "llama-bench's default shapes: tg128 (--decode 128) and pp512 (--prompt 512)");
   app.add_flag("--quick", quick, "tiny preset, 8 decode steps, a 64-token prompt (a smoke run)");
   CLI11_PARSE(app, argc, argv);
-  if (quick) preset = "tiny", decode_tokens = 8, prompt_tokens = 64;
-  if (llama_shapes) decode_tokens = 128, prompt_tokens = 512;
+  if (quick) preset = "tiny", shape.decode_tokens = 8, shape.prompt_tokens = 64;
+  if (llama_shapes) shape.decode_tokens = 128, shape.prompt_tokens = 512;
+  shape.row_groups = !no_row_groups;
+  const int decode_tokens = shape.decode_tokens, warmup_tokens = shape.warmup_tokens, prompt_tokens = shape.prompt_tokens,
+            prompt_repeats = shape.prompt_repeats, int_dot_rows = shape.integer_dot_rows;
 
   std::filesystem::path tmp;
   bool remove_tmp = models.empty() && dir.empty() && !keep;
   try {
+    // f16 unless told: llama-bench's default, so that both read the same cache.
+    shape.kv_types = tools::kv_cache_types(cache_type_k, cache_type_v, "f16");
     Device dev = device_name == "cuda" ? Device::cuda(0) : Device::cpu(threads);
     std::vector<std::pair<std::string, std::string>> runs;  // path, label
     std::vector<GgmlType> synthetic_types;
@@ -334,11 +354,12 @@ int main(int argc, char **argv) {
     std::vector<Row> rows;
     for (auto &[path, label] : runs) {
       fmt::print(stderr, "measuring {}...\n", label);
-      rows.push_back(bench_model(path, label, dev, decode_tokens, warmup_tokens, prompt_tokens, prompt_repeats, int_dot_rows, !no_row_groups));
+      rows.push_back(bench_model(path, label, dev, shape));
       if (!llama_bench.empty()) {
         // Run after kdsl's own figures, never alongside them: the two share the machine.
         fmt::print(stderr, "measuring {} with llama-bench...\n", label);
-        rows.back().llama = tools::run_llama_bench(llama_bench, path, dev.threads(), dev.kind() == Device::Kind::Cpu ? 0 : 99, prompt_tokens,
+        rows.back().llama = tools::run_llama_bench(llama_bench, path, dev.threads(), dev.kind() == Device::Kind::Cpu ? 0 : 99,
+                                                   std::string(kernels::weight_type_info(shape.kv_types.k).name), prompt_tokens,
                                                    decode_tokens, std::max(prompt_repeats, 2));
       }
     }
@@ -383,8 +404,8 @@ int main(int argc, char **argv) {
     ceiling.gbs = std::max(ceiling.gbs, runtime::measure_device_bandwidth(dev, kBandwidthBytes, 5).gbs);
     const double read_gbs = ceiling.gbs;
 
-    fmt::print("kdsl-bench-engine on {}: decode at batch 1 (median of {} steps after {} warm-up), prompt of {} tokens (best of {})\n\n",
-               dev.name(), decode_tokens, warmup_tokens, prompt_tokens, prompt_repeats);
+    fmt::print("kdsl-bench-engine on {}: decode at batch 1 (median of {} steps after {} warm-up), prompt of {} tokens (best of {}), {} KV cache\n\n",
+               dev.name(), decode_tokens, warmup_tokens, prompt_tokens, prompt_repeats, kernels::weight_type_info(shape.kv_types.k).name);
     fmt::print("| {:<24} | {:>14} | {:>15} | {:>13} | {:>17} | {:>11} | {:>19} |\n", "model", "decode tok/s", "weights/token", "achieved", "bandwidth",
                "fraction", fmt::format("prompt tok/s ({})", prompt_tokens));
     fmt::print("|{:-<26}|{:->16}|{:->17}|{:->15}|{:->19}|{:->13}|{:->21}|\n", "", "", "", "", "", "", "");

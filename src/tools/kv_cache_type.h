@@ -17,11 +17,11 @@ inline kernels::WeightType kv_cache_type(const std::string &flag, const std::str
   throw Error(fmt::format("{} {}: expected f32, f16, bf16 or q8_0 (other quantized KV caches are not implemented)", flag, name));
 }
 
-// The cache's types from --cache-type-k and --cache-type-v ("" where not given). Keys and
-// values share one type (kernels/library_impl.h says why), so one flag alone sets both; two
-// that differ are refused, naming both.
-inline kernels::KvTypes kv_cache_types(const std::string &k_name, const std::string &v_name) {
-  const std::string k = k_name.empty() ? (v_name.empty() ? "f32" : v_name) : k_name;
+// The cache's types from --cache-type-k and --cache-type-v ("" where not given), and
+// `default_name` where neither is. Keys and values share one type (kernels/library_impl.h says
+// why), so one flag alone sets both; two that differ are refused, naming both.
+inline kernels::KvTypes kv_cache_types(const std::string &k_name, const std::string &v_name, const std::string &default_name = "f32") {
+  const std::string k = k_name.empty() ? (v_name.empty() ? default_name : v_name) : k_name;
   const std::string v = v_name.empty() ? k : v_name;
   kernels::KvTypes types{kv_cache_type("--cache-type-k", k), kv_cache_type("--cache-type-v", v)};
   if (types.k != types.v)

@@ -71,13 +71,14 @@ LlamaBenchFigures parse_llama_bench_json(const std::string &text, const std::str
   return out;
 }
 
-LlamaBenchFigures run_llama_bench(const std::string &binary, const std::string &model, int threads, int gpu_layers, int prompt_tokens,
-                                  int decode_tokens, int repetitions) {
+LlamaBenchFigures run_llama_bench(const std::string &binary, const std::string &model, int threads, int gpu_layers, const std::string &cache_type,
+                                  int prompt_tokens, int decode_tokens, int repetitions) {
   if (::access(binary.c_str(), X_OK) != 0)
     throw Error(fmt::format("--llama-bench '{}': expected an executable llama-bench binary, found {}", binary,
                             std::filesystem::exists(binary) ? "a file that is not executable" : "no such file"));
-  std::vector<std::string> args = {binary, "-m", model, "-t", std::to_string(threads), "-ngl", std::to_string(gpu_layers), "-p", std::to_string(prompt_tokens), "-n",
-                                   std::to_string(decode_tokens), "-r", std::to_string(repetitions), "-o", "json"};
+  std::vector<std::string> args = {binary, "-m", model, "-t", std::to_string(threads), "-ngl", std::to_string(gpu_layers), "-ctk", cache_type, "-ctv",
+                                   cache_type, "-p", std::to_string(prompt_tokens), "-n", std::to_string(decode_tokens), "-r", std::to_string(repetitions),
+                                   "-o", "json"};
   // stdout is the report; stderr (llama.cpp's log) goes to a file kept only for error messages.
   std::string out_path = (std::filesystem::temp_directory_path() / fmt::format("kdsl-llama-bench-{}.out", ::getpid())).string();
   std::string err_path = out_path.substr(0, out_path.size() - 4) + ".err";
@@ -105,7 +106,8 @@ LlamaBenchFigures run_llama_bench(const std::string &binary, const std::string &
   };
   const std::string out = slurp(out_path), err = slurp(err_path);
   std::filesystem::remove(out_path), std::filesystem::remove(err_path);
-  const std::string command = fmt::format("{} -m {} -t {} -ngl {} -p {} -n {} -r {} -o json", binary, model, threads, gpu_layers, prompt_tokens, decode_tokens, repetitions);
+  const std::string command = fmt::format("{} -m {} -t {} -ngl {} -ctk {} -ctv {} -p {} -n {} -r {} -o json", binary, model, threads, gpu_layers, cache_type,
+                                          cache_type, prompt_tokens, decode_tokens, repetitions);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw Error(fmt::format("--llama-bench: '{}' {}; its stderr ends: '{}'", command,
                             WIFEXITED(status) ? fmt::format("exited with status {}", WEXITSTATUS(status))

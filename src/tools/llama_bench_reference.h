@@ -17,12 +17,13 @@ struct LlamaBenchFigures {
 // say what was expected and what was found.
 LlamaBenchFigures parse_llama_bench_json(const std::string &text, const std::string &source);
 
-// Runs `binary -m model -t threads -ngl gpu_layers -p prompt_tokens -n decode_tokens
-// -r repetitions -o json` (a count of 0 leaves that test out; gpu_layers 0 keeps a GPU build of
-// llama.cpp on the CPU, as kdsl's CPU figures are) and parses its standard output. A binary that cannot be
-// run, exits with an error or prints no usable JSON is an Error naming the binary, its exit
-// status and the end of what it printed on stderr.
-LlamaBenchFigures run_llama_bench(const std::string &binary, const std::string &model, int threads, int gpu_layers, int prompt_tokens,
-                                  int decode_tokens, int repetitions);
+// Runs `binary -m model -t threads -ngl gpu_layers -ctk cache_type -ctv cache_type
+// -p prompt_tokens -n decode_tokens -r repetitions -o json` (a count of 0 leaves that test out;
+// gpu_layers 0 keeps a GPU build of llama.cpp on the CPU, as kdsl's CPU figures are;
+// cache_type is the KV cache's, as llama.cpp names it: f16, f32, bf16, q8_0) and parses its
+// standard output. A binary that cannot be run, exits with an error or prints no usable JSON is
+// an Error naming the binary, its exit status and the end of what it printed on stderr.
+LlamaBenchFigures run_llama_bench(const std::string &binary, const std::string &model, int threads, int gpu_layers, const std::string &cache_type,
+                                  int prompt_tokens, int decode_tokens, int repetitions);
 
 }  // namespace kdsl::tools

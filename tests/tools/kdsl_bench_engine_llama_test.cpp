@@ -63,22 +63,22 @@ TEST_CASE("llama-bench reference: its JSON report gives the best sample of the p
 
 TEST_CASE("llama-bench reference: the command it runs, and a failing or silent llama-bench named with its stderr") {
   std::string fake = fake_llama_bench("llama-bench-ok", kReport);
-  LlamaBenchFigures f = run_llama_bench(fake, "/models/m.gguf", 2, 0, 64, 8, 3);
+  LlamaBenchFigures f = run_llama_bench(fake, "/models/m.gguf", 2, 0, "q8_0", 64, 8, 3);
   CHECK(f.prompt_tps == doctest::Approx(678.9));
   CHECK(f.decode_tps == doctest::Approx(123.45));
-  CHECK(kdsl::test::read_whole(fake + ".args") == "-m /models/m.gguf -t 2 -ngl 0 -p 64 -n 8 -r 3 -o json\n");
+  CHECK(kdsl::test::read_whole(fake + ".args") == "-m /models/m.gguf -t 2 -ngl 0 -ctk q8_0 -ctv q8_0 -p 64 -n 8 -r 3 -o json\n");
 
   std::string failing = fake_llama_bench("llama-bench-fails", "", "error: failed to load model m.gguf", 3);
-  std::string e = kdsl_test::error_text([&] { run_llama_bench(failing, "m.gguf", 1, 0, 64, 8, 2); });
+  std::string e = kdsl_test::error_text([&] { run_llama_bench(failing, "m.gguf", 1, 0, "f16", 64, 8, 2); });
   CHECK(e.find(failing) != std::string::npos);
   CHECK(e.find("exited with status 3") != std::string::npos);
   CHECK(e.find("failed to load model m.gguf") != std::string::npos);
 
   std::string pp_only = fake_llama_bench("llama-bench-pp-only", R"([{"n_prompt": 64, "n_gen": 0, "avg_ts": 5.0}])");
-  e = kdsl_test::error_text([&] { run_llama_bench(pp_only, "m.gguf", 1, 0, 64, 8, 2); });
+  e = kdsl_test::error_text([&] { run_llama_bench(pp_only, "m.gguf", 1, 0, "f16", 64, 8, 2); });
   CHECK(e.find("reported no generation test") != std::string::npos);
 
-  e = kdsl_test::error_text([&] { run_llama_bench(kdsl::test::scratch_path("no-such-llama-bench"), "m.gguf", 1, 0, 64, 8, 2); });
+  e = kdsl_test::error_text([&] { run_llama_bench(kdsl::test::scratch_path("no-such-llama-bench"), "m.gguf", 1, 0, "f16", 64, 8, 2); });
   CHECK(e.find("no such file") != std::string::npos);
 }
 
@@ -91,7 +91,7 @@ TEST_CASE("kdsl-bench-engine --llama-bench: llama-bench's figures beside kdsl's,
   CHECK(r.err.find("measuring synthetic tiny f32 with llama-bench") != std::string::npos);
   // The fake saw the quick run's shapes and the model file kdsl measured.
   std::string args = kdsl::test::read_whole(fake + ".args");
-  CHECK(args.find("-t 1 -ngl 0 -p 64 -n 8 ") != std::string::npos);
+  CHECK(args.find("-t 1 -ngl 0 -ctk f16 -ctv f16 -p 64 -n 8 ") != std::string::npos);  // llama-bench's default cache type, as kdsl's
   CHECK(args.find("synth-tiny-f32.gguf") != std::string::npos);
 
   // | synthetic tiny f32 | kdsl decode | llama.cpp tg | ratio | kdsl prompt | llama.cpp pp | ratio |
