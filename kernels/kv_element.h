@@ -8,7 +8,12 @@
 namespace kdsl::kernels {
 
 // A KV cache of n_kv_heads * head_dim = `row` values per position, page_size positions per
-// page, pages numbered by the block table. A policy says how a page holds them:
+// page, pages numbered by the block table. A page is head-major: head h's vectors for the
+// page's page_size positions are one run, vector `h * page_size + slot` of the page (kv_vector
+// below), so a decode step reads each head's positions as one contiguous stream. Keeping a
+// position's row together instead laid one head's rows a whole row apart, and on the CPU the
+// decode attention read them at a third of the bandwidth (bench/RESULTS.md, the entry on
+// head-major KV pages). A policy says how a page holds its vectors:
 //   Storage                 the page pointer's element type (Ptr<Storage>)
 //   kType                   the WeightType it stores (--cache-type-k / -v)
 //   kBlockValues            head_dim must be a multiple of it
@@ -17,16 +22,24 @@ namespace kdsl::kernels {
 //   load_head<BT, D, FULL_D>(pages, at, page_size, n_kv_heads, head_dim, kv_head)
 //                           [BT, D] f32: kv head kv_head's vectors at the positions `at`
 //                           (columns past head_dim clamped, as head_columns says)
-//   store_row<B>(pages, page, slot, page_size, row, c0, x)
-//                           writes x, the values of columns c0 .. c0 + B - 1 (those < row) of
-//                           one position; c0 a multiple of B, B of kMinColumns
-//   copy_row<B>(pages, from_page, from_slot, to_page, to_slot, page_size, row, c0)
-//                           copies those columns' stored bits from one position to another
+//   store_head<D>(pages, page, slot, page_size, n_kv_heads, head_dim, kv_head, x)
+//                           writes x's first head_dim values as head kv_head's vector at one
+//                           position; D a multiple of kMinColumns
+//   copy_head<D>(pages, from_page, from_slot, to_page, to_slot, page_size, n_kv_heads,
+//                head_dim, kv_head)
+//                           copies that vector's stored bits from one position to another
 // A new cache type is one more policy here, one case in library_impl.h's with_kv_types, one
 // entry in library.h's kKvCacheTypes and one name in kernels/CMakeLists.txt's list.
 
-// f32, f16 or bf16: page p is [page_size][row] of T; values are stored rounded to nearest
-// even and read back as f32.
+// Which vector of its page holds kv head kv_head at `slot`: the page's vectors are
+// [n_kv_heads][page_size], each head_dim values.
+template <int... S>
+Block<i64, S...> kv_vector(const Block<i64, S...> &slot, const Scalar<i32> &page_size, const Scalar<i32> &kv_head) {
+  return wide(kv_head) * wide(page_size) + slot;
+}
+
+// f32, f16 or bf16: page p is [n_kv_heads][page_size][head_dim] of T; values are stored
+// rounded to nearest even and read back as f32.
 template <class T>
 struct KvPlain {
   using Storage = T;
@@ -39,29 +52,34 @@ struct KvPlain {
   template <int BT, int D, bool FULL_D>
   static Block<f32, BT, D> load_head(const Ptr<const T> &pages, const PagedSlots<BT> &at, const Scalar<i32> &page_size,
                                      const Scalar<i32> &n_kv_heads, const Scalar<i32> &head_dim, const Scalar<i32> &kv_head) {
-    auto base = ((at.page * wide(page_size) + at.slot) * wide(n_kv_heads) + wide(kv_head)) * wide(head_dim);
+    auto base = vector_offset(at.page, at.slot, page_size, n_kv_heads, head_dim, kv_head);
     return cast<f32>(load(pages + (col(base) + row(wide(head_columns<D, FULL_D>(head_dim))))));
   }
 
-  template <int B>
-  static void store_row(const Ptr<T> &pages, const Scalar<i64> &page, const Scalar<i64> &slot, const Scalar<i32> &page_size,
-                        const Scalar<i32> &row, const Scalar<i32> &c0, const Block<f32, B> &x) {
-    auto c = c0 + arange<B>();
-    store(pages + offset(page, slot, page_size, row) + c, cast<T>(x), c < row);
+  template <int D>
+  static void store_head(const Ptr<T> &pages, const Scalar<i64> &page, const Scalar<i64> &slot, const Scalar<i32> &page_size,
+                         const Scalar<i32> &n_kv_heads, const Scalar<i32> &head_dim, const Scalar<i32> &kv_head, const Block<f32, D> &x) {
+    auto d = arange<D>();
+    store(pages + vector_offset(page, slot, page_size, n_kv_heads, head_dim, kv_head) + d, cast<T>(x), d < head_dim);
   }
 
-  template <int B>
-  static void copy_row(const Ptr<T> &pages, const Scalar<i64> &from_page, const Scalar<i64> &from_slot, const Scalar<i64> &to_page,
-                       const Scalar<i64> &to_slot, const Scalar<i32> &page_size, const Scalar<i32> &row, const Scalar<i32> &c0) {
-    auto c = c0 + arange<B>();
-    auto mask = c < row;
-    auto from = offset(from_page, from_slot, page_size, row), to = offset(to_page, to_slot, page_size, row);
-    store(pages + to + c, load(pages + from + c, mask, 0), mask);
+  template <int D>
+  static void copy_head(const Ptr<T> &pages, const Scalar<i64> &from_page, const Scalar<i64> &from_slot, const Scalar<i64> &to_page,
+                        const Scalar<i64> &to_slot, const Scalar<i32> &page_size, const Scalar<i32> &n_kv_heads, const Scalar<i32> &head_dim,
+                        const Scalar<i32> &kv_head) {
+    auto d = arange<D>();
+    auto mask = d < head_dim;
+    auto from = vector_offset(from_page, from_slot, page_size, n_kv_heads, head_dim, kv_head);
+    auto to = vector_offset(to_page, to_slot, page_size, n_kv_heads, head_dim, kv_head);
+    store(pages + to + d, load(pages + from + d, mask, 0), mask);
   }
 
  private:
-  static Scalar<i64> offset(const Scalar<i64> &page, const Scalar<i64> &slot, const Scalar<i32> &page_size, const Scalar<i32> &row) {
-    return (page * wide(page_size) + slot) * wide(row);
+  // The element where kv head kv_head's vector at (page, slot) starts.
+  template <int... S>
+  static Block<i64, S...> vector_offset(const Block<i64, S...> &page, const Block<i64, S...> &slot, const Scalar<i32> &page_size,
+                                        const Scalar<i32> &n_kv_heads, const Scalar<i32> &head_dim, const Scalar<i32> &kv_head) {
+    return (page * wide(n_kv_heads * page_size) + kv_vector(slot, page_size, kv_head)) * wide(head_dim);
   }
 };
 
@@ -71,13 +89,14 @@ struct KvPlain {
 // f32, q = 0 where d is 0; d is rounded to f16 after). head_dim is a multiple of 32, so blocks
 // never straddle heads.
 //
-// Page layout, with blocks = row / 32: page p is page_size * blocks * 34 bytes starting at
-// byte p * page_size * blocks * 34 (the bytes of as many ggml BlockQ8_0, not interleaved):
-//   quants [page_size][row] int8     at its start: one position's row is contiguous, so a
-//                                    head's vector loads as D bytes
-//   scales [page_size][blocks] f16   after them: a head's head_dim / 32 scales are contiguous
+// Page layout, with V = n_kv_heads * page_size vectors a page (kv_vector numbers them) and
+// B = head_dim / 32 blocks a vector: page p is V * B * 34 bytes starting at byte p * V * B * 34
+// (the bytes of as many ggml BlockQ8_0, not interleaved):
+//   quants [V][head_dim] int8     at its start: a vector's quants are contiguous, and so are a
+//                                 head's page_size vectors
+//   scales [V][B] f16             after them
 // Keeping quants and scales apart keeps the quants' addresses affine in the column (34-byte
-// blocks would split every row into 2-byte-misaligned runs of 32).
+// blocks would split every vector into 2-byte-misaligned runs of 32).
 struct KvQ8_0 {
   using Storage = i8;
   static constexpr formats::WeightType kType = formats::WeightType::Q8_0;
@@ -89,13 +108,11 @@ struct KvQ8_0 {
                                      const Scalar<i32> &n_kv_heads, const Scalar<i32> &head_dim, const Scalar<i32> &kv_head) {
     static_assert(D % kBlockValues == 0, "KvQ8_0::load_head: the tile's columns D must be whole blocks of 32 (head_dim is)");
     constexpr int NB = D / kBlockValues;
-    auto width = n_kv_heads * head_dim;
     auto columns = row(wide(head_columns<D, FULL_D>(head_dim)));
-    auto q = load(pages + (col(quant_offset(at.page, at.slot, page_size, width) + wide(kv_head * head_dim)) + columns));  // [BT, D]
-    auto head_blocks = head_dim / kBlockValues;
-    auto b = FULL_D ? arange<NB>() : minimum(arange<NB>(), head_blocks - 1);
-    auto d_base = scale_offset(at.page, at.slot, page_size, width) + wide(kv_head * head_blocks);
-    auto d = cast<f32>(load(reinterpret<f16>(pages) + (col(d_base) + row(wide(b)))));  // [BT, NB]
+    auto vector = kv_vector(at.slot, page_size, kv_head);
+    auto q = load(pages + (col(quant_offset(at.page, vector, page_size, n_kv_heads, head_dim)) + columns));  // [BT, D]
+    auto b = FULL_D ? arange<NB>() : minimum(arange<NB>(), head_dim / kBlockValues - 1);
+    auto d = cast<f32>(load(reinterpret<f16>(pages) + (col(scale_offset(at.page, vector, page_size, n_kv_heads, head_dim)) + row(wide(b)))));  // [BT, NB]
     // Each scale broadcast over its 32 values, then laid out as the quants: the host reads each
     // scale once, and the GPU lowering changes the layout of this one block only. Reshaping the
     // quants to [BT, NB, 32] instead took two layout changes through shared memory (more than
@@ -104,47 +121,54 @@ struct KvQ8_0 {
     return cast<f32>(q) * reshape<BT, D>(broadcast_to<BT, NB, kBlockValues>(expand_dims<2>(d)));
   }
 
-  template <int B>
-  static void store_row(const Ptr<i8> &pages, const Scalar<i64> &page, const Scalar<i64> &slot, const Scalar<i32> &page_size,
-                        const Scalar<i32> &row, const Scalar<i32> &c0, const Block<f32, B> &x) {
-    static_assert(B % kBlockValues == 0, "KvQ8_0::store_row: a program's columns B must be whole blocks of 32");
-    constexpr int NB = B / kBlockValues;
+  template <int D>
+  static void store_head(const Ptr<i8> &pages, const Scalar<i64> &page, const Scalar<i64> &slot, const Scalar<i32> &page_size,
+                         const Scalar<i32> &n_kv_heads, const Scalar<i32> &head_dim, const Scalar<i32> &kv_head, const Block<f32, D> &x) {
+    static_assert(D % kBlockValues == 0, "KvQ8_0::store_head: a program's columns D must be whole blocks of 32");
+    constexpr int NB = D / kBlockValues;
+    auto vector = kv_vector(slot, page_size, kv_head);
     auto v = reshape<NB, kBlockValues>(x);
     auto d = max<1>(abs(v)) / 127.0f;  // [NB]
     auto inverse = where(d > 0.0f, 1.0f / d, 0.0f);
-    auto c = c0 + reshape<NB, kBlockValues>(arange<B>());
-    store(pages + (quant_offset(page, slot, page_size, row) + wide(c)), cast<i8>(round_half_away(v * col(inverse))), c < row);
-    auto b = c0 / kBlockValues + arange<NB>();
-    store(reinterpret<f16>(pages) + (scale_offset(page, slot, page_size, row) + wide(b)), cast<f16>(d), b < row / kBlockValues);
+    auto c = reshape<NB, kBlockValues>(arange<D>());
+    store(pages + (quant_offset(page, vector, page_size, n_kv_heads, head_dim) + wide(c)), cast<i8>(round_half_away(v * col(inverse))), c < head_dim);
+    auto b = arange<NB>();
+    store(reinterpret<f16>(pages) + (scale_offset(page, vector, page_size, n_kv_heads, head_dim) + wide(b)), cast<f16>(d), b < head_dim / kBlockValues);
   }
 
-  template <int B>
-  static void copy_row(const Ptr<i8> &pages, const Scalar<i64> &from_page, const Scalar<i64> &from_slot, const Scalar<i64> &to_page,
-                       const Scalar<i64> &to_slot, const Scalar<i32> &page_size, const Scalar<i32> &row, const Scalar<i32> &c0) {
-    static_assert(B % kBlockValues == 0, "KvQ8_0::copy_row: a program's columns B must be whole blocks of 32");
-    auto c = c0 + arange<B>();
-    auto mask = c < row;
-    store(pages + quant_offset(to_page, to_slot, page_size, row) + c, load(pages + quant_offset(from_page, from_slot, page_size, row) + c, mask, 0),
-          mask);
-    auto b = c0 / kBlockValues + arange<B / kBlockValues>();
-    auto in_row = b < row / kBlockValues;
+  template <int D>
+  static void copy_head(const Ptr<i8> &pages, const Scalar<i64> &from_page, const Scalar<i64> &from_slot, const Scalar<i64> &to_page,
+                        const Scalar<i64> &to_slot, const Scalar<i32> &page_size, const Scalar<i32> &n_kv_heads, const Scalar<i32> &head_dim,
+                        const Scalar<i32> &kv_head) {
+    static_assert(D % kBlockValues == 0, "KvQ8_0::copy_head: a program's columns D must be whole blocks of 32");
+    auto from = kv_vector(from_slot, page_size, kv_head), to = kv_vector(to_slot, page_size, kv_head);
+    auto c = arange<D>();
+    auto mask = c < head_dim;
+    store(pages + quant_offset(to_page, to, page_size, n_kv_heads, head_dim) + c,
+          load(pages + quant_offset(from_page, from, page_size, n_kv_heads, head_dim) + c, mask, 0), mask);
+    auto b = arange<D / kBlockValues>();
+    auto in_vector = b < head_dim / kBlockValues;
     auto scales = reinterpret<f16>(pages);
-    store(scales + scale_offset(to_page, to_slot, page_size, row) + b, load(scales + scale_offset(from_page, from_slot, page_size, row) + b, in_row, 0),
-          in_row);
+    store(scales + scale_offset(to_page, to, page_size, n_kv_heads, head_dim) + b,
+          load(scales + scale_offset(from_page, from, page_size, n_kv_heads, head_dim) + b, in_vector, 0), in_vector);
   }
 
  private:
-  // Byte of (page, slot)'s first quant, and half index of its first scale.
+  // Byte of vector `vector` of page `page`'s first quant, and half index of its first scale.
   template <int... S>
-  static Block<i64, S...> quant_offset(const Block<i64, S...> &page, const Block<i64, S...> &slot, const Scalar<i32> &page_size, const Scalar<i32> &row) {
-    auto blocks = wide(row / kBlockValues);
-    return page * (wide(page_size) * blocks * int64_t(sizeof(formats::BlockQ8_0))) + slot * wide(row);
+  static Block<i64, S...> quant_offset(const Block<i64, S...> &page, const Block<i64, S...> &vector, const Scalar<i32> &page_size,
+                                       const Scalar<i32> &n_kv_heads, const Scalar<i32> &head_dim) {
+    return page * page_bytes(page_size, n_kv_heads, head_dim) + vector * wide(head_dim);
   }
   template <int... S>
-  static Block<i64, S...> scale_offset(const Block<i64, S...> &page, const Block<i64, S...> &slot, const Scalar<i32> &page_size, const Scalar<i32> &row) {
-    auto blocks = wide(row / kBlockValues);
-    return page * (wide(page_size) * blocks * int64_t(sizeof(formats::BlockQ8_0) / 2)) + wide(page_size) * blocks * int64_t(kBlockValues / 2) +
-           slot * blocks;
+  static Block<i64, S...> scale_offset(const Block<i64, S...> &page, const Block<i64, S...> &vector, const Scalar<i32> &page_size,
+                                       const Scalar<i32> &n_kv_heads, const Scalar<i32> &head_dim) {
+    auto vectors = wide(n_kv_heads * page_size);
+    auto blocks = wide(head_dim / kBlockValues);
+    return page * (page_bytes(page_size, n_kv_heads, head_dim) / 2) + vectors * wide(head_dim) / 2 + vector * blocks;
+  }
+  static Scalar<i64> page_bytes(const Scalar<i32> &page_size, const Scalar<i32> &n_kv_heads, const Scalar<i32> &head_dim) {
+    return wide(n_kv_heads * page_size) * wide(head_dim / kBlockValues) * int64_t(sizeof(formats::BlockQ8_0));
   }
   // round(x) with ties away from zero, as C's round (ggml's roundf): exact for |x| < 2^23.
   template <int... S>

@@ -76,11 +76,10 @@ void Library::kv_append(const float *k, const float *v, void *k_pages, void *v_p
   });
   require(int64_t(pos0) + rows <= detail::kMaxPosition, "kv_append", [&] { return "positions past 2^24 are not supported"; });
   if (rows == 0) return;
-  int row = n_kv_heads * head_dim;
   detail::with_kv_types("kv_append", types, head_dim, [&]<class KP, class VP>() {
-    with_block<KP::kMinColumns, 1024>("kv_append", "n_kv_heads * head_dim", std::min(row, 1024), [&]<int B>() {
-      impl_->kernel<kernels::kv_append<B, KP, VP>>()(grid(rows, cdiv(row, B)), k, v, detail::kv_pages<KP>(k_pages), detail::kv_pages<VP>(v_pages),
-                                                      block_table, pos0, row, page_size);
+    with_block<KP::kMinColumns, 256>("kv_append", "head_dim", head_dim, [&]<int D>() {
+      impl_->kernel<kernels::kv_append<D, KP, VP>>()(grid(rows, n_kv_heads), k, v, detail::kv_pages<KP>(k_pages), detail::kv_pages<VP>(v_pages),
+                                                      block_table, pos0, n_kv_heads, head_dim, page_size);
     });
   });
 }
@@ -156,11 +155,10 @@ void Library::kv_move(void *k_pages, void *v_pages, const int32_t *block_table, 
            std::to_string(head_dim) + ", page_size " + std::to_string(page_size) + ")";
   });
   if (n_moves == 0) return;
-  int row = n_kv_heads * head_dim;
   detail::with_kv_types("kv_move", types, head_dim, [&]<class KP, class VP>() {
-    with_block<KP::kMinColumns, 1024>("kv_move", "n_kv_heads * head_dim", std::min(row, 1024), [&]<int B>() {
-      impl_->kernel<kernels::kv_move<B, KP, VP>>()(grid(cdiv(row, B)), detail::kv_pages<KP>(k_pages), detail::kv_pages<VP>(v_pages), block_table,
-                                                    moves, n_moves, row, page_size);
+    with_block<KP::kMinColumns, 256>("kv_move", "head_dim", head_dim, [&]<int D>() {
+      impl_->kernel<kernels::kv_move<D, KP, VP>>()(grid(n_kv_heads), detail::kv_pages<KP>(k_pages), detail::kv_pages<VP>(v_pages), block_table,
+                                                    moves, n_moves, n_kv_heads, head_dim, page_size);
     });
   });
 }

@@ -132,9 +132,10 @@ class Library {
   // The same for any WeightType; quantized tables (dim a multiple of the block: 32, or 256 for
   // the k-quants) are dequantized per row.
   void embedding(const int32_t *ids, const void *table, WeightType ttype, float *out, int rows, int dim);
-  // Paged KV cache: k_pages / v_pages are [num_pages][page_size][n_kv_heads][head_dim] of
-  // types.k / types.v (q8_0: pages of kv_element.h's KvQ8_0 layout); block_table[j] is the page holding positions j*page_size .. j*page_size
-  // + page_size - 1 of this sequence. Writes the f32 k / v rows ([rows][n_kv_heads][head_dim])
+  // Paged KV cache: k_pages / v_pages are [num_pages][n_kv_heads][page_size][head_dim] of
+  // types.k / types.v, each head's positions together in a page (q8_0: pages of kv_element.h's
+  // KvQ8_0 layout); block_table[j] is the page holding positions j*page_size .. j*page_size
+  // + page_size - 1 of this sequence. head_dim <= 256. Writes the f32 k / v rows ([rows][n_kv_heads][head_dim])
   // of positions pos0 .. pos0 + rows - 1.
   void kv_append(const float *k, const float *v, void *k_pages, void *v_pages, const int32_t *block_table, int pos0, int rows, int n_kv_heads,
                  int head_dim, int page_size, KvTypes types = {});

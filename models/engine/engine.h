@@ -14,7 +14,11 @@ namespace kdsl::models {
 
 struct EngineOptions {
   int context = 0;      // tokens of KV cache; 0: the model's context, or what a quarter of free memory holds
-  int page_size = 16;   // positions per KV page
+  // Positions per KV page. A page holds each head's positions as one run (kv_element.h), so
+  // longer pages are longer streams for the decode attention: 256 against 16 took its launches
+  // on the CPU from 22-23 to 19-20 us (f16) at a 130-token context (bench/RESULTS.md, the entry
+  // on head-major KV pages). The cost is rounding the context up to whole pages.
+  int page_size = 256;
   int max_batch = 512;  // prompt tokens per prefill chunk
   // Rows forward_rows() can return logits for: a speculative check runs the last token and
   // up to draft_max drafted ones (draft_max + 1). Their buffers are allocated here, once.
@@ -122,7 +126,7 @@ class Engine {
   Buffer<int32_t> ids_;
   std::vector<int32_t> ids_host_;
   std::vector<float> logits_host_;  // GPU only: the logits, copied back
-  // KV cache: per layer, pages of [page_size][n_kv_heads][head_dim]; one block table.
+  // KV cache: per layer, pages of [n_kv_heads][page_size][head_dim]; one block table.
   std::vector<Buffer<uint8_t>> k_pages_, v_pages_;  // of options_.kv_types
   Buffer<int32_t> block_table_;
   // A token tree's node positions and ancestor sets (forward_tree), the branch moves

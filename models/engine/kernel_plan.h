@@ -7,6 +7,7 @@
 
 #include "kernels/launch_recorder.h"
 #include "kernels/library.h"
+#include "models/engine/engine.h"
 #include "models/engine/model_weights.h"
 
 namespace kdsl::models {
@@ -17,7 +18,7 @@ struct KernelPlanOptions {
   std::vector<int> batch_sizes = {512};
   // Positions covered (kdsl-run --ctx); 0: the model's context length (2048 where it has none).
   int context = 0;
-  int page_size = 16;
+  int page_size = EngineOptions{}.page_size;  // the engine's, so that the plan walks what it will launch
   // Speculative decoding, 0: off. The target checks up to draft_max drafted tokens per pass
   // (draft_max + 1 rows of logits); a draft model, where given, runs an engine of its own
   // (its prefill, and its drafting steps at every position).

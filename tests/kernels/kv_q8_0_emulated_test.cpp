@@ -42,19 +42,22 @@ TEST_CASE("emulated: kv_append and kv_move of a q8_0 cache write the host backen
     Cache cache(rng, t.pos0 + t.rows, t.page_size, t.n_kv, t.D);
     const int row = t.n_kv * t.D;
     auto k = kernels_test::random_floats(rng, size_t(t.rows) * size_t(row), -3, 3), v = kernels_test::random_floats(rng, size_t(t.rows) * size_t(row));
-    CHECK(compare(named_kernel<kernels::kv_append<64, KvQ8_0, KvQ8_0>>("kv_append_q8_0"), grid(t.rows, cdiv(row, 64)),
-                  {array(k), array(v), array(cache.q8.k), array(cache.q8.v), array(cache.c.block_table), value(t.pos0), value(row), value(t.page_size)},
+    // A head block of 128 columns: one head of 96 (a short block), or of 32.
+    CHECK(compare(named_kernel<kernels::kv_append<128, KvQ8_0, KvQ8_0>>("kv_append_q8_0"), grid(t.rows, t.n_kv),
+                  {array(k), array(v), array(cache.q8.k), array(cache.q8.v), array(cache.c.block_table), value(t.pos0), value(t.n_kv), value(t.D),
+                   value(t.page_size)},
                   f) == 0);
     std::vector<int32_t> moves = {t.pos0 + 2, t.pos0, t.pos0 + 3, t.pos0 + 1, t.pos0 + 1, t.pos0 + 2};
-    CHECK(compare(named_kernel<kernels::kv_move<64, KvQ8_0, KvQ8_0>>("kv_move_q8_0"), grid(cdiv(row, 64)),
-                  {array(cache.q8.k), array(cache.q8.v), array(cache.c.block_table), array(moves), value(3), value(row), value(t.page_size)}, f) == 0);
+    CHECK(compare(named_kernel<kernels::kv_move<128, KvQ8_0, KvQ8_0>>("kv_move_q8_0"), grid(t.n_kv),
+                  {array(cache.q8.k), array(cache.q8.v), array(cache.c.block_table), array(moves), value(3), value(t.n_kv), value(t.D), value(t.page_size)},
+                  f) == 0);
   }
   // The plain policy through the same seam: f16 pages round as the host rounds.
   Cache cache(rng, 8, 4, 2, 32);
   std::vector<half> pages(cache.c.k_pages.size());
   auto k = kernels_test::random_floats(rng, 3 * 64);
-  CHECK(compare(named_kernel<kernels::kv_append<64, KvPlain<f16>, KvPlain<f16>>>("kv_append_f16"), grid(3, 1),
-                {array(k), array(k), array(pages), array(pages), array(cache.c.block_table), value(2), value(64), value(4)}, f) == 0);
+  CHECK(compare(named_kernel<kernels::kv_append<32, KvPlain<f16>, KvPlain<f16>>>("kv_append_f16"), grid(3, 2),
+                {array(k), array(k), array(pages), array(pages), array(cache.c.block_table), value(2), value(2), value(32), value(4)}, f) == 0);
 }
 
 TEST_CASE("emulated: decode attention over a q8_0 cache: steps in a page, across pages, a head_dim short of the block") {

@@ -28,9 +28,9 @@ struct PagedCache {
     k_pages = random_floats(rng, floats, -100, 100);  // garbage everywhere the kernels must not look
     v_pages = random_floats(rng, floats, -100, 100);
   }
+  // Where kv head kv_head's vector at pos starts: pages are [n_kv_heads][page_size][head_dim].
   size_t at(int pos, int kv_head) const {
-    return ((size_t(block_table[size_t(pos / page_size)]) * page_size + size_t(pos % page_size)) * n_kv_heads + size_t(kv_head)) *
-           head_dim;
+    return ((size_t(block_table[size_t(pos / page_size)]) * n_kv_heads + size_t(kv_head)) * page_size + size_t(pos % page_size)) * head_dim;
   }
   // Fills positions [0, n) with fresh random keys and values.
   void fill(std::mt19937 &rng, int n) {
@@ -93,12 +93,14 @@ inline std::vector<float> check_causal_attention(std::mt19937 &rng, const PagedC
   return q;
 }
 
-// A PagedCache's pages as a Q8_0 KV cache stores them (kernels/kv_element.h's KvQ8_0): page p
-// is page_size * blocks * 34 bytes at byte p * that, its [page_size][row] int8 quants first,
-// then its [page_size][blocks] f16 scales. Quantized by ggml's reference quantizer
-// (models/gguf quantize_row), the scalar rule the kernels must match bit for bit.
+// A PagedCache's pages as a Q8_0 KV cache stores them (kernels/kv_element.h's KvQ8_0): with V
+// = n_kv_heads * page_size vectors a page, vector h * page_size + slot holding head h at slot,
+// page p is V * head_dim / 32 * 34 bytes at byte p * that, its [V][head_dim] int8 quants
+// first, then its [V][head_dim / 32] f16 scales. Quantized by ggml's reference quantizer
+// (models/gguf quantize_row), the scalar rule the kernels must match bit for bit. A row's
+// column col is head col / head_dim's value col % head_dim.
 struct Q8Pages {
-  int page_size, row, blocks;
+  int page_size, head_dim, row, blocks;
   size_t page_bytes;
   std::vector<int32_t> block_table;
   std::vector<int8_t> k, v;
@@ -106,18 +108,21 @@ struct Q8Pages {
   // Pages filled with random bytes: garbage wherever nothing is written (a kernel that reads
   // there sees arbitrary scales, NaN among them).
   Q8Pages(std::mt19937 &rng, const PagedCache &c)
-      : page_size(c.page_size), row(c.n_kv_heads * c.head_dim), blocks(row / kdsl::formats::kQK8_0),
+      : page_size(c.page_size), head_dim(c.head_dim), row(c.n_kv_heads * c.head_dim), blocks(row / kdsl::formats::kQK8_0),
         page_bytes(size_t(page_size) * size_t(blocks) * sizeof(kdsl::formats::BlockQ8_0)), block_table(c.block_table) {
     k.resize(size_t(c.num_pages) * page_bytes), v.resize(k.size());
     for (int8_t &b : k) b = int8_t(rng());
     for (int8_t &b : v) b = int8_t(rng());
   }
+  // The page's vector holding column col (or block) of position pos.
+  size_t vector_of(int pos, int col) const { return size_t(col / head_dim) * size_t(page_size) + size_t(pos % page_size); }
   size_t quant_at(int pos, int col) const {
-    return size_t(block_table[size_t(pos / page_size)]) * page_bytes + size_t(pos % page_size) * size_t(row) + size_t(col);
+    return size_t(block_table[size_t(pos / page_size)]) * page_bytes + vector_of(pos, col) * size_t(head_dim) + size_t(col % head_dim);
   }
   size_t scale_at(int pos, int block) const {
+    const int head_blocks = head_dim / kdsl::formats::kQK8_0;
     return size_t(block_table[size_t(pos / page_size)]) * page_bytes + size_t(page_size) * size_t(row) +
-           (size_t(pos % page_size) * size_t(blocks) + size_t(block)) * 2;
+           (vector_of(pos, block * kdsl::formats::kQK8_0) * size_t(head_blocks) + size_t(block % head_blocks)) * 2;
   }
   // Position pos's row of values as ggml quantizes it, written where the cache keeps it.
   void put(std::vector<int8_t> &pages, int pos, const float *x) const {
@@ -137,10 +142,11 @@ struct Q8Pages {
   // Quantizes c's positions [0, n) into these pages and sets c to the values they now hold,
   // so the float64 reference sees what the kernels read.
   void quantize_from(PagedCache &c, int n) {
+    std::vector<float> kr(static_cast<size_t>(row)), vr(kr.size());
     for (int p = 0; p < n; ++p) {
-      float *kr = &c.k_pages[c.at(p, 0)], *vr = &c.v_pages[c.at(p, 0)];
-      put(k, p, kr), put(v, p, vr);
-      for (int i = 0; i < row; ++i) kr[i] = value(k, p, i), vr[i] = value(v, p, i);
+      for (int i = 0; i < row; ++i) kr[size_t(i)] = c.k_pages[c.at(p, i / head_dim) + size_t(i % head_dim)], vr[size_t(i)] = c.v_pages[c.at(p, i / head_dim) + size_t(i % head_dim)];
+      put(k, p, kr.data()), put(v, p, vr.data());
+      for (int i = 0; i < row; ++i) c.k_pages[c.at(p, i / head_dim) + size_t(i % head_dim)] = value(k, p, i), c.v_pages[c.at(p, i / head_dim) + size_t(i % head_dim)] = value(v, p, i);
     }
   }
 };
