@@ -35,4 +35,14 @@ Block<i32, BN> spread_rows(const Scalar<i32> &N) {
   return program_id(AXIS) + arange<BN>() * ((N + (BN - 1)) / BN);
 }
 
+// Stores a product's outputs y ([BR, BN]: rows r of x by weight rows rn), plus bias[rn] where
+// HAS_BIAS, at out[r][rn], masked to r < rows and rn < N: the decode and few-row kernels clamp
+// those rows for loading and leave them out here.
+template <bool HAS_BIAS, int BR, int BN>
+void store_product(const Ptr<f32> &out, const Ptr<const f32> &bias, Block<f32, BR, BN> y, const Block<i32, BR> &r, const Block<i32, BN> &rn,
+                   const Scalar<i32> &rows, const Scalar<i32> &N) {
+  if constexpr (HAS_BIAS) y = y + row(load(bias + minimum(rn, N - 1)));
+  store(out + col(wide(r) * wide(N)) + row(rn), y, col(r < rows) && row(rn < N));
+}
+
 }  // namespace kdsl::kernels

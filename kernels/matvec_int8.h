@@ -157,8 +157,7 @@ void matvec_int8(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const typename P::Form
     return acc + cast<f32>(s) * (d_w * d_x);
   });
   auto y = sum<2>(acc);
-  if constexpr (HAS_BIAS) y = y + row(load(bias + minimum(rn, N - 1)));
-  store(out + col(wide(r) * wide(N)) + row(rn), y, col(r < rows) && row(rn < N));
+  store_product<HAS_BIAS>(out, bias, y, r, rn, rows, N);
 }
 
 // The same product over weights grouped by R rows (formats/row_groups.h; GroupedBlocks,
@@ -191,8 +190,7 @@ void matvec_grouped_int8(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const u8> wq, 
     return acc + cast<f32>(s) * (d_w * d_x);
   });
   auto y = sum<2>(acc);
-  if constexpr (HAS_BIAS) y = y + row(load(bias + minimum(rn, N - 1)));
-  store(out + col(wide(r) * wide(N)) + row(rn), y, col(r < rows) && row(rn < N));
+  store_product<HAS_BIAS>(out, bias, y, r, rn, rows, N);
 }
 
 }  // namespace kdsl::kernels

@@ -47,8 +47,7 @@ void matvec_int8_sums(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs, Pt
     return std::tuple(l + s.lanes * d_x, o + s.offset * reshape<BR, 1>(d_x));
   });
   auto y = sum<2>(lanes) + offsets;
-  if constexpr (HAS_BIAS) y = y + row(load(bias + minimum(rn, N - 1)));
-  store(out + col(wide(r) * wide(N)) + row(rn), y, col(r < rows) && row(rn < N));
+  store_product<HAS_BIAS>(out, bias, y, r, rn, rows, N);
 }
 
 // The same product over weights grouped by R rows (formats/row_groups.h; GroupedBlocks,
@@ -75,8 +74,7 @@ void matvec_grouped_sums(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs,
     return std::tuple(l + s.lanes * d_x, o + s.offset * reshape<BR, 1>(d_x));
   });
   auto y = sum<2>(lanes) + offsets;
-  if constexpr (HAS_BIAS) y = y + row(load(bias + minimum(rn, N - 1)));
-  store(out + col(wide(r) * wide(N)) + row(rn), y, col(r < rows) && row(rn < N));
+  store_product<HAS_BIAS>(out, bias, y, r, rn, rows, N);
 }
 
 // What a policy's block_dot returns for one block of each (x row, weight row): the block's

@@ -40,8 +40,7 @@ void matvec_lanes(Ptr<const f32> x, Ptr<const T> w, Ptr<const f32> bias, Ptr<f32
   acc = if_(
       k_main < K, [&] { return step(acc, k_main + rk, true); }, [&] { return acc; });
   auto y = sum<2>(acc);  // [RB, BN]
-  if constexpr (HAS_BIAS) y = y + row(load(bias + minimum(rn, N - 1)));
-  store(out + col(wide(r) * wide(N)) + row(rn), y, col(r < rows) && row(rn < N));
+  store_product<HAS_BIAS>(out, bias, y, r, rn, rows, N);
 }
 
 }  // namespace kdsl::kernels

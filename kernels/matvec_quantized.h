@@ -75,8 +75,7 @@ void matvec_rows_quantized(Ptr<const f32> x, Ptr<const typename F::Quant> wq, Pt
   acc = if_(
       b_main < blocks, [&] { return step(acc, b_main, true); }, [&] { return acc; });
   auto y = sum<2>(sum<3>(acc));  // [BR, BN]
-  if constexpr (HAS_BIAS) y = y + row(load(bias + minimum(rn, N - 1)));
-  store(out + col(wide(r) * wide(N)) + row(rn), y, col(r < rows) && row(rn < N));
+  store_product<HAS_BIAS>(out, bias, y, r, rn, rows, N);
 }
 
 }  // namespace kdsl::kernels

@@ -28,8 +28,7 @@ void matvec_rows(Ptr<const f32> x, Ptr<const T> w, Ptr<const f32> bias, Ptr<f32>
   auto acc = for_range(0, k_main, BK, zeros<f32, BR, BN>(), [&](auto k, auto acc) { return step(acc, k + rk, false); });
   acc = if_(
       k_main < K, [&] { return step(acc, k_main + rk, true); }, [&] { return acc; });
-  if constexpr (HAS_BIAS) acc = acc + row(load(bias + minimum(rn, N - 1)));
-  store(out + col(wide(r) * wide(N)) + row(rn), acc, col(r < rows) && row(rn < N));
+  store_product<HAS_BIAS>(out, bias, acc, r, rn, rows, N);
 }
 
 }  // namespace kdsl::kernels
