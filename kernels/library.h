@@ -65,10 +65,12 @@ class Library {
   // fields of R consecutive rows side by side), as row_group() says this Library's decode
   // kernels read a type fastest and group_rows() lays it out; row_group 1 is the overload
   // above. Decode and few-row products read the groups in place; a product of more rows
-  // (prefill) first copies W back to rows as stored, into scratch, and takes the path above.
-  // A row_group other than 1 and the format's grouping (16 rows for the k-quants, N a multiple of
-  // it) is a user error naming it.
-  void matmul(const float *x, const void *w, WeightType wtype, const float *bias, float *out, int rows, int N, int K, int row_group);
+  // (prefill) takes the path above over `w_stored`, W as stored, where the caller still has it
+  // (the engine's mapped model file), and otherwise first copies W back to rows as stored,
+  // into scratch. A row_group other than 1 and the format's grouping (16 rows for the
+  // k-quants, N a multiple of it) is a user error naming it.
+  void matmul(const float *x, const void *w, WeightType wtype, const float *bias, float *out, int rows, int N, int K, int row_group,
+              const void *w_stored = nullptr);
   // The rows a matrix of `wtype` with N rows is best grouped by for this Library's products:
   // the k-quants' 16 on the CPU where N is a multiple of it (their integer-dot decode reads a
   // field of 16 rows as one vector instead of putting it together row by row); 1 (leave it as

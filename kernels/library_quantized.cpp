@@ -235,7 +235,8 @@ void Library::group_rows(const void *w, WeightType wtype, int64_t N, int64_t K, 
   with_block_format(wtype, [&]<class F>() { regroup<F>(w, out, N, K, R, true, impl_->device.threads()); }, [] {});
 }
 
-void Library::matmul(const float *x, const void *w, WeightType wtype, const float *bias, float *out, int rows, int N, int K, int row_group) {
+void Library::matmul(const float *x, const void *w, WeightType wtype, const float *bias, float *out, int rows, int N, int K, int row_group,
+                     const void *w_stored) {
   if (row_group == 1) return matmul(x, w, wtype, bias, out, rows, N, K);
   // The one grouping a format has (int_dot_policy.h), whether or not this Library would now
   // choose it (a Library told to take the f32 path reads grouped weights through the copy).
@@ -249,8 +250,10 @@ void Library::matmul(const float *x, const void *w, WeightType wtype, const floa
   if (rows == 0) return;
   if (with_block_format(wtype, [&]<class F>() { return detail::matmul_int_dot_grouped<F>(*impl_, x, w, bias, out, rows, N, K); }, [] { return false; }))
     return;
-  // A prefill: W back to rows as stored, for the kernels that read it so (a copy of W's
-  // bytes, small beside a prefill's arithmetic on them).
+  // A prefill: W as stored, for the kernels that read it so: the caller's, or a copy put back
+  // (W's bytes, small beside a prefill's arithmetic on them, but 2-10% of a 512-token prompt:
+  // bench/RESULTS.md, the entry on prefill reading the file's rows).
+  if (w_stored) return matmul(x, w_stored, wtype, bias, out, rows, N, K);
   uint8_t *stored = detail::reserve(impl_->device, impl_->ungrouped_weights, size_t(int64_t(N) * weight_bytes(wtype, K)));
   with_block_format(wtype, [&]<class F>() { regroup<F>(w, stored, N, K, R, false, impl_->device.threads()); }, [] {});
   matmul(x, stored, wtype, bias, out, rows, N, K);

@@ -71,8 +71,8 @@ std::optional<std::vector<int64_t>> stacked_offsets(const std::vector<Weight *> 
 
 // On the CPU, each matrix whose format the Library's decode reads faster with its rows grouped
 // (Library::row_group: the k-quants) is copied so, once, and viewed there; the model's own
-// bytes (a mapped file) are then read only by a prefill's products, which put the rows back as
-// stored (Library::matmul). Matrices that lie back to back (q, k and v; gate and up), which
+// bytes (a mapped file) stay the matrix's `stored` view, which a prefill's products read
+// (Library::matmul). Matrices that lie back to back (q, k and v; gate and up), which
 // decode multiplies by a row as one, stay so, in one allocation. A table the embedding reads
 // (the output tied to token_embd) stays as stored. A recording (kdsl-prewarm) marks the
 // matrices grouped without copying them, as its launches read no weights.
@@ -84,7 +84,7 @@ void group_rows_for_cpu(DeviceWeights &d, const Device &device, const kernels::L
     uint8_t *at = copy ? d.uploads.emplace_back(device, size_t(total)).data() : nullptr;
     for (Weight *w : run) {
       w->row_group = row_group(*w);
-      if (copy) lib.group_rows(w->data, w->type, w->rows, w->cols, at), w->data = at, at += w->bytes();
+      if (copy) lib.group_rows(w->data, w->type, w->rows, w->cols, at), w->stored = w->data, w->data = at, at += w->bytes();
     }
   };
   auto grouped = [&](const Weight *w) { return row_group(*w) > 1; };
@@ -342,7 +342,7 @@ std::span<const float> Engine::run(std::span<const int> tokens, int pos, int log
       } else {
         const float *rows = xb_.data() + size_t(from - start) * size_t(dim_);
         show_input(TensorName::Output, -1, xb_, from - start, start + n - from, dim_);
-        kernels_.matmul(rows, o.data, o.type, nullptr, out, start + n - from, vocab_, dim_, o.row_group);
+        kernels_.matmul(rows, o.data, o.type, nullptr, out, start + n - from, vocab_, dim_, o.row_group, o.stored);
       }
     }
   }
@@ -385,12 +385,18 @@ void Engine::layer(int l, int n, int pos, bool tree, bool fused) {
   // A product of the normed residual stream: of xb, or of x with `norm` fused in.
   auto product_in = [&](const Weight &wt, const Weight &b, const Weight &norm, float *out, int N) {
     if (fused) kernels_.matvec_fused(x_.data(), norm.f32(), h.rms_eps, wt.data, wt.type, bias(b), out, AfterProduct::Store, N, dim_);
-    else kernels_.matmul(xb_.data(), wt.data, wt.type, bias(b), out, n, N, dim_, wt.row_group);
+    else kernels_.matmul(xb_.data(), wt.data, wt.type, bias(b), out, n, N, dim_, wt.row_group, wt.stored);
+  };
+  // The first of weights that lie back to back, read as one: the rows as the file stores them
+  // need not be back to back there, so the view has none.
+  auto stacked = [](Weight first) {
+    first.stored = nullptr;
+    return first;
   };
   // A product added to the residual stream, then normed by `next_norm` into xb (unfused).
   auto product_out = [&](const float *in, const Weight &wt, int K, const float *next_norm) {
     if (fused) return kernels_.matvec_fused(in, nullptr, 0.0f, wt.data, wt.type, nullptr, x_.data(), AfterProduct::AddToOut, dim_, K);
-    kernels_.matmul(in, wt.data, wt.type, nullptr, proj_.data(), n, dim_, K, wt.row_group);
+    kernels_.matmul(in, wt.data, wt.type, nullptr, proj_.data(), n, dim_, K, wt.row_group, wt.stored);
     kernels_.add_rmsnorm(x_.data(), proj_.data(), next_norm, xb_.data(), n, dim_, h.rms_eps);
   };
 
@@ -403,7 +409,7 @@ void Engine::layer(int l, int n, int pos, bool tree, bool fused) {
   const bool qkv_biases = !w.bq && !w.bk && !w.bv ? true : back_to_back(w.bq, w.bk) && back_to_back(w.bk, w.bv);
   if (n == 1 && back_to_back(w.wq, w.wk) && back_to_back(w.wk, w.wv) && qkv_biases) {
     q = qkv_.data(), k = q + q_dim_, v = k + kv_dim_;
-    product_in(w.wq, w.bq, w.attn_norm, q, q_dim_ + 2 * kv_dim_);
+    product_in(stacked(w.wq), w.bq, w.attn_norm, q, q_dim_ + 2 * kv_dim_);
   } else {
     product_in(w.wq, w.bq, w.attn_norm, q, q_dim_);
     product_in(w.wk, w.bk, w.attn_norm, k, kv_dim_);
@@ -433,7 +439,7 @@ void Engine::layer(int l, int n, int pos, bool tree, bool fused) {
     kernels_.matvec_fused(x_.data(), w.ffn_norm.f32(), h.rms_eps, w.w_gate.data, w.w_gate.type, nullptr, gate_.data(), AfterProduct::Swiglu, ff_, dim_);
   } else if (n == 1 && back_to_back(w.w_gate, w.w_up)) {
     float *gate_up = gate_up_.data();
-    product_in(w.w_gate, Weight{}, w.ffn_norm, gate_up, 2 * ff_);
+    product_in(stacked(w.w_gate), Weight{}, w.ffn_norm, gate_up, 2 * ff_);
     kernels_.swiglu(gate_up, gate_up + ff_, gate_.data(), ff_);
   } else {
     product_in(w.w_gate, Weight{}, w.ffn_norm, gate_.data(), ff_);

@@ -25,6 +25,9 @@ struct Weight {
   // engine lays out a matrix the CPU's decode reads faster so (Library::row_group). The bytes
   // are as many either way: only multiples of R rows are grouped.
   int row_group = 1;
+  // Where `data` is a grouped copy: the matrix as the file stores it, which a prefill's
+  // products read instead of putting the rows back (Library::matmul); null otherwise.
+  const void *stored = nullptr;
 
   explicit operator bool() const { return data != nullptr; }
   int64_t bytes() const { return rows * kernels::weight_bytes(type, cols); }

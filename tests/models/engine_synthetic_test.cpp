@@ -204,8 +204,13 @@ TEST_CASE("engine vs float64 reference: llama with Q6_K and Q4_K weights and emb
     ModelWeights model = load_model_weights(test::scratch_path("ref-llama-q4_k-q6_k.gguf"));
     Engine engine(model, Device::cpu(), EngineOptions{.context = 32});
     const DeviceWeights &w = engine.weights();
-    for (const Weight *m : {&w.layers[0].wq, &w.layers[0].wk, &w.layers[0].wv, &w.layers[0].wo, &w.layers[0].w_gate, &w.layers[0].w_down})
+    const LayerWeights &file = model.layers[0];
+    for (auto [m, as_stored] : {std::pair{&w.layers[0].wq, &file.wq}, {&w.layers[0].wk, &file.wk}, {&w.layers[0].wv, &file.wv},
+                                {&w.layers[0].wo, &file.wo}, {&w.layers[0].w_gate, &file.w_gate}, {&w.layers[0].w_down, &file.w_down}}) {
       CHECK(m->row_group == 16);
+      CHECK(m->stored == as_stored->data);  // a prefill reads the model's own bytes
+      CHECK(m->data != as_stored->data);
+    }
     CHECK((w.output.data == w.token_embd.data ? w.output.row_group == 1 : w.output.row_group == 16));
     CHECK(w.token_embd.row_group == 1);
   }
