@@ -22,8 +22,8 @@ namespace {
 // block's bytes kPrefetchBytes ahead: one line for the 32-element formats, kKQuantLines for a
 // k-quant super-block (Q6_K's 210 bytes span up to 5 lines); a quantize program takes one
 // block, of 32 or 256 values. With 8 blocks of 32 a program, the vectorizer laid the blocks
-// across lanes and gathered their values: a 512-row prompt's quantization took 2.5-3x as long
-// (bench/RESULTS.md, the entry on head-major KV pages).
+// across lanes and gathered their values: a 512-row prompt's quantization took 2-3x as long
+// (bench/RESULTS.md, the entry "Activation quantization one block a program").
 constexpr int kRows = 8, kTileRows = 16;
 constexpr int kPrefetchBytes = 512, kKQuantPrefetchBytes = 1024, kKQuantLines = 4;
 constexpr int kQuantizeBlocks = 1;
