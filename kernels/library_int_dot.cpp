@@ -109,17 +109,16 @@ struct QuantizedX {
 };
 template <int BE, int GS>
 QuantizedX quantize_x(Library::Impl &im, const float *x, int rows, int K) {
-  constexpr int kQuantize = kQuantizeBlocks;
   const int blocks = K / BE;
-  const auto g = grid(cdiv(blocks, kQuantize), rows);
+  const auto g = grid(cdiv(blocks, kQuantizeBlocks), rows);
   QuantizedX q{reserve(im.device, im.activation_quants, size_t(rows) * size_t(K)), reserve(im.device, im.activation_scales, size_t(rows) * size_t(blocks)),
                nullptr};
   if constexpr (GS > 0) {
     q.sums = reserve(im.device, im.activation_sums, size_t(rows) * size_t(K / GS));
-    im.kernel<quantize_activations_sums<BE, GS, kQuantize>>()(g, x, q.quants, q.scales, q.sums, K);
+    im.kernel<quantize_activations_sums<BE, GS, kQuantizeBlocks>>()(g, x, q.quants, q.scales, q.sums, K);
   } else {
     static_assert(BE == 32, "activation blocks without sums are Q8_0's, of 32");
-    im.kernel<quantize_activations_q8<kQuantize>>()(g, x, q.quants, q.scales, K);
+    im.kernel<quantize_activations_q8<kQuantizeBlocks>>()(g, x, q.quants, q.scales, K);
   }
   return q;
 }

@@ -316,8 +316,6 @@ int main(int argc, char **argv) {
   if (quick) preset = "tiny", shape.decode_tokens = 8, shape.prompt_tokens = 64;
   if (llama_shapes) shape.decode_tokens = 128, shape.prompt_tokens = 512;
   shape.row_groups = !no_row_groups;
-  const int decode_tokens = shape.decode_tokens, warmup_tokens = shape.warmup_tokens, prompt_tokens = shape.prompt_tokens,
-            prompt_repeats = shape.prompt_repeats, int_dot_rows = shape.integer_dot_rows;
 
   std::filesystem::path tmp;
   bool remove_tmp = models.empty() && dir.empty() && !keep;
@@ -359,8 +357,8 @@ int main(int argc, char **argv) {
         // Run after kdsl's own figures, never alongside them: the two share the machine.
         fmt::print(stderr, "measuring {} with llama-bench...\n", label);
         rows.back().llama = tools::run_llama_bench(llama_bench, path, dev.threads(), dev.kind() == Device::Kind::Cpu ? 0 : 99,
-                                                   std::string(kernels::weight_type_info(shape.kv_types.k).name), prompt_tokens,
-                                                   decode_tokens, std::max(prompt_repeats, 2));
+                                                   std::string(kernels::weight_type_info(shape.kv_types.k).name), shape.prompt_tokens,
+                                                   shape.decode_tokens, std::max(shape.prompt_repeats, 2));
       }
     }
     std::vector<SpecRow> spec_rows;
@@ -390,7 +388,7 @@ int main(int argc, char **argv) {
       const ModelHParams h = synth_preset(preset).hparams;
       const int dim = int(h.n_embd), ff = int(h.n_ff), vocab = int(h.n_vocab);
       kernels::Library lib(dev);
-      if (int_dot_rows >= 0) lib.set_integer_dot_rows(int_dot_rows);
+      if (shape.integer_dot_rows >= 0) lib.set_integer_dot_rows(shape.integer_dot_rows);
       for (GgmlType g : synthetic_types) {
         const kernels::WeightType t = *kernel_weight_type(g);
         fmt::print(stderr, "measuring {} matrix-vector products...\n", type_name(g));
@@ -405,19 +403,19 @@ int main(int argc, char **argv) {
     const double read_gbs = ceiling.gbs;
 
     fmt::print("kdsl-bench-engine on {}: decode at batch 1 (median of {} steps after {} warm-up), prompt of {} tokens (best of {}), {} KV cache\n\n",
-               dev.name(), decode_tokens, warmup_tokens, prompt_tokens, prompt_repeats, kernels::weight_type_info(shape.kv_types.k).name);
+               dev.name(), shape.decode_tokens, shape.warmup_tokens, shape.prompt_tokens, shape.prompt_repeats, kernels::weight_type_info(shape.kv_types.k).name);
     fmt::print("| {:<24} | {:>14} | {:>15} | {:>13} | {:>17} | {:>11} | {:>19} |\n", "model", "decode tok/s", "weights/token", "achieved", "bandwidth",
-               "fraction", fmt::format("prompt tok/s ({})", prompt_tokens));
+               "fraction", fmt::format("prompt tok/s ({})", shape.prompt_tokens));
     fmt::print("|{:-<26}|{:->16}|{:->17}|{:->15}|{:->19}|{:->13}|{:->21}|\n", "", "", "", "", "", "", "");
     for (const Row &r : rows)
       fmt::print("| {:<24} | {:>14.2f} | {:>12.1f} MB | {:>8.2f} GB/s | {:>12.2f} GB/s | {:>10.0f}% | {:>19} |\n", r.model, r.decode_tps,
                  r.bytes_per_token / 1e6, r.achieved_gbs, read_gbs, 100 * r.achieved_gbs / read_gbs,
-                 prompt_tokens > 0 ? fmt::format("{:.1f}", r.prompt_tps) : "-");
+                 shape.prompt_tokens > 0 ? fmt::format("{:.1f}", r.prompt_tps) : "-");
     if (!llama_bench.empty()) {
       // kdsl's decode here is over the whole timed run, as llama-bench's tg is; both prompt
       // figures are the best of their repeats.
       fmt::print("\nagainst llama-bench ({}), same files and {} threads: tg{} and pp{}, the best of its runs; kdsl/llama.cpp is the ratio\n\n",
-                 llama_bench, dev.threads(), decode_tokens, prompt_tokens);
+                 llama_bench, dev.threads(), shape.decode_tokens, shape.prompt_tokens);
       fmt::print("| {:<24} | {:>12} | {:>13} | {:>10} | {:>12} | {:>13} | {:>10} |\n", "model", "kdsl decode", "llama.cpp tg", "kdsl/llama", "kdsl prompt",
                  "llama.cpp pp", "kdsl/llama");
       fmt::print("|{:-<26}|{:->14}|{:->15}|{:->12}|{:->14}|{:->15}|{:->12}|\n", "", "", "", "", "", "", "");
