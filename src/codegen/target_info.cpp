@@ -13,12 +13,14 @@ namespace {
 std::vector<MatrixInstruction> ampere_mma() {
   MatrixInstruction tf32{"mma.sync.m16n8k8.tf32", 16, 8, 8, DType::F32, DType::F32, DType::F32};
   tf32.tf32 = true;
-  return {
+  std::vector<MatrixInstruction> list = {
       {"mma.sync.m16n8k16", 16, 8, 16, DType::F16, DType::F16, DType::F32},
       {"mma.sync.m16n8k16", 16, 8, 16, DType::BF16, DType::BF16, DType::F32},
       {"mma.sync.m16n8k32", 16, 8, 32, DType::I8, DType::I8, DType::I32},
       tf32,
   };
+  for (MatrixInstruction &mi : list) mi.staged_tiles = true;
+  return list;
 }
 
 // Hopper's warpgroup MMA (wgmma.mma_async m64nNk16 of f16/bf16 into f32, m64nNk32 of s8/u8
@@ -30,6 +32,7 @@ std::vector<MatrixInstruction> hopper_wgmma() {
     MatrixInstruction w{name, 64, 8, k, in, in, acc};
     w.warps_per_instruction = 4;
     w.descriptor_operands = true;
+    w.staged_tiles = true;
     w.max_n = 256;
     w.tf32 = tf32;
     return w;

@@ -33,6 +33,11 @@ struct MatrixInstruction {
   // covers n = any multiple of `n` up to max_n of a warpgroup's columns.
   bool descriptor_operands = false;
   int max_n = 0;
+  // A and B read from shared-memory tiles laid out by gpu/staged_tile.h, which the generic
+  // lowering may fill itself: cp.async ahead of a loop's iterations (lower_pipeline.cpp), or
+  // once before a loop for an operand the loop does not change (attention's Q). NVIDIA's
+  // mma.sync and wgmma; AMD's MFMA hook stages its own tiles.
+  bool staged_tiles = false;
   // f32 inputs multiplied as TF32: taken only by dots that ask for it (DotPrecision::TF32),
   // never by an IEEE f32 dot.
   bool tf32 = false;

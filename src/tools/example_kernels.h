@@ -7,6 +7,7 @@
 #include <kdsl/registry.h>
 #include <kdsl/specialization.h>
 
+#include "examples/flash_attention.h"
 #include "examples/layer_norm.h"
 #include "examples/matmul.h"
 #include "examples/softmax.h"
@@ -45,6 +46,8 @@ inline std::vector<NamedKernel> example_kernels() {
       named_kernel<examples::softmax<1024>>("softmax"),
       named_kernel<examples::layer_norm<1024>>("layer_norm"),
       named_kernel<examples::matmul<32, 32, 32>>("matmul"),
+      // Triton's tutorial configuration at D = 128: 128 query rows, 64 keys a step, 8 warps
+      named_kernel<examples::flash_attention<f16, 128, 64, 128, false>>("flash_attention", 8),
       named_kernel<kernels::rmsnorm<1024, false>>("rmsnorm"),
       named_kernel<kernels::rmsnorm<1024, true>>("rmsnorm_residual"),
       named_kernel<kernels::softmax_online<1024>>("softmax_online"),

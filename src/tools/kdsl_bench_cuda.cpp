@@ -1,6 +1,7 @@
 // kdsl_bench_cuda.cpp - kdsl-bench-cuda: GB/s and TFLOP/s of kdsl kernels on an NVIDIA GPU against a device copy and baselines
 // Prints one table per run; never fails on a time. Baselines (torch.matmul, Triton's tutorial
-// matmul) come from a JSON file tests/gpu/baselines.py writes where PyTorch/Triton are installed.
+// matmul; torch's scaled_dot_product_attention and a Triton flash attention of the tutorial's
+// form) come from a JSON file tests/gpu/baselines.py writes where PyTorch/Triton are installed.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -16,6 +17,7 @@
 
 #include <kdsl/kdsl.h>
 
+#include "examples/flash_attention.h"
 #include "kernels/matmul_narrow.h"
 #include "kernels/matvec.h"
 #include "kernels/matvec_quantized.h"
@@ -49,6 +51,24 @@ struct MatmulTile {
   detail::KernelSignature (*make)();
   detail::KernelSignature signature() const { return make(); }
   std::string label() const { return fmt::format("{}x{}x{} w{} s{}", bm, bn, bk, warps, stages); }
+};
+
+// The flash attention rows: examples/flash_attention.h over f16 heads of D = 128 at Triton's
+// tutorial configuration (128 query rows, 64 keys a step, 8 warps) with 2 and 3 stages, and 128
+// keys a step; causal and not.
+struct FlashTile {
+  int bm, bn, warps, stages;
+  bool causal;
+  detail::KernelSignature (*make)();
+  std::string label() const { return fmt::format("{}x{} w{} s{}{}", bm, bn, warps, stages, causal ? " causal" : ""); }
+};
+constexpr int kFlashD = 128;
+const FlashTile kFlashTiles[] = {
+    {128, 64, 8, 2, false, &detail::kernel_signature<examples::flash_attention<f16, 128, 64, kFlashD, false>>},
+    {128, 64, 8, 3, false, &detail::kernel_signature<examples::flash_attention<f16, 128, 64, kFlashD, false>>},
+    {128, 128, 8, 2, false, &detail::kernel_signature<examples::flash_attention<f16, 128, 128, kFlashD, false>>},
+    {128, 64, 8, 2, true, &detail::kernel_signature<examples::flash_attention<f16, 128, 64, kFlashD, true>>},
+    {128, 64, 8, 3, true, &detail::kernel_signature<examples::flash_attention<f16, 128, 64, kFlashD, true>>},
 };
 
 // The prefill rows: the Library's GPU prefill (matmul_narrow: f32 x rounded to bf16, bf16 W
@@ -300,6 +320,36 @@ int main(int argc, char **argv) {
         std::string key = fmt::format("torch_{}", size);
         if (baselines.contains(key) && baselines[key].is_number()) r.ceiling = baselines[key].get<double>();
       });
+    }
+  }
+  {
+    // Heads as Triton's tutorial times them (4 x 32); a causal pass counts half the products.
+    fmt::print("\n{:<30} {:>10} {:>14} {:>8}\n", "flash attention (f16, D 128)", "TFLOP/s", "triton", "ratio");
+    const int heads = quick ? 4 : 128;
+    const float scale = 1.0f / std::sqrt(float(kFlashD));
+    for (int seq : quick ? std::vector<int>{512} : std::vector<int>{4096, 8192}) {
+      const size_t elems = size_t(heads) * seq * kFlashD;
+      Buffer<half> q(device, std::vector<half>(elems, half(0.5f))), k(device, std::vector<half>(elems, half(0.25f))),
+          v(device, std::vector<half>(elems, half(1.0f))), o(device, elems);
+      std::vector<ArgValue> args = {make_arg(q), make_arg(k), make_arg(v), make_arg(o), make_arg(seq), make_arg(scale)};
+      for (bool causal : {false, true}) {
+        const std::string shape = fmt::format("{}{}", causal ? "_causal_" : "_", seq);
+        fmt::print("({} heads x {} x {}{}: torch sdpa {}, triton {})\n", heads, seq, kFlashD, causal ? ", causal" : "",
+                   cell(baselines, "torch_sdpa" + shape), cell(baselines, "triton_flash" + shape));
+        for (const FlashTile &tile : kFlashTiles) {
+          if (tile.causal != causal) continue;
+          row(fmt::format("{} {}", seq, tile.label()), "TFLOP/s", [&](Result &r) {
+            auto attention = detail::make_kernel(device, tile.make(), {tile.warps, tile.stages});
+            int saved = repeats;
+            repeats = 3;
+            double ms = timed([&] { detail::launch(*attention, grid(cdiv(seq, tile.bm), heads), args.data(), args.size()); });
+            repeats = saved;
+            double flops = 4.0 * heads * double(seq) * seq * kFlashD * (causal ? 0.5 : 1.0);
+            r.value = ms > 0 ? flops / ms / 1e9 : 0;
+            if (const std::string key = "triton_flash" + shape; baselines.contains(key) && baselines[key].is_number()) r.ceiling = baselines[key].get<double>();
+          });
+        }
+      }
     }
   }
   {

@@ -191,6 +191,8 @@ inline std::vector<tools::NamedKernel> all_kernels() {
   k.push_back(tools::named_kernel<tiled_matmul<f32, f32, 64, 64, 32, f32, DotPrecision::TF32>>("matmul_tf32", 4));
   // 64 rows: on sm_90a both dots on wgmma, P fed to the second from registers.
   k.push_back(tools::named_kernel<attention_tile<64, 64, 64>>("attention_tile_64", 4));
+  // Causal flash attention at 64 query rows, 32 keys a step, D = 64, bf16.
+  k.push_back(tools::named_kernel<examples::flash_attention<bf16, 64, 32, 64, true>>("flash_attention_causal_64", 4));
   // B as trans(W[N][K]); on sm_90a: one wgmma of n = 256, and two warpgroups at 8 warps.
   k.push_back(tools::named_kernel<tiled_matmul_nt<f16, 64, 256, 32>>("matmul_nt_f16_64x256", 4));
   k.push_back(tools::named_kernel<tiled_matmul_nt<bf16, 128, 64, 64>>("matmul_nt_bf16_128x64_w8", 8));

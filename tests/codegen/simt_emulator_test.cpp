@@ -283,3 +283,33 @@ TEST_CASE("emulated tensor cores: a TF32 dot of f32 blocks on sm_80's mma.sync a
     CHECK(compare_matmul<float, float>("matmul_tf32", 64, 64, M, N, K, rng, {"sm_80", false}) <= 1e-4);
   }
 }
+
+// Flash attention as Triton's tutorial runs it (examples/flash_attention.h): Q staged once
+// before the key loop, K and V copied ahead by cp.async from a head's base pointer that the
+// loop body computes, the online softmax on the accumulator layout, P fed to the second dot
+// (from registers on sm_90a). seq 150 and 100 are ragged against both BM and BN (masked rows
+// and keys); causal at bf16. P is rounded to the input type between the dots on both sides, so
+// a last-bit difference in a score moves some of P by one rounding step (f16 2^-11, bf16
+// 2^-8): the bounds of the attention tiles above, scaled by that step; a misplaced element
+// is off by O(1).
+TEST_CASE("emulated tensor cores: flash attention on sm_80's mma.sync and sm_90a's wgmma, 2 and 3 stages, causal and not, ragged lengths") {
+  std::mt19937 rng(14);
+  auto run = [&]<class T>(const char *kernel, int bm, int heads, int seq, int D, const Flavour &f) {
+    size_t n = size_t(heads) * seq * D;
+    return compare(find(kernel), grid(cdiv(seq, bm), heads),
+                   {array(random_of<T>(n, rng)), array(random_of<T>(n, rng)), array(random_of<T>(n, rng)), array(std::vector<T>(n)), value(seq),
+                    value(1.0f / std::sqrt(float(D)))},
+                   f);
+  };
+  for (const char *arch : {"sm_80", "sm_90a"})
+    for (int stages : {2, 3}) {
+      CAPTURE(arch);
+      CAPTURE(stages);
+      const Flavour f{arch, true, stages};
+      double plain = run.template operator()<half>("flash_attention", 128, 2, 150, 128, f);
+      double causal = run.template operator()<bfloat16>("flash_attention_causal_64", 64, 3, 100, 64, f);
+      MESSAGE(arch << " " << stages << " stages: " << plain << " " << causal);
+      CHECK(plain <= 2e-2);
+      CHECK(causal <= 1.6e-1);
+    }
+}

@@ -9,6 +9,7 @@
 // A per-element relative error would fail correct kernels at elements near zero; this measure fails a wrong element.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -37,18 +38,24 @@ struct Arg {
   std::vector<uint8_t> host;  // empty for scalars
   ArgValue scalar;
   bool f32 = false;           // compared as floats with the tolerance; other arrays byte for byte
-  static Arg array(std::vector<uint8_t> bytes, bool f32) { return {std::move(bytes), {}, f32}; }
+  bool f16 = false;           // the same, widened from f16
+  static Arg array(std::vector<uint8_t> bytes, bool f32, bool f16 = false) { return {std::move(bytes), {}, f32, f16}; }
   template <class T>
   static Arg array(const std::vector<T> &v) {
     std::vector<uint8_t> bytes(v.size() * sizeof(T));
     std::memcpy(bytes.data(), v.data(), bytes.size());
-    return array(std::move(bytes), std::is_same_v<T, float>);
+    return array(std::move(bytes), std::is_same_v<T, float>, std::is_same_v<T, half>);
   }
   template <class T>
   static Arg value(T v) { return {{}, make_arg(v), false}; }
 };
 
 std::span<const float> floats(const std::vector<uint8_t> &bytes) { return {reinterpret_cast<const float *>(bytes.data()), bytes.size() / 4}; }
+std::vector<float> widened_halves(const std::vector<uint8_t> &bytes) {
+  std::vector<float> out(bytes.size() / 2);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = float(reinterpret_cast<const half *>(bytes.data())[i]);
+  return out;
+}
 
 // Runs the kernel on the CPU device and on the GPU with the same inputs, then checks every
 // array argument: f32 arrays within `tolerance`, the others byte for byte.
@@ -80,6 +87,12 @@ void check_on_gpu(const tools::NamedKernel &k, const Grid &grid, std::vector<Arg
     if (args[i].host.empty()) continue;
     buffers[i].copy_to_host(args[i].host);
     INFO(k.name, ": argument ", i);
+    if (args[i].f16) {
+      std::vector<float> got = widened_halves(args[i].host), want = widened_halves(cpu_args[i].host);
+      ArrayDifference d = compare_arrays(std::span<const float>(got), std::span<const float>(want));
+      CHECK_MESSAGE(d.within(tolerance), d.text(tolerance));
+      continue;
+    }
     if (!args[i].f32) {
       CHECK(args[i].host == cpu_args[i].host);
       continue;
@@ -151,6 +164,27 @@ TEST_CASE("gpu: matmul, swiglu and argmax match the CPU backend") {
   auto x = random_f32(1000, rng);
   std::vector<int32_t> index(1);
   check_on_gpu(kernel("argmax"), grid(1), {Arg::array(x), Arg::array(index), Arg::value(1000)}, kExact);
+}
+
+// Flash attention at Triton's tutorial configuration (examples/flash_attention.h: 128 query
+// rows, 64 keys a step, D = 128, 8 warps): on Hopper both dots on wgmma, K and V copied ahead by
+// cp.async, Q staged once; the sequence aligned and ragged against both tiles.
+TEST_CASE("gpu: flash attention matches the CPU backend, aligned and ragged sequences") {
+  if (!gpu()) return;
+  std::mt19937 rng(4);
+  const int heads = 3, D = 128;
+  for (int seq : {256, 333}) {
+    CAPTURE(seq);
+    auto halves = [&] {
+      std::vector<half> v(size_t(heads) * seq * D);
+      for (half &x : v) x = half(std::normal_distribution<float>(0, 1)(rng));
+      return v;
+    };
+    std::vector<half> out(size_t(heads) * seq * D);
+    check_on_gpu(kernel("flash_attention"), grid(cdiv(seq, 128), heads),
+                 {Arg::array(halves()), Arg::array(halves()), Arg::array(halves()), Arg::array(out), Arg::value(seq), Arg::value(1.0f / std::sqrt(float(D)))},
+                 kAttention16);
+  }
 }
 
 // The products a GPU's Library runs (kernels/library_dense.h): decode by matvec_wide, 16-bit

@@ -16,6 +16,9 @@
 //                                                      against warp shuffles), then ApproxMath (softmax, layer norm, RMSNorm)
 // TensorCoreDot   2^-11 (4.9e-4)                       f16/bf16 products summed in f32 over K up to ~1000 by the tensor cores, in
 //                                                      their order and alignment (Hopper's accumulation is not round-to-nearest per add)
+// Attention16      2^-8 (3.9e-3)                      flash attention in f16: P rounded to f16 between the two dots on both sides,
+//                                                      so a score differing in its last bits moves some of P by 2^-11, and the f16
+//                                                      output rounds again; a few such steps of the scale (a wrong mask: ~0.1)
 // NaN must meet NaN and an infinity the same infinity; a mismatch fails whatever the bound.
 #pragma once
 #include <cmath>
@@ -35,6 +38,7 @@ inline constexpr Tolerance kExact{"exact", 0};
 inline constexpr Tolerance kApproxMath{"approximate math", 0x1p-17};
 inline constexpr Tolerance kReduction{"reduction", 0x1p-15};
 inline constexpr Tolerance kTensorCoreDot{"tensor-core dot", 0x1p-11};
+inline constexpr Tolerance kAttention16{"16-bit attention", 0x1p-8};
 
 // One output array's difference, with the worst element to say where.
 struct ArrayDifference {

@@ -144,6 +144,8 @@ class GpuLowering {
   void pipeline_header(const ir::Op &loop, llvm::BasicBlock *pre);
   void pipeline_body(const ir::Op &loop, llvm::Value *iv, llvm::Value *hi, llvm::Value *step);
   void pipeline_latch(const ir::Op &loop, llvm::BasicBlock *latch);
+  std::vector<ir::ValueId> body_scalars_of(const PipelinedLoad &p);
+  std::vector<ir::ValueId> stage_invariant_operands(const ir::Op &loop);
   void copy_tile_async(const PipelinedLoad &p, llvm::Value *iv, llvm::Value *buffer, const StagedLayout &layout);
   std::map<const ir::Op *, LoopPipeline> pipelines_;
 

@@ -73,6 +73,7 @@ void GpuLowering::emit_for(const ir::Op &op) {
   for (size_t i = 3; i < op.operands.size(); ++i) inits.push_back(regs_as(op.operands[i], body.args[i - 2]));
   const int64_t shared_mark = shared_top_;  // the loop's buffers are released after it
   bool pipelined = pipeline_prologue(op, lo, hi, step);
+  std::vector<ir::ValueId> staged_once = stage_invariant_operands(op);
   llvm::Function *f = b_.GetInsertBlock()->getParent();
   llvm::BasicBlock *pre = b_.GetInsertBlock();
   llvm::BasicBlock *head = llvm::BasicBlock::Create(ctx_, "for", f);
@@ -126,6 +127,7 @@ void GpuLowering::emit_for(const ir::Op &op) {
   // Every copy the pipeline issued was waited for inside the loop (lower_pipeline.cpp), and
   // whatever the body put in shared memory is dead: the results are in registers.
   shared_top_ = shared_mark;
+  for (ir::ValueId x : staged_once) state_[size_t(x)].staged = nullptr;
 
   b_.SetInsertPoint(exit);
   shared_dirty_ = true;

@@ -1,6 +1,8 @@
 // lower_pipeline.cpp - software pipelining: tiles feeding tensor-core dots copied global -> shared with cp.async, num_stages - 1 iterations ahead
 #include <fmt/format.h>
 
+#include <set>
+
 #include <kdsl/error.h>
 
 #include "codegen/gpu/gpu_lowering.h"
@@ -21,13 +23,35 @@ namespace kdsl::codegen::gpu {
 // for wgmma's descriptors); masked-off groups copy
 // 0 bytes and are zero-filled (the plan only takes loads whose `other` is 0).
 
+// The scalars of the loop body that the load's pointers and mask depend on (a head's base
+// pointer `k + base`, say), in program order: they are computed for each iteration copied,
+// before the body has computed them for its own.
+std::vector<ir::ValueId> GpuLowering::body_scalars_of(const PipelinedLoad &p) {
+  std::set<ir::ValueId> inside;
+  ir::walk(p.loop->regions[0], [&](const ir::Op &op) { inside.insert(op.results.begin(), op.results.end()); });
+  std::set<ir::ValueId> seen, scalars;
+  std::vector<ir::ValueId> todo(p.load->operands.begin(), p.load->operands.end());
+  while (!todo.empty()) {
+    ir::ValueId x = todo.back();
+    todo.pop_back();
+    if (!inside.count(x) || !seen.insert(x).second) continue;
+    if (fn_.type(x).shape.rank == 0) scalars.insert(x);
+    todo.insert(todo.end(), def_[size_t(x)]->operands.begin(), def_[size_t(x)]->operands.end());
+  }
+  return {scalars.begin(), scalars.end()};  // value ids follow program order
+}
+
 void GpuLowering::copy_tile_async(const PipelinedLoad &p, llvm::Value *iv, llvm::Value *buffer, const StagedLayout &layout) {
   const ir::Op &load = *p.load;
   ir::ValueId v = load.results[0], iv_value = p.loop->regions[0].args[0];
   const ir::Type &t = fn_.type(v);
   int eb = dtype_bytes(t.elem), width = 16 / eb;
-  ValueState saved = state_[size_t(iv_value)];
-  set_scalar(iv_value, iv);  // the pointers and mask of iteration `iv` (index arithmetic only)
+  // The pointers and mask of iteration `iv` (index arithmetic only, plan_pipelining.h).
+  std::vector<ir::ValueId> scalars = body_scalars_of(p);
+  std::vector<std::pair<ir::ValueId, ValueState>> saved{{iv_value, state_[size_t(iv_value)]}};
+  for (ir::ValueId s : scalars) saved.emplace_back(s, state_[size_t(s)]);
+  set_scalar(iv_value, iv);
+  for (ir::ValueId s : scalars) set_scalar(s, compute(*def_[size_t(s)], {}));
   for (size_t i = 0; i < 2 && i < load.operands.size(); ++i) prepare(load.operands[i], &plan_.layout[size_t(v)]);
   bool masked = load.operands.size() == 3;
   for (int r = 0; r < registers(v).count; r += width) {
@@ -37,7 +61,7 @@ void GpuLowering::copy_tile_async(const PipelinedLoad &p, llvm::Value *iv, llvm:
     llvm::Value *bytes = masked ? b_.CreateSelect(element(load.operands[1], idx), b_.getInt32(16), b_.getInt32(0)) : b_.getInt32(16);
     hooks_.async_copy_16(b_, dst, src, bytes);
   }
-  state_[size_t(iv_value)] = saved;
+  for (auto &[value, state] : saved) state_[size_t(value)] = state;
 }
 
 bool GpuLowering::pipeline_prologue(const ir::Op &loop, llvm::Value *lo, llvm::Value *hi, llvm::Value *step) {
@@ -65,6 +89,36 @@ bool GpuLowering::pipeline_prologue(const ir::Op &loop, llvm::Value *lo, llvm::V
   }
   pipelines_[&loop] = std::move(pl);
   return true;
+}
+
+// A dot's A operand computed before the loop (attention's Q) is written into its staged tile
+// once, before the loop, instead of on every iteration from registers held across the loop:
+// its registers die here, and the body's dots read the tile as they read a pipelined
+// operand's (state.staged). Dots at the top level of the body whose instruction reads staged
+// tiles (MatrixInstruction::staged_tiles); wgmma's register-A form is left as it is. The
+// caller clears `staged` of what this returns once the loop is done.
+std::vector<ir::ValueId> GpuLowering::stage_invariant_operands(const ir::Op &loop) {
+  const ir::Region &body = loop.regions[0];
+  std::set<ir::ValueId> inside(body.args.begin(), body.args.end());
+  ir::walk(body, [&](const ir::Op &op) { inside.insert(op.results.begin(), op.results.end()); });
+  std::vector<ir::ValueId> staged;
+  for (const ir::Op &dot : body.ops) {
+    if (dot.kind != OpKind::Dot || plan_.instruction_of(&dot) < 0) continue;
+    const MatrixInstruction &mi = target_.matrix_instructions[size_t(plan_.instruction_of(&dot))];
+    ir::ValueId a = dot.operands[0];
+    const ir::Type &t = fn_.type(a);
+    if (!mi.staged_tiles || inside.count(a) || state_[size_t(a)].staged) continue;
+    if (mi.descriptor_operands && plan_.layout[size_t(a)] == plan_.layout[size_t(dot.results[0])] && dtype_bytes(t.elem) == 2) continue;
+    StagedLayout layout = staged_layout(mi, t.shape[0], t.shape[1] * dtype_bytes(t.elem));
+    std::vector<llvm::Value *> regs = to_regs(a);
+    llvm::Value *tile = allocate_shared(layout.bytes(), layout.swizzled() ? StagedLayout::kSwizzleAlign : 16);
+    barrier_before_write();
+    stage_operand(a, regs, tile, layout, false);
+    state_[size_t(a)].staged = tile;
+    staged.push_back(a);
+  }
+  if (!staged.empty()) barrier_after_write();
+  return staged;
 }
 
 void GpuLowering::pipeline_header(const ir::Op &loop, llvm::BasicBlock *pre) {
