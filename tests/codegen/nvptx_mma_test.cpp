@@ -377,6 +377,16 @@ TEST_CASE("mma plan: which dots take the tensor-core path, which values take the
     REQUIRE(p.plan.pipelined.size() == 1);
     CHECK(p.plan.pipelined[0].operand == 0);
   }
+  {
+    // Flash attention at 8 warps: the scores are reduced along rows and feed the second dot,
+    // whose accumulator is rescaled per row, so both put all 8 warps along m (16 whole rows
+    // each) where a plain 128 x 128 product splits them 4 x 2 as above.
+    Planned p = plan_for("flash_attention");
+    auto dots = p.ops(OpKind::Dot);
+    REQUIRE(dots.size() == 2);
+    CHECK(p.layout_of(dots[0]->results[0]) == "mma{spt=[1,2] tpw=[8,4] wpc=[8,1] order=[1,0] warp_tile=[16,8]}");
+    CHECK(p.layout_of(dots[1]->results[0]) == "mma{spt=[1,2] tpw=[8,4] wpc=[8,1] order=[1,0] warp_tile=[16,8]}");
+  }
   for (const char *name : {"matmul_f32", "matmul_f16_k8", "matmul_f16_n4", "matmul_f16_one_tile"}) {
     CAPTURE(name);
     Planned p = plan_for(name);

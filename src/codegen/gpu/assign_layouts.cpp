@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include <kdsl/error.h>
 
@@ -60,12 +61,15 @@ Layout blocked_for(const ir::Shape &s, int vec, int warp_size, int num_warps) {
 // An instruction of several warps (wgmma's warpgroup) stacks all warps along m, so warps
 // 4g .. 4g + 3 hold one instruction's rows in order; each warpgroup then owns whole
 // instruction rows and every column.
-std::array<int, 2> mma_warps(int64_t m, int64_t n, const MatrixInstruction &mi, int num_warps) {
+// With `rows_in_warp` (rows_in_warp below), every warp takes whole rows when the m tiles
+// divide among them, as a warpgroup instruction's do.
+std::array<int, 2> mma_warps(int64_t m, int64_t n, const MatrixInstruction &mi, int num_warps, bool rows_in_warp) {
   int64_t tiles_m = m / (mi.m / mi.warps_per_instruction), tiles_n = n / mi.n;
   if (mi.warps_per_instruction > 1) {
     bool fits = num_warps % mi.warps_per_instruction == 0 && m % (int64_t(mi.m) * (num_warps / mi.warps_per_instruction)) == 0;
     return fits ? std::array<int, 2>{num_warps, 1} : std::array<int, 2>{0, 0};
   }
+  if (rows_in_warp && tiles_m % num_warps == 0) return {num_warps, 1};
   int wm = 1, wn = 1;
   while (wm * wn < num_warps) {
     bool can_m = tiles_m % (2 * wm) == 0, can_n = tiles_n % (2 * wn) == 0;
@@ -120,14 +124,60 @@ class LayoutClasses {
   std::vector<ir::ValueId> parent_;
 };
 
+// Whether a dot's accumulator should keep each row inside one warp: its value (any value held
+// in its layout class, through elementwise ops of the same shape) is reduced along its rows,
+// is another dot's A operand, or meets a row vector broadcast along the columns (attention's
+// scores: their row maximum and sum, P into the second product; its accumulator rescaled by
+// a factor per row). Split across warps along n, each of these would go through shared
+// memory with barriers; rows in a warp take shuffles within the warp, or nothing.
+bool rows_in_warp(const ir::Function &fn, const ir::Op &dot, LayoutClasses &classes, const std::map<ir::ValueId, std::vector<const ir::Op *>> &users,
+                  const std::vector<const ir::Op *> &def) {
+  const ir::Shape &shape = fn.type(dot.results[0]).shape;
+  auto row_broadcast = [&](ir::ValueId x) {
+    const ir::Op *d = def[size_t(x)];
+    if (d && d->kind == OpKind::Broadcast) d = def[size_t(d->operands[0])];
+    return d && d->kind == OpKind::ExpandDims && !d->ints.empty() && d->ints[0] == 1;
+  };
+  std::vector<ir::ValueId> todo;
+  for (size_t v = 0; v < fn.values.size(); ++v)
+    if (classes.find(ir::ValueId(v)) == classes.find(dot.results[0])) todo.push_back(ir::ValueId(v));
+  std::set<ir::ValueId> seen(todo.begin(), todo.end());
+  for (ir::ValueId v : todo)
+    if (const ir::Op *d = def[size_t(v)]; d && ir::is_elementwise(d->kind) && std::any_of(d->operands.begin(), d->operands.end(), row_broadcast))
+      return true;
+  while (!todo.empty()) {
+    ir::ValueId v = todo.back();
+    todo.pop_back();
+    auto it = users.find(v);
+    if (it == users.end()) continue;
+    for (const ir::Op *u : it->second) {
+      if ((u->kind == OpKind::ReduceSum || u->kind == OpKind::ReduceMax || u->kind == OpKind::ReduceMin || u->kind == OpKind::ArgMax ||
+           u->kind == OpKind::ArgMin) &&
+          !u->ints.empty() && u->ints[0] == 1)
+        return true;
+      if (u->kind == OpKind::Dot && u->operands[0] == v) return true;
+      if (!ir::is_elementwise(u->kind) || u->results.empty() || !(fn.type(u->results[0]).shape == shape)) continue;
+      if (std::any_of(u->operands.begin(), u->operands.end(), row_broadcast)) return true;
+      if (seen.insert(u->results[0]).second) todo.push_back(u->results[0]);
+    }
+  }
+  return false;
+}
+
 // Dots on a matrix instruction of the target, with the accumulator layout each needs: the
 // operand and accumulator types match an instruction and the shapes are whole instruction
 // tiles, enough of them for every warp. Others (f32, ragged shapes, targets without matrix
 // instructions) multiply with FMAs in whatever layout their result has.
-void choose_mma_layouts(const ir::Function &fn, const TargetInfo &target, int num_warps, LayoutPlan &plan, LayoutClasses &classes) {
+void choose_mma_layouts(const ir::Function &fn, const TargetInfo &target, int num_warps, LayoutPlan &plan, LayoutClasses &classes,
+                        const std::vector<const ir::Op *> &def) {
   std::vector<std::pair<const ir::Op *, Layout>> chosen;
+  std::map<ir::ValueId, std::vector<const ir::Op *>> users;
+  walk(fn.body, [&](const ir::Op &op) {
+    for (ir::ValueId x : op.operands) users[x].push_back(&op);
+  });
   walk(fn.body, [&](const ir::Op &op) {
     if (op.kind != OpKind::Dot) return;
+    const bool rows = rows_in_warp(fn, op, classes, users, def);
     const ir::Type &at = fn.type(op.operands[0]), &bt = fn.type(op.operands[1]), &ct = fn.type(op.results[0]);
     int64_t m = ct.shape[0], n = ct.shape[1], k = at.shape[1];
     const bool tf32 = ir::is_tf32_dot(op);
@@ -140,7 +190,7 @@ void choose_mma_layouts(const ir::Function &fn, const TargetInfo &target, int nu
         why_not.push_back(fmt::format("{}: m, n, k = {}, {}, {} are not multiples of its tile", tile, m, n, k));
         continue;
       }
-      std::array<int, 2> warps = mma_warps(m, n, mi, num_warps);
+      std::array<int, 2> warps = mma_warps(m, n, mi, num_warps, rows);
       if (warps[0] == 0) {
         if (mi.warps_per_instruction > 1)
           why_not.push_back(fmt::format("{}: its warpgroups of {} warps stacked along m need num_warps (here {}) a multiple of {} and m a multiple of {} x the "
@@ -250,7 +300,7 @@ LayoutPlan assign_layouts(const ir::Function &fn, const TargetInfo &target, int 
   walk(fn.body, [&](const ir::Op &op) {
     for (ir::ValueId r : op.results) def[size_t(r)] = &op;
   });
-  choose_mma_layouts(fn, target, num_warps, plan, classes);
+  choose_mma_layouts(fn, target, num_warps, plan, classes, def);
   store_in_mma_layout(fn, plan, classes, def);
 
   std::vector<AxisInfo> info = analyze_axis_info(fn);
