@@ -301,6 +301,25 @@ TEST_CASE("nvptx mma: sm_75 has no m16n8k16 in kdsl's table: the f16 matmul mult
   CHECK(contains(compile("matmul", "sm_75").ptx, "fma.rn.f32"));
 }
 
+// Flash attention at Triton's tutorial configuration on mma.sync: its warps along m (the mma
+// plan test), Q is staged once before the key loop, K and V are copied ahead, and P feeds the
+// second dot from the registers of the first's accumulator. What shared memory holds is those
+// tiles and the row reductions' scratch, no tile for P: Q, 128 rows of 128 f16 (256 bytes,
+// padded to 272); per stage, K and V, 64 rows of 272 each; 2 KiB of reduction scratch.
+TEST_CASE("nvptx mma: flash attention stages Q once and feeds P to the second dot from registers") {
+  for (int stages : {2, 3}) {
+    CAPTURE(stages);
+    codegen::CompiledObject obj = compile("flash_attention", "sm_80", stages);
+    CHECK(obj.resources.dynamic_shared_bytes == 128 * 272 + stages * 2 * 64 * 272 + 2048);
+    CHECK(contains(obj.ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"));  // V as stored, [k][n]
+    if (codegen::nvptx::find_ptxas().empty()) continue;
+    REQUIRE(obj.resources.assembled);
+    CHECK(obj.resources.spill_store_bytes == 0);
+    MESSAGE("flash_attention sm_80 num_stages=" << stages << ": " << obj.resources.registers << " registers, " << obj.resources.dynamic_shared_bytes
+                                                << " bytes shared");
+  }
+}
+
 TEST_CASE("nvptx mma: loads feeding tensor-core dots in for_range are copied num_stages - 1 iterations ahead with cp.async") {
   bool have_ptxas = !codegen::nvptx::find_ptxas().empty();
   for (int stages : {2, 3, 4}) {

@@ -18,7 +18,32 @@ struct StagedTile {
   gpu::StagedLayout layout;
 };
 
+// Two 16-bit elements (f32 compute values of f16 or bf16) in one word, `low` in the low bits.
+llvm::Value *pack_pair(gpu::GpuLowering &g, llvm::Value *low, llvm::Value *high, DType elem) {
+  auto bits = [&](llvm::Value *x) { return g.b_.CreateZExt(g.b_.CreateBitCast(g.to_storage(x, elem), g.b_.getInt16Ty()), g.b_.getInt32Ty()); };
+  return g.b_.CreateOr(bits(low), g.b_.CreateShl(bits(high), 16));
+}
+
 }  // namespace
+
+std::vector<llvm::Value *> a_fragment_from_accumulator(gpu::GpuLowering &g, ir::ValueId a, const std::vector<llvm::Value *> &regs, int64_t row0, int64_t s) {
+  const gpu::RegisterAt reg_at(g.registers(a));
+  const DType elem = g.fn_.type(a).elem;
+  const MatrixInstruction &f16 = target_info("sm_80").matrix_instructions[0];  // the m16n8 C fragment every 16-bit form shares
+  auto element = [&](int64_t tile, int i) {
+    FragmentElement c = mma_c_element(f16, 0, i);
+    int r = reg_at(int(row0) + c.row, int(tile * f16.n) + c.col);
+    if (r < 0) internal_error(fmt::format("nvptx: no register of A for n8 tile {} element {} (rows from {}) in {}", tile, i, row0, g.plan_.layout[size_t(a)].str()));
+    return regs[size_t(r)];
+  };
+  std::vector<llvm::Value *> words;
+  for (int j = 0; j < 4; ++j) {
+    int64_t tile = 2 * s + (j >> 1);
+    int first = 2 * (j & 1);
+    words.push_back(pack_pair(g, element(tile, first), element(tile, first + 1), elem));
+  }
+  return words;
+}
 
 // The result's layout is the instruction's accumulator layout (assign_layouts): warp (wm, wn)
 // owns instruction tiles (tm, tn) at rows tm * tile(0) + wm * m, columns tn * tile(1) + wn * n,
@@ -40,6 +65,11 @@ void emit_mma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstruction
   std::vector<llvm::Value *> acc = g.regs_as(op.operands[2], v);
   // An operand a pipelined load copied with cp.async is already staged (lower_pipeline.cpp).
   llvm::Value *a_staged = g.state_[size_t(a)].staged, *b_staged = g.state_[size_t(b_src)].staged;
+  // A held in this dot's own accumulator layout with every column in each warp (attention's
+  // P after the first dot, warps along m) is already the A fragment: packed into pairs
+  // (a_fragment_from_accumulator), not staged through shared memory.
+  const bool a_in_registers = !a_staged && g.plan_.layout[size_t(a)] == l && l.warps_per_cta[1] == 1 && eb == 2 && mi.k == 16;
+  const bool stage_a = !a_staged && !a_in_registers;
   std::vector<llvm::Value *> a_regs = a_staged ? std::vector<llvm::Value *>{} : g.to_regs(a);
   std::vector<llvm::Value *> b_regs = b_staged ? std::vector<llvm::Value *>{} : g.to_regs(b_src);
 
@@ -47,12 +77,12 @@ void emit_mma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstruction
   StagedTile sa{a_staged, gpu::staged_layout(mi, M, K * eb)};
   StagedTile sb{b_staged, b_as_stored ? gpu::staged_layout(mi, K, N * eb) : gpu::staged_layout(mi, N, K * eb)};
   if (b_staged && !b_as_stored && b_src == b) internal_error("nvptx mma: a pipelined B operand must be staged as stored");
-  if (!sa.base) sa.base = g.allocate_shared(sa.layout.bytes());
+  if (stage_a) sa.base = g.allocate_shared(sa.layout.bytes());
   if (!sb.base) sb.base = g.allocate_shared(sb.layout.bytes());
-  if (!a_staged || !b_staged) g.barrier_before_write();
-  if (!a_staged) g.stage_operand(a, a_regs, sa.base, sa.layout, false);
+  if (stage_a || !b_staged) g.barrier_before_write();
+  if (stage_a) g.stage_operand(a, a_regs, sa.base, sa.layout, false);
   if (!b_staged) g.stage_operand(b_src, b_regs, sb.base, sb.layout, b_src == b && !b_as_stored);
-  if (!a_staged || !b_staged) g.barrier_after_write();
+  if (stage_a || !b_staged) g.barrier_after_write();
 
   // 2. Where this lane points ldmatrix (the same formulas the host tests check).
   IrInt lane{&g.b_, g.lane_}, warp{&g.b_, g.warp_}, zero{&g.b_, g.b_.getInt32(0)};
@@ -80,6 +110,10 @@ void emit_mma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstruction
   for (int64_t k0 = 0; k0 < K; k0 += mi.k) {
     std::vector<std::vector<llvm::Value *>> fa(static_cast<size_t>(tiles_m)), fb(static_cast<size_t>(tiles_n));
     for (int64_t tm = 0; tm < tiles_m; ++tm) {
+      if (a_in_registers) {
+        fa[size_t(tm)] = a_fragment_from_accumulator(g, a, a_regs, tm * l.tile(0), k0 / mi.k);
+        continue;
+      }
       llvm::Value *row = g.b_.CreateAdd(plus(warp_row, tm * l.tile(0)), a_row.row.v);
       fa[size_t(tm)] = ldmatrix(g.b_, address(sa, row, plus(a_row.col.v, k0)), 4, false);
     }

@@ -21,12 +21,6 @@ int wgmma_n(int64_t N, const MatrixInstruction &mi) {
   internal_error(fmt::format("nvptx wgmma: N = {} is not a multiple of {}", N, mi.n));
 }
 
-// Two 16-bit elements (f32 compute values of f16 or bf16) in one word, `low` in the low bits.
-llvm::Value *pack_pair(gpu::GpuLowering &g, llvm::Value *low, llvm::Value *high, DType elem) {
-  auto bits = [&](llvm::Value *x) { return g.b_.CreateZExt(g.b_.CreateBitCast(g.to_storage(x, elem), g.b_.getInt16Ty()), g.b_.getInt32Ty()); };
-  return g.b_.CreateOr(bits(low), g.b_.CreateShl(bits(high), 16));
-}
-
 }  // namespace
 
 // The plan (assign_layouts) stacks the warps along m, so warpgroup w = warp / 4 holds rows
@@ -76,32 +70,23 @@ void emit_wgmma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstructi
   fence_proxy_async(g.b_);
   g.barrier_after_write();
 
-  // 2. The register holding element i (mma.sync's C numbering) of n8 tile tn in m tile tm,
-  // in the accumulator (shape M x N) or in A (M x K) when A comes from registers.
-  auto register_finder = [&](ir::ValueId x) {
-    return [&l, &mi, reg_at = gpu::RegisterAt(g.registers(x))](int64_t tm, int64_t tn, int i) {
-      FragmentElement c0 = wgmma_c_element(0, i);
-      int r = reg_at(int(tm * l.tile(0)) + c0.row, int(tn * mi.n) + c0.col);
-      if (r < 0) internal_error(fmt::format("nvptx wgmma: no register for tile ({}, {}) element {} in {}", tm, tn, i, l.str()));
-      return size_t(r);
-    };
+  // 2. The accumulator register holding element i (mma.sync's C numbering) of n8 tile tn in
+  // m tile tm; A's words per (m tile, k step) when A comes from registers.
+  const gpu::RegisterAt reg_at(g.registers(v));
+  auto c_reg = [&](int64_t tm, int64_t tn, int i) {
+    FragmentElement c0 = wgmma_c_element(0, i);
+    int r = reg_at(int(tm * l.tile(0)) + c0.row, int(tn * mi.n) + c0.col);
+    if (r < 0) internal_error(fmt::format("nvptx wgmma: no register for tile ({}, {}) element {} in {}", tm, tn, i, l.str()));
+    return size_t(r);
   };
-  auto c_reg = register_finder(v);
   const int64_t tiles_m = M / l.tile(0);
-  // A's words per (m tile, k step): k half h is n8 tile 2 s + h; word j holds row g + 8 (j & 1)
-  // of k half j >> 1, i.e. elements 2 (j & 1) and 2 (j & 1) + 1 of that tile, the lower in
-  // the low bits.
   std::vector<llvm::Value *> a_words;
-  if (a_in_registers) {
-    auto a_reg = register_finder(a);
+  if (a_in_registers)
     for (int64_t tm = 0; tm < tiles_m; ++tm)
-      for (int64_t s = 0; s < K / mi.k; ++s)
-        for (int j = 0; j < 4; ++j) {
-          int64_t tile = 2 * s + (j >> 1);
-          int first = 2 * (j & 1);
-          a_words.push_back(pack_pair(g, a_regs[a_reg(tm, tile, first)], a_regs[a_reg(tm, tile, first + 1)], at.elem));
-        }
-  }
+      for (int64_t s = 0; s < K / mi.k; ++s) {
+        std::vector<llvm::Value *> words = a_fragment_from_accumulator(g, a, a_regs, tm * l.tile(0), s);
+        a_words.insert(a_words.end(), words.begin(), words.end());
+      }
 
   // 3. The k steps. A descriptor per (k step, m tile) and per (k step, n chunk).
   const int n = wgmma_n(N, mi);

@@ -37,4 +37,12 @@ void emit_mma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstruction
 // wgmma.mma_async through shared-memory descriptors.
 void emit_wgmma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstruction &instruction);
 
+// The 4 words of an m16n8k16 A fragment (mma.sync's; per warp, wgmma's register A) for A held
+// in a 16-bit dot's accumulator layout, from `regs` (A's registers): the m tile whose rows start
+// `row0` past this thread's first row, k step s, which is the layout's n8 tiles 2 s and 2 s + 1
+// (so A's warps must hold every column: warps_per_cta[1] == 1). Word j packs row g + 8 (j & 1)
+// of tile 2 s + (j >> 1): elements 2 (j & 1) and 2 (j & 1) + 1 of its C fragment, the lower in
+// the low bits.
+std::vector<llvm::Value *> a_fragment_from_accumulator(gpu::GpuLowering &g, ir::ValueId a, const std::vector<llvm::Value *> &regs, int64_t row0, int64_t s);
+
 }  // namespace kdsl::codegen::nvptx
