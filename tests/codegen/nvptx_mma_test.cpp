@@ -202,6 +202,34 @@ TEST_CASE("mma fragments: the staged rows make ldmatrix conflict-free (8 rows of
   }
 }
 
+// Row vectors of an accumulator whose warps hold whole rows (flash attention's running maximum
+// and sum): lane l of warp w holds rows 16 w + l / 4 + {0, 8} (+ 128 per further m tile), the
+// rows its accumulator registers are on; the four lanes of a row hold the same values.
+TEST_CASE("slice layout: a row vector of an mma accumulator is held by the lanes that hold its rows") {
+  const MatrixInstruction &mi = instructions()[0];
+  Layout parent = mma_layout(mi, {8, 1});
+  Layout rows = slice_layout(parent, 1);
+  CHECK(rows.str() == "slice{axis=1 of spt=[1,2] tpw=[8,4] wpc=[8,1] order=[1,0] warp_tile=[16,8]}");
+  CHECK(rows.same_fields(parent));
+  CHECK_FALSE(rows == parent);
+  RegisterMap map = register_map(rows, ir::Shape{128});
+  REQUIRE(map.count == 2);
+  CHECK(map.offset[0][0] == 0);
+  CHECK(map.offset[1][0] == 8);
+  CHECK(register_map(rows, ir::Shape{256}).count == 4);
+  RegisterMap accumulator = register_map(parent, ir::Shape{128, 64});
+  for (int warp = 0; warp < 8; ++warp)
+    for (int lane = 0; lane < 32; ++lane) {
+      int row0 = thread_offset(rows, 0, lane, warp);
+      CHECK(row0 == 16 * warp + lane / 4);
+      CHECK(row0 == thread_offset(parent, 0, lane, warp));
+      for (int r = 0; r < accumulator.count; ++r) {  // every accumulator row of the thread has its register
+        int offset = accumulator.offset[size_t(r)][0];
+        CHECK((offset == map.offset[0][0] || offset == map.offset[1][0]));
+      }
+    }
+}
+
 TEST_CASE("mma layout: the accumulator registers of each warp and lane are the C fragments of its instruction tiles, each element once") {
   const MatrixInstruction &mi = instructions()[0];
   struct Case {
@@ -302,15 +330,20 @@ TEST_CASE("nvptx mma: sm_75 has no m16n8k16 in kdsl's table: the f16 matmul mult
 }
 
 // Flash attention at Triton's tutorial configuration on mma.sync: its warps along m (the mma
-// plan test), Q is staged once before the key loop, K and V are copied ahead, and P feeds the
-// second dot from the registers of the first's accumulator. What shared memory holds is those
-// tiles and the row reductions' scratch, no tile for P: Q, 128 rows of 128 f16 (256 bytes,
-// padded to 272); per stage, K and V, 64 rows of 272 each; 2 KiB of reduction scratch.
-TEST_CASE("nvptx mma: flash attention stages Q once and feeds P to the second dot from registers") {
+// plan test), Q is staged once before the key loop, K and V are copied ahead, P feeds the second
+// dot from the registers of the first's accumulator, and the row maximum and sum stay in the
+// lanes of their rows. Shared memory holds those tiles alone: Q, 128 rows of 128 f16 (256
+// bytes, padded to 272); per stage, K and V, 64 rows of 272 each. Four barriers: after Q's
+// staging, one per key step (the cp.async copies landed), two around the f16 output's
+// conversion to a blocked layout for its 16-byte stores.
+TEST_CASE("nvptx mma: flash attention stages Q once, feeds P to the second dot from registers and keeps row vectors in registers") {
   for (int stages : {2, 3}) {
     CAPTURE(stages);
     codegen::CompiledObject obj = compile("flash_attention", "sm_80", stages);
-    CHECK(obj.resources.dynamic_shared_bytes == 128 * 272 + stages * 2 * 64 * 272 + 2048);
+    CHECK(obj.resources.dynamic_shared_bytes == 128 * 272 + stages * 2 * 64 * 272);
+    size_t barriers = 0;
+    for (size_t at = obj.ptx.find("bar.sync"); at != std::string::npos; at = obj.ptx.find("bar.sync", at + 1)) ++barriers;
+    CHECK(barriers == 4);
     CHECK(contains(obj.ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"));  // V as stored, [k][n]
     if (codegen::nvptx::find_ptxas().empty()) continue;
     REQUIRE(obj.resources.assembled);
@@ -405,6 +438,21 @@ TEST_CASE("mma plan: which dots take the tensor-core path, which values take the
     REQUIRE(dots.size() == 2);
     CHECK(p.layout_of(dots[0]->results[0]) == "mma{spt=[1,2] tpw=[8,4] wpc=[8,1] order=[1,0] warp_tile=[16,8]}");
     CHECK(p.layout_of(dots[1]->results[0]) == "mma{spt=[1,2] tpw=[8,4] wpc=[8,1] order=[1,0] warp_tile=[16,8]}");
+    // The scores' row maximum and sum, and the running maximum and sum the loop carries, are
+    // row vectors of that layout.
+    const std::string rows = "slice{axis=1 of spt=[1,2] tpw=[8,4] wpc=[8,1] order=[1,0] warp_tile=[16,8]}";
+    auto reductions = p.ops(OpKind::ReduceMax), sums = p.ops(OpKind::ReduceSum);
+    reductions.insert(reductions.end(), sums.begin(), sums.end());
+    REQUIRE(reductions.size() == 2);
+    for (const ir::Op *r : reductions) CHECK(p.layout_of(r->results[0]) == rows);
+    const ir::Op *loop = p.ops(OpKind::For)[0];
+    CHECK(p.layout_of(loop->results[0]) == rows);
+    CHECK(p.layout_of(loop->results[1]) == rows);
+  }
+  {
+    // A row sum that is stored stays blocked: the store reads it through shared memory.
+    Planned p = plan_for("matmul_relu_f16");
+    for (const ir::Op *r : p.ops(OpKind::ReduceSum)) CHECK(p.plan.layout[size_t(r->results[0])].kind == LayoutKind::Blocked);
   }
   for (const char *name : {"matmul_f32", "matmul_f16_k8", "matmul_f16_n4", "matmul_f16_one_tile"}) {
     CAPTURE(name);

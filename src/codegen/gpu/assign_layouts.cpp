@@ -261,6 +261,68 @@ void store_in_mma_layout(const ir::Function &fn, LayoutPlan &plan, LayoutClasses
   });
 }
 
+bool is_reduction(OpKind k) {
+  return k == OpKind::ReduceSum || k == OpKind::ReduceMax || k == OpKind::ReduceMin || k == OpKind::ArgMax || k == OpKind::ArgMin;
+}
+
+// Row vectors of a dot's accumulator. A reduction along the rows of a value in an Mma layout
+// whose warps hold whole rows (warps_per_cta[1] == 1) leaves each row's result in the lanes that
+// hold the row (lower_reduce.cpp); it, the row vectors computed from it (elementwise ops of its
+// shape, and what loops carry of them: attention's running maximum and sum) take a Slice of that
+// layout when every use reads them so: elementwise ops among themselves and expand_dims past
+// axis 0 (broadcast back along the rows, read from the same registers). Any other use (a store,
+// a reduction of the vector, a view across it) leaves the whole group blocked, converted
+// through shared memory as before. Operands of another layout (a loaded bias) are converted
+// where read.
+void choose_row_slices(const ir::Function &fn, LayoutPlan &plan, LayoutClasses &classes, const std::vector<const ir::Op *> &def) {
+  std::map<ir::ValueId, std::vector<const ir::Op *>> users;
+  std::map<ir::ValueId, std::vector<ir::ValueId>> members;  // of each layout class, by its root
+  walk(fn.body, [&](const ir::Op &op) {
+    for (ir::ValueId x : op.operands) users[x].push_back(&op);
+  });
+  for (size_t v = 0; v < fn.values.size(); ++v) members[classes.find(ir::ValueId(v))].push_back(ir::ValueId(v));
+  walk(fn.body, [&](const ir::Op &reduce) {
+    if (!is_reduction(reduce.kind) || reduce.ints.empty() || reduce.ints[0] != 1 || fn.type(reduce.operands[0]).shape.rank != 2) return;
+    const Layout &parent = plan.layout[size_t(reduce.operands[0])];
+    ir::ValueId start = reduce.results[0];
+    if (parent.kind != LayoutKind::Mma || parent.warps_per_cta[1] != 1 || plan.layout[size_t(start)].kind == LayoutKind::Slice) return;
+    const ir::Shape &shape = fn.type(start).shape;
+    std::set<ir::ValueId> group;
+    std::vector<ir::ValueId> todo;
+    auto add = [&](ir::ValueId x) {
+      for (ir::ValueId m : members[classes.find(x)])
+        if (group.insert(m).second) todo.push_back(m);
+    };
+    add(start);
+    bool ok = true;
+    while (!todo.empty() && ok) {
+      ir::ValueId x = todo.back();
+      todo.pop_back();
+      if (const ir::Op *d = def[size_t(x)]) {
+        if (is_reduction(d->kind)) {
+          const Layout &in = plan.layout[size_t(d->operands[0])];
+          ok = d->ints[0] == 1 && in.kind == LayoutKind::Mma && in == parent;
+        } else if (ir::is_elementwise(d->kind)) {
+          for (ir::ValueId o : d->operands)  // row vectors it combines: computed rows, not loaded ones
+            if (const ir::Op *od = def[size_t(o)]; fn.type(o).shape == shape && (!od || is_reduction(od->kind) || ir::is_elementwise(od->kind) || od->kind == OpKind::For))
+              add(o);
+        } else {
+          ok = d->kind == OpKind::For || is_index_math(*d, fn.type(x)) || d->kind == OpKind::Constant;
+        }
+      }
+      for (const ir::Op *u : users[x]) {
+        if (!ok) break;
+        if (ir::is_elementwise(u->kind) && fn.type(u->results[0]).shape == shape) add(u->results[0]);
+        else if (u->kind == OpKind::ExpandDims) ok = u->ints[0] != 0;
+        else ok = u->kind == OpKind::For || u->kind == OpKind::Yield;
+      }
+    }
+    if (!ok) return;
+    const Layout slice = slice_layout(parent, 1);
+    for (ir::ValueId x : group) plan.layout[size_t(x)] = slice;
+  });
+}
+
 }  // namespace
 
 LayoutPlan assign_layouts(const ir::Function &fn, const TargetInfo &target, int num_warps) {
@@ -302,6 +364,7 @@ LayoutPlan assign_layouts(const ir::Function &fn, const TargetInfo &target, int 
   });
   choose_mma_layouts(fn, target, num_warps, plan, classes, def);
   store_in_mma_layout(fn, plan, classes, def);
+  choose_row_slices(fn, plan, classes, def);
 
   std::vector<AxisInfo> info = analyze_axis_info(fn);
   walk(fn.body, [&](const ir::Op &op) {

@@ -13,9 +13,11 @@ llvm::Value *GpuLowering::compute(const ir::Op &op, const Index &idx) {
   auto arg = [&](size_t i) { return element(op.operands[i], idx); };
   auto arg_type = [&](size_t i) -> const ir::Type & { return fn_.type(op.operands[i]); };
   // Views re-index their operand: the result is not that operand's own register any more.
-  auto viewed = [&](std::vector<llvm::Value *> coords) {
+  // Where axis 0 stays axis 0, the reader's row stays known (Index::row_layout).
+  auto viewed = [&](std::vector<llvm::Value *> coords, bool keeps_rows = false) {
     Index mapped;
     mapped.coords = std::move(coords);
+    if (keeps_rows) mapped.row_layout = idx.row_layout, mapped.row_offset = idx.row_offset;
     return element(op.operands[0], mapped);
   };
   switch (op.kind) {
@@ -27,12 +29,12 @@ llvm::Value *GpuLowering::compute(const ir::Op &op, const Index &idx) {
       const ir::Shape &in = arg_type(0).shape;
       std::vector<llvm::Value *> mapped(idx.coords.size());
       for (int d = 0; d < in.rank; ++d) mapped[size_t(d)] = in[d] == 1 ? b_.getInt32(0) : idx.coords[size_t(d)];
-      return viewed(mapped);
+      return viewed(mapped, in.rank >= 1 && in[0] != 1);
     }
     case OpKind::ExpandDims: {
       std::vector<llvm::Value *> mapped = idx.coords;
       mapped.erase(mapped.begin() + op.ints[0]);
-      return viewed(mapped);
+      return viewed(mapped, op.ints[0] != 0);
     }
     case OpKind::Reshape: {
       const ir::Shape &in = arg_type(0).shape;

@@ -24,6 +24,11 @@ struct Index {
   int reg = -1;
   llvm::Value *valid = nullptr;  // false on duplicated elements (layout wraps); null: always valid
   std::vector<llvm::Value *> axis_valid;  // the same, per axis
+  // Where coords[0] is known to be this thread's first row of `row_layout` plus `row_offset`
+  // (a thread's own register, through views that keep axis 0): a row vector held in a Slice
+  // of that layout (layout.h) reads its register for that row.
+  const Layout *row_layout = nullptr;
+  int row_offset = 0;
 };
 
 // Integer, boolean and pointer elementwise ops, views, ranges, constants: recomputed where read.
@@ -144,6 +149,9 @@ class GpuLowering {
   void pipeline_header(const ir::Op &loop, llvm::BasicBlock *pre);
   void pipeline_body(const ir::Op &loop, llvm::Value *iv, llvm::Value *hi, llvm::Value *step);
   void pipeline_latch(const ir::Op &loop, llvm::BasicBlock *latch);
+  bool rows_readable(ir::ValueId v, const Layout *reader);
+  int row_register(ir::ValueId v, int row_offset);
+  bool keeps_rows(const ir::Op &view, ir::ValueId operand);
   std::vector<ir::ValueId> body_scalars_of(const PipelinedLoad &p);
   std::vector<ir::ValueId> stage_invariant_operands(const ir::Op &loop);
   void copy_tile_async(const PipelinedLoad &p, llvm::Value *iv, llvm::Value *buffer, const StagedLayout &layout);

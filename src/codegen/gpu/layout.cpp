@@ -5,8 +5,10 @@
 
 namespace kdsl::codegen::gpu {
 
-bool Layout::operator==(const Layout &o) const {
-  if (kind != o.kind || rank != o.rank) return false;
+bool Layout::operator==(const Layout &o) const { return kind == o.kind && sliced_axis == o.sliced_axis && same_fields(o); }
+
+bool Layout::same_fields(const Layout &o) const {
+  if (rank != o.rank) return false;
   for (int d = 0; d < rank; ++d)
     if (size_per_thread[d] != o.size_per_thread[d] || threads_per_warp[d] != o.threads_per_warp[d] || warps_per_cta[d] != o.warps_per_cta[d] ||
         order[d] != o.order[d] || warp_tile[d] != o.warp_tile[d])
@@ -18,7 +20,15 @@ std::string Layout::str() const {
   auto list = [&](const std::array<int, ir::kMaxRank> &a) { return fmt::format("[{}]", fmt::join(a.begin(), a.begin() + rank, ",")); };
   std::string common = fmt::format("spt={} tpw={} wpc={} order={}", list(size_per_thread), list(threads_per_warp), list(warps_per_cta), list(order));
   if (kind == LayoutKind::Blocked) return fmt::format("blocked{{{}}}", common);
+  if (kind == LayoutKind::Slice) return fmt::format("slice{{axis={} of {} warp_tile={}}}", sliced_axis, common, list(warp_tile));
   return fmt::format("mma{{{} warp_tile={}}}", common, list(warp_tile));
+}
+
+Layout slice_layout(const Layout &parent, int axis) {
+  Layout l = parent;
+  l.kind = LayoutKind::Slice;
+  l.sliced_axis = axis;
+  return l;
 }
 
 Layout mma_layout(const MatrixInstruction &instruction, std::array<int, 2> warps) {
@@ -38,6 +48,24 @@ Layout mma_layout(const MatrixInstruction &instruction, std::array<int, 2> warps
 }
 
 RegisterMap register_map(const Layout &layout, const ir::Shape &shape) {
+  if (layout.sliced_axis >= 0) {  // the parent's registers at offset 0 along the dropped axis, that axis removed
+    Layout parent = layout;
+    parent.kind = LayoutKind::Blocked;
+    parent.sliced_axis = -1;
+    const int axis = layout.sliced_axis;
+    std::vector<int64_t> extents;
+    for (int d = 0, i = 0; d < layout.rank; ++d) extents.push_back(d == axis ? layout.tile(d) : shape[i++]);
+    RegisterMap full = register_map(parent, ir::Shape::from(extents)), map;
+    for (const auto &offset : full.offset) {
+      if (offset[size_t(axis)] != 0) continue;
+      std::array<int, ir::kMaxRank> kept{};
+      for (int d = 0, i = 0; d < layout.rank; ++d)
+        if (d != axis) kept[size_t(i++)] = offset[size_t(d)];
+      map.offset.push_back(kept);
+    }
+    map.count = int(map.offset.size());
+    return map;
+  }
   RegisterMap map;
   std::array<int, ir::kMaxRank> per_axis{}, inner{};
   map.count = 1;

@@ -13,6 +13,7 @@ namespace kdsl::codegen::gpu {
 enum class LayoutKind {
   Blocked,  // Triton's blocked layout: for loads, stores, elementwise math, reductions
   Mma,      // a matrix instruction's accumulator fragment, tiled over the warps (dot results)
+  Slice,    // a parent layout with one axis dropped: its row vectors (slice_layout below)
 };
 
 // Along axis d a thread holds size_per_thread[d] consecutive elements; the lanes of a warp
@@ -37,13 +38,25 @@ enum class LayoutKind {
 //   warp (wm, wn), lane l (g = l / 4, t = l % 4) holds rows 16 wm + g + {0, 8} + {0, 32},
 //   columns 8 wn + 2 t + {0, 1} + {0, 16}: 2 x 2 instruction tiles of 4 registers each.
 // Wgmma's accumulator (m64nNk16 over a warpgroup) fits the same form: warp_tile (16, N).
+//
+// A Slice keeps its parent's fields (rank is the parent's) and names the dropped axis: it lays
+// out values of rank - 1, whose axis d is the parent's field_axis(d). A thread holds the
+// elements at its own coordinates along the kept axes; the threads that differ only along the
+// dropped axis hold the same ones (duplicates). A reduction along a dot accumulator's rows
+// whose warps hold whole rows leaves its result so, with nothing through shared memory, and
+// a row vector in this layout broadcast back along the rows is read from the same registers.
 struct Layout {
   LayoutKind kind = LayoutKind::Blocked;
   int rank = 0;
   std::array<int, ir::kMaxRank> size_per_thread{}, threads_per_warp{}, warps_per_cta{}, order{}, warp_tile{};
+  int sliced_axis = -1;  // Slice: the parent's axis the values do not have
 
   int lane_tile(int d) const { return size_per_thread[d] * threads_per_warp[d]; }
   int tile(int d) const { return warp_tile[d] * warps_per_cta[d]; }
+  // The field index of a value's axis d (a Slice skips its dropped axis).
+  int field_axis(int d) const { return sliced_axis >= 0 && d >= sliced_axis ? d + 1 : d; }
+  // Whether `o` has the same fields, whatever the kinds: a Slice and its parent.
+  bool same_fields(const Layout &o) const;
   bool operator==(const Layout &o) const;
   std::string str() const;  // "blocked{spt=[1,4] tpw=[4,8] wpc=[4,1] order=[1,0]}", "mma{spt=... warp_tile=[16,8]}"
 };
@@ -53,11 +66,15 @@ struct Layout {
 // accumulator fragment (f16, bf16 and i8 mma.sync m16n8) share it.
 Layout mma_layout(const MatrixInstruction &instruction, std::array<int, 2> warps);
 
+// `parent` (rank 2 or more, not itself a slice) without its axis `axis`.
+Layout slice_layout(const Layout &parent, int axis);
+
 // This thread's first coordinate along `axis`: warp part * warp_tile + lane part *
 // size_per_thread. A template so the lowering (Int = an LLVM value wrapper, gpu_lowering.h)
 // and the host-side tests (Int = int) run the same arithmetic.
 template <class Int>
 Int thread_offset(const Layout &l, int axis, Int lane, Int warp) {
+  axis = l.field_axis(axis);
   int lane_shift = 0, warp_shift = 0;
   for (int i = 0; i < l.rank; ++i) {
     int d = l.order[size_t(i)];

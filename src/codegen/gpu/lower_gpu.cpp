@@ -79,7 +79,7 @@ Index GpuLowering::own_index(ir::ValueId v, int reg) {
   idx.reg = reg;
   idx.axis_valid.assign(size_t(s.rank), nullptr);
   for (int d = 0; d < s.rank; ++d) {
-    int64_t tile = l.tile(d), extent = s[d];
+    int64_t tile = l.tile(l.field_axis(d)), extent = s[d];
     llvm::Value *raw = b_.CreateAdd(thread_coordinate(l, d), b_.getInt32(uint32_t(map.offset[size_t(reg)][size_t(d)])));
     int64_t reps = (extent + tile - 1) / tile;
     if (reps * tile != extent) {  // the layout covers more than the block: wrap, mark duplicates
@@ -90,7 +90,27 @@ Index GpuLowering::own_index(ir::ValueId v, int reg) {
     }
     idx.coords.push_back(raw);
   }
+  if (s.rank >= 1 && !idx.axis_valid[0]) {
+    idx.row_layout = &l;
+    idx.row_offset = map.offset[size_t(reg)][0];
+  }
   return idx;
+}
+
+// Whether the register value `v`, a row vector in a Slice of its rows (layout.h), can be read
+// by a reader in `reader` at rows the reader's own registers name (Index::row_layout).
+bool GpuLowering::rows_readable(ir::ValueId v, const Layout *reader) {
+  const Layout &l = plan_.layout[size_t(v)];
+  return reader && l.kind == LayoutKind::Slice && l.sliced_axis == 1 && l.rank == 2 && reader->same_fields(l) && reader->sliced_axis < 0;
+}
+
+// The register of row vector `v` (rows_readable) for the row `row_offset` past this thread's
+// first; -1 if the thread holds none there.
+int GpuLowering::row_register(ir::ValueId v, int row_offset) {
+  const RegisterMap &map = registers(v);
+  for (int r = 0; r < map.count; ++r)
+    if (map.offset[size_t(r)][0] == row_offset) return r;
+  return -1;
 }
 
 // --- reading values ---------------------------------------------------------------------------
@@ -103,6 +123,8 @@ llvm::Value *GpuLowering::element(ir::ValueId v, const Index &idx) {
     return st.scalar;
   }
   if (st.has_regs && idx.layout && *idx.shape == t.shape && *idx.layout == plan_.layout[size_t(v)]) return st.regs[size_t(idx.reg)];
+  if (st.has_regs && idx.row_layout && rows_readable(v, idx.row_layout))
+    if (int r = row_register(v, idx.row_offset); r >= 0) return st.regs[size_t(r)];
   if (st.shared) return load_shared(st.shared, t, idx.coords);
   if (st.partials) return read_partials(v, idx);
   const ir::Op *def = def_[size_t(v)];
@@ -122,13 +144,25 @@ void GpuLowering::prepare(ir::ValueId v, const Layout *reader) {
   ValueState &st = state_[size_t(v)];
   if (st.shared || st.partials) return;
   if (st.has_regs) {
-    if (!reader || !(*reader == plan_.layout[size_t(v)])) shared_copy(v);
+    if (!reader || (!(*reader == plan_.layout[size_t(v)]) && !rows_readable(v, reader))) shared_copy(v);
     return;
   }
   const ir::Op *def = def_[size_t(v)];
   if (!def) return;
   bool keeps_index = ir::is_elementwise(def->kind);
-  for (ir::ValueId operand : def->operands) prepare(operand, keeps_index ? reader : nullptr);
+  for (ir::ValueId operand : def->operands) prepare(operand, keeps_index || keeps_rows(*def, operand) ? reader : nullptr);
+}
+
+// A view that leaves axis 0 where it is (expand_dims past it, broadcast along the others) of
+// a row vector in a Slice layout, or of another such view: the reader's rows are the vector's
+// elements (Index::row_layout), so the reader's layout is passed on to it.
+bool GpuLowering::keeps_rows(const ir::Op &view, ir::ValueId operand) {
+  const ir::Op *def = def_[size_t(operand)];
+  bool row_vector = plan_.layout[size_t(operand)].kind == LayoutKind::Slice || (def && ir::is_view(def->kind));
+  if (!row_vector) return false;
+  if (view.kind == OpKind::ExpandDims) return view.ints[0] != 0;
+  if (view.kind == OpKind::Broadcast) return fn_.type(operand).shape.rank >= 1 && fn_.type(operand).shape[0] != 1;
+  return false;
 }
 
 std::vector<llvm::Value *> GpuLowering::to_regs(ir::ValueId v) {

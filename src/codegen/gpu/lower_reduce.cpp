@@ -113,6 +113,21 @@ void GpuLowering::emit_reduce(const ir::Op &op) {
   auto finish = [&](llvm::Value *value) { return is_float(in.elem) ? round_to(value, in.elem) : value; };
   int rows = l.warps_per_cta[size_t(axis)];
   if (out.shape.rank == 0 && rows == 1) return set_scalar(v, combiner.with_index() ? partials[0].index : finish(partials[0].value));
+  // Into a Slice of the input's layout (the plan's row vectors): with the axis inside each warp,
+  // every lane holds its rows' results now; register r of the slice is the group at its offsets.
+  if (const Layout &sliced = plan_.layout[size_t(v)]; sliced.kind == LayoutKind::Slice && sliced.sliced_axis == axis && sliced.same_fields(l) && rows == 1) {
+    const RegisterMap &out_map = registers(v);
+    std::vector<llvm::Value *> regs;
+    for (int r = 0; r < out_map.count; ++r) {
+      std::vector<int> key;
+      for (int d = 0, i = 0; d < in.shape.rank; ++d) key.push_back(d == axis ? 0 : out_map.offset[size_t(r)][size_t(i++)]);
+      auto it = group_of.find(key);
+      if (it == group_of.end()) internal_error(fmt::format("GPU lowering: reduce of '{}': no partial for register {} of {}", fn_.name, r, sliced.str()));
+      const Partial &p = partials[it->second];
+      regs.push_back(combiner.with_index() ? p.index : finish(p.value));
+    }
+    return set_regs(v, std::move(regs));
+  }
 
   // 3. Across warps: each warp's partials in a row of shared memory, combined when read.
   ir::Type row_type = in.with_shape(ir::Shape{int64_t(rows) * out.shape.numel()});
