@@ -582,6 +582,18 @@ TEST_CASE("nvptx wgmma: f16 and bf16 matmuls on sm_90a are wgmma.mma_async over 
                          std::to_string(obj.resources.dynamic_shared_bytes) + " bytes shared";
     MESSAGE(report);
   }
+  // Both operands copied ahead (trans(W) as stored): each k step's tiles are fenced for the
+  // async proxy between the cp.async wait and the step's one barrier, and the dot adds none.
+  {
+    std::string nt = compile("matmul_nt_bf16_128x64_w8", "sm_90a", 3).ptx;
+    size_t wait = nt.find("cp.async.wait_group 1;"), fence = nt.find("fence.proxy.async.shared::cta", wait), barrier = nt.find("bar.sync", wait);
+    REQUIRE(wait != std::string::npos);
+    CHECK(fence < barrier);
+    CHECK(nt.find("wgmma.fence", wait) > barrier);
+    size_t barriers = 0;
+    for (size_t at = nt.find("bar.sync"); at != std::string::npos; at = nt.find("bar.sync", at + 1)) ++barriers;
+    CHECK(barriers == 1);
+  }
   // Attention at 64 rows: both dots on wgmma; P, the first's result, is the second's A from
   // registers (a brace list of 4 words where a descriptor would be), so only K and V are staged.
   std::string attention = compile("attention_tile_64", "sm_90a").ptx;

@@ -154,6 +154,7 @@ class GpuLowering {
   bool keeps_rows(const ir::Op &view, ir::ValueId operand);
   std::vector<ir::ValueId> body_scalars_of(const PipelinedLoad &p);
   std::vector<ir::ValueId> stage_invariant_operands(const ir::Op &loop);
+  bool reads_by_descriptor(const std::vector<const PipelinedLoad *> &loads);
   void copy_tile_async(const PipelinedLoad &p, llvm::Value *iv, llvm::Value *buffer, const StagedLayout &layout);
   std::map<const ir::Op *, LoopPipeline> pipelines_;
 

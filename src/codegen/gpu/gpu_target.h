@@ -80,6 +80,12 @@ class GpuTarget {
   virtual void async_commit(llvm::IRBuilder<> &b);
   virtual void async_wait(llvm::IRBuilder<> &b, int groups);
 
+  // This thread's ordinary shared-memory writes so far (stores, and cp.async copies it has
+  // waited for) become visible to matrix instructions that read shared memory through another
+  // path (NVIDIA's async proxy: wgmma's descriptors) once a barrier follows. Asked only for
+  // instructions with descriptor_operands.
+  virtual void async_proxy_fence(llvm::IRBuilder<> &b);
+
  private:
   const TargetInfo &info_;
 };

@@ -102,6 +102,7 @@ std::vector<ir::ValueId> GpuLowering::stage_invariant_operands(const ir::Op &loo
   std::set<ir::ValueId> inside(body.args.begin(), body.args.end());
   ir::walk(body, [&](const ir::Op &op) { inside.insert(op.results.begin(), op.results.end()); });
   std::vector<ir::ValueId> staged;
+  bool by_descriptor = false;
   for (const ir::Op &dot : body.ops) {
     if (dot.kind != OpKind::Dot || plan_.instruction_of(&dot) < 0) continue;
     const MatrixInstruction &mi = target_.matrix_instructions[size_t(plan_.instruction_of(&dot))];
@@ -116,9 +117,18 @@ std::vector<ir::ValueId> GpuLowering::stage_invariant_operands(const ir::Op &loo
     stage_operand(a, regs, tile, layout, false);
     state_[size_t(a)].staged = tile;
     staged.push_back(a);
+    by_descriptor |= mi.descriptor_operands;
   }
+  if (by_descriptor) hooks_.async_proxy_fence(b_);
   if (!staged.empty()) barrier_after_write();
   return staged;
+}
+
+// Whether a dot reading any of `loads` reads shared memory by descriptor (wgmma).
+bool GpuLowering::reads_by_descriptor(const std::vector<const PipelinedLoad *> &loads) {
+  return std::any_of(loads.begin(), loads.end(), [&](const PipelinedLoad *p) {
+    return target_.matrix_instructions[size_t(plan_.instruction_of(p->dot))].descriptor_operands;
+  });
 }
 
 void GpuLowering::pipeline_header(const ir::Op &loop, llvm::BasicBlock *pre) {
@@ -131,6 +141,7 @@ void GpuLowering::pipeline_body(const ir::Op &loop, llvm::Value *iv, llvm::Value
   LoopPipeline &pl = pipelines_.at(&loop);
   int stages = plan_.num_stages;
   hooks_.async_wait(b_, stages - 2);
+  if (reads_by_descriptor(pl.loads)) hooks_.async_proxy_fence(b_);  // before the barrier: the dot needs no barrier of its own
   hooks_.barrier(b_);
   shared_dirty_ = false;
   llvm::Value *ahead = b_.CreateAdd(pl.stage, b_.getInt32(uint32_t(stages - 1)));

@@ -31,7 +31,8 @@ int wgmma_n(int64_t N, const MatrixInstruction &mi) {
 // A already held as wgmma's register A fragment is not staged (below). A descriptor points at
 // 8-row-aligned rows and a k step's 32 bytes inside one swizzled row, so the hardware's
 // swizzle of the address bits is the staging's. Then
-//   fence.proxy.async, bar.sync             (ordinary writes -> the async proxy's reads)
+//   fence.proxy.async, bar.sync             (ordinary writes -> the async proxy's reads; where
+//                                            this dot stages an operand itself)
 //   wgmma.fence
 //   per k step (32 bytes: k of 16 or 32), per m tile, per n chunk: wgmma.mma_async with B's
 //   descriptor and A's descriptor or registers
@@ -64,11 +65,15 @@ void emit_wgmma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstructi
   const bool stage_a = !a_staged && !a_in_registers;
   llvm::Value *sa = a_staged ? a_staged : stage_a ? g.allocate_shared(la.bytes(), StagedLayout::kSwizzleAlign) : nullptr;
   llvm::Value *sb = b_staged ? b_staged : g.allocate_shared(lb.bytes(), StagedLayout::kSwizzleAlign);
-  if (stage_a || !b_staged) g.barrier_before_write();
-  if (stage_a) g.stage_operand(a, a_regs, sa, la, false);
-  if (!b_staged) g.stage_operand(b_src, b_regs, sb, lb, b_src == b);
-  fence_proxy_async(g.b_);
-  g.barrier_after_write();
+  // Tiles copied ahead or staged before the loop were fenced where they were written
+  // (lower_pipeline.cpp, GpuTarget::async_proxy_fence): only what this dot writes needs it.
+  if (stage_a || !b_staged) {
+    g.barrier_before_write();
+    if (stage_a) g.stage_operand(a, a_regs, sa, la, false);
+    if (!b_staged) g.stage_operand(b_src, b_regs, sb, lb, b_src == b);
+    fence_proxy_async(g.b_);
+    g.barrier_after_write();
+  }
 
   // 2. The accumulator register holding element i (mma.sync's C numbering) of n8 tile tn in
   // m tile tm; A's words per (m tile, k step) when A comes from registers.

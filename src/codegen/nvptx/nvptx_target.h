@@ -28,6 +28,7 @@ class NvptxTarget final : public gpu::GpuTarget {
   void async_copy_16(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *global, llvm::Value *src_bytes) override;
   void async_commit(llvm::IRBuilder<> &b) override;
   void async_wait(llvm::IRBuilder<> &b, int groups) override;
+  void async_proxy_fence(llvm::IRBuilder<> &b) override;
 };
 
 // dot on tensor cores (lower_mma.cpp): operands staged in shared memory, ldmatrix
