@@ -546,6 +546,40 @@ TEST_CASE("wgmma staging: swizzled tiles place each 16-byte chunk once, where th
   CHECK_FALSE(staged_layout(codegen::target_info("sm_90a").matrix_instructions[5], 64, 64).swizzled());  // mma.sync: padded rows
 }
 
+// B given [k][n] is staged as stored, rows of k, and read MN-major (PTX ISA, the MN-major
+// canonical layouts: n within a slab of the swizzle's width contiguous, k rows W apart, 8 rows
+// of k by the stride offset, the slabs of n by the leading offset). For every element (n, k)
+// of the k steps and n chunks the lowering gives descriptors for, the descriptor's address
+// (after the swizzle of the address bits) is where the staging put it.
+TEST_CASE("wgmma MN-major B: [k][n] staged as stored is where the MN-major descriptors read it; which B qualify") {
+  const std::vector<MatrixInstruction> &hopper = codegen::target_info("sm_90a").matrix_instructions;
+  const MatrixInstruction &f16 = hopper[0];
+  struct Case {
+    int k_extent, n_extent;
+  };
+  for (Case cs : {Case{32, 128}, Case{64, 64}, Case{16, 256}, Case{48, 32}, Case{32, 384}}) {
+    CAPTURE(cs.k_extent);
+    CAPTURE(cs.n_extent);
+    REQUIRE(b_as_stored(f16, cs.n_extent));
+    const int n = descriptor_n(cs.n_extent, f16), eb = 2;
+    StagedLayout l = staged_layout(f16, cs.k_extent, cs.n_extent * eb);
+    const int W = l.swizzle_bytes;
+    for (int k0 = 0; k0 < cs.k_extent; k0 += f16.k)
+      for (int chunk = 0; chunk < cs.n_extent / n; ++chunk) {
+        int start = int(l.offset(k0, chunk * n * eb));  // the descriptor's start (lower_wgmma.cpp)
+        for (int j = 0; j < n; ++j)
+          for (int k = 0; k < f16.k; ++k) {
+            int linear = start + (k / 8) * int(l.stride_bytes()) + (k % 8) * W + j * eb / W * int(l.slab_bytes) + j * eb % W;
+            CHECK((linear ^ (((linear >> 7) & (W / 16 - 1)) << 4)) == l.offset(k0 + k, (chunk * n + j) * eb));
+          }
+      }
+  }
+  CHECK_FALSE(b_as_stored(f16, 320));     // n = 160: 320 bytes, not whole 128-byte slabs
+  CHECK_FALSE(b_as_stored(f16, 8));       // 16 bytes a row: no swizzle that wide
+  CHECK_FALSE(b_as_stored(hopper[2], 128));  // s8: no transpose bit
+  CHECK(b_as_stored(codegen::target_info("sm_80").matrix_instructions[0], 40));  // mma.sync: ldmatrix.trans, any width
+}
+
 TEST_CASE("nvptx wgmma: f16 and bf16 matmuls on sm_90a are wgmma.mma_async over descriptors, fenced and waited for; too-small dots take mma.sync") {
   bool have_ptxas = !codegen::nvptx::find_ptxas().empty();
   struct Case {
@@ -582,6 +616,10 @@ TEST_CASE("nvptx wgmma: f16 and bf16 matmuls on sm_90a are wgmma.mma_async over 
                          std::to_string(obj.resources.dynamic_shared_bytes) + " bytes shared";
     MESSAGE(report);
   }
+  // B [k][n] of 16-bit types is read MN-major (the transpose bit, the last immediate); 8-bit B,
+  // staged [n][k], is not.
+  CHECK(contains(compile("matmul_f16_128x128", "sm_90a", 3).ptx, ", 1, 1, 1, 0, 1;"));
+  CHECK_FALSE(contains(compile("matmul_nt_bf16_128x64_w8", "sm_90a", 3).ptx, ", 1, 1, 1, 0, 1;"));
   // Both operands copied ahead (trans(W) as stored): each k step's tiles are fenced for the
   // async proxy between the cp.async wait and the step's one barrier, and the dot adds none.
   {
@@ -610,12 +648,17 @@ TEST_CASE("nvptx wgmma: f16 and bf16 matmuls on sm_90a are wgmma.mma_async over 
   CHECK_FALSE(contains(compile("matmul_f16_128x128", "sm_90").ptx, "wgmma"));
 }
 
-TEST_CASE("wgmma plan: warps stacked along m; A copied ahead as core matrices, B [k][n] through registers, trans(W) copied as stored") {
+TEST_CASE("wgmma plan: warps stacked along m; A copied ahead as core matrices, 16-bit B [k][n] copied as stored (MN-major), 8-bit B through registers, trans(W) copied as stored") {
   {
     Planned p = plan_for("matmul_f16_128x128", "sm_90a", 3);
     const ir::Op *dot = p.ops(OpKind::Dot)[0];
     CHECK(p.plan.instruction_of(dot) == 0);
     CHECK(p.layout_of(dot->results[0]) == "mma{spt=[1,2] tpw=[8,4] wpc=[4,1] order=[1,0] warp_tile=[16,8]}");
+    REQUIRE(p.plan.pipelined.size() == 2);
+    CHECK(p.plan.pipelined[0].operand + p.plan.pipelined[1].operand == 1);  // A and B
+  }
+  {
+    Planned p = plan_for("matmul_i8", "sm_90a", 3);  // wgmma has no transpose bit for 8-bit types
     REQUIRE(p.plan.pipelined.size() == 1);
     CHECK(p.plan.pipelined[0].operand == 0);
   }

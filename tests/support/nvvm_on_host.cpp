@@ -69,7 +69,7 @@ llvm::Value *pass_through(llvm::IRBuilder<> &b, llvm::CallInst *c, unsigned firs
 
 // wgmma.mma_async (nvptx::wgmma_text, wgmma_text_register_a): A's descriptor or its 4 words,
 // B's descriptor, then the n / 2 accumulators (f32 or i32), through the emulator's words.
-llvm::Value *wgmma_call(llvm::IRBuilder<> &b, llvm::CallInst *c, int n, WgmmaType type, bool register_a) {
+llvm::Value *wgmma_call(llvm::IRBuilder<> &b, llvm::CallInst *c, int n, WgmmaType type, bool register_a, bool b_mn_major) {
   llvm::Type *i32 = b.getInt32Ty();
   unsigned count = unsigned(n / 2), first = register_a ? 5 : 2;
   llvm::Value *acc = stack_words(c, count);
@@ -77,10 +77,11 @@ llvm::Value *wgmma_call(llvm::IRBuilder<> &b, llvm::CallInst *c, int n, WgmmaTyp
   if (register_a) {
     llvm::Value *a = stack_words(c, 4);
     for (unsigned i = 0; i < 4; ++i) b.CreateStore(c->getArgOperand(i), b.CreateConstInBoundsGEP1_32(i32, a, i));
-    call_host(b, reinterpret_cast<const void *>(&wgmma_register_a), b.getVoidTy(), {a, c->getArgOperand(4), b.getInt32(uint32_t(n)), b.getInt32(type), acc});
+    call_host(b, reinterpret_cast<const void *>(&wgmma_register_a), b.getVoidTy(),
+              {a, c->getArgOperand(4), b.getInt32(uint32_t(n)), b.getInt32(type), b.getInt32(b_mn_major), acc});
   } else {
     call_host(b, reinterpret_cast<const void *>(&wgmma), b.getVoidTy(),
-              {c->getArgOperand(0), c->getArgOperand(1), b.getInt32(uint32_t(n)), b.getInt32(type), acc});
+              {c->getArgOperand(0), c->getArgOperand(1), b.getInt32(uint32_t(n)), b.getInt32(type), b.getInt32(b_mn_major), acc});
   }
   auto word = [&](unsigned i, llvm::Type *as) { return b.CreateBitCast(b.CreateLoad(i32, b.CreateConstInBoundsGEP1_32(i32, acc, i)), as); };
   if (count == 1) return word(0, c->getType());
@@ -102,8 +103,9 @@ std::optional<llvm::Value *> inline_ptx(llvm::IRBuilder<> &b, llvm::CallInst *c)
   if (text.starts_with("wgmma.mma_async"))
     for (auto [name, type] : kTypes)
       for (int n = 8; n <= 256; n += 8)
-        if (text == codegen::nvptx::wgmma_text(n, name)) return wgmma_call(b, c, n, type, false);
-        else if (text == codegen::nvptx::wgmma_text_register_a(n, name)) return wgmma_call(b, c, n, type, true);
+        for (bool mn : {false, true})
+          if (text == codegen::nvptx::wgmma_text(n, name, mn)) return wgmma_call(b, c, n, type, false, mn);
+          else if (text == codegen::nvptx::wgmma_text_register_a(n, name, mn)) return wgmma_call(b, c, n, type, true, mn);
   for (const char *as : {"s32", "u32"})
     for (const char *bs : {"s32", "u32"})
       if (text == fmt::format("dp4a.{}.{} $0, $1, $2, $3;", as, bs))

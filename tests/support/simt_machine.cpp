@@ -121,16 +121,20 @@ namespace {
 // 16-byte chunk bits (4 and up) XORed with its bits from 7 up (three of them at W = 128,
 // two at 64, one at 32): the swizzle is a function of the shared address itself.
 // `type`: WgmmaType.
-double descriptor_element(uint64_t desc, int row, int k, int32_t type) {
+// MN-major (`mn_major`, B with the transpose bit), from the same section's MN-major canonical
+// layouts: element (row, k) at k's group of 8 (the stride offset) and k % 8 rows of the swizzle
+// width, row's slab of width / bytes elements (the leading offset) and its bytes within it.
+double descriptor_element(uint64_t desc, int row, int k, int32_t type, bool mn_major = false) {
   const uint64_t bytes = type == kWgmmaS8 || type == kWgmmaU8 ? 1 : type == kWgmmaTF32 ? 4 : 2;
-  uint64_t start = (desc & 0x3FFF) << 4, stride = ((desc >> 32) & 0x3FFF) << 4;
+  uint64_t start = (desc & 0x3FFF) << 4, leading = ((desc >> 16) & 0x3FFF) << 4, stride = ((desc >> 32) & 0x3FFF) << 4;
   int mode = int(desc >> 62);
   if (mode == 0 || ((desc >> 49) & 7)) {
     if (machine.fault.empty()) machine.fault = "wgmma: a descriptor without swizzling or with a base offset, which the lowering does not emit";
     return 0;
   }
   uint64_t width = mode == 1 ? 128 : mode == 2 ? 64 : 32;
-  uint64_t linear = start + uint64_t(row / 8) * stride + uint64_t(row % 8) * width + uint64_t(k) * bytes;
+  uint64_t linear = mn_major ? start + uint64_t(k / 8) * stride + uint64_t(k % 8) * width + uint64_t(row) * bytes / width * leading + uint64_t(row) * bytes % width
+                             : start + uint64_t(row / 8) * stride + uint64_t(row % 8) * width + uint64_t(k) * bytes;
   uint64_t at = linear ^ (((linear >> 7) & (width / 16 - 1)) << 4);
   if (at + bytes > sizeof machine.shared) {
     if (machine.fault.empty()) machine.fault = "wgmma: a descriptor reads past the end of shared memory";
@@ -157,12 +161,12 @@ void accumulate(uint32_t &d, double sum, int32_t type) {
 
 }  // namespace
 
-void wgmma(uint64_t desc_a, uint64_t desc_b, int32_t n, int32_t type, uint32_t *d) {
+void wgmma(uint64_t desc_a, uint64_t desc_b, int32_t n, int32_t type, int32_t b_mn_major, uint32_t *d) {
   int thread = this_thread % 128, k_extent = type == kWgmmaS8 || type == kWgmmaU8 ? 32 : type == kWgmmaTF32 ? 8 : 16;
   for (int i = 0; i < n / 2; ++i) {
     codegen::nvptx::FragmentElement e = codegen::nvptx::wgmma_c_element(thread, i);
     double sum = 0;
-    for (int k = 0; k < k_extent; ++k) sum += descriptor_element(desc_a, e.row, k, type) * descriptor_element(desc_b, e.col, k, type);
+    for (int k = 0; k < k_extent; ++k) sum += descriptor_element(desc_a, e.row, k, type) * descriptor_element(desc_b, e.col, k, type, b_mn_major);
     accumulate(d[i], sum, type);
   }
 }
@@ -170,7 +174,7 @@ void wgmma(uint64_t desc_a, uint64_t desc_b, int32_t n, int32_t type, uint32_t *
 // Row r (0..63) of the warpgroup's A is held by warp r / 16, its rows 16 apart split as
 // g = r % 8 and the upper half r % 16 >= 8; k (0..15) by lane 4 g + (k % 8) / 2, in word
 // (upper) + 2 (k / 8), half k % 2 (mma_fragments.h's A table for m16n8k16).
-void wgmma_register_a(const uint32_t *a, uint64_t desc_b, int32_t n, int32_t type, uint32_t *d) {
+void wgmma_register_a(const uint32_t *a, uint64_t desc_b, int32_t n, int32_t type, int32_t b_mn_major, uint32_t *d) {
   std::memcpy(machine.fragments[size_t(this_thread)].data(), a, 16);
   machine.sync->arrive_and_wait();
   int thread = this_thread % 128, group_base = this_thread - thread;
@@ -182,7 +186,7 @@ void wgmma_register_a(const uint32_t *a, uint64_t desc_b, int32_t n, int32_t typ
   for (int i = 0; i < n / 2; ++i) {
     codegen::nvptx::FragmentElement e = codegen::nvptx::wgmma_c_element(thread, i);
     double sum = 0;
-    for (int k = 0; k < 16; ++k) sum += a_element(e.row, k) * descriptor_element(desc_b, e.col, k, type);
+    for (int k = 0; k < 16; ++k) sum += a_element(e.row, k) * descriptor_element(desc_b, e.col, k, type, b_mn_major);
     accumulate(d[i], sum, type);
   }
   machine.sync->arrive_and_wait();  // every thread has read the fragments before they are written again

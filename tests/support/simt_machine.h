@@ -54,10 +54,13 @@ void mma_sync(int32_t index, const uint32_t *abc, uint32_t *d);
 // read through their shared-memory descriptors (swizzled, K-major: gpu/staged_tile.h),
 // completing at once.
 enum WgmmaType : int32_t { kWgmmaF16, kWgmmaBF16, kWgmmaS8, kWgmmaU8, kWgmmaTF32 };
-void wgmma(uint64_t desc_a, uint64_t desc_b, int32_t n, int32_t type, uint32_t *d);
+// With `b_mn_major` (16-bit types: the transpose bit), B's descriptor reads it MN-major: each
+// row of k holds a slab of n (the swizzle's width) contiguous, 8 rows of k apart by the stride
+// offset, the slabs of n apart by the leading offset.
+void wgmma(uint64_t desc_a, uint64_t desc_b, int32_t n, int32_t type, int32_t b_mn_major, uint32_t *d);
 // The same with A from registers (16-bit types): every thread of the warpgroup gives its 4
 // words of the A fragment (per warp, mma.sync's m16n8k16 A fragment).
-void wgmma_register_a(const uint32_t *a, uint64_t desc_b, int32_t n, int32_t type, uint32_t *d);
+void wgmma_register_a(const uint32_t *a, uint64_t desc_b, int32_t n, int32_t type, int32_t b_mn_major, uint32_t *d);
 // cp.async.cg 16 bytes, `src_bytes` read and the rest zero-filled, completing at once.
 void cp_async_16(uint64_t dst, uint64_t src, int32_t src_bytes);
 

@@ -62,7 +62,7 @@ void plan_pipelining(const ir::Function &fn, const TargetInfo &target, int num_s
         const ir::Op *load = d.def[size_t(tile)];
         if (!load || load->kind != OpKind::Load || d.uses[tile] != 1 || (operand == 0 && dot.operands[1] == tile)) continue;
         if (std::none_of(body.ops.begin(), body.ops.end(), [&](const ir::Op &o) { return &o == load; })) continue;  // top level of this body
-        if (operand == 1 && !transposed && !mma_b_transposed_load(mi)) continue;  // staged [n][k] (8-bit B, wgmma's B): through registers
+        if (operand == 1 && !transposed && !b_as_stored(mi, fn.type(tile).shape[1])) continue;  // staged [n][k] (8-bit B): through registers
         const ir::Type &t = fn.type(tile);
         if (plan.width_of(load) * dtype_bytes(t.elem) != 16) continue;
         if (load->operands.size() == 3 && !is_zero_constant(d, load->operands[2])) continue;

@@ -9,7 +9,8 @@ namespace kdsl::codegen::gpu {
 // Assumes `plan` from assign_layouts. Lists in plan.pipelined each load that
 //  - sits at the top level of a for_range body and whose tile is read only as the A or B
 //    operand of a dot the plan put on a matrix instruction, in the same body, in the
-//    orientation the dot stages it in (A always; B when ldmatrix transposes it: 16-bit);
+//    orientation the dot stages it in (A always; B as trans(x) of a load; B [k][n] where the
+//    instruction reads it as stored, staged_tile.h: b_as_stored);
 //  - moves 16 bytes per access (plan vector width: contiguous, aligned, mask constant over
 //    the group), with `other` 0 where masked (cp.async zero-fills the masked groups);
 //  - has pointers and mask that are index arithmetic of the loop's induction variable and

@@ -76,8 +76,33 @@ inline StagedLayout staged_layout(const MatrixInstruction &instruction, int64_t 
 
 // Whether B is staged as it is stored ([k][n]) and transposed by the fragment load (16-bit
 // elements), rather than staged transposed ([n][k]) through registers (8-bit elements).
-// Descriptor operands (wgmma) are read K-major only, so B is always staged [n][k].
+// For fragment loads (mma.sync's ldmatrix); descriptor operands: b_as_stored.
 inline bool mma_b_transposed_load(const MatrixInstruction &instruction) { return dtype_bytes(instruction.b) == 2 && !instruction.descriptor_operands; }
+
+// The columns one descriptor instruction covers for a dot of N columns: the largest valid n
+// that divides N and is at most its max_n (N = 384 runs as two of 192). Every multiple of 8 is
+// valid for 16-bit operands; 8-bit ones take 8, 16, 24 and then multiples of 16 (PTX ISA,
+// wgmma shapes). 0 when none divides N.
+inline int descriptor_n(int64_t N, const MatrixInstruction &mi) {
+  bool bytes = dtype_bytes(mi.a) == 1;
+  for (int n = mi.max_n; n >= mi.n; n -= mi.n)
+    if (N % n == 0 && (!bytes || n <= 24 || n % 16 == 0)) return n;
+  return 0;
+}
+
+// Whether a dot's B given [k][n] (n contiguous; not trans(x), dot_b_source) is staged as it is
+// stored, so that cp.async can copy it: mma.sync's 16-bit B, transposed by ldmatrix.trans, and
+// wgmma's 16-bit B, read MN-major (its transpose bit) through descriptors whose leading
+// offset steps from one swizzle slab of n to the next. There each instruction's n columns
+// must be whole slabs of the tile's rows of N columns (staged_layout). Otherwise B is staged
+// [n][k], through registers.
+inline bool b_as_stored(const MatrixInstruction &instruction, int64_t n_extent) {
+  if (!instruction.descriptor_operands) return mma_b_transposed_load(instruction);
+  if (dtype_bytes(instruction.b) != 2 || instruction.tf32) return false;  // the transpose bit exists for f16 and bf16 only
+  const int n = descriptor_n(n_extent, instruction);
+  const int64_t width = n_extent * 2, swizzle = staged_layout(instruction, 8, width).swizzle_bytes;
+  return n > 0 && width % 32 == 0 && (int64_t(n) * 2) % swizzle == 0;
+}
 
 // A dot's B operand given as trans(x) of a 2-D x ([N, K], k contiguous: weights stored by
 // output row, K^T in attention): x, which is staged as it is stored, [n][k], and read by the

@@ -60,7 +60,7 @@ void emit_mma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstruction
   int eb = dtype_bytes(at.elem);
   // B as trans(x): x staged as stored, [n][k] (staged_tile.h), perhaps copied by cp.async.
   ir::ValueId b_src = gpu::dot_b_source(g.fn_, g.def_, b);
-  bool b_as_stored = b_src == b && mma_b_transposed_load(mi);  // [k][n], else [n][k]
+  bool b_as_stored = b_src == b && gpu::b_as_stored(mi, N);  // [k][n], else [n][k]
 
   std::vector<llvm::Value *> acc = g.regs_as(op.operands[2], v);
   // An operand a pipelined load copied with cp.async is already staged (lower_pipeline.cpp).

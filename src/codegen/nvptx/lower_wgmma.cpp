@@ -9,25 +9,14 @@
 #include "codegen/nvptx/nvptx_target.h"
 
 namespace kdsl::codegen::nvptx {
-namespace {
-
-// The widest n a single wgmma covers: the largest valid n that divides N and is at most the
-// instruction's max_n (N = 384 runs as two of 192). Every multiple of 8 is valid for 16-bit
-// operands; 8-bit ones take 8, 16, 24 and then multiples of 16 (PTX ISA, wgmma shapes).
-int wgmma_n(int64_t N, const MatrixInstruction &mi) {
-  bool bytes = dtype_bytes(mi.a) == 1;
-  for (int n = mi.max_n; n >= mi.n; n -= mi.n)
-    if (N % n == 0 && (!bytes || n <= 24 || n % 16 == 0)) return n;
-  internal_error(fmt::format("nvptx wgmma: N = {} is not a multiple of {}", N, mi.n));
-}
-
-}  // namespace
 
 // The plan (assign_layouts) stacks the warps along m, so warpgroup w = warp / 4 holds rows
 // tm * tile(0) + 64 w .. + 63 of each m tile tm, and every column: exactly the m64nNk16
-// accumulator (mma_fragments.h) once per (tm, n chunk). A is staged [m][k] and B [n][k]
-// (trans(x) as x is stored; any other B transposed through registers), swizzled
-// (staged_tile.h); pipelined operands arrive that way from cp.async (lower_pipeline.cpp). An
+// accumulator (mma_fragments.h) once per (tm, n chunk). A is staged [m][k]; B [n][k] when it
+// is trans(x) (x as stored), else [k][n] as stored where b_as_stored allows, read MN-major
+// (the instruction's transpose bit; the descriptor's leading offset steps between slabs of
+// n), else [n][k] transposed through registers; all swizzled (staged_tile.h). Pipelined
+// operands arrive that way from cp.async (lower_pipeline.cpp). An
 // A already held as wgmma's register A fragment is not staged (below). A descriptor points at
 // 8-row-aligned rows and a k step's 32 bytes inside one swizzled row, so the hardware's
 // swizzle of the address bits is the staging's. Then
@@ -49,9 +38,10 @@ void emit_wgmma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstructi
   int eb = dtype_bytes(at.elem);
   ir::ValueId b_src = gpu::dot_b_source(g.fn_, g.def_, b);  // [n][k] when b is trans(x)
 
+  const bool b_mn_major = b_src == b && gpu::b_as_stored(mi, N);  // [k][n], read MN-major
   std::vector<llvm::Value *> acc = g.regs_as(op.operands[2], v);
   llvm::Value *a_staged = g.state_[size_t(a)].staged, *b_staged = g.state_[size_t(b_src)].staged;
-  if (b_staged && b_src == b) internal_error("nvptx wgmma: a pipelined B operand must be trans(x), staged [n][k]");
+  if (b_staged && b_src == b && !b_mn_major) internal_error("nvptx wgmma: a pipelined B operand must be trans(x) or MN-major");
   // A held in this dot's own accumulator layout (a previous wgmma's result through
   // elementwise ops: attention's P) is already wgmma's register A fragment: per warp,
   // mma.sync's m16n8k16 A fragment, whose k halves are two adjacent n8 tiles of the
@@ -61,7 +51,7 @@ void emit_wgmma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstructi
   std::vector<llvm::Value *> b_regs = b_staged ? std::vector<llvm::Value *>{} : g.to_regs(b_src);
 
   // 1. Operands into shared memory, swizzled, visible to the async proxy.
-  StagedLayout la = gpu::staged_layout(mi, M, K * eb), lb = gpu::staged_layout(mi, N, K * eb);
+  StagedLayout la = gpu::staged_layout(mi, M, K * eb), lb = b_mn_major ? gpu::staged_layout(mi, K, N * eb) : gpu::staged_layout(mi, N, K * eb);
   const bool stage_a = !a_staged && !a_in_registers;
   llvm::Value *sa = a_staged ? a_staged : stage_a ? g.allocate_shared(la.bytes(), StagedLayout::kSwizzleAlign) : nullptr;
   llvm::Value *sb = b_staged ? b_staged : g.allocate_shared(lb.bytes(), StagedLayout::kSwizzleAlign);
@@ -70,7 +60,7 @@ void emit_wgmma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstructi
   if (stage_a || !b_staged) {
     g.barrier_before_write();
     if (stage_a) g.stage_operand(a, a_regs, sa, la, false);
-    if (!b_staged) g.stage_operand(b_src, b_regs, sb, lb, b_src == b);
+    if (!b_staged) g.stage_operand(b_src, b_regs, sb, lb, b_src == b && !b_mn_major);
     fence_proxy_async(g.b_);
     g.barrier_after_write();
   }
@@ -94,12 +84,19 @@ void emit_wgmma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstructi
       }
 
   // 3. The k steps. A descriptor per (k step, m tile) and per (k step, n chunk).
-  const int n = wgmma_n(N, mi);
+  const int n = gpu::descriptor_n(N, mi);
+  if (n == 0) internal_error(fmt::format("nvptx wgmma: N = {} is not a multiple of {}", N, mi.n));
   const int64_t chunks = N / n;
   llvm::Value *warpgroup_row = g.b_.CreateMul(g.b_.CreateLShr(g.warp_, 2), g.b_.getInt32(uint32_t(mi.m)));
   auto descriptor = [&](llvm::Value *base, const StagedLayout &layout, llvm::Value *row, int64_t k0) {
     llvm::Value *at_k = g.staged_address(base, layout, row, g.b_.getInt32(uint32_t(k0 * eb)));
     return wgmma_descriptor(g.b_, at_k, layout.stride_bytes(), layout.swizzle_mode());
+  };
+  // MN-major B [k][n]: the k step's first row, the chunk's first slab; 8 rows of k apart by the
+  // stride offset, slabs of n by the leading offset.
+  auto descriptor_mn = [&](int64_t chunk, int64_t k0) {
+    llvm::Value *at = g.staged_address(sb, lb, g.b_.getInt32(uint32_t(k0)), g.b_.getInt32(uint32_t(chunk * n * eb)));
+    return wgmma_descriptor(g.b_, at, lb.stride_bytes(), lb.swizzle_mode(), lb.slab_bytes);
   };
   // The fence passes A's words through with the accumulators: they are written before it.
   std::vector<llvm::Value *> fenced = acc;
@@ -112,15 +109,15 @@ void emit_wgmma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstructi
       llvm::Value *desc_a = a_in_registers ? nullptr : descriptor(sa, la, g.b_.CreateAdd(warpgroup_row, g.b_.getInt32(uint32_t(tm * l.tile(0)))), k0);
       size_t first_word = size_t((tm * (K / mi.k) + k0 / mi.k) * 4);
       for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-        llvm::Value *desc_b = descriptor(sb, lb, g.b_.getInt32(uint32_t(chunk * n)), k0);
+        llvm::Value *desc_b = b_mn_major ? descriptor_mn(chunk, k0) : descriptor(sb, lb, g.b_.getInt32(uint32_t(chunk * n)), k0);
         std::vector<size_t> regs;
         for (int i = 0; i < n / 2; ++i) regs.push_back(c_reg(tm, chunk * n / mi.n + i / 4, i % 4));
         std::vector<llvm::Value *> c;
         for (size_t r : regs) c.push_back(acc[r]);
         std::vector<llvm::Value *> d =
             a_in_registers ? wgmma_mma_async_register_a(g.b_, mi, n, {a_words.begin() + std::ptrdiff_t(first_word), a_words.begin() + std::ptrdiff_t(first_word + 4)},
-                                                        desc_b, c)
-                           : wgmma_mma_async(g.b_, mi, n, desc_a, desc_b, c);
+                                                        desc_b, c, b_mn_major)
+                           : wgmma_mma_async(g.b_, mi, n, desc_a, desc_b, c, b_mn_major);
         for (size_t i = 0; i < regs.size(); ++i) acc[regs[i]] = d[i];
       }
     }

@@ -160,12 +160,12 @@ std::string wgmma_accumulators(int n) {
 
 }  // namespace
 
-llvm::Value *wgmma_descriptor(llvm::IRBuilder<> &b, llvm::Value *shared_address, int64_t stride_bytes, int swizzle_mode) {
+llvm::Value *wgmma_descriptor(llvm::IRBuilder<> &b, llvm::Value *shared_address, int64_t stride_bytes, int swizzle_mode, int64_t leading_bytes) {
   llvm::Value *address = b.CreatePtrToInt(shared_address, b.getInt64Ty());
   llvm::Value *start = b.CreateLShr(b.CreateAnd(address, b.getInt64(0x3FFFF)), 4);  // bits 0-13: the address / 16
   // Bits 16-29: the leading offset / 16; 32-45: the stride offset / 16; 49-51: the base
   // offset, 0 (tiles start on the swizzle's 8-row boundary); 62-63: the swizzle mode.
-  uint64_t fields = uint64_t(1) << 16 | (uint64_t(stride_bytes >> 4) & 0x3FFF) << 32 | uint64_t(swizzle_mode & 3) << 62;
+  uint64_t fields = (uint64_t(leading_bytes >> 4) & 0x3FFF) << 16 | (uint64_t(stride_bytes >> 4) & 0x3FFF) << 32 | uint64_t(swizzle_mode & 3) << 62;
   return b.CreateOr(start, b.getInt64(fields));
 }
 
@@ -179,13 +179,13 @@ void wgmma_commit_group(llvm::IRBuilder<> &b) { through_asm(b, "wgmma.commit_gro
 // Outputs $0 .. $(n/2 - 1) (tied to the accumulators), then the descriptors. scale-d is 1:
 // d accumulates onto its input; 16-bit operands are not negated (1, 1) nor transposed (0, 0);
 // tf32 (k8) takes the negations only, the integer forms (k32, s32 accumulators) neither.
-std::string wgmma_text(int n, const char *type) {
+std::string wgmma_text(int n, const char *type, bool b_mn_major) {
   const std::string d = wgmma_accumulators(n);
   bool integer = type[1] == '8';  // s8, u8
   if (integer) return fmt::format("wgmma.mma_async.sync.aligned.m64n{}k32.s32.{}.{} {{{}}}, ${}, ${}, 1;", n, type, type, d, n / 2, n / 2 + 1);
   if (std::string_view(type) == "tf32")  // K-major only: no transpose immediates
     return fmt::format("wgmma.mma_async.sync.aligned.m64n{}k8.f32.tf32.tf32 {{{}}}, ${}, ${}, 1, 1, 1;", n, d, n / 2, n / 2 + 1);
-  return fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, ${}, ${}, 1, 1, 1, 0, 0;", n, type, type, d, n / 2, n / 2 + 1);
+  return fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, ${}, ${}, 1, 1, 1, 0, {};", n, type, type, d, n / 2, n / 2 + 1, int(b_mn_major));
 }
 
 const char *wgmma_type(const MatrixInstruction &instruction) {
@@ -199,27 +199,27 @@ const char *wgmma_type(const MatrixInstruction &instruction) {
 }
 
 std::vector<llvm::Value *> wgmma_mma_async(llvm::IRBuilder<> &b, const MatrixInstruction &instruction, int n, llvm::Value *desc_a, llvm::Value *desc_b,
-                                           const std::vector<llvm::Value *> &acc) {
+                                           const std::vector<llvm::Value *> &acc, bool b_mn_major) {
   if (int(acc.size()) != n / 2) internal_error(fmt::format("nvptx: wgmma m64n{} takes {} accumulators a thread, not {}", n, n / 2, acc.size()));
-  return through_asm(b, wgmma_text(n, wgmma_type(instruction)), acc, {desc_a, desc_b}, "l,l,");
+  return through_asm(b, wgmma_text(n, wgmma_type(instruction), b_mn_major), acc, {desc_a, desc_b}, "l,l,");
 }
 
 // A from registers: no imm-trans-a, which only a shared-memory A has.
-std::string wgmma_text_register_a(int n, const char *type) {
+std::string wgmma_text_register_a(int n, const char *type, bool b_mn_major) {
   const std::string d = wgmma_accumulators(n);
   int a = n / 2;
-  return fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, {{${}, ${}, ${}, ${}}}, ${}, 1, 1, 1, 0;", n, type, type, d, a, a + 1, a + 2,
-                     a + 3, a + 4);
+  return fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, {{${}, ${}, ${}, ${}}}, ${}, 1, 1, 1, {};", n, type, type, d, a, a + 1, a + 2,
+                     a + 3, a + 4, int(b_mn_major));
 }
 
 std::vector<llvm::Value *> wgmma_mma_async_register_a(llvm::IRBuilder<> &b, const MatrixInstruction &instruction, int n, const std::vector<llvm::Value *> &a,
-                                                      llvm::Value *desc_b, const std::vector<llvm::Value *> &acc) {
+                                                      llvm::Value *desc_b, const std::vector<llvm::Value *> &acc, bool b_mn_major) {
   if (int(acc.size()) != n / 2 || a.size() != 4)
     internal_error(fmt::format("nvptx: wgmma m64n{} takes 4 A registers and {} accumulators a thread, not {} and {}", n, n / 2, a.size(), acc.size()));
   const char *type = wgmma_type(instruction);
   std::vector<llvm::Value *> leading = a;
   leading.push_back(desc_b);
-  return through_asm(b, wgmma_text_register_a(n, type), acc, leading, "r,r,r,r,l,");
+  return through_asm(b, wgmma_text_register_a(n, type, b_mn_major), acc, leading, "r,r,r,r,l,");
 }
 
 void mark_kernel(llvm::Function *f, int threads) {

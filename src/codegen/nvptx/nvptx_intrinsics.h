@@ -39,11 +39,12 @@ std::vector<llvm::Value *> mma_sync(llvm::IRBuilder<> &b, const MatrixInstructio
 // wgmma.mma_async, and the rest are written the same way so that the SIMT emulator
 // (tests/support/nvvm_on_host.cpp) recognizes one family of texts.
 //
-// A shared-memory matrix descriptor of a swizzled K-major operand (gpu/staged_tile.h): the
-// start address, the stride byte offset (between 8-row groups along m or n) and the swizzle
-// mode (1: 128 bytes, 2: 64, 3: 32). The leading byte offset is unused by swizzled K-major
-// operands whose k step fits one swizzled row; it is given as 1, as CUTLASS does.
-llvm::Value *wgmma_descriptor(llvm::IRBuilder<> &b, llvm::Value *shared_address, int64_t stride_bytes, int swizzle_mode);
+// A shared-memory matrix descriptor of a swizzled operand (gpu/staged_tile.h): the start
+// address, the stride byte offset (between 8-row groups: along m or n K-major, along k
+// MN-major) and the swizzle mode (1: 128 bytes, 2: 64, 3: 32). The leading byte offset steps
+// between the slabs of an MN-major operand's n; K-major operands whose k step fits one swizzled
+// row do not use it, and take 16 (a field of 1, as CUTLASS gives).
+llvm::Value *wgmma_descriptor(llvm::IRBuilder<> &b, llvm::Value *shared_address, int64_t stride_bytes, int swizzle_mode, int64_t leading_bytes = 16);
 // fence.proxy.async.shared::cta: this thread's ordinary shared-memory writes (stores,
 // cp.async) become visible to wgmma's operand reads, which go through the async proxy, once
 // a barrier follows.
@@ -56,17 +57,18 @@ std::vector<llvm::Value *> wgmma_wait_group(llvm::IRBuilder<> &b, int groups, co
 void wgmma_commit_group(llvm::IRBuilder<> &b);
 // wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{f16|bf16}, .m64n{n}k32.s32.{s8|u8} or
 // .m64n{n}k8.f32.tf32 (instruction's a type): d = A B + d for this thread's n / 2 accumulators (f32 or i32;
-// mma_fragments.h: wgmma_c_element), A and B K-major.
+// mma_fragments.h: wgmma_c_element), A K-major, B K-major or, with `b_mn_major` (16-bit types
+// only: the instruction's transpose bit), MN-major.
 std::vector<llvm::Value *> wgmma_mma_async(llvm::IRBuilder<> &b, const MatrixInstruction &instruction, int n, llvm::Value *desc_a, llvm::Value *desc_b,
-                                           const std::vector<llvm::Value *> &acc);
+                                           const std::vector<llvm::Value *> &acc, bool b_mn_major = false);
 // The same with A from registers: this thread's 4 words of the A fragment (per warp,
 // mma.sync's m16n8k16 A fragment: mma_fragments.h), B through its descriptor.
 std::vector<llvm::Value *> wgmma_mma_async_register_a(llvm::IRBuilder<> &b, const MatrixInstruction &instruction, int n, const std::vector<llvm::Value *> &a,
-                                                      llvm::Value *desc_b, const std::vector<llvm::Value *> &acc);
+                                                      llvm::Value *desc_b, const std::vector<llvm::Value *> &acc, bool b_mn_major = false);
 // The inline PTX of wgmma_mma_async (and _register_a, 16-bit only) for m64n{n} with operands
 // of `type` ("f16", "bf16", "s8", "u8", "tf32").
-std::string wgmma_text(int n, const char *type);
-std::string wgmma_text_register_a(int n, const char *type);
+std::string wgmma_text(int n, const char *type, bool b_mn_major = false);
+std::string wgmma_text_register_a(int n, const char *type, bool b_mn_major = false);
 
 // f32 math for one elementwise op (Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Sin, Cos, Tanh,
 // Sigmoid, Erf, Rem, Pow): fast PTX instructions where their precision is enough (ex2.approx for exp
