@@ -10,6 +10,8 @@
 
 #include "tests/codegen/emulator_compare.h"
 #include "tests/codegen/nvptx_test_kernels.h"
+#include "tests/support/simt_machine.h"
+#include "tests/test_util.h"
 
 using namespace kdsl;
 
@@ -312,4 +314,36 @@ TEST_CASE("emulated tensor cores: flash attention on sm_80's mma.sync and sm_90a
       CHECK(plain <= 2e-2);
       CHECK(causal <= 1.6e-1);
     }
+}
+
+// The emulator computes a wgmma when it is issued; what keeps the lowering honest about the
+// asynchrony is that the operands are read again when wait_group completes the group. A write
+// to them in between, or a program that ends with a group in flight, is a fault.
+TEST_CASE("emulator: shared memory written under an in-flight wgmma, or a wgmma never waited for, is a fault") {
+  using namespace kdsl::simt;
+  set_thread(0);
+  // An f16 A and B, 64 rows of 32 bytes each, swizzled by 32 bytes: descriptors at offsets 0
+  // and 4096 of the emulated shared memory, 8 rows (256 bytes) apart.
+  auto descriptor = [](uint64_t offset) { return (offset >> 4) | (uint64_t(256 >> 4) << 32) | (uint64_t(3) << 62); };
+  std::memset(machine.shared, 0x3c, 8192);  // every element 1.0078125 in f16
+  auto issue = [&] {
+    uint32_t d[4] = {};
+    wgmma(descriptor(0), descriptor(4096), 8, kWgmmaF16, 0, d);
+    wgmma_commit();
+  };
+  machine.fault.clear();
+  issue();
+  wgmma_wait(0);
+  CHECK(machine.fault.empty());
+  issue();
+  machine.shared[4096] ^= 0x01;  // thread 0 reads B's row 0, column 0: written while in flight
+  wgmma_wait(0);
+  CHECK(kdsl_test::contains(machine.fault, "written before the wgmma.wait_group that completes it"));
+  machine.fault.clear();
+  issue();
+  wgmma_wait(1);  // one group may stay in flight: nothing checked yet
+  CHECK(machine.fault.empty());
+  wgmma_program_end();
+  CHECK(kdsl_test::contains(machine.fault, "the program ended with wgmma.mma_async in flight"));
+  machine.fault.clear();
 }

@@ -97,8 +97,16 @@ llvm::Value *wgmma_call(llvm::IRBuilder<> &b, llvm::CallInst *c, int n, WgmmaTyp
 std::optional<llvm::Value *> inline_ptx(llvm::IRBuilder<> &b, llvm::CallInst *c) {
   std::string text = llvm::cast<llvm::InlineAsm>(c->getCalledOperand())->getAsmString();
   if (text == "div.full.f32 $0, $1, $2;") return b.CreateFDiv(c->getArgOperand(0), c->getArgOperand(1));
-  if (text == "fence.proxy.async.shared::cta;" || text == "wgmma.commit_group.sync.aligned;") return nullptr;
-  if (text == "wgmma.fence.sync.aligned;" || text.starts_with("wgmma.wait_group.sync.aligned ")) return pass_through(b, c, 0);
+  if (text == "fence.proxy.async.shared::cta;") return nullptr;
+  if (text == "wgmma.commit_group.sync.aligned;") {
+    call_host(b, reinterpret_cast<const void *>(&wgmma_commit), b.getVoidTy(), {});
+    return nullptr;
+  }
+  if (text == "wgmma.fence.sync.aligned;") return pass_through(b, c, 0);
+  if (constexpr std::string_view wait = "wgmma.wait_group.sync.aligned "; text.starts_with(wait)) {
+    call_host(b, reinterpret_cast<const void *>(&wgmma_wait), b.getVoidTy(), {b.getInt32(uint32_t(std::stoi(text.substr(wait.size()))))});
+    return pass_through(b, c, 0);
+  }
   constexpr std::pair<const char *, WgmmaType> kTypes[] = {{"f16", kWgmmaF16}, {"bf16", kWgmmaBF16}, {"s8", kWgmmaS8}, {"u8", kWgmmaU8}, {"tf32", kWgmmaTF32}};
   if (text.starts_with("wgmma.mma_async"))
     for (auto [name, type] : kTypes)

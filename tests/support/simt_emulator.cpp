@@ -128,6 +128,7 @@ void emulate_launch(const EmulatedKernel &k, const int32_t grid[3], const uint64
             }
             sync.arrive_and_wait();  // the program coordinates are set
             k.entry(slots);
+            wgmma_program_end();
             sync.arrive_and_wait();  // every thread is done before the next program reuses shared memory
           }
     });

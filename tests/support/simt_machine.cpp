@@ -4,6 +4,9 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <deque>
+#include <mutex>
+#include <string>
 
 #include <kdsl/error.h>
 #include <kdsl/half.h>
@@ -159,7 +162,66 @@ void accumulate(uint32_t &d, double sum, int32_t type) {
   else d = std::bit_cast<uint32_t>(float(double(std::bit_cast<float>(d)) + sum));
 }
 
+// What this thread's wgmma instructions read, from issue to completion. The emulator computes
+// a wgmma at once, so a write to its operands before the wait_group that lets it complete
+// would go unnoticed; instead each issued wgmma keeps a hash of the operand values this thread
+// read, and they are read again when a wait_group completes its group: any change is a fault.
+struct IssuedWgmma {
+  uint64_t desc_a = 0, desc_b = 0;  // desc_a unused with A from registers
+  int32_t n = 0, type = 0, b_mn_major = 0;
+  bool register_a = false;
+  uint64_t hash = 0;
+};
+struct InFlight {
+  std::vector<IssuedWgmma> open;                  // since the last commit_group
+  std::deque<std::vector<IssuedWgmma>> groups;    // committed, oldest first
+};
+thread_local InFlight in_flight;
+
+uint64_t operand_hash(const IssuedWgmma &w) {
+  int thread = this_thread % 128, k_extent = w.type == kWgmmaS8 || w.type == kWgmmaU8 ? 32 : w.type == kWgmmaTF32 ? 8 : 16;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the values' bits
+  auto mix = [&](double v) { h = (h ^ std::bit_cast<uint64_t>(v)) * 1099511628211ull; };
+  for (int i = 0; i < w.n / 2; ++i) {
+    codegen::nvptx::FragmentElement e = codegen::nvptx::wgmma_c_element(thread, i);
+    for (int k = 0; k < k_extent; ++k) {
+      if (!w.register_a) mix(descriptor_element(w.desc_a, e.row, k, w.type));
+      mix(descriptor_element(w.desc_b, e.col, k, w.type, w.b_mn_major));
+    }
+  }
+  return h;
+}
+
+void issued(IssuedWgmma w) {
+  w.hash = operand_hash(w);
+  in_flight.open.push_back(w);
+}
+
+void fault(const std::string &what) {
+  static std::mutex first;
+  std::lock_guard lock(first);
+  if (machine.fault.empty()) machine.fault = what;
+}
+
 }  // namespace
+
+void wgmma_commit() { in_flight.groups.push_back(std::move(in_flight.open)), in_flight.open.clear(); }
+
+void wgmma_wait(int32_t groups) {
+  while (in_flight.groups.size() > size_t(groups)) {
+    for (const IssuedWgmma &w : in_flight.groups.front())
+      if (operand_hash(w) != w.hash)
+        fault("wgmma: shared memory an in-flight wgmma.mma_async reads was written before the wgmma.wait_group that completes it (thread " +
+              std::to_string(this_thread) + ")");
+    in_flight.groups.pop_front();
+  }
+}
+
+void wgmma_program_end() {
+  if (!in_flight.open.empty() || !in_flight.groups.empty())
+    fault("wgmma: the program ended with wgmma.mma_async in flight (no wgmma.wait_group 0 after its last commit_group)");
+  in_flight = {};
+}
 
 void wgmma(uint64_t desc_a, uint64_t desc_b, int32_t n, int32_t type, int32_t b_mn_major, uint32_t *d) {
   int thread = this_thread % 128, k_extent = type == kWgmmaS8 || type == kWgmmaU8 ? 32 : type == kWgmmaTF32 ? 8 : 16;
@@ -169,6 +231,7 @@ void wgmma(uint64_t desc_a, uint64_t desc_b, int32_t n, int32_t type, int32_t b_
     for (int k = 0; k < k_extent; ++k) sum += descriptor_element(desc_a, e.row, k, type) * descriptor_element(desc_b, e.col, k, type, b_mn_major);
     accumulate(d[i], sum, type);
   }
+  issued({desc_a, desc_b, n, type, b_mn_major, false, 0});
 }
 
 // Row r (0..63) of the warpgroup's A is held by warp r / 16, its rows 16 apart split as
@@ -189,6 +252,7 @@ void wgmma_register_a(const uint32_t *a, uint64_t desc_b, int32_t n, int32_t typ
     for (int k = 0; k < 16; ++k) sum += a_element(e.row, k) * descriptor_element(desc_b, e.col, k, type, b_mn_major);
     accumulate(d[i], sum, type);
   }
+  issued({0, desc_b, n, type, b_mn_major, true, 0});
   machine.sync->arrive_and_wait();  // every thread has read the fragments before they are written again
 }
 

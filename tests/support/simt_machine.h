@@ -61,6 +61,13 @@ void wgmma(uint64_t desc_a, uint64_t desc_b, int32_t n, int32_t type, int32_t b_
 // The same with A from registers (16-bit types): every thread of the warpgroup gives its 4
 // words of the A fragment (per warp, mma.sync's m16n8k16 A fragment).
 void wgmma_register_a(const uint32_t *a, uint64_t desc_b, int32_t n, int32_t type, int32_t b_mn_major, uint32_t *d);
+// wgmma.commit_group and wgmma.wait_group N: the emulator computes each wgmma when issued;
+// when wait_group lets a group complete, the operands its wgmmas read are read again, and a
+// change (shared memory written while they were in flight) is the block's fault. At the end
+// of each program, a wgmma still in flight is one too.
+void wgmma_commit();
+void wgmma_wait(int32_t groups);
+void wgmma_program_end();
 // cp.async.cg 16 bytes, `src_bytes` read and the rest zero-filled, completing at once.
 void cp_async_16(uint64_t dst, uint64_t src, int32_t src_bytes);
 
