@@ -624,7 +624,7 @@ TEST_CASE("nvptx wgmma: f16 and bf16 matmuls on sm_90a are wgmma.mma_async over 
   // async proxy between the cp.async wait and the step's one barrier, and the dot adds none.
   {
     std::string nt = compile("matmul_nt_bf16_128x64_w8", "sm_90a", 3).ptx;
-    size_t wait = nt.find("cp.async.wait_group 1;"), fence = nt.find("fence.proxy.async.shared::cta", wait), barrier = nt.find("bar.sync", wait);
+    size_t wait = nt.find("cp.async.wait_group"), fence = nt.find("fence.proxy.async.shared::cta", wait), barrier = nt.find("bar.sync", wait);
     REQUIRE(wait != std::string::npos);
     CHECK(fence < barrier);
     CHECK(nt.find("wgmma.fence", wait) > barrier);
@@ -646,6 +646,30 @@ TEST_CASE("nvptx wgmma: f16 and bf16 matmuls on sm_90a are wgmma.mma_async over 
   CHECK(contains(small, "mma.sync.aligned.m16n8k16"));
   CHECK_FALSE(contains(small, "wgmma"));
   CHECK_FALSE(contains(compile("matmul_f16_128x128", "sm_90").ptx, "wgmma"));
+}
+
+// A matmul whose operands are both copied ahead lets each k step's wgmma group run on while
+// the next step's copies go out: wait_group 1 after the commit, wait_group 0 in the block by
+// which the last iteration leaves (the loop is guarded once and tests its bound at the end), so
+// ptxas reports neither serialized wgmma (C7514) nor an injected wait (C7517). At 3 stages the
+// copies run one step ahead (wait_group 0 for cp.async); at 2 nothing overlaps.
+TEST_CASE("nvptx wgmma: a k loop with both operands copied ahead keeps one wgmma group in flight, and ptxas keeps it so") {
+  for (const char *kernel : {"matmul_f16_128x128", "matmul_nt_bf16_128x64_w8"})
+    for (int stages : {2, 3, 4}) {
+      CAPTURE(kernel);
+      CAPTURE(stages);
+      codegen::CompiledObject obj = compile(kernel, "sm_90a", stages);
+      CHECK(contains(obj.ptx, "wgmma.wait_group.sync.aligned 1;") == (stages >= 3));
+      CHECK(contains(obj.ptx, "wgmma.wait_group.sync.aligned 0;"));
+      CHECK(contains(obj.ptx, "cp.async.wait_group " + std::to_string(stages >= 3 ? stages - 3 : 0) + ";"));
+      if (codegen::nvptx::find_ptxas().empty()) continue;
+      REQUIRE(obj.resources.assembled);
+      CHECK_FALSE(contains(obj.resources.ptxas_log, "C7514"));
+      CHECK_FALSE(contains(obj.resources.ptxas_log, "C7517"));
+      CHECK(obj.resources.spill_store_bytes == 0);
+    }
+  // Flash attention rescales its accumulator every step: its dots wait for their own groups.
+  CHECK_FALSE(contains(compile("flash_attention", "sm_90a", 3).ptx, "wgmma.wait_group.sync.aligned 1;"));
 }
 
 TEST_CASE("wgmma plan: warps stacked along m; A copied ahead as core matrices, 16-bit B [k][n] copied as stored (MN-major), 8-bit B through registers, trans(W) copied as stored") {

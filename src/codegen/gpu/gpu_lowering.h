@@ -67,6 +67,12 @@ struct LoopPipeline {
   std::vector<int64_t> stage_bytes;
   std::vector<StagedLayout> layouts;
   llvm::PHINode *stage = nullptr;      // the buffer this iteration reads
+  int ahead = 1;                       // iterations copied ahead: num_stages - 1, or - 2 (below)
+  // The dot that keeps one wgmma group in flight into the next iteration (overlapped_dot), and
+  // the index among the loop's carried values of its accumulator, waited for by the last
+  // iteration (drain_overlapped_dot).
+  const ir::Op *overlapped = nullptr;
+  int overlapped_carry = -1;
 };
 
 class GpuLowering {
@@ -155,6 +161,11 @@ class GpuLowering {
   std::vector<ir::ValueId> body_scalars_of(const PipelinedLoad &p);
   std::vector<ir::ValueId> stage_invariant_operands(const ir::Op &loop);
   bool reads_by_descriptor(const std::vector<const PipelinedLoad *> &loads);
+  const ir::Op *overlapped_dot(const ir::Op &loop, const std::vector<const PipelinedLoad *> &loads, int &carry);
+  bool dot_overlaps(const ir::Op &dot) const;
+  bool overlaps_iterations(const ir::Op &loop) const { return pipelines_.count(&loop) && pipelines_.at(&loop).overlapped; }
+  llvm::BasicBlock *drain_overlapped_dot(const ir::Op &loop, llvm::Value *iv_next, llvm::Value *hi, llvm::BasicBlock *head,
+                                         std::vector<std::vector<llvm::Value *>> &next);
   void copy_tile_async(const PipelinedLoad &p, llvm::Value *iv, llvm::Value *buffer, const StagedLayout &layout);
   std::map<const ir::Op *, LoopPipeline> pipelines_;
 

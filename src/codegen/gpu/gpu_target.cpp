@@ -15,6 +15,9 @@ void GpuTarget::async_copy_16(llvm::IRBuilder<> &, llvm::Value *, llvm::Value *,
 }
 void GpuTarget::async_commit(llvm::IRBuilder<> &) { internal_error("GPU lowering: " + info_.name + " has no asynchronous copies"); }
 void GpuTarget::async_wait(llvm::IRBuilder<> &, int) { internal_error("GPU lowering: " + info_.name + " has no asynchronous copies"); }
+std::vector<llvm::Value *> GpuTarget::wait_matrix_dots(llvm::IRBuilder<> &, const std::vector<llvm::Value *> &) {
+  internal_error("GPU lowering: " + info_.name + " has no asynchronous matrix instructions");
+}
 void GpuTarget::async_proxy_fence(llvm::IRBuilder<> &) { internal_error("GPU lowering: " + info_.name + " has no matrix instructions reading shared memory by descriptor"); }
 
 llvm::Value *GpuTarget::dot4(llvm::IRBuilder<> &b, llvm::Value *a, llvm::Value *bw, llvm::Value *acc, bool a_signed, bool b_signed) {

@@ -86,6 +86,11 @@ class GpuTarget {
   // instructions with descriptor_operands.
   virtual void async_proxy_fence(llvm::IRBuilder<> &b);
 
+  // Waits for every asynchronous matrix instruction this thread issued (wgmma.wait_group 0),
+  // `acc` (the accumulator registers they write) passed through: the last iteration of a loop
+  // whose matrix dot kept one group in flight across its iterations (lower_pipeline.cpp).
+  virtual std::vector<llvm::Value *> wait_matrix_dots(llvm::IRBuilder<> &b, const std::vector<llvm::Value *> &acc);
+
  private:
   const TargetInfo &info_;
 };

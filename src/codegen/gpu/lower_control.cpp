@@ -79,7 +79,12 @@ void GpuLowering::emit_for(const ir::Op &op) {
   llvm::BasicBlock *head = llvm::BasicBlock::Create(ctx_, "for", f);
   llvm::BasicBlock *loop = llvm::BasicBlock::Create(ctx_, "for.body", f);
   llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx_, "for.end", f);
-  b_.CreateBr(head);
+  // A loop whose wgmma group stays in flight across iterations (lower_pipeline.cpp) is guarded
+  // once and tests its bound at the end of each iteration, so that it leaves only through the
+  // block that waits for that group: ptxas must see no way out of the loop around it.
+  const bool overlapped = pipelined && overlaps_iterations(op);
+  if (overlapped) b_.CreateCondBr(b_.CreateICmpSLT(lo, hi), head, exit);
+  else b_.CreateBr(head);
   b_.SetInsertPoint(head);
   llvm::PHINode *iv = b_.CreatePHI(b_.getInt32Ty(), 2, "iv");
   iv->addIncoming(lo, pre);
@@ -91,7 +96,8 @@ void GpuLowering::emit_for(const ir::Op &op) {
       phi->addIncoming(init, pre);
       phis[i].push_back(phi);
     }
-  b_.CreateCondBr(b_.CreateICmpSLT(iv, hi), loop, exit);
+  if (overlapped) b_.CreateBr(loop);
+  else b_.CreateCondBr(b_.CreateICmpSLT(iv, hi), loop, exit);
 
   b_.SetInsertPoint(loop);
   ++depth_;
@@ -113,7 +119,8 @@ void GpuLowering::emit_for(const ir::Op &op) {
   iv->addIncoming(iv_next, latch);
   for (size_t i = 0; i < phis.size(); ++i)
     for (size_t r = 0; r < phis[i].size(); ++r) phis[i][r]->addIncoming(next[i][r], latch);
-  b_.CreateBr(head);
+  llvm::BasicBlock *drained = overlapped ? drain_overlapped_dot(op, iv_next, hi, head, next) : nullptr;
+  b_.CreateBr(drained ? exit : head);
   if (pipelined) pipeline_latch(op, latch);
   for (auto it = shared_made_.begin(); it != shared_made_.end();) {
     if (it->second == depth_) {
@@ -131,6 +138,18 @@ void GpuLowering::emit_for(const ir::Op &op) {
 
   b_.SetInsertPoint(exit);
   shared_dirty_ = true;
+  if (drained) {  // the results: the initial values (no iteration ran) or the drained ones
+    for (size_t i = 0; i < phis.size(); ++i) {
+      std::vector<llvm::PHINode *> merged;
+      for (size_t r = 0; r < phis[i].size(); ++r) {
+        llvm::PHINode *phi = b_.CreatePHI(phis[i][r]->getType(), 2);
+        phi->addIncoming(inits[i][r], pre);
+        phi->addIncoming(next[i][r], drained);
+        merged.push_back(phi);
+      }
+      phis[i] = merged;
+    }
+  }
   for (size_t i = 0; i < phis.size(); ++i) bind(op.results[i], phis[i]);
 }
 

@@ -1,6 +1,7 @@
 // lower_pipeline.cpp - software pipelining: tiles feeding tensor-core dots copied global -> shared with cp.async, num_stages - 1 iterations ahead
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include <kdsl/error.h>
@@ -10,12 +11,20 @@
 
 namespace kdsl::codegen::gpu {
 
-// With S = num_stages buffers per pipelined load and iterations i = 0, 1, ...:
-//   before the loop:  copy iterations 0 .. S-2 into buffers 0 .. S-2, one commit each
-//   iteration i:      wait_group S-2 (this thread's copies of iteration i have landed)
+// With S = num_stages buffers per pipelined load, A = S - 1 iterations ahead, and
+// iterations i = 0, 1, ...:
+//   before the loop:  copy iterations 0 .. A-1 into buffers 0 .. A-1, one commit each
+//   iteration i:      wait_group A-1 (this thread's copies of iteration i have landed)
 //                     bar.sync (everyone's have; everyone finished iteration i-1's reads)
-//                     copy iteration i+S-1 into buffer (i+S-1) % S (read in i-1), commit
-//                     the dot reads buffer i % S with ldmatrix
+//                     copy iteration i+A into buffer (i+A) % S (read in i-1), commit
+//                     the dot reads buffer i % S (ldmatrix, or wgmma's descriptors)
+// A wgmma dot whose operands are all copied ahead and whose accumulator the loop carries
+// (overlapped_dot) leaves its group in flight (wait_group 1 after its commit, so iteration
+// i-1's completes) while the next iteration's copies and loads go on. Then A = S - 2: the
+// buffer a copy overwrites, (i-2) % S, was read by a group every thread has seen complete
+// before the barrier, while (i-1) % S may still be read. The last iteration waits for its own
+// group (wait_group 0) before it leaves the loop: ptxas serializes every wgmma of the loop
+// (its C7514) when that wait is only after the loop.
 // A copy is skipped for iterations past the end (its group is committed empty, so the
 // counting stays uniform); every copy issued is waited for by the iteration that reads it.
 // Each thread copies the 16-byte groups its registers of the load would hold, into the tile
@@ -70,6 +79,8 @@ bool GpuLowering::pipeline_prologue(const ir::Op &loop, llvm::Value *lo, llvm::V
     if (p.loop == &loop) pl.loads.push_back(&p);
   if (pl.loads.empty()) return false;
   int stages = plan_.num_stages;
+  pl.overlapped = overlapped_dot(loop, pl.loads, pl.overlapped_carry);
+  pl.ahead = pl.overlapped ? stages - 2 : stages - 1;
   for (const PipelinedLoad *p : pl.loads) {
     const ir::Type &t = fn_.type(p->load->results[0]);
     const MatrixInstruction &mi = target_.matrix_instructions[size_t(plan_.instruction_of(p->dot))];
@@ -79,7 +90,7 @@ bool GpuLowering::pipeline_prologue(const ir::Op &loop, llvm::Value *lo, llvm::V
     pl.buffers.push_back(allocate_shared(stages * layout.bytes(), layout.swizzled() ? StagedLayout::kSwizzleAlign : 16));
   }
   barrier_before_write();  // inside an outer loop, its previous iteration read these buffers
-  for (int s = 0; s + 1 < stages; ++s) {
+  for (int s = 0; s < pl.ahead; ++s) {
     llvm::Value *iv = b_.CreateAdd(lo, b_.CreateMul(step, b_.getInt32(uint32_t(s))));
     when(b_.CreateICmpSLT(iv, hi), [&] {
       for (size_t i = 0; i < pl.loads.size(); ++i)
@@ -124,6 +135,59 @@ std::vector<ir::ValueId> GpuLowering::stage_invariant_operands(const ir::Op &loo
   return staged;
 }
 
+// The dot of `loop` that may keep its wgmma group in flight into the next iteration: at
+// least 3 stages (so copies still run one iteration ahead), every pipelined load of the loop
+// feeding it, both its operands copied ahead (nothing it stages itself could be overwritten
+// while read), on an instruction that reads by descriptor, at the top level of the body, and
+// its accumulator a carried value that only it reads and that only the yield takes from it.
+// `carry` is set to that value's index among the loop's carried values.
+const ir::Op *GpuLowering::overlapped_dot(const ir::Op &loop, const std::vector<const PipelinedLoad *> &loads, int &carry) {
+  if (plan_.num_stages < 3 || loads.empty()) return nullptr;
+  const ir::Op *dot = loads[0]->dot;
+  bool a = false, b = false;
+  for (const PipelinedLoad *p : loads) {
+    if (p->dot != dot) return nullptr;
+    (p->operand == 0 ? a : b) = true;
+  }
+  if (!a || !b || !target_.matrix_instructions[size_t(plan_.instruction_of(dot))].descriptor_operands) return nullptr;
+  const ir::Region &body = loop.regions[0];
+  const ir::Op &yield = body.ops.back();
+  auto arg = std::find(body.args.begin() + 1, body.args.end(), dot->operands[2]);
+  if (arg == body.args.end()) return nullptr;
+  const size_t index = size_t(arg - body.args.begin() - 1);
+  int acc_uses = 0, result_uses = 0;
+  ir::walk(body, [&](const ir::Op &op) {
+    for (ir::ValueId x : op.operands) {
+      acc_uses += x == dot->operands[2];
+      result_uses += x == dot->results[0];
+    }
+  });
+  if (acc_uses != 1 || result_uses != 1 || yield.operands[index] != dot->results[0]) return nullptr;
+  if (std::none_of(body.ops.begin(), body.ops.end(), [&](const ir::Op &o) { return &o == dot; })) return nullptr;
+  carry = int(index);
+  return dot;
+}
+
+bool GpuLowering::dot_overlaps(const ir::Op &dot) const {
+  return std::any_of(pipelines_.begin(), pipelines_.end(), [&](const auto &entry) { return entry.second.overlapped == &dot; });
+}
+
+// Ends the body of `loop` when its dot overlaps iterations: the next iteration runs while
+// iv_next < hi (back to `head`); otherwise a block of its own waits for the dot's last group
+// and leaves the loop. Returns that block, `next` (the carried values after the last
+// iteration) holding the waited accumulator; null, emitting nothing, for other loops.
+llvm::BasicBlock *GpuLowering::drain_overlapped_dot(const ir::Op &loop, llvm::Value *iv_next, llvm::Value *hi, llvm::BasicBlock *head,
+                                                    std::vector<std::vector<llvm::Value *>> &next) {
+  const LoopPipeline &pl = pipelines_.at(&loop);
+  if (!pl.overlapped) return nullptr;
+  llvm::BasicBlock *drain = llvm::BasicBlock::Create(ctx_, "for.drain", b_.GetInsertBlock()->getParent());
+  b_.CreateCondBr(b_.CreateICmpSLT(iv_next, hi), head, drain);
+  b_.SetInsertPoint(drain);
+  std::vector<llvm::Value *> &acc = next[size_t(pl.overlapped_carry)];
+  acc = hooks_.wait_matrix_dots(b_, acc);
+  return drain;
+}
+
 // Whether a dot reading any of `loads` reads shared memory by descriptor (wgmma).
 bool GpuLowering::reads_by_descriptor(const std::vector<const PipelinedLoad *> &loads) {
   return std::any_of(loads.begin(), loads.end(), [&](const PipelinedLoad *p) {
@@ -140,13 +204,13 @@ void GpuLowering::pipeline_header(const ir::Op &loop, llvm::BasicBlock *pre) {
 void GpuLowering::pipeline_body(const ir::Op &loop, llvm::Value *iv, llvm::Value *hi, llvm::Value *step) {
   LoopPipeline &pl = pipelines_.at(&loop);
   int stages = plan_.num_stages;
-  hooks_.async_wait(b_, stages - 2);
+  hooks_.async_wait(b_, pl.ahead - 1);
   if (reads_by_descriptor(pl.loads)) hooks_.async_proxy_fence(b_);  // before the barrier: the dot needs no barrier of its own
   hooks_.barrier(b_);
   shared_dirty_ = false;
-  llvm::Value *ahead = b_.CreateAdd(pl.stage, b_.getInt32(uint32_t(stages - 1)));
+  llvm::Value *ahead = b_.CreateAdd(pl.stage, b_.getInt32(uint32_t(pl.ahead)));
   ahead = b_.CreateSelect(b_.CreateICmpUGE(ahead, b_.getInt32(uint32_t(stages))), b_.CreateSub(ahead, b_.getInt32(uint32_t(stages))), ahead);
-  llvm::Value *iv_ahead = b_.CreateAdd(iv, b_.CreateMul(step, b_.getInt32(uint32_t(stages - 1))));
+  llvm::Value *iv_ahead = b_.CreateAdd(iv, b_.CreateMul(step, b_.getInt32(uint32_t(pl.ahead))));
   auto tile = [&](size_t i, llvm::Value *stage) {
     return b_.CreateInBoundsGEP(b_.getInt8Ty(), pl.buffers[i], b_.CreateMul(stage, b_.getInt32(uint32_t(pl.stage_bytes[i]))));
   };

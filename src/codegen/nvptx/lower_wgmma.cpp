@@ -25,7 +25,8 @@ namespace kdsl::codegen::nvptx {
 //   wgmma.fence
 //   per k step (32 bytes: k of 16 or 32), per m tile, per n chunk: wgmma.mma_async with B's
 //   descriptor and A's descriptor or registers
-//   wgmma.commit_group, wgmma.wait_group 0  (the accumulators are ready)
+//   wgmma.commit_group, wgmma.wait_group 0  (the accumulators are ready; 1 where the dot
+//                                            overlaps its loop's next iteration)
 // The k steps are unrolled (K is a block extent).
 void emit_wgmma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstruction &mi) {
   using gpu::Layout, gpu::LayoutKind, gpu::StagedLayout;
@@ -122,7 +123,9 @@ void emit_wgmma_dot(gpu::GpuLowering &g, const ir::Op &op, const MatrixInstructi
       }
     }
   wgmma_commit_group(g.b_);
-  acc = wgmma_wait_group(g.b_, 0, acc);
+  // A dot that overlaps its loop's next iteration (lower_pipeline.cpp) lets its own group run
+  // on and waits for the previous iteration's; the loop's last iteration waits for its own.
+  acc = wgmma_wait_group(g.b_, g.dot_overlaps(op) ? 1 : 0, acc);
   g.shared_dirty_ = true;  // wgmma read the staged tiles
   g.set_regs(v, std::move(acc));
 }

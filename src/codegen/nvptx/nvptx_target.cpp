@@ -68,5 +68,6 @@ void NvptxTarget::async_copy_16(llvm::IRBuilder<> &b, llvm::Value *shared, llvm:
 void NvptxTarget::async_commit(llvm::IRBuilder<> &b) { cp_async_commit_group(b); }
 void NvptxTarget::async_wait(llvm::IRBuilder<> &b, int groups) { cp_async_wait_group(b, groups); }
 void NvptxTarget::async_proxy_fence(llvm::IRBuilder<> &b) { fence_proxy_async(b); }
+std::vector<llvm::Value *> NvptxTarget::wait_matrix_dots(llvm::IRBuilder<> &b, const std::vector<llvm::Value *> &acc) { return wgmma_wait_group(b, 0, acc); }
 
 }  // namespace kdsl::codegen::nvptx

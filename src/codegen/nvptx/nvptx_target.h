@@ -29,6 +29,7 @@ class NvptxTarget final : public gpu::GpuTarget {
   void async_commit(llvm::IRBuilder<> &b) override;
   void async_wait(llvm::IRBuilder<> &b, int groups) override;
   void async_proxy_fence(llvm::IRBuilder<> &b) override;
+  std::vector<llvm::Value *> wait_matrix_dots(llvm::IRBuilder<> &b, const std::vector<llvm::Value *> &acc) override;
 };
 
 // dot on tensor cores (lower_mma.cpp): operands staged in shared memory, ldmatrix
