@@ -57,9 +57,10 @@ std::vector<float> widened_halves(const std::vector<uint8_t> &bytes) {
   return out;
 }
 
-// Runs the kernel on the CPU device and on the GPU with the same inputs, then checks every
-// array argument: f32 arrays within `tolerance`, the others byte for byte.
-void check_on_gpu(const tools::NamedKernel &k, const Grid &grid, std::vector<Arg> args, Tolerance tolerance) {
+// Runs the kernel on the CPU device and on the GPU (with `num_stages` pipeline stages) with the
+// same inputs, then checks every array argument: f32 and f16 arrays within `tolerance`, the
+// others byte for byte.
+void check_on_gpu(const tools::NamedKernel &k, const Grid &grid, std::vector<Arg> args, Tolerance tolerance, int num_stages = 2) {
   std::vector<Arg> cpu_args = args;
   std::vector<ArgValue> cpu_values, gpu_values;
   for (Arg &a : cpu_args) cpu_values.push_back(a.host.empty() ? a.scalar : make_arg(static_cast<void *>(a.host.data())));
@@ -79,7 +80,7 @@ void check_on_gpu(const tools::NamedKernel &k, const Grid &grid, std::vector<Arg
     v.on_device = true;
     gpu_values.push_back(v);
   }
-  auto gpu_kernel = detail::make_kernel(dev, k.signature, {k.num_warps, 2});
+  auto gpu_kernel = detail::make_kernel(dev, k.signature, {k.num_warps, num_stages});
   detail::launch(*gpu_kernel, grid, gpu_values.data(), gpu_values.size());
   dev.synchronize();
   if (skip_comparison_on_fake(dev)) return;
@@ -164,6 +165,38 @@ TEST_CASE("gpu: matmul, swiglu and argmax match the CPU backend") {
   auto x = random_f32(1000, rng);
   std::vector<int32_t> index(1);
   check_on_gpu(kernel("argmax"), grid(1), {Arg::array(x), Arg::array(index), Arg::value(1000)}, kExact);
+}
+
+// Triton's tutorial matmul tile: f16 A [M][K] and B [K][N], 128 x 128 x 64, 8 warps, 3 stages.
+// On Hopper both operands are copied ahead (B read MN-major by wgmma) and each k step's wgmma
+// group stays in flight into the next; elsewhere mma.sync. Ragged M, N and K.
+template <int BM, int BN, int BK>
+void tutorial_matmul(Ptr<f16> a, Ptr<f16> b, Ptr<f32> c, Scalar<i32> M, Scalar<i32> N, Scalar<i32> K) {
+  auto rm = expand_dims<1>(program_id(0) * BM + arange<BM>());
+  auto rn = expand_dims<0>(program_id(1) * BN + arange<BN>());
+  auto rk = arange<BK>();
+  auto acc = for_range(0, K, BK, zeros<f32, BM, BN>(), [&](auto k0, auto acc) {
+    auto ka = expand_dims<0>(k0 + rk), kb = expand_dims<1>(k0 + rk);
+    return dot(load(a + rm * K + ka, rm < M && ka < K, 0), load(b + kb * N + rn, kb < K && rn < N, 0), acc);
+  });
+  store(c + rm * N + rn, acc, rm < M && rn < N);
+}
+
+TEST_CASE("gpu: Triton's tutorial matmul tile (both operands copied ahead, 3 stages) matches the CPU backend, aligned and ragged") {
+  if (!gpu()) return;
+  std::mt19937 rng(5);
+  const tools::NamedKernel k = tools::named_kernel<tutorial_matmul<128, 128, 64>>("tutorial_matmul", 8);
+  for (auto [M, N, K] : {std::tuple{256, 256, 512}, std::tuple{200, 136, 328}}) {
+    CAPTURE(M);
+    CAPTURE(N);
+    CAPTURE(K);
+    std::vector<half> a(size_t(M) * K), b(size_t(K) * N);
+    for (half &x : a) x = half(std::uniform_real_distribution<float>(-1, 1)(rng));
+    for (half &x : b) x = half(std::uniform_real_distribution<float>(-1, 1)(rng));
+    std::vector<float> c(size_t(M) * N);
+    check_on_gpu(k, grid(cdiv(M, 128), cdiv(N, 128)), {Arg::array(a), Arg::array(b), Arg::array(c), Arg::value(M), Arg::value(N), Arg::value(K)},
+                 kTensorCoreDot, 3);
+  }
 }
 
 // Flash attention at Triton's tutorial configuration (examples/flash_attention.h: 128 query
