@@ -72,6 +72,12 @@ uint8_t op_traits(OpKind k) {
 
 bool writes_memory(OpKind k) { return k == OpKind::Store || is_atomic(k); }
 
+std::set<ValueId> defined_in(const Region &r) {
+  std::set<ValueId> values(r.args.begin(), r.args.end());
+  walk(r, [&](const Op &op) { values.insert(op.results.begin(), op.results.end()); });
+  return values;
+}
+
 bool reads_operand_elementwise(const Op &op, size_t operand) {
   if (is_elementwise(op.kind)) return true;
   switch (op.kind) {

@@ -2,6 +2,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -117,12 +118,19 @@ void walk(const Region &r, F &&f) {
   }
 }
 
+// The values a region defines: its arguments and the results of every op in it, nested
+// regions' ops included (a loop body's values, against those it reads from outside).
+std::set<ValueId> defined_in(const Region &r);
+
 // Does the op write memory (store and the atomics)?
 bool writes_memory(OpKind k);
 inline bool is_atomic(OpKind k) {
   return k == OpKind::AtomicAdd || k == OpKind::AtomicMax || k == OpKind::AtomicMin || k == OpKind::AtomicXchg || k == OpKind::AtomicCas;
 }
 inline bool is_scan(OpKind k) { return k == OpKind::ScanSum || k == OpKind::ScanMax || k == OpKind::ScanMin; }
+inline bool is_reduction(OpKind k) {
+  return k == OpKind::ReduceSum || k == OpKind::ReduceMax || k == OpKind::ReduceMin || k == OpKind::ArgMax || k == OpKind::ArgMin;
+}
 
 // Is the i-th operand of `op` a block whose elements it reads once each, at the same index
 // as the result element (so a producer can be fused into the consumer's loop)?

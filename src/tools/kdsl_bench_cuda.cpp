@@ -217,13 +217,16 @@ int main(int argc, char **argv) {
     std::fflush(stdout);
     results.push_back(r);
   };
-  auto timed = [&](auto &&body) {
-    body();  // compile and warm up
+  // Milliseconds a launch of `body`, over `times` launches after one to compile and warm up;
+  // `timed` takes --repeats of them, the long matmul and attention rows 3.
+  auto timed_times = [&](int times, auto &&body) {
+    body();
     dev.synchronize();
     return dev.time_ms([&] {
-             for (int i = 0; i < repeats; ++i) body();
-           }) / repeats;
+             for (int i = 0; i < times; ++i) body();
+           }) / times;
   };
+  auto timed = [&](auto &&body) { return timed_times(repeats, body); };
   auto rate = [](double bytes, double ms) { return ms > 0 ? bytes / ms / 1e6 : 0.0; };
   auto find = [](const char *name) {
     for (auto &k : tools::example_kernels())
@@ -312,10 +315,7 @@ int main(int argc, char **argv) {
       if (quick && &tile != &kMatmulTiles[0]) break;
       row(fmt::format("{}^3 {}", size, tile.label()), "TFLOP/s", [&](Result &r) {
         auto mm = detail::make_kernel(device, tile.signature(), {tile.warps, tile.stages});
-        int saved = repeats;
-        repeats = 3;
-        double ms = timed([&] { detail::launch(*mm, grid(cdiv(size, tile.bm), cdiv(size, tile.bn)), args.data(), args.size()); });
-        repeats = saved;
+        double ms = timed_times(3, [&] { detail::launch(*mm, grid(cdiv(size, tile.bm), cdiv(size, tile.bn)), args.data(), args.size()); });
         r.value = ms > 0 ? 2.0 * size * size * double(size) / ms / 1e9 : 0;
         std::string key = fmt::format("torch_{}", size);
         if (baselines.contains(key) && baselines[key].is_number()) r.ceiling = baselines[key].get<double>();
@@ -340,10 +340,7 @@ int main(int argc, char **argv) {
           if (tile.causal != causal) continue;
           row(fmt::format("{} {}", seq, tile.label()), "TFLOP/s", [&](Result &r) {
             auto attention = detail::make_kernel(device, tile.make(), {tile.warps, tile.stages});
-            int saved = repeats;
-            repeats = 3;
-            double ms = timed([&] { detail::launch(*attention, grid(cdiv(seq, tile.bm), heads), args.data(), args.size()); });
-            repeats = saved;
+            double ms = timed_times(3, [&] { detail::launch(*attention, grid(cdiv(seq, tile.bm), heads), args.data(), args.size()); });
             double flops = 4.0 * heads * double(seq) * seq * kFlashD * (causal ? 0.5 : 1.0);
             r.value = ms > 0 ? flops / ms / 1e9 : 0;
             if (const std::string key = "triton_flash" + shape; baselines.contains(key) && baselines[key].is_number()) r.ceiling = baselines[key].get<double>();

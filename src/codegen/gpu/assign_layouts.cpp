@@ -16,6 +16,9 @@
 namespace kdsl::codegen::gpu {
 namespace {
 
+// The ops reading each value.
+using Users = std::map<ir::ValueId, std::vector<const ir::Op *>>;
+
 int pow2_floor(int64_t v) {
   int p = 1;
   while (int64_t(p) * 2 <= v) p *= 2;
@@ -130,8 +133,7 @@ class LayoutClasses {
 // scores: their row maximum and sum, P into the second product; its accumulator rescaled by
 // a factor per row). Split across warps along n, each of these would go through shared
 // memory with barriers; rows in a warp take shuffles within the warp, or nothing.
-bool rows_in_warp(const ir::Function &fn, const ir::Op &dot, LayoutClasses &classes, const std::map<ir::ValueId, std::vector<const ir::Op *>> &users,
-                  const std::vector<const ir::Op *> &def) {
+bool rows_in_warp(const ir::Function &fn, const ir::Op &dot, LayoutClasses &classes, const Users &users, const std::vector<const ir::Op *> &def) {
   const ir::Shape &shape = fn.type(dot.results[0]).shape;
   auto row_broadcast = [&](ir::ValueId x) {
     const ir::Op *d = def[size_t(x)];
@@ -151,10 +153,7 @@ bool rows_in_warp(const ir::Function &fn, const ir::Op &dot, LayoutClasses &clas
     auto it = users.find(v);
     if (it == users.end()) continue;
     for (const ir::Op *u : it->second) {
-      if ((u->kind == OpKind::ReduceSum || u->kind == OpKind::ReduceMax || u->kind == OpKind::ReduceMin || u->kind == OpKind::ArgMax ||
-           u->kind == OpKind::ArgMin) &&
-          !u->ints.empty() && u->ints[0] == 1)
-        return true;
+      if (ir::is_reduction(u->kind) && !u->ints.empty() && u->ints[0] == 1) return true;
       if (u->kind == OpKind::Dot && u->operands[0] == v) return true;
       if (!ir::is_elementwise(u->kind) || u->results.empty() || !(fn.type(u->results[0]).shape == shape)) continue;
       if (std::any_of(u->operands.begin(), u->operands.end(), row_broadcast)) return true;
@@ -169,12 +168,8 @@ bool rows_in_warp(const ir::Function &fn, const ir::Op &dot, LayoutClasses &clas
 // tiles, enough of them for every warp. Others (f32, ragged shapes, targets without matrix
 // instructions) multiply with FMAs in whatever layout their result has.
 void choose_mma_layouts(const ir::Function &fn, const TargetInfo &target, int num_warps, LayoutPlan &plan, LayoutClasses &classes,
-                        const std::vector<const ir::Op *> &def) {
+                        const std::vector<const ir::Op *> &def, const Users &users) {
   std::vector<std::pair<const ir::Op *, Layout>> chosen;
-  std::map<ir::ValueId, std::vector<const ir::Op *>> users;
-  walk(fn.body, [&](const ir::Op &op) {
-    for (ir::ValueId x : op.operands) users[x].push_back(&op);
-  });
   walk(fn.body, [&](const ir::Op &op) {
     if (op.kind != OpKind::Dot) return;
     const bool rows = rows_in_warp(fn, op, classes, users, def);
@@ -261,10 +256,6 @@ void store_in_mma_layout(const ir::Function &fn, LayoutPlan &plan, LayoutClasses
   });
 }
 
-bool is_reduction(OpKind k) {
-  return k == OpKind::ReduceSum || k == OpKind::ReduceMax || k == OpKind::ReduceMin || k == OpKind::ArgMax || k == OpKind::ArgMin;
-}
-
 // Row vectors of a dot's accumulator. A reduction along the rows of a value in an Mma layout
 // whose warps hold whole rows (warps_per_cta[1] == 1) leaves each row's result in the lanes that
 // hold the row (lower_reduce.cpp); it, the row vectors computed from it (elementwise ops of its
@@ -274,15 +265,11 @@ bool is_reduction(OpKind k) {
 // a reduction of the vector, a view across it) leaves the whole group blocked, converted
 // through shared memory as before. Operands of another layout (a loaded bias) are converted
 // where read.
-void choose_row_slices(const ir::Function &fn, LayoutPlan &plan, LayoutClasses &classes, const std::vector<const ir::Op *> &def) {
-  std::map<ir::ValueId, std::vector<const ir::Op *>> users;
+void choose_row_slices(const ir::Function &fn, LayoutPlan &plan, LayoutClasses &classes, const std::vector<const ir::Op *> &def, const Users &users) {
   std::map<ir::ValueId, std::vector<ir::ValueId>> members;  // of each layout class, by its root
-  walk(fn.body, [&](const ir::Op &op) {
-    for (ir::ValueId x : op.operands) users[x].push_back(&op);
-  });
   for (size_t v = 0; v < fn.values.size(); ++v) members[classes.find(ir::ValueId(v))].push_back(ir::ValueId(v));
   walk(fn.body, [&](const ir::Op &reduce) {
-    if (!is_reduction(reduce.kind) || reduce.ints.empty() || reduce.ints[0] != 1 || fn.type(reduce.operands[0]).shape.rank != 2) return;
+    if (!ir::is_reduction(reduce.kind) || reduce.ints.empty() || reduce.ints[0] != 1 || fn.type(reduce.operands[0]).shape.rank != 2) return;
     const Layout &parent = plan.layout[size_t(reduce.operands[0])];
     ir::ValueId start = reduce.results[0];
     if (parent.kind != LayoutKind::Mma || parent.warps_per_cta[1] != 1 || plan.layout[size_t(start)].kind == LayoutKind::Slice) return;
@@ -299,23 +286,24 @@ void choose_row_slices(const ir::Function &fn, LayoutPlan &plan, LayoutClasses &
       ir::ValueId x = todo.back();
       todo.pop_back();
       if (const ir::Op *d = def[size_t(x)]) {
-        if (is_reduction(d->kind)) {
+        if (ir::is_reduction(d->kind)) {
           const Layout &in = plan.layout[size_t(d->operands[0])];
           ok = d->ints[0] == 1 && in.kind == LayoutKind::Mma && in == parent;
         } else if (ir::is_elementwise(d->kind)) {
           for (ir::ValueId o : d->operands)  // row vectors it combines: computed rows, not loaded ones
-            if (const ir::Op *od = def[size_t(o)]; fn.type(o).shape == shape && (!od || is_reduction(od->kind) || ir::is_elementwise(od->kind) || od->kind == OpKind::For))
+            if (const ir::Op *od = def[size_t(o)]; fn.type(o).shape == shape && (!od || ir::is_reduction(od->kind) || ir::is_elementwise(od->kind) || od->kind == OpKind::For))
               add(o);
         } else {
           ok = d->kind == OpKind::For || is_index_math(*d, fn.type(x)) || d->kind == OpKind::Constant;
         }
       }
-      for (const ir::Op *u : users[x]) {
-        if (!ok) break;
-        if (ir::is_elementwise(u->kind) && fn.type(u->results[0]).shape == shape) add(u->results[0]);
-        else if (u->kind == OpKind::ExpandDims) ok = u->ints[0] != 0;
-        else ok = u->kind == OpKind::For || u->kind == OpKind::Yield;
-      }
+      if (auto used = users.find(x); used != users.end())
+        for (const ir::Op *u : used->second) {
+          if (!ok) break;
+          if (ir::is_elementwise(u->kind) && fn.type(u->results[0]).shape == shape) add(u->results[0]);
+          else if (u->kind == OpKind::ExpandDims) ok = u->ints[0] != 0;
+          else ok = u->kind == OpKind::For || u->kind == OpKind::Yield;
+        }
     }
     if (!ok) return;
     const Layout slice = slice_layout(parent, 1);
@@ -359,12 +347,14 @@ LayoutPlan assign_layouts(const ir::Function &fn, const TargetInfo &target, int 
 
   LayoutClasses classes(fn);
   std::vector<const ir::Op *> def(fn.values.size(), nullptr);
+  Users users;
   walk(fn.body, [&](const ir::Op &op) {
     for (ir::ValueId r : op.results) def[size_t(r)] = &op;
+    for (ir::ValueId x : op.operands) users[x].push_back(&op);
   });
-  choose_mma_layouts(fn, target, num_warps, plan, classes, def);
+  choose_mma_layouts(fn, target, num_warps, plan, classes, def, users);
   store_in_mma_layout(fn, plan, classes, def);
-  choose_row_slices(fn, plan, classes, def);
+  choose_row_slices(fn, plan, classes, def, users);
 
   std::vector<AxisInfo> info = analyze_axis_info(fn);
   walk(fn.body, [&](const ir::Op &op) {

@@ -36,14 +36,13 @@ namespace kdsl::codegen::gpu {
 // pointer `k + base`, say), in program order: they are computed for each iteration copied,
 // before the body has computed them for its own.
 std::vector<ir::ValueId> GpuLowering::body_scalars_of(const PipelinedLoad &p) {
-  std::set<ir::ValueId> inside;
-  ir::walk(p.loop->regions[0], [&](const ir::Op &op) { inside.insert(op.results.begin(), op.results.end()); });
+  const std::set<ir::ValueId> inside = ir::defined_in(p.loop->regions[0]);
   std::set<ir::ValueId> seen, scalars;
   std::vector<ir::ValueId> todo(p.load->operands.begin(), p.load->operands.end());
   while (!todo.empty()) {
     ir::ValueId x = todo.back();
     todo.pop_back();
-    if (!inside.count(x) || !seen.insert(x).second) continue;
+    if (!inside.count(x) || !def_[size_t(x)] || !seen.insert(x).second) continue;  // the induction variable is set by the caller
     if (fn_.type(x).shape.rank == 0) scalars.insert(x);
     todo.insert(todo.end(), def_[size_t(x)]->operands.begin(), def_[size_t(x)]->operands.end());
   }
@@ -110,8 +109,7 @@ bool GpuLowering::pipeline_prologue(const ir::Op &loop, llvm::Value *lo, llvm::V
 // caller clears `staged` of what this returns once the loop is done.
 std::vector<ir::ValueId> GpuLowering::stage_invariant_operands(const ir::Op &loop) {
   const ir::Region &body = loop.regions[0];
-  std::set<ir::ValueId> inside(body.args.begin(), body.args.end());
-  ir::walk(body, [&](const ir::Op &op) { inside.insert(op.results.begin(), op.results.end()); });
+  const std::set<ir::ValueId> inside = ir::defined_in(body);
   std::vector<ir::ValueId> staged;
   bool by_descriptor = false;
   for (const ir::Op &dot : body.ops) {

@@ -46,8 +46,7 @@ void plan_pipelining(const ir::Function &fn, const TargetInfo &target, int num_s
   walk(fn.body, [&](const ir::Op &loop) {
     if (loop.kind != OpKind::For) return;
     const ir::Region &body = loop.regions[0];
-    std::set<ir::ValueId> inside(body.args.begin(), body.args.end());
-    walk(body, [&](const ir::Op &op) { inside.insert(op.results.begin(), op.results.end()); });
+    const std::set<ir::ValueId> inside = ir::defined_in(body);
     for (const ir::Op &dot : body.ops) {
       if (dot.kind != OpKind::Dot || plan.instruction_of(&dot) < 0) continue;
       const MatrixInstruction &mi = target.matrix_instructions[size_t(plan.instruction_of(&dot))];
