@@ -14,4 +14,5 @@
 #include <kdsl/reduce.h>
 #include <kdsl/registry.h>
 #include <kdsl/specialization.h>
+#include <kdsl/tensor_descriptor.h>
 #include <kdsl/views.h>

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "codegen/target_info.h"
+#include "codegen/tensor_map.h"
 #include "ir/ir.h"
 
 namespace kdsl::codegen {
@@ -76,6 +77,9 @@ struct CompiledObject {
   // registers spilled to local memory (spill_warning), a dot left on FMAs although the target
   // has a matrix instruction of its types (the layout plan says why).
   std::vector<std::string> warnings;
+  // NVIDIA: the TMA tensor maps the kernel takes after its arguments, which the launcher
+  // encodes from the argument values (tensor_map.h); empty for every other kernel.
+  std::vector<TensorMapSpec> tensor_maps;
   std::map<std::string, std::string> stages;  // DumpOptions::keep_text: each stage's text by its file's extension (".kir", ".ptx")
 };
 

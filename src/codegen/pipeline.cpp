@@ -22,13 +22,13 @@
 #include "codegen/host/scaled_dot.h"
 #include "codegen/host/target_machine.h"
 #include "codegen/module_steps.h"
-#include "codegen/gpu/assign_layouts.h"
 #include "codegen/gpu/lower_gpu.h"
-#include "codegen/gpu/plan_pipelining.h"
+#include "codegen/gpu/plan_kernel.h"
 #include "codegen/nvptx/nvptx_target.h"
 #include "codegen/nvptx/ptx_compiler.h"
 #include "codegen/passes/cse.h"
 #include "codegen/passes/dce.h"
+#include "codegen/passes/expand_tile_loads.h"
 #include "codegen/passes/fold_constants.h"
 #include "codegen/passes/specialize_arguments.h"
 #include "codegen/stage_dump.h"
@@ -122,9 +122,10 @@ CompiledObject compile(const ir::Function &traced, const std::string &symbol, co
   run_pipeline(fn);                                                                   // 1. block-IR passes
   gpu::LayoutPlan plan;
   if (gpu) {
-    plan = gpu::assign_layouts(fn, *target.gpu, options.num_warps);                   // 2. GPU: layouts, vector widths, mma dots,
-    gpu::plan_pipelining(fn, *target.gpu, options.num_stages, plan);                  //    async copies for loads feeding them
+    plan = gpu::plan_gpu_kernel(fn, *target.gpu, options.num_warps, options.num_stages);  // 2. GPU: TMA tiles, layouts, vector widths,
+                                                                                      //    mma dots, async copies for loads feeding them
   } else {
+    passes::expand_tile_loads(fn);                                                    //    host: tile loads as masked loads
     fuse_scaled_dots(fn);                                                             //    host: byte dots scaled by column as one op
   }
   if (dump.ir) stages.write(".kir", ir::print(fn));
@@ -159,6 +160,7 @@ CompiledObject compile(const ir::Function &traced, const std::string &symbol, co
   else emit_host_object(module, *tm, out, stages);                                    //    or a host object
   out.llvm_ms = elapsed_ms(start);
   out.warnings = plan.warnings;
+  out.tensor_maps = lowered.tensor_maps;
   if (gpu)
     if (std::optional<std::string> spilled = spill_warning(out.resources, fn.name, target.gpu->name)) out.warnings.push_back(*spilled);
   for (const std::string &w : out.warnings) log_warn("{}", w);

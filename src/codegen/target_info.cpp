@@ -105,6 +105,7 @@ std::vector<TargetInfo> make_targets() {
   sm90a.name = "sm_90a";
   sm90a.llvm_features = "+ptx80";
   sm90a.matrix_instructions = hopper_wgmma();
+  sm90a.tensor_copy = true;  // TMA writes the swizzled tiles wgmma reads; sm_90 keeps ldmatrix's padded rows
 
   // AMD CDNA (MI200: gfx90a, MI300: gfx942): waves of 64, 64 KiB of LDS per workgroup,
   // dot on MFMA (amdgpu/lower_mfma.cpp).

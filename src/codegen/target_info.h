@@ -58,6 +58,7 @@ struct TargetInfo {
   int shared_bytes_optin = 0;           // per block, after cuFuncSetAttribute (AMD: the LDS a workgroup may use)
   int global_vector_bytes = 16;         // widest global load or store per thread
   bool async_copy = false;              // cp.async global -> shared (sm_80+): loads feeding dot are software-pipelined
+  bool tensor_copy = false;             // TMA (cp.async.bulk.tensor) and mbarriers (sm_90a here): tile loads feeding wgmma are copied by descriptor
   int sm_count = 0;                     // filled in from a device query; 0 when compiling offline
   std::vector<MatrixInstruction> matrix_instructions;  // empty: dot multiplies with FMAs
 };

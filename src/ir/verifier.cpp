@@ -165,6 +165,13 @@ class Verifier {
         if (in.size() == 3 && (in[1]->elem != DType::Bool || !(in[1]->shape == out.shape) || *in[2] != out))
           problem(op, "mask must be i1 and other of the result type, both shaped like the pointers");
         break;
+      case OpKind::TileLoad: {
+        bool ok = in[0]->is_ptr && in[0]->is_scalar() && out == Type{in[0]->elem, false, out.shape} && out.shape.rank == 2;
+        for (size_t i = 1; ok && i < 6; ++i) ok = *in[i] == Type{DType::I32, false, {}};
+        if (!ok) problem(op, fmt::format("expects (ptr base, i32 rows, cols, row_stride, row, col) scalars and a 2-D tile of the pointee, has {} -> {}",
+                                         in[0]->str(), out.str()));
+        break;
+      }
       case OpKind::AtomicAdd: case OpKind::AtomicMax: case OpKind::AtomicMin: case OpKind::AtomicXchg: case OpKind::AtomicCas: {
         size_t values = op.kind == OpKind::AtomicCas ? 2 : 1;  // cas: compare, value
         bool ok = (in.size() == values + 1 || in.size() == values + 2) && in[0]->is_ptr && out.elem == in[0]->elem && out.shape == in[0]->shape;

@@ -73,6 +73,13 @@ struct LoopPipeline {
   // iteration (drain_overlapped_dot).
   const ir::Op *overlapped = nullptr;
   int overlapped_carry = -1;
+  // Loads copied by TMA (PipelinedLoad::tensor_copy): one transaction barrier a stage, whose
+  // phase completes when the stage's tensor_bytes have landed, and the parity of the phase this
+  // iteration waits for (it flips each time the stages wrap around).
+  bool has_tensor_copies = false, has_async_copies = false;
+  llvm::Value *barriers = nullptr;
+  int64_t tensor_bytes = 0;
+  llvm::PHINode *phase = nullptr;
 };
 
 class GpuLowering {
@@ -167,6 +174,20 @@ class GpuLowering {
   llvm::BasicBlock *drain_overlapped_dot(const ir::Op &loop, llvm::Value *iv_next, llvm::Value *hi, llvm::BasicBlock *head,
                                          std::vector<std::vector<llvm::Value *>> &next);
   void copy_tile_async(const PipelinedLoad &p, llvm::Value *iv, llvm::Value *buffer, const StagedLayout &layout);
+  void copy_tile_tensor(const PipelinedLoad &p, llvm::Value *iv, llvm::Value *buffer, const StagedLayout &layout, llvm::Value *barrier);
+  void copy_stage(const LoopPipeline &pl, llvm::Value *iv, llvm::Value *hi, llvm::Value *stage);
+  template <class F>
+  void at_iteration(const PipelinedLoad &p, llvm::Value *iv, F &&body);
+  llvm::Value *stage_tile(const LoopPipeline &pl, size_t load, llvm::Value *stage);
+  llvm::Value *stage_barrier(const LoopPipeline &pl, llvm::Value *stage);
+  void wait_for_phase(llvm::Value *barrier, llvm::Value *parity);
+  void pipeline_exit(const ir::Op &loop);
+  // The kernel's TMA tensor maps (LoweringResult::tensor_maps), their parameters, and the map
+  // each tile load copied by TMA reads.
+  std::vector<TensorMapSpec> tensor_maps_;
+  std::vector<llvm::Value *> tensor_map_params_;
+  std::map<const ir::Op *, int> tensor_map_of_;
+  void plan_tensor_maps();
   std::map<const ir::Op *, LoopPipeline> pipelines_;
 
   const ir::Function &fn_;

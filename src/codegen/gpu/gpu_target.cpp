@@ -18,6 +18,15 @@ void GpuTarget::async_wait(llvm::IRBuilder<> &, int) { internal_error("GPU lower
 std::vector<llvm::Value *> GpuTarget::wait_matrix_dots(llvm::IRBuilder<> &, const std::vector<llvm::Value *> &) {
   internal_error("GPU lowering: " + info_.name + " has no asynchronous matrix instructions");
 }
+namespace {
+[[noreturn]] void no_tensor_copy(const TargetInfo &info) { internal_error("GPU lowering: " + info.name + " has no tensor memory accelerator"); }
+}  // namespace
+void GpuTarget::barrier_init(llvm::IRBuilder<> &, llvm::Value *, int) { no_tensor_copy(info_); }
+void GpuTarget::barrier_init_fence(llvm::IRBuilder<> &) { no_tensor_copy(info_); }
+void GpuTarget::barrier_expect(llvm::IRBuilder<> &, llvm::Value *, llvm::Value *) { no_tensor_copy(info_); }
+llvm::Value *GpuTarget::barrier_phase_done(llvm::IRBuilder<> &, llvm::Value *, llvm::Value *) { no_tensor_copy(info_); }
+void GpuTarget::barrier_invalidate(llvm::IRBuilder<> &, llvm::Value *) { no_tensor_copy(info_); }
+void GpuTarget::tensor_copy_2d(llvm::IRBuilder<> &, llvm::Value *, llvm::Value *, llvm::Value *, llvm::Value *, llvm::Value *) { no_tensor_copy(info_); }
 void GpuTarget::async_proxy_fence(llvm::IRBuilder<> &) { internal_error("GPU lowering: " + info_.name + " has no matrix instructions reading shared memory by descriptor"); }
 
 llvm::Value *GpuTarget::dot4(llvm::IRBuilder<> &b, llvm::Value *a, llvm::Value *bw, llvm::Value *acc, bool a_signed, bool b_signed) {

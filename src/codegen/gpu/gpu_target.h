@@ -80,6 +80,23 @@ class GpuTarget {
   virtual void async_commit(llvm::IRBuilder<> &b);
   virtual void async_wait(llvm::IRBuilder<> &b, int groups);
 
+  // Hopper's tensor memory accelerator and transaction barriers (info().tensor_copy; only
+  // such targets are asked). A barrier is 8 bytes of shared memory:
+  //  - barrier_init: its phase completes once `count` threads have arrived and every byte
+  //    announced has landed; barrier_init_fence makes the inits visible to the copy engine.
+  //  - barrier_expect: this thread arrives, announcing `bytes` (i32) that copies will land.
+  //  - barrier_phase_done: i1, whether the phase of `parity` (i32, 0 or 1) has completed.
+  //  - barrier_invalidate: the 8 bytes may hold ordinary data again.
+  //  - tensor_copy_2d: the box at element (col, row) of the tensor map at `tensor_map`
+  //    (the kernel's parameter) into `shared`, swizzled as the map says, completing on `barrier`.
+  virtual void barrier_init(llvm::IRBuilder<> &b, llvm::Value *barrier, int count);
+  virtual void barrier_init_fence(llvm::IRBuilder<> &b);
+  virtual void barrier_expect(llvm::IRBuilder<> &b, llvm::Value *barrier, llvm::Value *bytes);
+  virtual llvm::Value *barrier_phase_done(llvm::IRBuilder<> &b, llvm::Value *barrier, llvm::Value *parity);
+  virtual void barrier_invalidate(llvm::IRBuilder<> &b, llvm::Value *barrier);
+  virtual void tensor_copy_2d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row,
+                              llvm::Value *barrier);
+
   // This thread's ordinary shared-memory writes so far (stores, and cp.async copies it has
   // waited for) become visible to matrix instructions that read shared memory through another
   // path (NVIDIA's async proxy: wgmma's descriptors) once a barrier follows. Asked only for

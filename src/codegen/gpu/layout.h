@@ -117,6 +117,9 @@ class RegisterAt {
 struct PipelinedLoad {
   const ir::Op *load = nullptr, *loop = nullptr, *dot = nullptr;
   int operand = 0;  // of the dot: 0 (A) or 1 (B)
+  // A TileLoad copied by TMA (one thread, a tensor map, an mbarrier a stage) instead of a
+  // Load copied by each thread's cp.async.
+  bool tensor_copy = false;
 };
 
 // Per value, the layout its registers are held in (rank-0 values: rank 0, uniform scalars),

@@ -1,6 +1,10 @@
 // lower_control.cpp - the kernel function, ops in program order, uniform for and if
 #include <llvm/IR/Intrinsics.h>
 
+#include <fmt/format.h>
+
+#include <kdsl/error.h>
+
 #include "codegen/gpu/gpu_lowering.h"
 
 namespace kdsl::codegen::gpu {
@@ -23,6 +27,9 @@ void GpuLowering::set_scalar(ir::ValueId v, llvm::Value *s) {
 void GpuLowering::emit_op(const ir::Op &op) {
   switch (op.kind) {
     case OpKind::Load: return emit_load(op);
+    case OpKind::TileLoad:  // plan_gpu_kernel expanded every one TMA does not copy at the top of the loop body
+      if (!plan_.pipelined_load(&op)) internal_error(fmt::format("GPU lowering of '{}': a tile load was neither expanded nor copied by TMA", fn_.name));
+      return;
     case OpKind::Store: case OpKind::AtomicAdd: case OpKind::AtomicMax: case OpKind::AtomicMin: case OpKind::AtomicXchg: case OpKind::AtomicCas:
       return emit_store(op);
     case OpKind::ScanSum: case OpKind::ScanMax: case OpKind::ScanMin: return emit_scan(op);
@@ -151,6 +158,7 @@ void GpuLowering::emit_for(const ir::Op &op) {
     }
   }
   for (size_t i = 0; i < phis.size(); ++i) bind(op.results[i], phis[i]);
+  if (pipelined) pipeline_exit(op);  // after the phis, which open the block
 }
 
 void GpuLowering::emit_if(const ir::Op &op) {
@@ -226,8 +234,17 @@ LoweringResult GpuLowering::run(const std::string &symbol) {
     const ir::Type &t = fn_.type(a.value);
     params.push_back(t.is_ptr ? llvm::PointerType::get(ctx_, hooks_.global_address_space()) : storage_type(t.elem));
   }
+  plan_tensor_maps();  // each a 128-byte parameter passed by value after the arguments (tensor_map.h)
+  params.insert(params.end(), tensor_maps_.size(), b_.getPtrTy());
   auto *f = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), params, false), llvm::Function::ExternalLinkage, symbol, m_);
   f->addFnAttr(llvm::Attribute::NoUnwind);
+  for (size_t i = 0; i < tensor_maps_.size(); ++i) {
+    llvm::Argument *map = f->getArg(unsigned(fn_.args.size() + i));
+    map->addAttr(llvm::Attribute::getWithByValType(ctx_, llvm::ArrayType::get(b_.getInt8Ty(), 128)));
+    map->addAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(64)));
+    map->setName(fmt::format("tensor_map{}", i));
+    tensor_map_params_.push_back(map);
+  }
   hooks_.mark_kernel(f, threads_);
   for (size_t i = 0; i < fn_.args.size(); ++i) f->getArg(unsigned(i))->setName(fn_.args[i].name);
   shared_base_ = new llvm::GlobalVariable(m_, llvm::ArrayType::get(b_.getInt8Ty(), 0), false, llvm::GlobalValue::ExternalLinkage, nullptr,
@@ -261,7 +278,7 @@ LoweringResult GpuLowering::run(const std::string &symbol) {
   for (size_t i = 0; i < fn_.args.size(); ++i) bind_argument(fn_.args[i], f->getArg(unsigned(i)));
   emit_region(fn_.body);
   b_.CreateRetVoid();
-  return {int((shared_peak_ + origin_slack + 15) / 16 * 16), threads_};
+  return {int((shared_peak_ + origin_slack + 15) / 16 * 16), threads_, tensor_maps_};
 }
 
 LoweringResult lower_to_gpu(const ir::Function &fn, const LayoutPlan &plan, GpuTarget &target, llvm::Module &module,

@@ -5,6 +5,7 @@
 #include <llvm/IR/Module.h>
 
 #include "codegen/gpu/layout.h"
+#include "codegen/tensor_map.h"
 #include "codegen/gpu/gpu_target.h"
 #include "codegen/target_info.h"
 #include "ir/ir.h"
@@ -14,6 +15,8 @@ namespace kdsl::codegen::gpu {
 struct LoweringResult {
   int shared_bytes = 0;  // dynamic shared memory the kernel needs per block
   int threads = 0;       // threads per block: num_warps * warp size
+  // The TMA tensor maps the kernel takes after its arguments (codegen/tensor_map.h).
+  std::vector<TensorMapSpec> tensor_maps;
 };
 
 // Adds to `module` the kernel `symbol`, one parameter per kdsl argument (pointers as global

@@ -7,6 +7,7 @@
 #include <kdsl/error.h>
 
 #include "codegen/gpu/gpu_lowering.h"
+#include "codegen/gpu/plan_kernel.h"
 #include "codegen/gpu/staged_tile.h"
 
 namespace kdsl::codegen::gpu {
@@ -49,27 +50,91 @@ std::vector<ir::ValueId> GpuLowering::body_scalars_of(const PipelinedLoad &p) {
   return {scalars.begin(), scalars.end()};  // value ids follow program order
 }
 
-void GpuLowering::copy_tile_async(const PipelinedLoad &p, llvm::Value *iv, llvm::Value *buffer, const StagedLayout &layout) {
-  const ir::Op &load = *p.load;
-  ir::ValueId v = load.results[0], iv_value = p.loop->regions[0].args[0];
-  const ir::Type &t = fn_.type(v);
-  int eb = dtype_bytes(t.elem), width = 16 / eb;
-  // The pointers and mask of iteration `iv` (index arithmetic only, plan_pipelining.h).
+// Runs `body` with the load's pointers, mask and coordinates those of iteration `iv`: the
+// induction variable and the body scalars they depend on set for it, then restored.
+template <class F>
+void GpuLowering::at_iteration(const PipelinedLoad &p, llvm::Value *iv, F &&body) {
+  ir::ValueId iv_value = p.loop->regions[0].args[0];
   std::vector<ir::ValueId> scalars = body_scalars_of(p);
   std::vector<std::pair<ir::ValueId, ValueState>> saved{{iv_value, state_[size_t(iv_value)]}};
   for (ir::ValueId s : scalars) saved.emplace_back(s, state_[size_t(s)]);
   set_scalar(iv_value, iv);
   for (ir::ValueId s : scalars) set_scalar(s, compute(*def_[size_t(s)], {}));
-  for (size_t i = 0; i < 2 && i < load.operands.size(); ++i) prepare(load.operands[i], &plan_.layout[size_t(v)]);
-  bool masked = load.operands.size() == 3;
-  for (int r = 0; r < registers(v).count; r += width) {
-    Index idx = own_index(v, r);
-    llvm::Value *src = element(load.operands[0], idx);
-    llvm::Value *dst = staged_address(buffer, layout, idx.coords[0], b_.CreateMul(idx.coords[1], b_.getInt32(uint32_t(eb))));
-    llvm::Value *bytes = masked ? b_.CreateSelect(element(load.operands[1], idx), b_.getInt32(16), b_.getInt32(0)) : b_.getInt32(16);
-    hooks_.async_copy_16(b_, dst, src, bytes);
-  }
+  body();
   for (auto &[value, state] : saved) state_[size_t(value)] = state;
+}
+
+void GpuLowering::copy_tile_async(const PipelinedLoad &p, llvm::Value *iv, llvm::Value *buffer, const StagedLayout &layout) {
+  const ir::Op &load = *p.load;
+  ir::ValueId v = load.results[0];
+  const ir::Type &t = fn_.type(v);
+  int eb = dtype_bytes(t.elem), width = 16 / eb;
+  at_iteration(p, iv, [&] {  // the pointers and mask of iteration `iv` (index arithmetic only, plan_pipelining.h)
+    for (size_t i = 0; i < 2 && i < load.operands.size(); ++i) prepare(load.operands[i], &plan_.layout[size_t(v)]);
+    bool masked = load.operands.size() == 3;
+    for (int r = 0; r < registers(v).count; r += width) {
+      Index idx = own_index(v, r);
+      llvm::Value *src = element(load.operands[0], idx);
+      llvm::Value *dst = staged_address(buffer, layout, idx.coords[0], b_.CreateMul(idx.coords[1], b_.getInt32(uint32_t(eb))));
+      llvm::Value *bytes = masked ? b_.CreateSelect(element(load.operands[1], idx), b_.getInt32(16), b_.getInt32(0)) : b_.getInt32(16);
+      hooks_.async_copy_16(b_, dst, src, bytes);
+    }
+  });
+}
+
+// One thread's TMA copies of a TileLoad's tile for iteration `iv`: a box a swizzle slab wide
+// (tensor_maps_: box_cols = swizzle_bytes of elements) per slab, each landing where the staged
+// layout puts that slab, their bytes announced on `barrier` by the caller.
+void GpuLowering::copy_tile_tensor(const PipelinedLoad &p, llvm::Value *iv, llvm::Value *buffer, const StagedLayout &layout, llvm::Value *barrier) {
+  const ir::Op &tile = *p.load;
+  const ir::Type &t = fn_.type(tile.results[0]);
+  const int map = tensor_map_of_.at(p.load);
+  const int64_t slabs = t.shape[1] * dtype_bytes(t.elem) / layout.swizzle_bytes, box_cols = tensor_maps_[size_t(map)].box_cols;
+  at_iteration(p, iv, [&] {
+    llvm::Value *row = element(tile.operands[4], {}), *col = element(tile.operands[5], {});
+    for (int64_t slab = 0; slab < slabs; ++slab)
+      hooks_.tensor_copy_2d(b_, b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), buffer, uint64_t(slab * layout.slab_bytes)),
+                            tensor_map_params_[size_t(map)], b_.CreateAdd(col, b_.getInt32(uint32_t(slab * box_cols))), row, barrier);
+  });
+}
+
+llvm::Value *GpuLowering::stage_tile(const LoopPipeline &pl, size_t load, llvm::Value *stage) {
+  return b_.CreateInBoundsGEP(b_.getInt8Ty(), pl.buffers[load], b_.CreateMul(stage, b_.getInt32(uint32_t(pl.stage_bytes[load]))));
+}
+
+llvm::Value *GpuLowering::stage_barrier(const LoopPipeline &pl, llvm::Value *stage) {
+  return b_.CreateInBoundsGEP(b_.getInt8Ty(), pl.barriers, b_.CreateMul(stage, b_.getInt32(8)));
+}
+
+// Issues the copies of iteration `iv` (if it is < hi) into buffer `stage`: each thread's
+// cp.async groups, committed (an empty group past the end, so that the counting stays
+// uniform); thread 0's TMA boxes, announced on the stage's barrier.
+void GpuLowering::copy_stage(const LoopPipeline &pl, llvm::Value *iv, llvm::Value *hi, llvm::Value *stage) {
+  llvm::Value *inside = b_.CreateICmpSLT(iv, hi);
+  if (pl.has_async_copies) {
+    when(inside, [&] {
+      for (size_t i = 0; i < pl.loads.size(); ++i)
+        if (!pl.loads[i]->tensor_copy) copy_tile_async(*pl.loads[i], iv, stage_tile(pl, i, stage), pl.layouts[i]);
+    });
+    hooks_.async_commit(b_);
+  }
+  if (pl.has_tensor_copies)
+    when(b_.CreateAnd(inside, b_.CreateICmpEQ(tid_, b_.getInt32(0))), [&] {
+      llvm::Value *barrier = stage_barrier(pl, stage);
+      hooks_.barrier_expect(b_, barrier, b_.getInt32(uint32_t(pl.tensor_bytes)));
+      for (size_t i = 0; i < pl.loads.size(); ++i)
+        if (pl.loads[i]->tensor_copy) copy_tile_tensor(*pl.loads[i], iv, stage_tile(pl, i, stage), pl.layouts[i], barrier);
+    });
+}
+
+// Spins until the phase of `parity` of the transaction barrier has completed.
+void GpuLowering::wait_for_phase(llvm::Value *barrier, llvm::Value *parity) {
+  llvm::Function *f = b_.GetInsertBlock()->getParent();
+  llvm::BasicBlock *wait = llvm::BasicBlock::Create(ctx_, "tma.wait", f), *done = llvm::BasicBlock::Create(ctx_, "tma.landed", f);
+  b_.CreateBr(wait);
+  b_.SetInsertPoint(wait);
+  b_.CreateCondBr(hooks_.barrier_phase_done(b_, barrier, parity), done, wait);
+  b_.SetInsertPoint(done);
 }
 
 bool GpuLowering::pipeline_prologue(const ir::Op &loop, llvm::Value *lo, llvm::Value *hi, llvm::Value *step) {
@@ -87,18 +152,36 @@ bool GpuLowering::pipeline_prologue(const ir::Op &loop, llvm::Value *lo, llvm::V
     pl.layouts.push_back(layout);
     pl.stage_bytes.push_back(layout.bytes());
     pl.buffers.push_back(allocate_shared(stages * layout.bytes(), layout.swizzled() ? StagedLayout::kSwizzleAlign : 16));
+    (p->tensor_copy ? pl.has_tensor_copies : pl.has_async_copies) = true;
+    if (p->tensor_copy) pl.tensor_bytes += t.shape[0] * t.shape[1] * dtype_bytes(t.elem);  // a box's bytes count in full, zero-filled or not
   }
+  if (pl.has_tensor_copies) pl.barriers = allocate_shared(8 * stages, 8);
   barrier_before_write();  // inside an outer loop, its previous iteration read these buffers
-  for (int s = 0; s < pl.ahead; ++s) {
-    llvm::Value *iv = b_.CreateAdd(lo, b_.CreateMul(step, b_.getInt32(uint32_t(s))));
-    when(b_.CreateICmpSLT(iv, hi), [&] {
-      for (size_t i = 0; i < pl.loads.size(); ++i)
-        copy_tile_async(*pl.loads[i], iv, b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), pl.buffers[i], uint64_t(s * pl.stage_bytes[i])), pl.layouts[i]);
+  if (pl.has_tensor_copies) {
+    // One thread makes the barriers; every thread orders its earlier ordinary writes to this
+    // space before the copy engine's (the async proxy's), and the barrier after makes the
+    // barriers' initialization visible before anyone waits on them.
+    when(b_.CreateICmpEQ(tid_, b_.getInt32(0)), [&] {
+      for (int s = 0; s < stages; ++s) hooks_.barrier_init(b_, stage_barrier(pl, b_.getInt32(uint32_t(s))), 1);
+      hooks_.barrier_init_fence(b_);
     });
-    hooks_.async_commit(b_);
+    hooks_.async_proxy_fence(b_);
+    hooks_.barrier(b_);
   }
+  for (int s = 0; s < pl.ahead; ++s) copy_stage(pl, b_.CreateAdd(lo, b_.CreateMul(step, b_.getInt32(uint32_t(s)))), hi, b_.getInt32(uint32_t(s)));
   pipelines_[&loop] = std::move(pl);
   return true;
+}
+
+// After the loop: once every thread has seen its last phase, the barriers become ordinary
+// shared memory again (the space is reused after the loop).
+void GpuLowering::pipeline_exit(const ir::Op &loop) {
+  auto it = pipelines_.find(&loop);
+  if (it == pipelines_.end() || !it->second.has_tensor_copies) return;
+  hooks_.barrier(b_);
+  when(b_.CreateICmpEQ(tid_, b_.getInt32(0)), [&] {
+    for (int s = 0; s < plan_.num_stages; ++s) hooks_.barrier_invalidate(b_, stage_barrier(it->second, b_.getInt32(uint32_t(s))));
+  });
 }
 
 // A dot's A operand computed before the loop (attention's Q) is written into its staged tile
@@ -186,10 +269,11 @@ llvm::BasicBlock *GpuLowering::drain_overlapped_dot(const ir::Op &loop, llvm::Va
   return drain;
 }
 
-// Whether a dot reading any of `loads` reads shared memory by descriptor (wgmma).
+// Whether a dot reading any of `loads` copied by cp.async reads shared memory by descriptor
+// (wgmma, through the async proxy: those ordinary writes need a proxy fence; TMA's do not).
 bool GpuLowering::reads_by_descriptor(const std::vector<const PipelinedLoad *> &loads) {
   return std::any_of(loads.begin(), loads.end(), [&](const PipelinedLoad *p) {
-    return target_.matrix_instructions[size_t(plan_.instruction_of(p->dot))].descriptor_operands;
+    return !p->tensor_copy && target_.matrix_instructions[size_t(plan_.instruction_of(p->dot))].descriptor_operands;
   });
 }
 
@@ -197,29 +281,27 @@ void GpuLowering::pipeline_header(const ir::Op &loop, llvm::BasicBlock *pre) {
   LoopPipeline &pl = pipelines_.at(&loop);
   pl.stage = b_.CreatePHI(b_.getInt32Ty(), 2, "stage");
   pl.stage->addIncoming(b_.getInt32(0), pre);
+  if (pl.has_tensor_copies) {
+    pl.phase = b_.CreatePHI(b_.getInt32Ty(), 2, "phase");
+    pl.phase->addIncoming(b_.getInt32(0), pre);
+  }
 }
 
 void GpuLowering::pipeline_body(const ir::Op &loop, llvm::Value *iv, llvm::Value *hi, llvm::Value *step) {
   LoopPipeline &pl = pipelines_.at(&loop);
   int stages = plan_.num_stages;
-  hooks_.async_wait(b_, pl.ahead - 1);
+  if (pl.has_async_copies) hooks_.async_wait(b_, pl.ahead - 1);
+  if (pl.has_tensor_copies) wait_for_phase(stage_barrier(pl, pl.stage), pl.phase);
   if (reads_by_descriptor(pl.loads)) hooks_.async_proxy_fence(b_);  // before the barrier: the dot needs no barrier of its own
   hooks_.barrier(b_);
   shared_dirty_ = false;
   llvm::Value *ahead = b_.CreateAdd(pl.stage, b_.getInt32(uint32_t(pl.ahead)));
   ahead = b_.CreateSelect(b_.CreateICmpUGE(ahead, b_.getInt32(uint32_t(stages))), b_.CreateSub(ahead, b_.getInt32(uint32_t(stages))), ahead);
-  llvm::Value *iv_ahead = b_.CreateAdd(iv, b_.CreateMul(step, b_.getInt32(uint32_t(pl.ahead))));
-  auto tile = [&](size_t i, llvm::Value *stage) {
-    return b_.CreateInBoundsGEP(b_.getInt8Ty(), pl.buffers[i], b_.CreateMul(stage, b_.getInt32(uint32_t(pl.stage_bytes[i]))));
-  };
-  when(b_.CreateICmpSLT(iv_ahead, hi), [&] {
-    for (size_t i = 0; i < pl.loads.size(); ++i) copy_tile_async(*pl.loads[i], iv_ahead, tile(i, ahead), pl.layouts[i]);
-  });
-  hooks_.async_commit(b_);
+  copy_stage(pl, b_.CreateAdd(iv, b_.CreateMul(step, b_.getInt32(uint32_t(pl.ahead)))), hi, ahead);
   for (size_t i = 0; i < pl.loads.size(); ++i) {
     ir::ValueId v = pl.loads[i]->load->results[0];
     state_[size_t(v)] = {};
-    state_[size_t(v)].staged = tile(i, pl.stage);
+    state_[size_t(v)].staged = stage_tile(pl, i, pl.stage);
     state_[size_t(v)].depth = depth_;
   }
 }
@@ -228,8 +310,29 @@ void GpuLowering::pipeline_latch(const ir::Op &loop, llvm::BasicBlock *latch) {
   LoopPipeline &pl = pipelines_.at(&loop);
   llvm::IRBuilder<> lb(latch->getTerminator());
   llvm::Value *next = lb.CreateAdd(pl.stage, lb.getInt32(1));
-  next = lb.CreateSelect(lb.CreateICmpEQ(next, lb.getInt32(uint32_t(plan_.num_stages))), lb.getInt32(0), next);
-  pl.stage->addIncoming(next, latch);
+  llvm::Value *wraps = lb.CreateICmpEQ(next, lb.getInt32(uint32_t(plan_.num_stages)));
+  pl.stage->addIncoming(lb.CreateSelect(wraps, lb.getInt32(0), next), latch);
+  if (pl.phase) pl.phase->addIncoming(lb.CreateSelect(wraps, lb.CreateXor(pl.phase, lb.getInt32(1)), pl.phase), latch);
+}
+
+// The tensor maps of the tile loads TMA copies, one per distinct map (two tiles of one tensor
+// read in one box share it), in the order the kernel takes them after its arguments.
+void GpuLowering::plan_tensor_maps() {
+  for (const PipelinedLoad &p : plan_.pipelined) {
+    if (!p.tensor_copy) continue;
+    const ir::Type &t = fn_.type(p.load->results[0]);
+    const MatrixInstruction &mi = target_.matrix_instructions[size_t(plan_.instruction_of(p.dot))];
+    TensorMapSpec spec;
+    if (!tensor_map_fields(fn_, *p.load, spec.base, spec.rows, spec.cols, spec.row_stride))
+      internal_error(fmt::format("GPU lowering of '{}': a tile load planned for TMA has no tensor map", fn_.name));
+    spec.elem = t.elem;
+    spec.swizzle_bytes = staged_layout(mi, t.shape[0], t.shape[1] * dtype_bytes(t.elem)).swizzle_bytes;
+    spec.box_rows = int(t.shape[0]);
+    spec.box_cols = spec.swizzle_bytes / dtype_bytes(t.elem);
+    auto found = std::find(tensor_maps_.begin(), tensor_maps_.end(), spec);
+    tensor_map_of_[p.load] = int(found - tensor_maps_.begin());
+    if (found == tensor_maps_.end()) tensor_maps_.push_back(spec);
+  }
 }
 
 }  // namespace kdsl::codegen::gpu

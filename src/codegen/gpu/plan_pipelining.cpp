@@ -33,6 +33,11 @@ bool is_zero_constant(const Defs &d, ir::ValueId v) {
 
 }  // namespace
 
+bool tensor_copy_fits(const ir::Type &tile) {
+  const int64_t width = tile.shape[1] * dtype_bytes(tile.elem);
+  return tile.shape.rank == 2 && tile.shape[0] <= 256 && width % 32 == 0;
+}
+
 void plan_pipelining(const ir::Function &fn, const TargetInfo &target, int num_stages, LayoutPlan &plan) {
   plan.num_stages = 1;
   if (!target.async_copy || num_stages < 2) return;
@@ -59,15 +64,21 @@ void plan_pipelining(const ir::Function &fn, const TargetInfo &target, int num_s
           transposed = true;
         }
         const ir::Op *load = d.def[size_t(tile)];
-        if (!load || load->kind != OpKind::Load || d.uses[tile] != 1 || (operand == 0 && dot.operands[1] == tile)) continue;
+        const bool tile_load = load && load->kind == OpKind::TileLoad;
+        if (!load || (load->kind != OpKind::Load && !tile_load) || d.uses[tile] != 1 || (operand == 0 && dot.operands[1] == tile)) continue;
         if (std::none_of(body.ops.begin(), body.ops.end(), [&](const ir::Op &o) { return &o == load; })) continue;  // top level of this body
         if (operand == 1 && !transposed && !b_as_stored(mi, fn.type(tile).shape[1])) continue;  // staged [n][k] (8-bit B): through registers
         const ir::Type &t = fn.type(tile);
-        if (plan.width_of(load) * dtype_bytes(t.elem) != 16) continue;
-        if (load->operands.size() == 3 && !is_zero_constant(d, load->operands[2])) continue;
+        if (tile_load) {
+          // TMA writes the swizzled tile wgmma reads, a box of swizzle-width columns at a time.
+          if (!target.tensor_copy || !mi.descriptor_operands || !tensor_copy_fits(t)) continue;
+        } else {
+          if (plan.width_of(load) * dtype_bytes(t.elem) != 16) continue;
+          if (load->operands.size() == 3 && !is_zero_constant(d, load->operands[2])) continue;
+        }
         bool ok = true;
         for (size_t i = 0; i < load->operands.size() && ok; ++i) ok = recomputable(fn, d, inside, body, load->operands[i]);
-        if (ok) plan.pipelined.push_back({load, &loop, &dot, operand});
+        if (ok) plan.pipelined.push_back({load, &loop, &dot, operand, tile_load});
       }
     }
   });

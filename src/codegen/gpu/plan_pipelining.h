@@ -16,6 +16,14 @@ namespace kdsl::codegen::gpu {
 //  - has pointers and mask that are index arithmetic of the loop's induction variable and
 //    values from outside the loop, so they can be computed for a later iteration.
 // Only where the target has cp.async and num_stages >= 2; sets plan.num_stages.
+// A TileLoad (descriptor tile) is taken where the target copies tiles by TMA (tensor_copy),
+// the dot reads by descriptor and the tile fits one (tensor_copy_fits); its base, extents and
+// stride are the kernel's arguments or constants (plan_gpu_kernel expands the others first).
 void plan_pipelining(const ir::Function &fn, const TargetInfo &target, int num_stages, LayoutPlan &plan);
+
+// Whether TMA can copy a tile of this type as the swizzled tile a descriptor operand is staged
+// in: at most 256 rows (a box's limit), rows whose bytes are a multiple of 32 (the narrowest
+// swizzle), each box one swizzle slab wide.
+bool tensor_copy_fits(const ir::Type &tile);
 
 }  // namespace kdsl::codegen::gpu

@@ -176,6 +176,29 @@ std::vector<llvm::Value *> wgmma_wait_group(llvm::IRBuilder<> &b, int groups, co
 }
 void wgmma_commit_group(llvm::IRBuilder<> &b) { through_asm(b, "wgmma.commit_group.sync.aligned;", {}); }
 
+namespace {
+void effect_asm(llvm::IRBuilder<> &b, const char *text, const std::string &constraints, const std::vector<llvm::Value *> &args) {
+  std::vector<llvm::Type *> types;
+  for (llvm::Value *a : args) types.push_back(a->getType());
+  b.CreateCall(llvm::InlineAsm::get(llvm::FunctionType::get(b.getVoidTy(), types, false), text, constraints, /*hasSideEffects=*/true), args);
+}
+}  // namespace
+
+void mbarrier_init(llvm::IRBuilder<> &b, llvm::Value *barrier, int count) { effect_asm(b, kMbarrierInitText, "l,r,~{memory}", {barrier, b.getInt32(uint32_t(count))}); }
+void mbarrier_init_fence(llvm::IRBuilder<> &b) { effect_asm(b, kMbarrierInitFenceText, "~{memory}", {}); }
+void mbarrier_arrive_expect_tx(llvm::IRBuilder<> &b, llvm::Value *barrier, llvm::Value *bytes) {
+  effect_asm(b, kMbarrierExpectTxText, "l,r,~{memory}", {barrier, bytes});
+}
+llvm::Value *mbarrier_try_wait_parity(llvm::IRBuilder<> &b, llvm::Value *barrier, llvm::Value *parity) {
+  auto *type = llvm::FunctionType::get(b.getInt32Ty(), {barrier->getType(), b.getInt32Ty()}, false);
+  llvm::Value *done = b.CreateCall(llvm::InlineAsm::get(type, kMbarrierTryWaitText, "=r,l,r,~{memory}", /*hasSideEffects=*/true), {barrier, parity});
+  return b.CreateICmpNE(done, b.getInt32(0));
+}
+void mbarrier_inval(llvm::IRBuilder<> &b, llvm::Value *barrier) { effect_asm(b, kMbarrierInvalText, "l,~{memory}", {barrier}); }
+void tma_load_2d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row, llvm::Value *barrier) {
+  effect_asm(b, kTmaLoad2dText, "l,l,r,r,l,~{memory}", {shared, tensor_map, col, row, barrier});
+}
+
 // Outputs $0 .. $(n/2 - 1) (tied to the accumulators), then the descriptors. scale-d is 1:
 // d accumulates onto its input; 16-bit operands are not negated (1, 1) nor transposed (0, 0);
 // tf32 (k8) takes the negations only, the integer forms (k32, s32 accumulators) neither.
@@ -240,6 +263,15 @@ void mark_kernel(llvm::Function *f, int threads) {
   // and spills rather than exceed it (bench/RESULTS.md: with FMA contraction a test kernel
   // spilled 4 bytes at 64 registers and used 72 under .maxnreg).
   entry("maxnreg", std::min(255, 65536 / std::max(threads, 1)));
+  // Parameters passed by value (TMA tensor maps) are grid constants: the kernel takes their
+  // address in the parameter space (cvta.param) rather than copying them to local memory.
+  std::vector<llvm::Metadata *> grid_constants;
+  for (llvm::Argument &a : f->args())
+    if (a.hasByValAttr()) grid_constants.push_back(llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(i32, a.getArgNo() + 1)));
+  if (!grid_constants.empty()) {
+    llvm::Metadata *fields[] = {llvm::ValueAsMetadata::get(f), llvm::MDString::get(ctx, "grid_constant"), llvm::MDNode::get(ctx, grid_constants)};
+    annotations->addOperand(llvm::MDNode::get(ctx, fields));
+  }
 }
 
 }  // namespace kdsl::codegen::nvptx

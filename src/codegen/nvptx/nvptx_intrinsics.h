@@ -70,6 +70,33 @@ std::vector<llvm::Value *> wgmma_mma_async_register_a(llvm::IRBuilder<> &b, cons
 std::string wgmma_text(int n, const char *type, bool b_mn_major = false);
 std::string wgmma_text_register_a(int n, const char *type, bool b_mn_major = false);
 
+// Hopper's tensor memory accelerator (TMA) and transaction barriers (sm_90), as inline PTX
+// (LLVM 19 has no intrinsics for them): the texts are constants so that the SIMT emulator
+// (tests/support/nvvm_on_host.cpp) recognizes exactly what is emitted. Shared-memory operands
+// are 64-bit shared-window addresses ("l"); a barrier is 8 bytes, 8-byte aligned.
+//   init: the barrier's phase completes once `count` threads have arrived and every byte
+//   announced with expect_tx has landed; its init fence makes it visible to the async proxy
+//   (TMA's complete_tx). arrive.expect_tx: this thread arrives, announcing `bytes` more.
+//   try_wait.parity: 1 when the phase of parity `parity` has completed (the barrier's
+//   current phase has the other parity), else 0 (the caller loops). inval: the 8 bytes may
+//   become ordinary memory again.
+//   The 2-D tile copy: the box at element coordinates (col, row) of the tensor map at
+//   `tensor_map` (a generic address of the kernel's grid-constant parameter) into shared
+//   memory at `shared` (swizzled as the map says), its bytes completing on `barrier`.
+inline constexpr const char *kMbarrierInitText = "mbarrier.init.shared::cta.b64 [$0], $1;";
+inline constexpr const char *kMbarrierInitFenceText = "fence.mbarrier_init.release.cluster;";
+inline constexpr const char *kMbarrierExpectTxText = "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;";
+inline constexpr const char *kMbarrierTryWaitText = "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\nselp.u32 $0, 1, 0, p;\n}";
+inline constexpr const char *kMbarrierInvalText = "mbarrier.inval.shared::cta.b64 [$0];";
+inline constexpr const char *kTmaLoad2dText =
+    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];";
+void mbarrier_init(llvm::IRBuilder<> &b, llvm::Value *barrier, int count);
+void mbarrier_init_fence(llvm::IRBuilder<> &b);
+void mbarrier_arrive_expect_tx(llvm::IRBuilder<> &b, llvm::Value *barrier, llvm::Value *bytes);
+llvm::Value *mbarrier_try_wait_parity(llvm::IRBuilder<> &b, llvm::Value *barrier, llvm::Value *parity);  // i1
+void mbarrier_inval(llvm::IRBuilder<> &b, llvm::Value *barrier);
+void tma_load_2d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row, llvm::Value *barrier);
+
 // f32 math for one elementwise op (Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Sin, Cos, Tanh,
 // Sigmoid, Erf, Rem, Pow): fast PTX instructions where their precision is enough (ex2.approx for exp
 // and exp2), libdevice's __nv_* functions otherwise (linked in by the PTX compiler).

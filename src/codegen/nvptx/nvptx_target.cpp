@@ -68,6 +68,17 @@ void NvptxTarget::async_copy_16(llvm::IRBuilder<> &b, llvm::Value *shared, llvm:
 void NvptxTarget::async_commit(llvm::IRBuilder<> &b) { cp_async_commit_group(b); }
 void NvptxTarget::async_wait(llvm::IRBuilder<> &b, int groups) { cp_async_wait_group(b, groups); }
 void NvptxTarget::async_proxy_fence(llvm::IRBuilder<> &b) { fence_proxy_async(b); }
+void NvptxTarget::barrier_init(llvm::IRBuilder<> &b, llvm::Value *barrier, int count) { mbarrier_init(b, barrier, count); }
+void NvptxTarget::barrier_init_fence(llvm::IRBuilder<> &b) { mbarrier_init_fence(b); }
+void NvptxTarget::barrier_expect(llvm::IRBuilder<> &b, llvm::Value *barrier, llvm::Value *bytes) { mbarrier_arrive_expect_tx(b, barrier, bytes); }
+llvm::Value *NvptxTarget::barrier_phase_done(llvm::IRBuilder<> &b, llvm::Value *barrier, llvm::Value *parity) {
+  return mbarrier_try_wait_parity(b, barrier, parity);
+}
+void NvptxTarget::barrier_invalidate(llvm::IRBuilder<> &b, llvm::Value *barrier) { mbarrier_inval(b, barrier); }
+void NvptxTarget::tensor_copy_2d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row,
+                                 llvm::Value *barrier) {
+  tma_load_2d(b, shared, tensor_map, col, row, barrier);
+}
 std::vector<llvm::Value *> NvptxTarget::wait_matrix_dots(llvm::IRBuilder<> &b, const std::vector<llvm::Value *> &acc) { return wgmma_wait_group(b, 0, acc); }
 
 }  // namespace kdsl::codegen::nvptx

@@ -29,6 +29,13 @@ class NvptxTarget final : public gpu::GpuTarget {
   void async_commit(llvm::IRBuilder<> &b) override;
   void async_wait(llvm::IRBuilder<> &b, int groups) override;
   void async_proxy_fence(llvm::IRBuilder<> &b) override;
+  void barrier_init(llvm::IRBuilder<> &b, llvm::Value *barrier, int count) override;
+  void barrier_init_fence(llvm::IRBuilder<> &b) override;
+  void barrier_expect(llvm::IRBuilder<> &b, llvm::Value *barrier, llvm::Value *bytes) override;
+  llvm::Value *barrier_phase_done(llvm::IRBuilder<> &b, llvm::Value *barrier, llvm::Value *parity) override;
+  void barrier_invalidate(llvm::IRBuilder<> &b, llvm::Value *barrier) override;
+  void tensor_copy_2d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row,
+                      llvm::Value *barrier) override;
   std::vector<llvm::Value *> wait_matrix_dots(llvm::IRBuilder<> &b, const std::vector<llvm::Value *> &acc) override;
 };
 

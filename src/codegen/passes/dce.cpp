@@ -10,7 +10,7 @@ namespace {
 using namespace ir;  // op traits: is_view, is_elementwise, has_effect, has_regions
 
 bool removable(const ir::Op &op) {
-  if (op.kind == OpKind::Load) return true;
+  if (op.kind == OpKind::Load || op.kind == OpKind::TileLoad) return true;
   return !has_effect(op.kind) && !has_regions(op.kind) && !op.results.empty();
 }
 

@@ -1,0 +1,47 @@
+// tensor_descriptor.h - a 2-D row-major tensor in memory read tile by tile, as Triton's make_tensor_descriptor: on Hopper (sm_90a) the tiles are copied by TMA
+#pragma once
+#include <kdsl/block.h>
+#include <kdsl/ops.h>
+
+namespace kdsl {
+
+// A rows x cols tensor of T at `base`, row i starting row_stride elements after row i - 1
+// (the columns contiguous). load<R, C>(row, col) reads the R x C tile whose first element is
+// (row, col): elements outside the tensor read 0, so ragged edges need no masks.
+//
+// On sm_90a, a tile that feeds a tensor-core dot inside a pipelined for_range is copied by
+// the tensor memory accelerator (cp.async.bulk.tensor) into the swizzled shared-memory tile
+// wgmma reads, one thread issuing the whole copy and an mbarrier announcing its arrival.
+// That needs the descriptor's base, rows, cols and row_stride to be the kernel's arguments
+// or constants (the launcher encodes the tensor map from their values), the base aligned to
+// 16 bytes and row_stride * sizeof(T) a multiple of 16 (Scalar arguments specialized as
+// divisible by 16 prove both); each tile's rows at most 256 and its columns a multiple of 16
+// bytes. Every other tile, and every other target, reads through pointer arithmetic and a
+// masked load, with the same result.
+template <class T>
+class TensorDescriptor {
+ public:
+  TensorDescriptor(const Ptr<T> &base, const Scalar<i32> &rows, const Scalar<i32> &cols, const Scalar<i32> &row_stride)
+      : base_(base), rows_(rows), cols_(cols), row_stride_(row_stride) {}
+
+  // row and col: Scalar<i32>s or integer literals.
+  template <int R, int C, class Row, class Col>
+  Block<std::remove_const_t<T>, R, C> load(const Row &row, const Col &col) const {
+    constexpr std::array<int, 0> scalar{};
+    return detail::emit_as<Block<std::remove_const_t<T>, R, C>>(
+        OpKind::TileLoad, {base_.id(), rows_.id(), cols_.id(), row_stride_.id(), detail::lift<i32, scalar>(row).id(), detail::lift<i32, scalar>(col).id()});
+  }
+
+ private:
+  Ptr<T> base_;
+  Scalar<i32> rows_, cols_, row_stride_;
+};
+
+// make_tensor_descriptor(base, rows, cols, row_stride): integers may be literals.
+template <class T, class Rows, class Cols, class Stride>
+TensorDescriptor<T> make_tensor_descriptor(const Ptr<T> &base, const Rows &rows, const Cols &cols, const Stride &row_stride) {
+  constexpr std::array<int, 0> scalar{};
+  return TensorDescriptor<T>(base, detail::lift<i32, scalar>(rows), detail::lift<i32, scalar>(cols), detail::lift<i32, scalar>(row_stride));
+}
+
+}  // namespace kdsl

@@ -1,0 +1,76 @@
+// plan_kernel.cpp - tile loads kept for TMA or expanded, then layouts and pipelining
+#include "codegen/gpu/plan_kernel.h"
+
+#include <algorithm>
+#include <set>
+
+#include "codegen/gpu/assign_layouts.h"
+#include "codegen/gpu/plan_pipelining.h"
+#include "codegen/passes/expand_tile_loads.h"
+
+namespace kdsl::codegen::gpu {
+namespace {
+
+const ir::Argument *argument_of(const ir::Function &fn, ir::ValueId v) {
+  for (const ir::Argument &a : fn.args)
+    if (a.value == v) return &a;
+  return nullptr;
+}
+
+const ir::Op *definition(const ir::Function &fn, ir::ValueId v) {
+  const ir::Op *found = nullptr;
+  ir::walk(fn.body, [&](const ir::Op &op) {
+    if (!found && std::find(op.results.begin(), op.results.end(), v) != op.results.end()) found = &op;
+  });
+  return found;
+}
+
+// An i32 scalar argument (its index) or constant (its value); `divisible`: the value must be a
+// multiple of that (specialization proves 16 for arguments).
+bool field(const ir::Function &fn, ir::ValueId v, int64_t divisible, TensorMapField &out) {
+  if (const ir::Argument *a = argument_of(fn, v)) {
+    if (divisible > 1 && (a->spec != ir::ArgClass::Divisible16 || 16 % divisible != 0)) return false;
+    out.param = int(a - fn.args.data());
+    return true;
+  }
+  const ir::Op *def = definition(fn, v);
+  if (!def || def->kind != OpKind::Constant || def->ints.size() != 1) return false;
+  out.value = def->ints[0];
+  return out.value % divisible == 0;
+}
+
+}  // namespace
+
+bool tensor_map_fields(const ir::Function &fn, const ir::Op &tile, int &base, TensorMapField &rows, TensorMapField &cols, TensorMapField &row_stride) {
+  const ir::Argument *b = argument_of(fn, tile.operands[0]);
+  if (!b || b->spec != ir::ArgClass::Divisible16) return false;
+  base = int(b - fn.args.data());
+  const int eb = dtype_bytes(fn.type(tile.results[0]).elem);
+  // The stride's bytes a multiple of 16: a multiple of 16 / eb elements (an argument divisible
+  // by 16 is, for every element size up to 16 bytes).
+  return field(fn, tile.operands[1], 1, rows) && field(fn, tile.operands[2], 1, cols) && field(fn, tile.operands[3], 16 / eb, row_stride);
+}
+
+LayoutPlan plan_gpu_kernel(ir::Function &fn, const TargetInfo &target, int num_warps, int num_stages) {
+  // Decided before expanding: the expansion moves ops while it runs.
+  std::set<const ir::Op *> candidates;
+  if (target.tensor_copy && num_stages >= 2)
+    ir::walk(fn.body, [&](const ir::Op &op) {
+      int base;
+      TensorMapField rows, cols, stride;
+      if (op.kind == OpKind::TileLoad && tensor_copy_fits(fn.type(op.results[0])) && tensor_map_fields(fn, op, base, rows, cols, stride))
+        candidates.insert(&op);
+    });
+  passes::expand_tile_loads(fn, [&](const ir::Op &tile) { return candidates.count(&tile) > 0; });
+  for (;;) {  // each round expands at least one tile load, so it ends
+    LayoutPlan plan = assign_layouts(fn, target, num_warps);
+    plan_pipelining(fn, target, num_stages, plan);
+    bool all_taken = true;
+    ir::walk(fn.body, [&](const ir::Op &op) { all_taken &= op.kind != OpKind::TileLoad || plan.pipelined_load(&op) != nullptr; });
+    if (all_taken) return plan;
+    // The plan points into fn's ops, which expansion moves: it is made again from scratch.
+    passes::expand_tile_loads(fn, [&](const ir::Op &tile) { return plan.pipelined_load(&tile) != nullptr; });
+  }
+}
+
+}  // namespace kdsl::codegen::gpu
