@@ -18,6 +18,7 @@
 #include <kdsl/kdsl.h>
 
 #include "examples/flash_attention.h"
+#include "examples/matmul_descriptor.h"
 #include "kernels/matmul_narrow.h"
 #include "kernels/matvec.h"
 #include "kernels/matvec_quantized.h"
@@ -45,12 +46,15 @@ void matmul_bf16(Ptr<bf16> a, Ptr<bf16> b, Ptr<f32> c, Scalar<i32> M, Scalar<i32
   store(c + row * N + col, acc, row < M && col < N);
 }
 
-// A timed tile of a matrix product: its shape, warps, pipeline stages and kernel.
+// A timed tile of a matrix product: its shape, warps, pipeline stages and kernel; `form` says
+// how it reads its tiles where that is not pointers and masks (" desc": tensor descriptors,
+// TMA on Hopper).
 struct MatmulTile {
   int bm, bn, bk, warps, stages;
   detail::KernelSignature (*make)();
+  const char *form = "";
   detail::KernelSignature signature() const { return make(); }
-  std::string label() const { return fmt::format("{}x{}x{} w{} s{}", bm, bn, bk, warps, stages); }
+  std::string label() const { return fmt::format("{}x{}x{} w{} s{}{}", bm, bn, bk, warps, stages, form); }
 };
 
 // The flash attention rows: examples/flash_attention.h over f16 heads of D = 128 at Triton's
@@ -60,7 +64,8 @@ struct FlashTile {
   int bm, bn, warps, stages;
   bool causal;
   detail::KernelSignature (*make)();
-  std::string label() const { return fmt::format("{}x{} w{} s{}{}", bm, bn, warps, stages, causal ? " causal" : ""); }
+  bool descriptor = false;  // examples::flash_attention_descriptor: K and V through tensor descriptors (TMA on Hopper)
+  std::string label() const { return fmt::format("{}x{} w{} s{}{}{}", bm, bn, warps, stages, causal ? " causal" : "", descriptor ? " desc" : ""); }
 };
 constexpr int kFlashD = 128;
 const FlashTile kFlashTiles[] = {
@@ -69,6 +74,9 @@ const FlashTile kFlashTiles[] = {
     {128, 128, 8, 2, false, &detail::kernel_signature<examples::flash_attention<f16, 128, 128, kFlashD, false>>},
     {128, 64, 8, 2, true, &detail::kernel_signature<examples::flash_attention<f16, 128, 64, kFlashD, true>>},
     {128, 64, 8, 3, true, &detail::kernel_signature<examples::flash_attention<f16, 128, 64, kFlashD, true>>},
+    {128, 64, 8, 2, false, &detail::kernel_signature<examples::flash_attention_descriptor<f16, 128, 64, kFlashD, false>>, true},
+    {128, 64, 8, 3, false, &detail::kernel_signature<examples::flash_attention_descriptor<f16, 128, 64, kFlashD, false>>, true},
+    {128, 64, 8, 3, true, &detail::kernel_signature<examples::flash_attention_descriptor<f16, 128, 64, kFlashD, true>>, true},
 };
 
 // The prefill rows: the Library's GPU prefill (matmul_narrow: f32 x rounded to bf16, bf16 W
@@ -89,6 +97,9 @@ const MatmulTile kMatmulTiles[] = {
     {128, 128, 64, 8, 3, &detail::kernel_signature<matmul_bf16<128, 128, 64>>},
     {128, 256, 64, 8, 3, &detail::kernel_signature<matmul_bf16<128, 256, 64>>},
     {128, 64, 64, 4, 4, &detail::kernel_signature<matmul_bf16<128, 64, 64>>},
+    {128, 128, 64, 8, 3, &detail::kernel_signature<examples::matmul_descriptor<bf16, f32, 128, 128, 64>>, " desc"},
+    {128, 256, 64, 8, 3, &detail::kernel_signature<examples::matmul_descriptor<bf16, f32, 128, 256, 64>>, " desc"},
+    {128, 128, 64, 8, 4, &detail::kernel_signature<examples::matmul_descriptor<bf16, f32, 128, 128, 64>>, " desc"},
 };
 
 // The decode rows: one bf16 matrix-vector product at Llama-3-8B's largest shapes (W far larger
@@ -332,6 +343,7 @@ int main(int argc, char **argv) {
       Buffer<half> q(device, std::vector<half>(elems, half(0.5f))), k(device, std::vector<half>(elems, half(0.25f))),
           v(device, std::vector<half>(elems, half(1.0f))), o(device, elems);
       std::vector<ArgValue> args = {make_arg(q), make_arg(k), make_arg(v), make_arg(o), make_arg(seq), make_arg(scale)};
+      std::vector<ArgValue> descriptor_args = {make_arg(q), make_arg(k), make_arg(v), make_arg(o), make_arg(seq), make_arg(heads * seq), make_arg(scale)};
       for (bool causal : {false, true}) {
         const std::string shape = fmt::format("{}{}", causal ? "_causal_" : "_", seq);
         fmt::print("({} heads x {} x {}{}: torch sdpa {}, triton {})\n", heads, seq, kFlashD, causal ? ", causal" : "",
@@ -340,7 +352,8 @@ int main(int argc, char **argv) {
           if (tile.causal != causal) continue;
           row(fmt::format("{} {}", seq, tile.label()), "TFLOP/s", [&](Result &r) {
             auto attention = detail::make_kernel(device, tile.make(), {tile.warps, tile.stages});
-            double ms = timed_times(3, [&] { detail::launch(*attention, grid(cdiv(seq, tile.bm), heads), args.data(), args.size()); });
+            const std::vector<ArgValue> &given = tile.descriptor ? descriptor_args : args;
+            double ms = timed_times(3, [&] { detail::launch(*attention, grid(cdiv(seq, tile.bm), heads), given.data(), given.size()); });
             double flops = 4.0 * heads * double(seq) * seq * kFlashD * (causal ? 0.5 : 1.0);
             r.value = ms > 0 ? flops / ms / 1e9 : 0;
             if (const std::string key = "triton_flash" + shape; baselines.contains(key) && baselines[key].is_number()) r.ceiling = baselines[key].get<double>();
