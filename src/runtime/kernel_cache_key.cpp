@@ -6,6 +6,7 @@
 #include <kdsl_version.h>
 
 #include "ir/printer.h"
+#include "runtime/cuda/tensor_map_json.h"
 #include "runtime/specialization_ir.h"
 
 namespace kdsl::detail {
@@ -45,6 +46,10 @@ jit_cache::CacheEntry kernel_cache_entry(const std::string &kernel_name, const c
   entry.metadata["format"] = compiled.format;
   entry.metadata["threads"] = r.threads;
   entry.metadata["dynamic_shared_bytes"] = r.dynamic_shared_bytes;
+  // A kernel that copies tiles with TMA takes tensor maps after its arguments, which the loader
+  // encodes from the argument values at launch. Left out where there are none, so every other
+  // kernel's entry stays as it was.
+  if (!compiled.tensor_maps.empty()) entry.metadata["tensor_maps"] = tensor_maps_to_json(compiled.tensor_maps);
   if (r.assembled) {
     entry.metadata["registers"] = r.registers;
     entry.metadata["spill_store_bytes"] = r.spill_store_bytes;

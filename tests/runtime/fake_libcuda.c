@@ -1,5 +1,6 @@
 /* fake_libcuda.c - a stand-in for libcuda.so.1 that records what kdsl asks of it, so the CUDA launch
- * path (compile, cache, module load, launch shape, argument packing) is tested without a GPU.
+ * path (compile, cache, module load, launch shape, argument packing, TMA tensor map encodes) is
+ * tested without a GPU.
  * "Device memory" is host memory, so Buffers and copies work; nothing executes. One fake GPU,
  * sm_90 unless a test says otherwise, 132 SMs. Built by tests/CMakeLists.txt;
  * cuda_fake_driver_test.cpp loads it, and KDSL_LIBCUDA=<it> stands it in for the driver.
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef int CUresult;
 
@@ -139,6 +141,73 @@ CUresult cuFuncGetParamInfo(struct CUfunc_st *f, size_t index, size_t *offset, s
   *size = fake.param_sizes[index];
   return 0;
 }
+/* cuTensorMapEncodeTiled's calls as kdsl made them (the last 8 kept, by serial number), each
+ * refused where the real driver documents a refusal, and a map a test recognizes written. */
+struct FakeTensorMapEncode {
+  uint64_t serial; /* 1 for the process's first call */
+  int data_type;
+  unsigned rank;
+  uint64_t address;
+  uint64_t dims[5], strides[4];
+  unsigned box[5], element_strides[5];
+  int interleave, swizzle, l2_promotion, oob_fill;
+};
+static struct FakeTensorMapEncode fake_encodes[8];
+static uint64_t fake_encode_count;
+static int fake_fail_encode;
+uint64_t fake_cuda_tensor_map_encodes(void) { return fake_encode_count; }
+/* The call numbered `serial`, or NULL where it is not among the last 8. */
+const struct FakeTensorMapEncode *fake_cuda_tensor_map_encode(uint64_t serial) {
+  if (serial == 0 || serial > fake_encode_count || fake_encode_count - serial >= 8) return NULL;
+  return &fake_encodes[serial % 8];
+}
+/* The next cuTensorMapEncodeTiled fails with `code` (once). */
+void fake_cuda_fail_next_tensor_map_encode(int code) { fake_fail_encode = code; }
+/* The map's 128 bytes: "FAKETMAP", the call's serial number, its address, then 0xA5. */
+CUresult cuTensorMapEncodeTiled(void *map, int data_type, unsigned rank, void *address, const uint64_t *dims, const uint64_t *strides,
+                                const unsigned *box, const unsigned *element_strides, int interleave, int swizzle, int l2_promotion, int oob_fill) {
+  if (fake_fail_encode) {
+    CUresult r = fake_fail_encode;
+    fake_fail_encode = 0;
+    return r;
+  }
+  if ((uintptr_t)map % 64 || rank < 1 || rank > 5 || (uintptr_t)address % 16) return 1; /* CUDA_ERROR_INVALID_VALUE */
+  for (unsigned i = 0; i < rank; ++i)
+    if (dims[i] == 0 || dims[i] > ((uint64_t)1 << 32) || box[i] == 0 || box[i] > 256) return 1;
+  for (unsigned i = 0; i + 1 < rank; ++i)
+    if (strides[i] % 16 || strides[i] >= ((uint64_t)1 << 40)) return 1;
+  struct FakeTensorMapEncode *e = &fake_encodes[++fake_encode_count % 8];
+  memset(e, 0, sizeof *e);
+  e->serial = fake_encode_count;
+  e->data_type = data_type, e->rank = rank, e->address = (uint64_t)(uintptr_t)address;
+  for (unsigned i = 0; i < rank; ++i) e->dims[i] = dims[i], e->box[i] = box[i], e->element_strides[i] = element_strides[i];
+  for (unsigned i = 0; i + 1 < rank; ++i) e->strides[i] = strides[i];
+  e->interleave = interleave, e->swizzle = swizzle, e->l2_promotion = l2_promotion, e->oob_fill = oob_fill;
+  unsigned char *bytes = map;
+  memset(bytes, 0xA5, 128);
+  memcpy(bytes, "FAKETMAP", 8);
+  memcpy(bytes + 8, &e->serial, 8);
+  memcpy(bytes + 16, &e->address, 8);
+  return 0;
+}
+
+/* The last launch's parameters as cuLaunchKernel got them: each pointer, and up to 128 bytes
+ * (a tensor map's size) read through it, for as many parameters as the kernel declares. */
+static const void *fake_param_pointers[32];
+static unsigned char fake_param_bytes[32][128];
+/* Whether `bytes` at p can be read: a launch passing fewer parameters than the kernel declares
+ * leaves stray pointers past its array, and a test should see a wrong map, not a crash. A
+ * pipe's write fails with EFAULT instead of faulting. */
+static int readable(const void *p, size_t bytes) {
+  static int probe[2] = {-1, -1};
+  if (probe[0] < 0 && pipe(probe) != 0) return 1;
+  if (write(probe[1], p, bytes) != (ssize_t)bytes) return 0;
+  char drain[128];
+  return read(probe[0], drain, bytes) == (ssize_t)bytes;
+}
+const void *fake_cuda_last_param_pointer(int index) { return index >= 0 && index < 32 ? fake_param_pointers[index] : NULL; }
+const unsigned char *fake_cuda_last_param_bytes(int index) { return index >= 0 && index < 32 ? fake_param_bytes[index] : NULL; }
+
 CUresult cuLaunchKernel(struct CUfunc_st *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shared,
                         void *stream, void **params, void **extra) {
   /* KDSL_FAKE_CUDA_FAIL_LAUNCH=<n>: the n-th launch of the process fails (for tools run as a whole). */
@@ -157,7 +226,14 @@ CUresult cuLaunchKernel(struct CUfunc_st *f, unsigned gx, unsigned gy, unsigned 
   l->block[0] = bx, l->block[1] = by, l->block[2] = bz;
   l->shared = shared;
   l->params = fake.param_count;
-  for (int i = 0; i < fake.param_count && i < 32; ++i) memcpy(&l->values[i], params[i], fake.param_sizes[i] < 8 ? fake.param_sizes[i] : 8);
+  memset(fake_param_bytes, 0, sizeof fake_param_bytes);
+  for (int i = 0; i < 32; ++i) fake_param_pointers[i] = i < fake.param_count ? params[i] : NULL;
+  for (int i = 0; i < fake.param_count && i < 32; ++i) {
+    size_t size = fake.param_sizes[i] < 128 ? fake.param_sizes[i] : 128;
+    if (size > 8 && !readable(params[i], size)) continue; /* left zero */
+    memcpy(&l->values[i], params[i], size < 8 ? size : 8);
+    memcpy(fake_param_bytes[i], params[i], size);
+  }
   fake.launches++;
   return 0;
 }

@@ -2,10 +2,12 @@
 #include <fmt/format.h>
 
 #include <string_view>
+#include <vector>
 
 #include <kdsl/error.h>
 
 #include "runtime/cuda/cuda_device.h"
+#include "runtime/cuda/tensor_map_json.h"
 #include "runtime/compile_target.h"
 #include "support/log.h"
 
@@ -29,9 +31,14 @@ std::shared_ptr<LoadedCode> CudaDevice::load(const jit_cache::CacheEntry &entry)
       !m["dynamic_shared_bytes"].is_number_integer())
     throw Error(fmt::format("kernel cache entry '{}' lacks its launch shape (threads, dynamic_shared_bytes); remove it from the cache directory",
                             entry.symbol));
-  auto code = std::make_shared<CudaCode>();
+  const std::string name =
+      m.contains("kernel") && m["kernel"].is_string() ? fmt::format("{} ({})", m["kernel"].get<std::string>(), entry.symbol) : entry.symbol;
+  // Read before the module loads: a malformed entry is refused with nothing to unload.
+  std::vector<codegen::TensorMapSpec> maps;
+  if (m.contains("tensor_maps")) maps = tensor_maps_from_json(m["tensor_maps"], name);
+  auto code = std::make_shared<CudaCode>(std::move(maps));
   code->function = load(entry.code, entry.symbol, m["dynamic_shared_bytes"].get<int>(), m["threads"].get<int>());
-  if (m.contains("kernel") && m["kernel"].is_string()) code->function.name = fmt::format("{} ({})", m["kernel"].get<std::string>(), entry.symbol);
+  code->function.name = name;
   return code;
 }
 
@@ -42,7 +49,19 @@ void CudaDevice::launch(const LoadedCode &code, const LaunchRequest &r) {
   if (g.y > 65535 || g.z > 65535)
     throw Error(fmt::format("kernel '{}': CUDA grids allow at most 65535 programs along y and z, got ({}, {}, {})", r.kernel.name, g.x, g.y, g.z));
   const int32_t grid[3] = {int32_t(g.x), int32_t(g.y), int32_t(g.z)};
-  launch(static_cast<const CudaCode &>(code).function, grid, r.slots, r.count);
+  const CudaCode &c = static_cast<const CudaCode &>(code);
+  if (c.tensor_maps.empty()) return launch(c.function, grid, r.slots, r.count);
+  // The driver copies the parameters at cuLaunchKernel: maps on this stack outlive their use.
+  constexpr size_t kMapsOnStack = 4;
+  cuda::CUtensorMap stack_maps[kMapsOnStack];
+  std::vector<cuda::CUtensorMap> heap_maps;
+  cuda::CUtensorMap *maps = stack_maps;
+  if (c.tensor_maps.size() > kMapsOnStack) {
+    heap_maps.resize(c.tensor_maps.size());
+    maps = heap_maps.data();
+  }
+  c.tensor_maps.encode(drv_, r, maps);
+  launch(c.function, grid, r.slots, r.count, maps, c.tensor_maps.size());
 }
 
 void *CudaDevice::allocate(size_t bytes) {

@@ -180,16 +180,18 @@ void CudaDevice::unload(const CudaFunction &f) {
   check(drv_.cuModuleUnload(f.module), "cuModuleUnload");
 }
 
-void CudaDevice::launch(const CudaFunction &f, const int32_t grid[3], const uint64_t *slots, size_t count) {
+void CudaDevice::launch(const CudaFunction &f, const int32_t grid[3], const uint64_t *slots, size_t count, const cuda::CUtensorMap *maps,
+                        size_t map_count) {
   // Little-endian: each value sits in its slot's low bytes. The driver only reads through these.
   void *stack_params[32];
   std::vector<void *> heap_params;
   void **params = stack_params;
-  if (count > 32) {
-    heap_params.resize(count);
+  if (count + map_count > 32) {
+    heap_params.resize(count + map_count);
     params = heap_params.data();
   }
   for (size_t i = 0; i < count; ++i) params[i] = const_cast<uint64_t *>(&slots[i]);
+  for (size_t i = 0; i < map_count; ++i) params[count + i] = const_cast<cuda::CUtensorMap *>(&maps[i]);
   const unsigned g[3] = {unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2])}, block[3] = {unsigned(f.threads), 1, 1};
   launch(f, g, block, f.shared_bytes, params);
 }

@@ -8,6 +8,7 @@
 
 #include "codegen/target_info.h"
 #include "runtime/cuda/cuda_driver.h"
+#include "runtime/cuda/cuda_tensor_maps.h"
 #include "runtime/backend.h"
 
 namespace kdsl::detail {
@@ -23,7 +24,10 @@ struct CudaFunction {
 
 // One kernel loaded by the CUDA backend, as the launch path holds it.
 struct CudaCode final : LoadedCode {
+  explicit CudaCode(std::vector<codegen::TensorMapSpec> maps = {}) : tensor_maps(std::move(maps)) {}
   CudaFunction function;
+  // The TMA tensor maps the kernel takes after its arguments; empty for most kernels.
+  CudaTensorMaps tensor_maps;
 };
 
 class CudaDevice final : public Backend {
@@ -52,11 +56,13 @@ class CudaDevice final : public Backend {
   codegen::CompiledObject compile(const ir::Function &traced, const std::string &symbol, const CompileOptions &options, bool checked,
                                   const codegen::DumpOptions &dump) const override;
   // A cache entry's cubin or PTX into the context, opting in to dynamic shared memory past
-  // 48 KB where the kernel needs it; errors name it "kernel (symbol)".
+  // 48 KB where the kernel needs it, with the TMA tensor maps its metadata lists
+  // (tensor_map_json.h); errors name it "kernel (symbol)".
   std::shared_ptr<LoadedCode> load(const jit_cache::CacheEntry &entry) override;
   void unload(const LoadedCode &code) override;
   // Checks the grid against CUDA's limits (y and z at most 65535) and launches on the
-  // device's stream: num_warps * 32 threads per block, one 8-byte slot per argument.
+  // device's stream: num_warps * 32 threads per block, one 8-byte slot per argument, then the
+  // kernel's tensor maps encoded for these arguments (cuda_tensor_maps.h).
   void launch(const LoadedCode &code, const LaunchRequest &request) override;
   void *allocate(size_t bytes) override;  // cuMemAlloc, then zeroed
   // cuMemFree; a failure is logged, and said nothing of once the driver has shut down (at exit).
@@ -89,8 +95,10 @@ class CudaDevice final : public Backend {
   // every launch being refused as "takes 0 arguments".
   std::optional<std::vector<size_t>> parameter_sizes(const CudaFunction &f);
   // Launches over grid[3] with f.threads threads per block and one 8-byte slot per kernel
-  // argument (values in the low bytes).
-  void launch(const CudaFunction &f, const int32_t grid[3], const uint64_t *slots, size_t count);
+  // argument (values in the low bytes), then `map_count` tensor maps (grid-constant parameters,
+  // which the driver copies at launch).
+  void launch(const CudaFunction &f, const int32_t grid[3], const uint64_t *slots, size_t count, const cuda::CUtensorMap *maps = nullptr,
+              size_t map_count = 0);
   // Launches with an explicit block shape; params[i] points at argument i's value, as
   // cuLaunchKernel takes them. A refused launch names the kernel, grid, block and dynamic
   // shared memory; a later error from the device (an illegal address, found at the next

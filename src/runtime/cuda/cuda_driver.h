@@ -15,6 +15,12 @@ using CUmodule = struct CUmod_st *;
 using CUfunction = struct CUfunc_st *;
 using CUstream = struct CUstream_st *;
 using CUevent = struct CUevent_st *;
+// A TMA tensor map (cuda.h's CUtensorMap): opaque bytes the driver encodes and a kernel takes
+// as a 128-byte grid-constant parameter.
+struct alignas(64) CUtensorMap {
+  uint64_t opaque[16];
+};
+static_assert(sizeof(CUtensorMap) == 128 && alignof(CUtensorMap) == 64, "CUtensorMap is 128 bytes, 64-byte aligned, as in cuda.h");
 
 // Attribute numbers from cuda.h.
 enum : int {
@@ -27,6 +33,28 @@ enum : int {
   kAttrMaxSharedPerBlockOptin = 97,
   kFuncAttrSharedSizeBytes = 1,  // static shared memory of a kernel
   kFuncAttrMaxDynamicSharedBytes = 8,
+};
+
+// cuTensorMapEncodeTiled's enums (cuda.h: CUtensorMapDataType, CUtensorMapInterleave,
+// CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill), passed as ints.
+enum : int {
+  kTensorMapUint8 = 0,
+  kTensorMapUint16 = 1,
+  kTensorMapUint32 = 2,
+  kTensorMapInt32 = 3,
+  kTensorMapUint64 = 4,
+  kTensorMapInt64 = 5,
+  kTensorMapFloat16 = 6,
+  kTensorMapFloat32 = 7,
+  kTensorMapFloat64 = 8,
+  kTensorMapBfloat16 = 9,
+  kTensorMapInterleaveNone = 0,
+  kTensorMapSwizzleNone = 0,
+  kTensorMapSwizzle32B = 1,
+  kTensorMapSwizzle64B = 2,
+  kTensorMapSwizzle128B = 3,
+  kTensorMapL2Promotion128B = 2,
+  kTensorMapOobFillZeros = 0,  // CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: reads outside the tensor give zeros
 };
 
 // The driver's entry points, one member per line of cuda_functions.def.
