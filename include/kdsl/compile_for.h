@@ -61,6 +61,11 @@ struct CompileResult {
   std::vector<uint8_t> object;  // host: a relocatable object; CUDA: a cubin, or NUL-terminated PTX without ptxas; AMD: a code object (HSACO)
   std::string format;           // what `object` is: "object" (host), "cubin", "ptx" (the PTX, for the driver's JIT) or "hsaco"
   KernelResources resources;
+  // CUDA sm_90a with tiles copied by TMA: the tensor maps the kernel takes after its arguments
+  // (one 128-byte grid constant each, in this order), as JSON: which arguments give each map's
+  // base, extents and stride, its element type, box and swizzle; what a launcher outside kdsl
+  // must encode (cuTensorMapEncodeTiled) and pass. Empty when the kernel takes none.
+  std::string tensor_maps;
   std::string cache_digest;    // the kernel cache key a launch on this target computes (32 hex digits)
   std::string cache_file;      // where the entry was stored; empty when the disk cache refused it (logged)
   double compile_ms = 0;       // tracing and compiling

@@ -14,6 +14,7 @@
 #include "jit_cache/disk_cache.h"
 #include "runtime/cache_stats.h"
 #include "runtime/compile_target.h"
+#include "runtime/cuda/tensor_map_json.h"
 #include "runtime/kernel_cache_key.h"
 #include "runtime/specialization_ir.h"
 #include "support/log.h"
@@ -109,6 +110,7 @@ CompileResult compile_for(const KernelSignature &signature, const Target &target
   out.specialization = t.key.specialization;
   out.symbol = obj.symbol;
   out.format = obj.format;
+  if (!obj.tensor_maps.empty()) out.tensor_maps = tensor_maps_to_json(obj.tensor_maps).dump();
   out.traced_ir = stage(obj, ".traced.kir");
   out.optimized_ir = stage(obj, ".kir");
   out.llvm_ir = stage(obj, ".ll");

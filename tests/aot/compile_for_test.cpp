@@ -6,6 +6,7 @@
 #include <kdsl/kdsl.h>
 
 #include "codegen/nvptx/ptxas.h"
+#include "examples/matmul_descriptor.h"
 #include "runtime/cuda/cuda_device.h"
 #include "tests/aot/aot_test_util.h"
 #include "tests/aot/libraries/user_kernels.h"
@@ -135,4 +136,18 @@ TEST_CASE("compile_for: an unknown target names the known ones; a bad specializa
   CHECK(Target::names().front() == "host");
   CHECK_THROWS_WITH_AS(compile_for<user_kernels::scale_add<256>>(Target::host(), "16,16"),
                        doctest::Contains("specialization '16,16' has 2 entries; kernel 'user_kernels::scale_add<256>' has 5 arguments"), Error);
+}
+
+// A kernel whose tiles TMA copies on sm_90a says which tensor maps a launcher outside kdsl must
+// pass after its arguments; on sm_90 (no TMA) it takes none.
+TEST_CASE("compile_for: an sm_90a compile reports the tensor maps its kernel takes after its arguments") {
+  ScratchCache cache("aot_compile_for_tensor_maps");
+  CompileResult r = compile_for<examples::matmul_descriptor<f16, f16, 128, 128, 64>>(Target("sm_90a"), "16,16,16,16,16,16", {.num_warps = 8, .num_stages = 3});
+  INFO(r.tensor_maps);
+  CHECK(r.tensor_maps.find("\"base\":0") != std::string::npos);
+  CHECK(r.tensor_maps.find("\"base\":1") != std::string::npos);
+  CHECK(r.tensor_maps.find("\"swizzle\":128") != std::string::npos);
+  CHECK(r.ptx.find("cp.async.bulk.tensor.2d") != std::string::npos);
+  CHECK(compile_for<examples::matmul_descriptor<f16, f16, 128, 128, 64>>(Target("sm_90"), "16,16,16,16,16,16", {.num_warps = 8, .num_stages = 3})
+            .tensor_maps.empty());
 }
