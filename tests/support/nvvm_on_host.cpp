@@ -1,4 +1,4 @@
-// nvvm_on_host.cpp - the NVPTX hooks' instructions for the host: special registers, bar.sync, shfl.sync, ldmatrix, mma.sync, cp.async, dp4a, libdevice as libm
+// nvvm_on_host.cpp - the NVPTX hooks' instructions for the host: special registers, bar.sync, shfl.sync, ldmatrix, mma.sync, cp.async, wgmma, mbarrier, TMA, dp4a, libdevice as libm
 #include <fmt/format.h>
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
@@ -90,10 +90,36 @@ llvm::Value *wgmma_call(llvm::IRBuilder<> &b, llvm::CallInst *c, int n, WgmmaTyp
   return r;
 }
 
+// A 64-bit address operand ("l": shared memory, a tensor map) as an i64, whatever its IR type.
+llvm::Value *address_operand(llvm::IRBuilder<> &b, llvm::Value *v) {
+  return v->getType()->isPointerTy() ? b.CreatePtrToInt(v, b.getInt64Ty()) : b.CreateZExtOrTrunc(v, b.getInt64Ty());
+}
+
+// Hopper's transaction barriers and TMA tile copy (nvptx_intrinsics.h's constant texts), as the
+// emulator's (simt_tma.cpp); nullopt for any other text. The init fence only orders the inits
+// before the copy engine's use, and the emulator's barriers are visible to every thread at once.
+std::optional<llvm::Value *> tma_ptx(llvm::IRBuilder<> &b, llvm::CallInst *c, const std::string &text) {
+  using namespace codegen::nvptx;  // the texts; the host functions are simt:: (nvptx has emitters of the same names)
+  auto operand = [&](unsigned i) { return c->getArgOperand(i); };
+  auto address = [&](unsigned i) { return address_operand(b, operand(i)); };
+  // The calls without a result: the asm call is removed (a null replacement).
+  auto effect = [&](auto *fn, std::vector<llvm::Value *> args) -> std::optional<llvm::Value *> {
+    call_host(b, reinterpret_cast<const void *>(fn), b.getVoidTy(), args);
+    return nullptr;
+  };
+  if (text == kMbarrierInitFenceText) return nullptr;
+  if (text == kMbarrierInitText) return effect(&simt::mbarrier_init, {address(0), operand(1)});
+  if (text == kMbarrierExpectTxText) return effect(&simt::mbarrier_arrive_expect_tx, {address(0), operand(1)});
+  if (text == kMbarrierInvalText) return effect(&simt::mbarrier_inval, {address(0)});
+  if (text == kTmaLoad2dText) return effect(&simt::tma_load_2d, {address(0), address(1), operand(2), operand(3), address(4)});
+  if (text == kMbarrierTryWaitText) return call_host(b, reinterpret_cast<const void *>(&simt::mbarrier_try_wait_parity), b.getInt32Ty(), {address(0), operand(1)});
+  return std::nullopt;
+}
+
 // Inline PTX the NVPTX hooks emit: dp4a.{s32|u32}.{s32|u32} $0, $1, $2, $3 (d = a . b + c),
 // div.full.f32 (an IEEE division here: within its 2 ulp),
-// and Hopper's wgmma family (nvptx_intrinsics.h), whose fences and waits only order: their
-// outputs are their inputs, and wgmma completes at once here.
+// Hopper's wgmma family (nvptx_intrinsics.h), whose fences and waits only order: their
+// outputs are their inputs, and wgmma completes at once here; and its mbarriers and TMA.
 std::optional<llvm::Value *> inline_ptx(llvm::IRBuilder<> &b, llvm::CallInst *c) {
   std::string text = llvm::cast<llvm::InlineAsm>(c->getCalledOperand())->getAsmString();
   if (text == "div.full.f32 $0, $1, $2;") return b.CreateFDiv(c->getArgOperand(0), c->getArgOperand(1));
@@ -108,12 +134,15 @@ std::optional<llvm::Value *> inline_ptx(llvm::IRBuilder<> &b, llvm::CallInst *c)
     return pass_through(b, c, 0);
   }
   constexpr std::pair<const char *, WgmmaType> kTypes[] = {{"f16", kWgmmaF16}, {"bf16", kWgmmaBF16}, {"s8", kWgmmaS8}, {"u8", kWgmmaU8}, {"tf32", kWgmmaTF32}};
-  if (text.starts_with("wgmma.mma_async"))
+  if (text.starts_with("wgmma.mma_async")) {
     for (auto [name, type] : kTypes)
       for (int n = 8; n <= 256; n += 8)
-        for (bool mn : {false, true})
+        for (bool mn : {false, true}) {
           if (text == codegen::nvptx::wgmma_text(n, name, mn)) return wgmma_call(b, c, n, type, false, mn);
-          else if (text == codegen::nvptx::wgmma_text_register_a(n, name, mn)) return wgmma_call(b, c, n, type, true, mn);
+          if (text == codegen::nvptx::wgmma_text_register_a(n, name, mn)) return wgmma_call(b, c, n, type, true, mn);
+        }
+  }
+  if (std::optional<llvm::Value *> r = tma_ptx(b, c, text)) return r;
   for (const char *as : {"s32", "u32"})
     for (const char *bs : {"s32", "u32"})
       if (text == fmt::format("dp4a.{}.{} $0, $1, $2, $3;", as, bs))

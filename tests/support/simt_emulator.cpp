@@ -15,9 +15,8 @@
 
 #include "codegen/amdgpu/amdgpu_target.h"
 #include "codegen/codegen.h"
-#include "codegen/gpu/assign_layouts.h"
 #include "codegen/gpu/lower_gpu.h"
-#include "codegen/gpu/plan_pipelining.h"
+#include "codegen/gpu/plan_kernel.h"
 #include "codegen/host/target_machine.h"
 #include "codegen/nvptx/nvptx_target.h"
 #include "codegen/pipeline.h"
@@ -64,8 +63,7 @@ EmulatedKernel compile_for_emulation(const ir::Function &traced, const std::stri
   if (!emulation.matrix_instructions) target.matrix_instructions.clear();
   ir::Function fn = traced;
   codegen::run_pipeline(fn);
-  codegen::gpu::LayoutPlan plan = codegen::gpu::assign_layouts(fn, target, emulation.num_warps);
-  codegen::gpu::plan_pipelining(fn, target, emulation.num_stages, plan);
+  codegen::gpu::LayoutPlan plan = codegen::gpu::plan_gpu_kernel(fn, target, emulation.num_warps, emulation.num_stages);
 
   llvm::LLVMContext context;
   auto module = std::make_unique<llvm::Module>(symbol, context);
@@ -82,6 +80,9 @@ EmulatedKernel compile_for_emulation(const ir::Function &traced, const std::stri
 
   llvm::Function *kernel = module->getFunction(kernel_name);
   kernel->setCallingConv(llvm::CallingConv::C);  // from ptx_kernel / amdgpu_kernel
+  // Tensor maps are grid constants passed by value; here the entry passes each one's address
+  // (emulate_launch's EmulatedTensorMap), which the kernel reads in place as the GPU does.
+  for (llvm::Argument &p : kernel->args()) p.removeAttr(llvm::Attribute::ByVal);
   if (llvm::NamedMDNode *md = module->getNamedMetadata("nvvm.annotations")) module->eraseNamedMetadata(md);
   llvm::GlobalVariable *shared = module->getGlobalVariable(kernel_name + "_shared");
   shared->replaceAllUsesWith(llvm::ConstantExpr::getIntToPtr(llvm::ConstantInt::get(llvm::Type::getInt64Ty(context), reinterpret_cast<uint64_t>(machine.shared)),
@@ -100,12 +101,39 @@ EmulatedKernel compile_for_emulation(const ir::Function &traced, const std::stri
   k.threads = lowered.threads;
   k.warp_size = target.warp_size;
   k.shared_bytes = lowered.shared_bytes;
+  k.tensor_maps = lowered.tensor_maps;
+  k.arguments = int(kernel->arg_size() - lowered.tensor_maps.size());
   return k;
+}
+
+EmulatedTensorMap encode_tensor_map(const codegen::TensorMapSpec &spec, const uint64_t *slots) {
+  auto field = [&](const codegen::TensorMapField &f) { return f.param >= 0 ? int64_t(int32_t(uint32_t(slots[f.param]))) : f.value; };
+  EmulatedTensorMap m;
+  m.base = slots[spec.base];
+  m.rows = field(spec.rows);
+  m.cols = field(spec.cols);
+  m.row_stride = field(spec.row_stride);
+  m.elem_bytes = dtype_bytes(spec.elem);
+  m.box_rows = spec.box_rows;
+  m.box_cols = spec.box_cols;
+  m.swizzle_bytes = spec.swizzle_bytes;
+  const std::string what = fmt::format("emulator: the tensor map of argument {}", spec.base);
+  if (m.base % 16) throw Error(fmt::format("{}: its address {:#x} is not 16-byte aligned, as TMA needs", what, m.base));
+  if (m.row_stride < 1 || m.row_stride * m.elem_bytes % 16)
+    throw Error(fmt::format("{}: a row stride of {} elements of {} bytes; TMA needs a positive multiple of 16 bytes", what, m.row_stride, m.elem_bytes));
+  if (m.rows < 1 || m.cols < 1) throw Error(fmt::format("{}: {} x {} elements; TMA needs at least 1 x 1", what, m.rows, m.cols));
+  return m;
 }
 
 void emulate_launch(const EmulatedKernel &k, const int32_t grid[3], const uint64_t *slots) {
   static std::mutex one_launch_at_a_time;
   std::lock_guard lock(one_launch_at_a_time);
+  std::vector<EmulatedTensorMap> maps;  // alignas(64): each one aligned as the parameter is
+  for (const codegen::TensorMapSpec &spec : k.tensor_maps) maps.push_back(encode_tensor_map(spec, slots));
+  std::vector<uint64_t> with_maps(slots, slots + (maps.empty() ? 0 : k.arguments));
+  for (const EmulatedTensorMap &m : maps) with_maps.push_back(reinterpret_cast<uint64_t>(&m));
+  const uint64_t *parameters = maps.empty() ? slots : with_maps.data();
+  mbarrier_reset();
   std::barrier<> sync(k.threads);
   machine.sync = &sync;
   machine.warp_size = k.warp_size;
@@ -127,9 +155,12 @@ void emulate_launch(const EmulatedKernel &k, const int32_t grid[3], const uint64
               machine.block[2] = z;
             }
             sync.arrive_and_wait();  // the program coordinates are set
-            k.entry(slots);
+            k.entry(parameters);
             wgmma_program_end();
             sync.arrive_and_wait();  // every thread is done before the next program reuses shared memory
+            // Checked once every thread is done: a barrier may be invalidated by one thread after
+            // the others have finished. The next program cannot start before thread 0 arrives.
+            if (t == 0) mbarrier_program_end();
           }
     });
   for (auto &t : threads) t.join();

@@ -7,8 +7,11 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "codegen/tensor_map.h"
 #include "ir/ir.h"
+#include "tests/support/simt_machine.h"
 
 namespace kdsl::simt {
 
@@ -21,17 +24,22 @@ struct Emulation {
   // mma.sync, on wgmma (sm_90a) as wgmma reading shared memory through its descriptors, both
   // following the PTX ISA's fragment tables, their loads pipelined over `num_stages` with
   // cp.async (a copy that completes at once, so a missing wait_group goes unnoticed; wgmma
-  // likewise, so a missing fence or wait_group does too).
+  // likewise, so a missing fence or wait_group does too). On sm_90a, tiles read through
+  // tensor descriptors are copied by TMA through mbarriers (simt_tma.cpp), at once as well.
   // Otherwise the target's matrix instructions are left out and dot takes the FMA path.
   bool matrix_instructions = false;
   int num_stages = 2;
 };
 
 struct EmulatedKernel {
-  void (*entry)(const uint64_t *slots) = nullptr;  // one 8-byte slot per argument, values in the low bytes
+  void (*entry)(const uint64_t *slots) = nullptr;  // one 8-byte slot per parameter, values in the low bytes
   int threads = 0;
   int warp_size = 0;
   int shared_bytes = 0;
+  // sm_90a with TMA: the tensor maps the kernel takes after its `arguments` (one slot each,
+  // the address of an EmulatedTensorMap), which emulate_launch encodes from the arguments.
+  int arguments = 0;
+  std::vector<codegen::TensorMapSpec> tensor_maps;
 };
 
 // Runs the block-IR passes, the layout plan and the generic GPU lowering with the target's
@@ -40,7 +48,17 @@ struct EmulatedKernel {
 // math library's functions libm's, shared memory one buffer.
 EmulatedKernel compile_for_emulation(const ir::Function &fn, const std::string &symbol, const Emulation &emulation);
 
-// Runs every program of the grid, one after another, each on `threads` CPU threads.
+// Runs every program of the grid, one after another, each on `threads` CPU threads. `slots`:
+// the kernel's arguments only; its tensor maps are encoded from them (encode_tensor_map) and
+// passed after them. The mbarriers start afresh at each launch, and a barrier left valid at the
+// end of a program is a fault, as is anything the machine faults on (simt_machine.h).
 void emulate_launch(const EmulatedKernel &k, const int32_t grid[3], const uint64_t *slots);
+
+// The emulator's form of one tensor map for these argument slots: the base from slot `base`,
+// rows, cols and stride from their i32 arguments (a slot's low 32 bits, signed) or constants.
+// What cuTensorMapEncodeTiled would reject, and the launcher checks (runtime/cuda/
+// cuda_tensor_maps.h), is a kdsl::Error: a base not 16-byte aligned, a row stride that is not
+// a positive multiple of 16 bytes, an extent below 1.
+EmulatedTensorMap encode_tensor_map(const codegen::TensorMapSpec &spec, const uint64_t *slots);
 
 }  // namespace kdsl::simt

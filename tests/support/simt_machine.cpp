@@ -47,6 +47,12 @@ double fragment_value(DType t, uint32_t reg, int i) {
 
 void set_thread(int32_t t) { this_thread = t; }
 
+void record_fault(const std::string &what) {
+  static std::mutex first;
+  std::lock_guard lock(first);
+  if (machine.fault.empty()) machine.fault = what;
+}
+
 int32_t thread_id() { return this_thread; }
 int32_t block_id(int32_t axis) { return machine.block[axis]; }
 int32_t grid_size(int32_t axis) { return machine.grid[axis]; }
@@ -132,7 +138,7 @@ double descriptor_element(uint64_t desc, int row, int k, int32_t type, bool mn_m
   uint64_t start = (desc & 0x3FFF) << 4, leading = ((desc >> 16) & 0x3FFF) << 4, stride = ((desc >> 32) & 0x3FFF) << 4;
   int mode = int(desc >> 62);
   if (mode == 0 || ((desc >> 49) & 7)) {
-    if (machine.fault.empty()) machine.fault = "wgmma: a descriptor without swizzling or with a base offset, which the lowering does not emit";
+    record_fault("wgmma: a descriptor without swizzling or with a base offset, which the lowering does not emit");
     return 0;
   }
   uint64_t width = mode == 1 ? 128 : mode == 2 ? 64 : 32;
@@ -140,7 +146,7 @@ double descriptor_element(uint64_t desc, int row, int k, int32_t type, bool mn_m
                              : start + uint64_t(row / 8) * stride + uint64_t(row % 8) * width + uint64_t(k) * bytes;
   uint64_t at = linear ^ (((linear >> 7) & (width / 16 - 1)) << 4);
   if (at + bytes > sizeof machine.shared) {
-    if (machine.fault.empty()) machine.fault = "wgmma: a descriptor reads past the end of shared memory";
+    record_fault("wgmma: a descriptor reads past the end of shared memory");
     return 0;
   }
   if (type == kWgmmaS8) return int8_t(machine.shared[at]);
@@ -197,12 +203,6 @@ void issued(IssuedWgmma w) {
   in_flight.open.push_back(w);
 }
 
-void fault(const std::string &what) {
-  static std::mutex first;
-  std::lock_guard lock(first);
-  if (machine.fault.empty()) machine.fault = what;
-}
-
 }  // namespace
 
 void wgmma_commit() { in_flight.groups.push_back(std::move(in_flight.open)), in_flight.open.clear(); }
@@ -211,15 +211,15 @@ void wgmma_wait(int32_t groups) {
   while (in_flight.groups.size() > size_t(groups)) {
     for (const IssuedWgmma &w : in_flight.groups.front())
       if (operand_hash(w) != w.hash)
-        fault("wgmma: shared memory an in-flight wgmma.mma_async reads was written before the wgmma.wait_group that completes it (thread " +
-              std::to_string(this_thread) + ")");
+        record_fault("wgmma: shared memory an in-flight wgmma.mma_async reads was written before the wgmma.wait_group that completes it (thread " +
+                     std::to_string(this_thread) + ")");
     in_flight.groups.pop_front();
   }
 }
 
 void wgmma_program_end() {
   if (!in_flight.open.empty() || !in_flight.groups.empty())
-    fault("wgmma: the program ended with wgmma.mma_async in flight (no wgmma.wait_group 0 after its last commit_group)");
+    record_fault("wgmma: the program ended with wgmma.mma_async in flight (no wgmma.wait_group 0 after its last commit_group)");
   in_flight = {};
 }
 

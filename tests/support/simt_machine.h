@@ -2,6 +2,7 @@
 #pragma once
 #include <array>
 #include <barrier>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -26,6 +27,9 @@ struct Machine {
   // The first fault an emulated instruction found (a descriptor outside shared memory),
   // thrown by emulate_launch once the block is done.
   std::string fault;
+  // How long a thread may spin on mbarrier.try_wait for one phase before the emulator calls
+  // it a hang (a fault) and lets the thread go on, so that the launch ends.
+  std::chrono::milliseconds mbarrier_timeout{20000};
 };
 extern Machine machine;
 
@@ -37,6 +41,8 @@ int32_t thread_id();
 int32_t block_id(int32_t axis);
 int32_t grid_size(int32_t axis);
 void barrier();
+// Records `what` as the block's fault unless one is recorded already (threads run at once).
+void record_fault(const std::string &what);
 
 // NVIDIA: shfl.sync.bfly (the lane `lane_mask` away by xor, in this warp).
 int32_t shfl_bfly_i32(int32_t v, int32_t lane_mask);
@@ -70,6 +76,42 @@ void wgmma_wait(int32_t groups);
 void wgmma_program_end();
 // cp.async.cg 16 bytes, `src_bytes` read and the rest zero-filled, completing at once.
 void cp_async_16(uint64_t dst, uint64_t src, int32_t src_bytes);
+
+// Hopper's transaction barriers (mbarrier, sm_90), emulated in simt_tma.cpp, their state kept
+// there rather than in the barrier's 8 bytes. `barrier` is the host address of those 8 bytes in
+// machine.shared. Misuse the hardware leaves undefined is the block's fault: init of a barrier
+// that is valid, any other use of one that is not, more arrivals in a phase than its count, a
+// transaction count below zero. try_wait returns 0 after yielding the CPU (the kernel loops on
+// it), or 1 once the phase of `parity` has completed; a thread that spins past
+// machine.mbarrier_timeout records a fault and gets 1, and so do all later waits of the launch.
+void mbarrier_init(uint64_t barrier, int32_t count);
+void mbarrier_arrive_expect_tx(uint64_t barrier, int32_t bytes);
+int32_t mbarrier_try_wait_parity(uint64_t barrier, int32_t parity);
+void mbarrier_inval(uint64_t barrier);
+// Every barrier forgotten (each launch starts so); and, once a program's threads are all done,
+// a fault for each barrier still valid (the lowering invalidates them), then forgotten.
+void mbarrier_reset();
+void mbarrier_program_end();
+
+// The emulator's tensor map: the real CUtensorMap is opaque, so emulate_launch encodes each of
+// a kernel's maps (codegen::TensorMapSpec) in this 128-byte, 64-byte aligned form instead.
+struct alignas(64) EmulatedTensorMap {
+  static constexpr uint64_t kMagic = 0x6B64736C746D6170ull;  // "kdsltmap": a pointer to anything else is a fault
+  uint64_t magic = kMagic;
+  uint64_t base = 0;                             // the tensor's element (0, 0)
+  int64_t rows = 0, cols = 0, row_stride = 0;    // in elements, cols contiguous
+  int32_t elem_bytes = 0, box_rows = 0, box_cols = 0, swizzle_bytes = 0;
+  uint8_t unused[72] = {};
+};
+static_assert(sizeof(EmulatedTensorMap) == 128, "a tensor map parameter is 128 bytes (CUtensorMap)");
+
+// cp.async.bulk.tensor.2d tile copy: the map's box whose element (0, 0) is the tensor's (row,
+// col) (either may be negative or past the end: elements outside the tensor are zeros) into
+// shared memory at `dst`, laid out as TMA's swizzle does (rows of swizzle_bytes, each 16-byte
+// chunk's index XORed with the address bits above 128 bytes), then complete_tx of its bytes on
+// `barrier`. The copy completes at once, so a read of the tile before the wait that sees its
+// phase complete goes unnoticed (a write to a tile an in-flight wgmma reads does not: wgmma_wait).
+void tma_load_2d(uint64_t dst, uint64_t tensor_map, int32_t col, int32_t row, uint64_t barrier);
 
 float rsqrtf(float x);
 

@@ -1,0 +1,214 @@
+// simt_tma.cpp - Hopper's transaction barriers (mbarrier) and TMA tile copies on the emulated machine, the barriers' state kept beside shared memory
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "tests/support/simt_machine.h"
+
+namespace kdsl::simt {
+namespace {
+
+// One mbarrier object as the PTX ISA describes it ("Contents of the mbarrier object"). Kept
+// here rather than in its 8 bytes so that a kernel writing over a live barrier cannot corrupt
+// the emulator's view, and so that an invalidated barrier is told apart from one never made.
+struct Mbarrier {
+  bool valid = false;
+  int32_t count = 0;    // arrivals each phase expects
+  int32_t pending = 0;  // arrivals this phase still expects
+  int64_t tx = 0;       // bytes announced (expect_tx) and not yet landed (complete_tx)
+  int32_t parity = 0;   // of the current, incomplete phase
+};
+
+// The emulated threads run at once, so every barrier operation takes this lock.
+std::mutex barriers_mutex;
+std::map<uint64_t, Mbarrier> barriers;  // by host address; an invalidated one stays, not valid
+
+// Set once a wait has timed out: the launch has faulted, and every later wait of it would time
+// out too (a kernel waits each iteration), so they give up at once.
+std::atomic<bool> gave_up_waiting = false;
+
+// This thread's current spin on try_wait: which phase, since when.
+struct Spin {
+  uint64_t barrier = 0;
+  int32_t parity = -1;
+  std::chrono::steady_clock::time_point since;
+};
+thread_local Spin spin;
+
+uint64_t shared_offset(uint64_t address) { return address - reinterpret_cast<uint64_t>(machine.shared); }
+
+bool in_shared(uint64_t address, uint64_t bytes) {
+  uint64_t start = reinterpret_cast<uint64_t>(machine.shared), size = sizeof machine.shared;
+  return address >= start && address - start <= size && bytes <= size - (address - start);
+}
+
+// The barrier at `address` where it is valid; otherwise the block's fault, naming
+// `instruction`, and null. The caller holds barriers_mutex.
+Mbarrier *valid_barrier(uint64_t address, const char *instruction) {
+  if (address % 8 || !in_shared(address, 8)) {
+    record_fault(fmt::format("{}: the barrier address {:#x} is not 8 aligned bytes of shared memory", instruction, address));
+    return nullptr;
+  }
+  auto it = barriers.find(address);
+  if (it != barriers.end() && it->second.valid) return &it->second;
+  record_fault(fmt::format("{}: the barrier at shared offset {} is {}", instruction, shared_offset(address),
+                           it == barriers.end() ? "not initialized (no mbarrier.init)" : "invalidated (mbarrier.inval) and not initialized again"));
+  return nullptr;
+}
+
+// A phase completes once its arrivals are all in and its announced bytes have all landed; the
+// next phase expects `count` arrivals again.
+void complete_if_done(Mbarrier &b) {
+  if (b.pending != 0 || b.tx != 0) return;
+  b.parity ^= 1;
+  b.pending = b.count;
+}
+
+// What TMA does when a copy's bytes have landed. The PTX ISA lets tx-count dip below zero while
+// a phase waits for its arrivals; the emulator, whose copies land at once, asks instead that
+// the bytes be announced (arrive.expect_tx) before the copy is issued, the order the lowering
+// emits, so that a copy nobody announced is caught rather than silently cancelling a later one.
+void complete_tx(uint64_t address, int64_t bytes) {
+  std::lock_guard lock(barriers_mutex);
+  Mbarrier *b = valid_barrier(address, "cp.async.bulk.tensor (complete_tx)");
+  if (!b) return;
+  if (bytes > b->tx) {
+    record_fault(fmt::format("cp.async.bulk.tensor: {} bytes landed on the barrier at shared offset {}, which expected only {} "
+                             "(the transaction count went below zero: announce the bytes with arrive.expect_tx before the copy)",
+                             bytes, shared_offset(address), b->tx));
+    return;
+  }
+  b->tx -= bytes;
+  complete_if_done(*b);
+}
+
+}  // namespace
+
+void mbarrier_init(uint64_t barrier, int32_t count) {
+  std::lock_guard lock(barriers_mutex);
+  if (barrier % 8 || !in_shared(barrier, 8)) {
+    record_fault(fmt::format("mbarrier.init: the barrier address {:#x} is not 8 aligned bytes of shared memory", barrier));
+    return;
+  }
+  if (count < 1) {
+    record_fault(fmt::format("mbarrier.init: an arrival count of {} at shared offset {} (at least 1)", count, shared_offset(barrier)));
+    return;
+  }
+  Mbarrier &b = barriers[barrier];
+  if (b.valid) {
+    record_fault(fmt::format("mbarrier.init: the barrier at shared offset {} is already initialized (init again only after mbarrier.inval)", shared_offset(barrier)));
+    return;
+  }
+  b = {true, count, count, 0, 0};
+}
+
+void mbarrier_arrive_expect_tx(uint64_t barrier, int32_t bytes) {
+  std::lock_guard lock(barriers_mutex);
+  Mbarrier *b = valid_barrier(barrier, "mbarrier.arrive.expect_tx");
+  if (!b) return;
+  if (bytes < 0) {
+    record_fault(fmt::format("mbarrier.arrive.expect_tx: {} bytes announced on the barrier at shared offset {}", bytes, shared_offset(barrier)));
+    return;
+  }
+  if (b->pending == 0) {  // the phase has all its arrivals and waits only for bytes
+    record_fault(fmt::format("mbarrier.arrive.expect_tx: more arrivals in one phase than the barrier's count ({}) at shared offset {}", b->count,
+                             shared_offset(barrier)));
+    return;
+  }
+  b->tx += bytes;
+  b->pending -= 1;
+  complete_if_done(*b);
+}
+
+int32_t mbarrier_try_wait_parity(uint64_t barrier, int32_t parity) {
+  {
+    std::lock_guard lock(barriers_mutex);
+    Mbarrier *b = valid_barrier(barrier, "mbarrier.try_wait.parity");
+    if (!b) return 1;  // the fault ends the launch; a 0 would keep the kernel looping
+    if (b->parity != (parity & 1)) {
+      spin = {};
+      return 1;
+    }
+  }
+  if (gave_up_waiting) return 1;
+  auto now = std::chrono::steady_clock::now();
+  if (spin.barrier != barrier || spin.parity != (parity & 1)) spin = {barrier, parity & 1, now};
+  if (now - spin.since > machine.mbarrier_timeout) {
+    record_fault(fmt::format("mbarrier: a thread waited {} ms for a phase that never completed (thread {}, barrier at shared offset {}, parity {})",
+                             machine.mbarrier_timeout.count(), thread_id(), shared_offset(barrier), parity & 1));
+    gave_up_waiting = true;
+    spin = {};
+    return 1;
+  }
+  // 0 sends the kernel round its loop: let the threads that would complete the phase run.
+  std::this_thread::yield();
+  return 0;
+}
+
+void mbarrier_inval(uint64_t barrier) {
+  std::lock_guard lock(barriers_mutex);
+  if (Mbarrier *b = valid_barrier(barrier, "mbarrier.inval")) b->valid = false;
+}
+
+void mbarrier_reset() {
+  std::lock_guard lock(barriers_mutex);
+  barriers.clear();
+  gave_up_waiting = false;
+  spin = {};
+}
+
+void mbarrier_program_end() {
+  std::lock_guard lock(barriers_mutex);
+  for (const auto &[address, b] : barriers)
+    if (b.valid) {
+      record_fault(fmt::format("mbarrier: the program ended with the barrier at shared offset {} still valid (no mbarrier.inval after its last use)",
+                               shared_offset(address)));
+      break;
+    }
+  barriers.clear();
+}
+
+// TMA's swizzle is a function of the shared address: the 16-byte chunk bits (4 and up) XORed
+// with the bits from 7 up, three of each at 128 bytes, two at 64, one at 32. With the box's
+// rows of swizzle_bytes and its start aligned to 8 rows, a box offset's bits are the address's.
+void tma_load_2d(uint64_t dst, uint64_t tensor_map, int32_t col, int32_t row, uint64_t barrier) {
+  const auto *map = reinterpret_cast<const EmulatedTensorMap *>(tensor_map);
+  if (!tensor_map || tensor_map % 64 || map->magic != EmulatedTensorMap::kMagic) {
+    record_fault(fmt::format("cp.async.bulk.tensor: the tensor map operand {:#x} is not one of the kernel's tensor map parameters", tensor_map));
+    return;
+  }
+  const int64_t row_bytes = int64_t(map->box_cols) * map->elem_bytes, box_bytes = row_bytes * map->box_rows;
+  const int swizzle = map->swizzle_bytes;
+  if (swizzle != 128 && swizzle != 64 && swizzle != 32) {
+    record_fault(fmt::format("cp.async.bulk.tensor: a {}-byte swizzle (the lowering's maps take 128, 64 or 32)", swizzle));
+    return;
+  }
+  if (row_bytes != swizzle) {
+    record_fault(fmt::format("cp.async.bulk.tensor: a box of {} columns of {} bytes under a {}-byte swizzle (a box row must be the swizzle's width)",
+                             map->box_cols, map->elem_bytes, swizzle));
+    return;
+  }
+  if (dst % uint64_t(8 * swizzle) || !in_shared(dst, uint64_t(box_bytes))) {
+    record_fault(fmt::format("cp.async.bulk.tensor: the destination {:#x} ({} bytes) is not shared memory aligned to {} bytes (8 rows of the swizzle)", dst,
+                             box_bytes, 8 * swizzle));
+    return;
+  }
+  const uint64_t chunk_mask = uint64_t(swizzle / 16 - 1);
+  auto *out = reinterpret_cast<uint8_t *>(dst);
+  const auto *tensor = reinterpret_cast<const uint8_t *>(map->base);
+  for (int64_t r = 0; r < map->box_rows; ++r)
+    for (int64_t c = 0; c < map->box_cols; ++c) {
+      uint64_t o = uint64_t(r * row_bytes + c * map->elem_bytes);
+      uint8_t *to = out + (o ^ (((o >> 7) & chunk_mask) << 4));
+      int64_t tr = int64_t(row) + r, tc = int64_t(col) + c;
+      if (tr >= 0 && tr < map->rows && tc >= 0 && tc < map->cols) std::memcpy(to, tensor + (tr * map->row_stride + tc) * map->elem_bytes, size_t(map->elem_bytes));
+      else std::memset(to, 0, size_t(map->elem_bytes));  // TMA fills what lies outside the tensor with zeros
+    }
+  complete_tx(barrier, box_bytes);
+}
+
+}  // namespace kdsl::simt
