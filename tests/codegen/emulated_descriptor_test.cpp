@@ -56,6 +56,12 @@ TEST_CASE("emulated TMA: the descriptor matmul on sm_90a (TMA, mbarriers, wgmma)
     }
     CHECK(compare_matmul(k, 64, 64, M, N, K, rng, {"sm_80", true, 2}) <= 2e-2);
   }
+  // B's rows of 128 f16 (256 bytes) are two 128-byte swizzle slabs: two boxes a tile.
+  const auto wide = tools::named_kernel<examples::matmul_descriptor<f16, f32, 64, 128, 64>>("matmul_descriptor_64x128", 4);
+  for (int stages : {2, 3}) {
+    CAPTURE(stages);
+    CHECK(compare_matmul(wide, 64, 128, 100, 272, 144, rng, {"sm_90a", true, stages}) <= 2e-2);
+  }
 }
 
 TEST_CASE("emulated TMA: a loop with a TMA tile and a cp.async tile waits for both") {
