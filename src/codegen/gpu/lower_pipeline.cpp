@@ -1,4 +1,4 @@
-// lower_pipeline.cpp - software pipelining: tiles feeding tensor-core dots copied global -> shared with cp.async, num_stages - 1 iterations ahead
+// lower_pipeline.cpp - software pipelining: tiles feeding tensor-core dots copied global -> shared with cp.async or TMA, num_stages - 1 iterations ahead
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -32,6 +32,18 @@ namespace kdsl::codegen::gpu {
 // layout the dot's instruction reads (staged_tile.h: padded rows for ldmatrix, core matrices
 // for wgmma's descriptors); masked-off groups copy
 // 0 bytes and are zero-filled (the plan only takes loads whose `other` is 0).
+// Tile loads through tensor descriptors on targets with TMA (PipelinedLoad::tensor_copy) are
+// copied instead by thread 0 alone, one box a swizzle slab, and waited for through one
+// mbarrier a stage rather than cp.async's groups:
+//   before the loop:  thread 0 initializes the S barriers (count 1); a barrier makes them
+//                     visible; iterations 0 .. A-1 copied as below
+//   a copy:           thread 0 announces the stage's bytes (arrive.expect_tx), then issues its
+//                     boxes, which complete those bytes on the stage's barrier
+//   iteration i:      every thread waits for the phase of parity (i / S) & 1 of barrier i % S,
+//                     then bar.sync as above, then the copy of iteration i+A
+//   after the loop:   bar.sync (every thread has seen its last phase), thread 0 invalidates
+//                     the barriers, whose space the allocator reuses
+// TMA writes through the async proxy that wgmma reads through: no proxy fence for those tiles.
 
 // The scalars of the loop body that the load's pointers and mask depend on (a head's base
 // pointer `k + base`, say), in program order: they are computed for each iteration copied,
