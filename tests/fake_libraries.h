@@ -1,5 +1,8 @@
 // fake_libraries.h - where the stand-in GPU libraries are: this build's, or a GPU bundle's copy named in the environment
 #pragma once
+#include <dlfcn.h>
+#include <doctest/doctest.h>
+
 #include <cstdlib>
 #include <string>
 
@@ -11,6 +14,15 @@ namespace kdsl::test {
 inline std::string fake_library(const char *variable, const char *built) {
   const char *v = std::getenv(variable);
   return v && *v ? v : built;
+}
+
+// The fake's test hook `name` from the library opened as `handle`, typed F; a missing one fails
+// the test, naming `source` (the fake's source file), rather than crashing on a null call.
+template <class F>
+F fake_symbol(void *handle, const char *source, const char *name) {
+  void *p = dlsym(handle, name);
+  REQUIRE_MESSAGE(p, source, " lacks ", name);
+  return reinterpret_cast<F>(p);
 }
 
 }  // namespace kdsl::test

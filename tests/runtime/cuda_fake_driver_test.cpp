@@ -67,9 +67,7 @@ struct Fake {
 
 template <class F>
 F symbol(void *h, const char *name) {
-  void *p = dlsym(h, name);
-  REQUIRE_MESSAGE(p, "fake_libcuda.c lacks ", name);
-  return reinterpret_cast<F>(p);
+  return test::fake_symbol<F>(h, "fake_libcuda.c", name);
 }
 
 Fake &fake() {

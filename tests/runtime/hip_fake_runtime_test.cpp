@@ -39,9 +39,7 @@ struct Fake {
 
 template <class F>
 F symbol(void *h, const char *name) {
-  void *p = dlsym(h, name);
-  REQUIRE_MESSAGE(p, "fake_libamdhip64.c lacks ", name);
-  return reinterpret_cast<F>(p);
+  return test::fake_symbol<F>(h, "fake_libamdhip64.c", name);
 }
 
 Fake &fake() {

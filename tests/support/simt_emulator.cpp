@@ -20,6 +20,7 @@
 #include "codegen/host/target_machine.h"
 #include "codegen/nvptx/nvptx_target.h"
 #include "codegen/pipeline.h"
+#include "codegen/tensor_map_limits.h"
 #include "tests/support/host_calls.h"
 #include "tests/support/simt_machine.h"
 
@@ -118,10 +119,12 @@ EmulatedTensorMap encode_tensor_map(const codegen::TensorMapSpec &spec, const ui
   m.box_cols = spec.box_cols;
   m.swizzle_bytes = spec.swizzle_bytes;
   const std::string what = fmt::format("emulator: the tensor map of argument {}", spec.base);
-  if (m.base % 16) throw Error(fmt::format("{}: its address {:#x} is not 16-byte aligned, as TMA needs", what, m.base));
-  if (m.row_stride < 1 || m.row_stride * m.elem_bytes % 16)
+  // The launcher's rules (codegen/tensor_map_limits.h), so that an emulated launch refuses what a GPU's would.
+  if (!codegen::tensor_map_address_ok(m.base)) throw Error(fmt::format("{}: its address {:#x} is not 16-byte aligned, as TMA needs", what, m.base));
+  if (!codegen::tensor_map_stride_ok(m.row_stride, m.elem_bytes))
     throw Error(fmt::format("{}: a row stride of {} elements of {} bytes; TMA needs a positive multiple of 16 bytes", what, m.row_stride, m.elem_bytes));
-  if (m.rows < 1 || m.cols < 1) throw Error(fmt::format("{}: {} x {} elements; TMA needs at least 1 x 1", what, m.rows, m.cols));
+  if (!codegen::tensor_map_extent_ok(m.rows) || !codegen::tensor_map_extent_ok(m.cols))
+    throw Error(fmt::format("{}: {} x {} elements; TMA needs at least 1 x 1", what, m.rows, m.cols));
   return m;
 }
 

@@ -8,13 +8,11 @@
 
 #include <kdsl/error.h>
 
+#include "codegen/tensor_map_limits.h"
 #include "runtime/checked_mode.h"
 
 namespace kdsl::detail {
 namespace {
-
-constexpr int64_t kMaxExtent = int64_t(1) << 32;       // globalDim: at most 2^32
-constexpr int64_t kMaxStrideBytes = int64_t(1) << 40;  // globalStrides: below 2^40
 
 std::string argument_text(const LaunchRequest &r, int index) {
   if (index >= 0 && size_t(index) < r.kernel.params.size())
@@ -98,16 +96,16 @@ void CudaTensorMaps::encode(const cuda::Driver &driver, const LaunchRequest &r, 
                               r.kernel.name, i, base, source_text(r, s.rows), source_text(r, s.cols), source_text(r, s.row_stride)));
 
     const int bytes = dtype_bytes(s.elem);
-    if (v.address % 16 != 0)
+    if (!codegen::tensor_map_address_ok(v.address))
       refuse("its address 16-byte aligned",
              fmt::format("{:#x}, {} bytes past a 16-byte boundary (pass a pointer a multiple of {} {} elements into an aligned allocation)", v.address,
                          v.address % 16, 16 / bytes, dtype_name(s.elem)));
     for (auto [name, value, field] : {std::tuple{"rows", v.rows, &s.rows}, std::tuple{"cols", v.cols, &s.cols}})
-      if (value < 1 || value > kMaxExtent) refuse(fmt::format("{} in [1, 2^32]", name), fmt::format("{} ({})", value, source_text(r, *field)));
-    if (v.row_stride < 1 || v.row_stride >= kMaxStrideBytes / bytes || v.row_stride * bytes % 16 != 0)
+      if (!codegen::tensor_map_extent_ok(value)) refuse(fmt::format("{} in [1, 2^32]", name), fmt::format("{} ({})", value, source_text(r, *field)));
+    if (!codegen::tensor_map_stride_ok(v.row_stride, bytes))
       refuse("its row stride a positive multiple of 16 bytes below 2^40 bytes",
              fmt::format("{} {} elements{} ({})", v.row_stride, dtype_name(s.elem),
-                         v.row_stride >= 1 && v.row_stride < kMaxStrideBytes / bytes ? fmt::format(" = {} bytes", v.row_stride * bytes) : "",
+                         codegen::tensor_map_stride_fits(v.row_stride, bytes) ? fmt::format(" = {} bytes", v.row_stride * bytes) : "",
                          source_text(r, s.row_stride)));
     if (!driver.cuTensorMapEncodeTiled)
       refuse("a CUDA 12 driver", fmt::format("{}, which lacks cuTensorMapEncodeTiled (update the NVIDIA driver)", driver.library));
