@@ -7,7 +7,8 @@ namespace kdsl {
 
 // A rows x cols tensor of T at `base`, row i starting row_stride elements after row i - 1
 // (the columns contiguous). load<R, C>(row, col) reads the R x C tile whose first element is
-// (row, col): elements outside the tensor read 0, so ragged edges need no masks.
+// (row, col): elements outside the tensor read 0, so ragged edges need no masks; store(row,
+// col, tile) writes one, skipping the elements outside.
 //
 // On sm_90a, a tile that feeds a tensor-core dot inside a pipelined for_range is copied by
 // the tensor memory accelerator (cp.async.bulk.tensor) into the swizzled shared-memory tile
@@ -30,6 +31,19 @@ class TensorDescriptor {
     constexpr std::array<int, 0> scalar{};
     return detail::emit_as<Block<std::remove_const_t<T>, R, C>>(
         OpKind::TileLoad, {base_.id(), rows_.id(), cols_.id(), row_stride_.id(), detail::lift<i32, scalar>(row).id(), detail::lift<i32, scalar>(col).id()});
+  }
+
+  // Writes the R x C tile `value` at (row, col); its elements outside the tensor are not
+  // written. On sm_90a, where the tensor map can be encoded (the same conditions as a
+  // load's), the tile goes through shared memory and one TMA store (cp.async.bulk.tensor)
+  // issued by one thread; everywhere else, a masked store.
+  template <class Row, class Col, class V, int R, int C>
+  void store(const Row &row, const Col &col, const Block<V, R, C> &value) const
+    requires(!std::is_const_v<T> && std::is_same_v<V, T>)
+  {
+    constexpr std::array<int, 0> scalar{};
+    detail::emit_effect(OpKind::TileStore, {base_.id(), rows_.id(), cols_.id(), row_stride_.id(), detail::lift<i32, scalar>(row).id(),
+                                             detail::lift<i32, scalar>(col).id(), value.id()});
   }
 
  private:

@@ -28,7 +28,7 @@
 #include "codegen/nvptx/ptx_compiler.h"
 #include "codegen/passes/cse.h"
 #include "codegen/passes/dce.h"
-#include "codegen/passes/expand_tile_loads.h"
+#include "codegen/passes/expand_tile_accesses.h"
 #include "codegen/passes/fold_constants.h"
 #include "codegen/passes/specialize_arguments.h"
 #include "codegen/stage_dump.h"
@@ -125,7 +125,7 @@ CompiledObject compile(const ir::Function &traced, const std::string &symbol, co
     plan = gpu::plan_gpu_kernel(fn, *target.gpu, options.num_warps, options.num_stages);  // 2. GPU: TMA tiles, layouts, vector widths,
                                                                                       //    mma dots, async copies for loads feeding them
   } else {
-    passes::expand_tile_loads(fn);                                                    //    host: tile loads as masked loads
+    passes::expand_tile_accesses(fn);                                                 //    host: tile loads and stores as masked ones
     fuse_scaled_dots(fn);                                                             //    host: byte dots scaled by column as one op
   }
   if (dump.ir) stages.write(".kir", ir::print(fn));

@@ -91,6 +91,14 @@ class Verifier {
         if (in.size() == 3 && (in[2]->elem != DType::Bool || !(in[2]->shape == in[0]->shape)))
           problem(op, fmt::format("mask {} must be i1 shaped like the pointers {}", in[2]->str(), in[0]->str()));
         return;
+      case OpKind::TileStore: {
+        bool ok = in[0]->is_ptr && in[0]->is_scalar() && *in[6] == Type{in[0]->elem, false, in[6]->shape} && in[6]->shape.rank == 2;
+        for (size_t i = 1; ok && i < 6; ++i) ok = *in[i] == Type{DType::I32, false, {}};
+        if (!ok) problem(op, fmt::format("expects (ptr base, i32 rows, cols, row_stride, row, col) scalars and a 2-D tile of the pointee, has {} and {}",
+                                         in[0]->str(), in[6]->str()));
+        want_results(op, 0);
+        return;
+      }
       case OpKind::Prefetch:
         if (!in[0]->is_ptr) problem(op, fmt::format("expects pointers, got {}", in[0]->str()));
         want_results(op, 0);

@@ -11,6 +11,7 @@
 #include "examples/layer_norm.h"
 #include "examples/matmul.h"
 #include "examples/matmul_descriptor.h"
+#include "examples/matmul_persistent.h"
 #include "examples/softmax.h"
 #include "examples/vector_add.h"
 #include "frontend/trace_kernel.h"
@@ -49,6 +50,7 @@ inline std::vector<NamedKernel> example_kernels() {
       named_kernel<examples::matmul<32, 32, 32>>("matmul"),
       // Triton's tutorial matmul tile through tensor descriptors (TMA on sm_90a)
       named_kernel<examples::matmul_descriptor<f16, f16, 128, 128, 64>>("matmul_descriptor", 8),
+      named_kernel<examples::matmul_persistent<f16, f16, 128, 128, 64>>("matmul_persistent", 8),
       // Triton's tutorial configuration at D = 128: 128 query rows, 64 keys a step, 8 warps
       named_kernel<examples::flash_attention<f16, 128, 64, 128, false>>("flash_attention", 8),
       named_kernel<examples::flash_attention_descriptor<f16, 128, 64, 128, false>>("flash_attention_descriptor", 8),

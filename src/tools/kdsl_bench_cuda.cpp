@@ -14,11 +14,13 @@
 #include <optional>
 #include <random>
 #include <span>
+#include <string_view>
 
 #include <kdsl/kdsl.h>
 
 #include "examples/flash_attention.h"
 #include "examples/matmul_descriptor.h"
+#include "examples/matmul_persistent.h"
 #include "kernels/matmul_narrow.h"
 #include "kernels/matvec.h"
 #include "kernels/matvec_quantized.h"
@@ -48,11 +50,13 @@ void matmul_bf16(Ptr<bf16> a, Ptr<bf16> b, Ptr<f32> c, Scalar<i32> M, Scalar<i32
 
 // A timed tile of a matrix product: its shape, warps, pipeline stages and kernel; `form` says
 // how it reads its tiles where that is not pointers and masks (" desc": tensor descriptors,
-// TMA on Hopper).
+// TMA on Hopper; " persistent": the same on one program per multiprocessor, which walks the
+// tiles: examples/matmul_persistent.h).
 struct MatmulTile {
   int bm, bn, bk, warps, stages;
   detail::KernelSignature (*make)();
   const char *form = "";
+  bool persistent() const { return std::string_view(form) == " persistent"; }
   detail::KernelSignature signature() const { return make(); }
   std::string label() const { return fmt::format("{}x{}x{} w{} s{}{}", bm, bn, bk, warps, stages, form); }
 };
@@ -100,6 +104,8 @@ const MatmulTile kMatmulTiles[] = {
     {128, 128, 64, 8, 3, &detail::kernel_signature<examples::matmul_descriptor<bf16, f32, 128, 128, 64>>, " desc"},
     {128, 256, 64, 8, 3, &detail::kernel_signature<examples::matmul_descriptor<bf16, f32, 128, 256, 64>>, " desc"},
     {128, 128, 64, 8, 4, &detail::kernel_signature<examples::matmul_descriptor<bf16, f32, 128, 128, 64>>, " desc"},
+    {128, 128, 64, 8, 3, &detail::kernel_signature<examples::matmul_persistent<bf16, f32, 128, 128, 64>>, " persistent"},
+    {128, 256, 64, 8, 3, &detail::kernel_signature<examples::matmul_persistent<bf16, f32, 128, 256, 64>>, " persistent"},
 };
 
 // The decode rows: one bf16 matrix-vector product at Llama-3-8B's largest shapes (W far larger
@@ -326,7 +332,8 @@ int main(int argc, char **argv) {
       if (quick && &tile != &kMatmulTiles[0]) break;
       row(fmt::format("{}^3 {}", size, tile.label()), "TFLOP/s", [&](Result &r) {
         auto mm = detail::make_kernel(device, tile.signature(), {tile.warps, tile.stages});
-        double ms = timed_times(3, [&] { detail::launch(*mm, grid(cdiv(size, tile.bm), cdiv(size, tile.bn)), args.data(), args.size()); });
+        const Grid g = tile.persistent() ? examples::persistent_grid(device, size, size, tile.bm, tile.bn) : grid(cdiv(size, tile.bm), cdiv(size, tile.bn));
+        double ms = timed_times(3, [&] { detail::launch(*mm, g, args.data(), args.size()); });
         r.value = ms > 0 ? 2.0 * size * size * double(size) / ms / 1e9 : 0;
         std::string key = fmt::format("torch_{}", size);
         if (baselines.contains(key) && baselines[key].is_number()) r.ceiling = baselines[key].get<double>();

@@ -147,6 +147,7 @@ TEST_CASE("compile_for: an sm_90a compile reports the tensor maps its kernel tak
   CHECK(r.tensor_maps.find("\"base\":0") != std::string::npos);
   CHECK(r.tensor_maps.find("\"base\":1") != std::string::npos);
   CHECK(r.tensor_maps.find("\"swizzle\":128") != std::string::npos);
+  CHECK(r.tensor_maps.find("\"base\":2") != std::string::npos);  // C, written by TMA stores
   CHECK(r.ptx.find("cp.async.bulk.tensor.2d") != std::string::npos);
   CHECK(compile_for<examples::matmul_descriptor<f16, f16, 128, 128, 64>>(Target("sm_90"), "16,16,16,16,16,16", {.num_warps = 8, .num_stages = 3})
             .tensor_maps.empty());

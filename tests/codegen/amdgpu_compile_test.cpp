@@ -63,7 +63,7 @@ bool calls_device_math(const std::string &name) { return name == "math_ops" || n
 // past the 64 KiB of LDS a workgroup has on gfx90a and gfx942; the compile refuses them,
 // naming both figures (tested below).
 bool sized_for_nvidia(const std::string &name) {
-  return name == "flash_attention" || name == "flash_attention_descriptor" || name == "matmul_descriptor";
+  return name == "flash_attention" || name == "flash_attention_descriptor" || name == "matmul_descriptor" || name == "matmul_persistent";
 }
 
 }  // namespace amdgpu_test

@@ -1,4 +1,4 @@
-// emulated_descriptor_test.cpp - kernels reading tiles through tensor descriptors, emulated with TMA and mbarriers on sm_90a (and as masked loads elsewhere), against the CPU backend
+// emulated_descriptor_test.cpp - kernels reading and writing tiles through tensor descriptors, emulated with TMA and mbarriers on sm_90a (and as masked loads and stores elsewhere), against the CPU backend
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -8,6 +8,7 @@
 
 #include "examples/flash_attention.h"
 #include "examples/matmul_descriptor.h"
+#include "examples/matmul_persistent.h"
 #include "tests/codegen/emulator_compare.h"
 #include "tests/test_util.h"
 
@@ -28,6 +29,16 @@ void mixed_matmul(Ptr<const f16> a, Ptr<const f16> b, Ptr<f32> c, Scalar<i32> M,
   });
   auto rm = expand_dims<1>(program_id(0) * BM + arange<BM>());
   store(c + rm * N + rn, acc, rm < M && rn < N);
+}
+
+// y = 2x + 1 a tile at a time, the tiles shifted up and left of the tensor's grid by (5, 8)
+// so that the first ones start at negative coordinates and the last ones hang past the end;
+// each is read through one descriptor and written through another (TMA stores on sm_90a).
+template <class T, int BR, int BC>
+void shifted_tiles(Ptr<const T> x, Ptr<T> y, Scalar<i32> rows, Scalar<i32> cols) {
+  auto r0 = program_id(0) * BR - 5, c0 = program_id(1) * BC - 8;
+  auto tile = make_tensor_descriptor(x, rows, cols, cols).template load<BR, BC>(r0, c0);
+  make_tensor_descriptor(y, rows, cols, cols).store(r0, c0, cast<T>(cast<f32>(tile) * 2.0f + 1.0f));
 }
 
 double compare_matmul(const tools::NamedKernel &k, int bm, int bn, int M, int N, int K, std::mt19937 &rng, const Flavour &f) {
@@ -93,5 +104,53 @@ TEST_CASE("emulated TMA: flash attention through tensor descriptors on sm_90a ma
     CAPTURE(stages);
     CHECK(run.template operator()<f16, false>(2, 150, stages) <= 2e-2);
     CHECK(run.template operator()<bf16, true>(3, 100, stages) <= 1.6e-1);
+  }
+}
+
+// Every element of y written once, by whichever tile covers it; the parts of tiles outside
+// the tensor write nothing (y starts random, and the emulator's guards past its end must stay
+// as they were). The box is swizzled as wide as its rows allow (128, 64 or 32 bytes, several
+// slabs for wider rows) and unswizzled for 16-byte rows; the tensors' columns are multiples
+// of 16, so the launch proves the strides' 16 bytes TMA needs.
+TEST_CASE("emulated TMA: tile stores through tensor descriptors on sm_90a write only the tensor's elements, at negative and past-the-end tiles") {
+  KDSL_TEST_RNG(rng);
+  auto run = [&]<class Tag, int BR, int BC>(int rows, int cols, const char *arch) {
+    using T = typename Tag::storage;
+    const auto k = tools::named_kernel<shifted_tiles<Tag, BR, BC>>("shifted_tiles", 4);
+    const size_t n = size_t(rows) * cols;
+    return compare(k, grid(cdiv(rows + 5, BR), cdiv(cols + 8, BC)), {array(random_of<T>(n, rng)), array(random_of<T>(n, rng)), value(rows), value(cols)},
+                   {arch, true, 2});
+  };
+  for (const char *arch : {"sm_90a", "sm_80"}) {
+    CAPTURE(arch);
+    CHECK(run.template operator()<f32, 32, 32>(70, 112, arch) == 0);   // 128-byte swizzle
+    CHECK(run.template operator()<f16, 16, 64>(37, 144, arch) == 0);   // 128-byte swizzle
+    CHECK(run.template operator()<f16, 64, 128>(64, 208, arch) == 0);  // two 128-byte slabs: two stores a tile
+    CHECK(run.template operator()<f32, 16, 16>(45, 48, arch) == 0);    // 64-byte swizzle
+    CHECK(run.template operator()<f16, 32, 16>(70, 48, arch) == 0);    // 32-byte swizzle
+    CHECK(run.template operator()<f16, 16, 8>(21, 32, arch) == 0);     // 16-byte rows: unswizzled
+  }
+}
+
+// The persistent form: 3 programs over up to 12 tiles, so each program runs the pipelined k
+// loop (its barriers made and invalidated) and the TMA store several times, a tile's box
+// reusing the shared memory the last tile's stages had.
+TEST_CASE("emulated TMA: the persistent descriptor matmul on sm_90a walks its tiles with TMA loads and stores, and on sm_80, matching the CPU") {
+  KDSL_TEST_RNG(rng);
+  const auto k = tools::named_kernel<examples::matmul_persistent<f16, f32, 64, 64, 32, 2>>("matmul_persistent_64", 4);
+  for (auto [M, N, K] : {std::tuple{128, 192, 96}, std::tuple{150, 176, 80}}) {
+    CAPTURE(M);
+    CAPTURE(N);
+    auto run = [&](const Flavour &f) {
+      return compare(k, grid(3),
+                     {array(random_of<half>(size_t(M) * K, rng)), array(random_of<half>(size_t(K) * N, rng)), array(random_of<float>(size_t(M) * N, rng)),
+                      value(M), value(N), value(K)},
+                     f);
+    };
+    for (int stages : {2, 3}) {
+      CAPTURE(stages);
+      CHECK(run({"sm_90a", true, stages}) <= 2e-2);
+    }
+    CHECK(run({"sm_80", true, 2}) <= 2e-2);
   }
 }

@@ -343,8 +343,8 @@ TEST_CASE("emulated TMA: destinations, boxes and maps the copy does not take are
   CHECK(ok.elem_bytes == 2);
 }
 
-// What compile_for_emulation keeps for emulate_launch: the kernel's six arguments, then A's and
-// B's tensor maps, encoded at launch from the argument slots. A K that the trace was told is
+// What compile_for_emulation keeps for emulate_launch: the kernel's six arguments, then A's,
+// B's and C's (the store's) tensor maps, encoded at launch from the argument slots. A K that the trace was told is
 // divisible by 16 but is not (rows of 200 bytes) is what the launcher refuses to encode, and so
 // does emulate_launch, naming the map. (emulated_descriptor_test.cpp runs such kernels whole.)
 TEST_CASE("emulated TMA: an sm_90a kernel takes its tensor maps after its arguments, encoded by emulate_launch from the slots") {
@@ -353,10 +353,12 @@ TEST_CASE("emulated TMA: an sm_90a kernel takes its tensor maps after its argume
   const std::vector<ir::ArgClass> classes = {aligned, aligned, aligned, ir::ArgClass::None, aligned, aligned};
   EmulatedKernel kernel = compile_for_emulation(tools::trace_kernel(k.signature, classes), "kdsl_emulated_tma_maps", {"sm_90a", 4, true, 2});
   CHECK(kernel.arguments == 6);
-  REQUIRE(kernel.tensor_maps.size() == 2);
+  REQUIRE(kernel.tensor_maps.size() == 3);
   CHECK(kernel.tensor_maps[0].base == 0);
   CHECK(kernel.tensor_maps[0].swizzle_bytes == 128);
   CHECK(kernel.tensor_maps[1].base == 1);
+  CHECK(kernel.tensor_maps[2].base == 2);
+  CHECK(kernel.tensor_maps[2].swizzle_bytes == 128);
 
   const int M = 64, N = 64, K = 100;
   std::vector<half> a(size_t(M) * K), b(size_t(K) * N);

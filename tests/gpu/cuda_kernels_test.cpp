@@ -201,9 +201,11 @@ TEST_CASE("gpu: Triton's tutorial matmul tile (both operands copied ahead, 3 sta
 
 // The tutorial tile through tensor descriptors (examples/matmul_descriptor.h): on Hopper both
 // tiles are copied by TMA from tensor maps the launcher encodes, one mbarrier a stage, and the
-// edges read zeros from TMA itself. K and N multiples of 16 (TMA's 16-byte row strides) but
-// not of the tile, M ragged; N = 137 leaves B's stride unaligned, so B falls back to masked
-// loads while A stays on TMA. 2 and 3 stages (3: the wgmma group in flight across k steps).
+// edges read zeros from TMA itself; C goes out by TMA stores, which write nothing past the
+// edges. K and N multiples of 16 (TMA's 16-byte row strides) but not of the tile, M ragged;
+// N = 137 leaves B's and C's strides unaligned, so B falls back to masked loads and C to a
+// masked store while A stays on TMA. 2 and 3 stages (3: the wgmma group in flight across k
+// steps). Then the persistent form on 5 programs (each walks several tiles) and on one per SM.
 TEST_CASE("gpu: the tutorial matmul through tensor descriptors (TMA on Hopper) matches the CPU backend, aligned and ragged") {
   if (!gpu()) return;
   std::mt19937 rng(6);
@@ -220,6 +222,17 @@ TEST_CASE("gpu: the tutorial matmul through tensor descriptors (TMA on Hopper) m
       std::vector<float> c(size_t(M) * N);
       check_on_gpu(k, grid(cdiv(M, 128), cdiv(N, 128)), {Arg::array(a), Arg::array(b), Arg::array(c), Arg::value(M), Arg::value(N), Arg::value(K)},
                    kTensorCoreDot, stages);
+    }
+  const tools::NamedKernel persistent = tools::named_kernel<examples::matmul_persistent<f16, f32, 128, 128, 64>>("matmul_persistent_f32_out", 8);
+  for (auto [M, N, K] : {std::tuple{1024, 768, 512}, std::tuple{700, 656, 336}})
+    for (int64_t programs : {int64_t(5), int64_t(gpu()->threads())}) {
+      CAPTURE(M);
+      CAPTURE(programs);
+      std::vector<half> a(size_t(M) * K), b(size_t(K) * N);
+      for (half &x : a) x = half(std::uniform_real_distribution<float>(-1, 1)(rng));
+      for (half &x : b) x = half(std::uniform_real_distribution<float>(-1, 1)(rng));
+      std::vector<float> c(size_t(M) * N);
+      check_on_gpu(persistent, grid(programs), {Arg::array(a), Arg::array(b), Arg::array(c), Arg::value(M), Arg::value(N), Arg::value(K)}, kTensorCoreDot, 3);
     }
 }
 

@@ -1,4 +1,4 @@
-// tensor_descriptor_test.cpp - tile loads through a TensorDescriptor on the CPU: tiles at any offset (outside the tensor: zeros) and the descriptor matmul against float64
+// tensor_descriptor_test.cpp - tile loads and stores through a TensorDescriptor on the CPU: tiles at any offset (outside the tensor: zeros read, nothing written) and the descriptor matmul against float64
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "examples/matmul_descriptor.h"
+#include "examples/matmul_persistent.h"
 #include "tests/test_util.h"
 
 using namespace kdsl;
@@ -19,7 +20,39 @@ void copy_tile(Ptr<const i32> x, Ptr<i32> out, Scalar<i32> rows, Scalar<i32> col
   store(out + expand_dims<1>(arange<8>()) * 16 + expand_dims<0>(arange<16>()), tile);
 }
 
+// Writes in [8][16] as the 8 x 16 tile at (row, col) of a rows x cols tensor whose rows are
+// `stride` apart.
+void store_tile(Ptr<const i32> in, Ptr<i32> x, Scalar<i32> rows, Scalar<i32> cols, Scalar<i32> stride, Scalar<i32> row, Scalar<i32> col) {
+  auto tile = load(in + expand_dims<1>(arange<8>()) * 16 + expand_dims<0>(arange<16>()));
+  make_tensor_descriptor(x, rows, cols, stride).store(row, col, tile);
+}
+
 }  // namespace
+
+TEST_CASE("tensor descriptor: a tile store writes the tensor's elements where the tile overlaps it and nothing else, at negative and past-the-end offsets") {
+  const int rows = 13, cols = 21, stride = 24;
+  const int32_t untouched = -1;
+  std::vector<int32_t> tile(8 * 16);
+  for (size_t i = 0; i < tile.size(); ++i) tile[i] = int32_t(i) + 1;
+  Device dev = Device::cpu();
+  Buffer<int32_t> din(dev, tile);
+  auto kernel = compile<store_tile>(dev);
+  for (auto [r0, c0] : {std::pair{0, 0}, {5, 5}, {-3, -7}, {10, 12}, {-8, 0}, {13, 21}, {7, -16}}) {
+    CAPTURE(r0);
+    CAPTURE(c0);
+    std::vector<int32_t> x(size_t(rows) * stride + 16, untouched);  // and 16 past the end
+    Buffer<int32_t> dx(dev, x);
+    kernel(grid(1), din, dx, rows, cols, stride, r0, c0);
+    dx.copy_to_host(x);
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < stride; ++c) {
+        const int i = r - r0, j = c - c0;
+        const bool written = c < cols && i >= 0 && i < 8 && j >= 0 && j < 16;
+        REQUIRE(x[size_t(r) * stride + size_t(c)] == (written ? tile[size_t(i) * 16 + size_t(j)] : untouched));
+      }
+    for (size_t e = size_t(rows) * stride; e < x.size(); ++e) REQUIRE(x[e] == untouched);
+  }
+}
 
 TEST_CASE("tensor descriptor: a tile reads the tensor's elements where it overlaps it and 0 elsewhere, at negative and past-the-end offsets") {
   const int rows = 13, cols = 21, stride = 24;
@@ -68,5 +101,38 @@ TEST_CASE("tensor descriptor: the descriptor matmul on the CPU matches float64 a
         worst = std::max(worst, std::fabs(double(float(c[size_t(i) * N + j])) - ref) / (1 + std::fabs(ref)));
       }
     CHECK(worst < 2e-3);
+  }
+}
+
+// The persistent form on fewer programs than tiles (1, 3, the grid persistent_grid picks) and
+// with GROUP_M 2, so that groups are cut short by M: each tile computed once, wherever
+// its program is, with the descriptor matmul's bound.
+TEST_CASE("tensor descriptor: the persistent matmul on the CPU matches float64 on any number of programs, aligned and ragged") {
+  KDSL_TEST_RNG(rng);
+  std::normal_distribution<float> dist(0, 1);
+  Device dev = Device::cpu();
+  auto kernel = compile<examples::matmul_persistent<f16, f16, 16, 32, 16, 2>>(dev);
+  for (auto [M, N, K] : {std::tuple{64, 64, 64}, {87, 45, 50}, {1, 33, 17}}) {
+    std::vector<half> a(size_t(M) * K), b(size_t(K) * N);
+    for (half &e : a) e = half(dist(rng));
+    for (half &e : b) e = half(dist(rng));
+    for (Grid g : {grid(1), grid(3), examples::persistent_grid(dev, M, N, 16, 32)}) {
+      CAPTURE(M);
+      CAPTURE(N);
+      CAPTURE(K);
+      CAPTURE(g.x);
+      std::vector<half> c(size_t(M) * N, half(1e4f));
+      Buffer<half> da(dev, a), db(dev, b), dc(dev, c);
+      kernel(g, da, db, dc, M, N, K);
+      dc.copy_to_host(c);
+      double worst = 0;
+      for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+          double ref = 0;
+          for (int k = 0; k < K; ++k) ref += double(float(a[size_t(i) * K + k])) * double(float(b[size_t(k) * N + j]));
+          worst = std::max(worst, std::fabs(double(float(c[size_t(i) * N + j])) - ref) / (1 + std::fabs(ref)));
+        }
+      CHECK(worst < 2e-3);
+    }
   }
 }

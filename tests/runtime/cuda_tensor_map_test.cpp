@@ -460,21 +460,22 @@ TEST_CASE("fake driver: a cache entry whose tensor maps do not fit the kernel's 
 }
 
 // From the trace to the launch: kdsl::compile on a 9.0 GPU (sm_90a) of the descriptor matmul
-// makes a kernel with two tensor maps; the launch encodes them from the arguments it was given
-// (A: M x K, B: K x N, the strides K and N) and passes them after the 6 arguments.
-TEST_CASE("fake driver: the descriptor matmul compiled for sm_90a launches with its two tensor maps encoded from M, N and K") {
+// makes a kernel with three tensor maps; the launch encodes them from the arguments it was
+// given (A: M x K, B: K x N, C: M x N, the strides K, N and N) and passes them after the 6
+// arguments. C's is the store's: a box of the tile's rows, one 128-byte swizzle slab wide.
+TEST_CASE("fake driver: the descriptor matmul compiled for sm_90a launches with its three tensor maps encoded from M, N and K") {
   if (codegen::nvptx::find_libdevice().empty()) return;  // no CUDA toolkit: nothing compiles for sm_90a
   test::ScratchCache cache("tensor_map_end_to_end");
   Device gpu(std::make_shared<detail::CudaDevice>(0, fake().driver));
   const int M = 200, N = 144, K = 96;
   Buffer<half> a(gpu, size_t(M) * K), b(gpu, size_t(K) * N), c(gpu, size_t(M) * N);
-  const size_t sizes[] = {8, 8, 8, 4, 4, 4, 128, 128};
-  fake().set_params(8, sizes);
+  const size_t sizes[] = {8, 8, 8, 4, 4, 4, 128, 128, 128};
+  fake().set_params(9, sizes);
   const uint64_t encodes = fake().encodes();
   compile<examples::matmul_descriptor<f16, f16, 128, 128, 64>>(gpu, {.num_warps = 8, .num_stages = 3})(grid(cdiv(M, 128), cdiv(N, 128)), a, b, c, M, N, K);
   fake().set_params(0, nullptr);
-  REQUIRE(fake().encodes() == encodes + 2);
-  const FakeTensorMapEncode &ma = encoded(encodes + 1), &mb = encoded(encodes + 2);
+  REQUIRE(fake().encodes() == encodes + 3);
+  const FakeTensorMapEncode &ma = encoded(encodes + 1), &mb = encoded(encodes + 2), &mc = encoded(encodes + 3);
   CHECK(ma.address == reinterpret_cast<uintptr_t>(a.data()));
   CHECK(ma.dims[0] == uint64_t(K));
   CHECK(ma.dims[1] == uint64_t(M));
@@ -487,5 +488,12 @@ TEST_CASE("fake driver: the descriptor matmul compiled for sm_90a launches with 
   CHECK(mb.strides[0] == uint64_t(N) * 2);
   CHECK(mb.box[0] == 64);
   CHECK(mb.box[1] == 64);
-  for (int i = 0; i < 2; ++i) CHECK(blob(fake().param_bytes(6 + i)).serial == encodes + 1 + uint64_t(i));
+  CHECK(mc.address == reinterpret_cast<uintptr_t>(c.data()));
+  CHECK(mc.dims[0] == uint64_t(N));
+  CHECK(mc.dims[1] == uint64_t(M));
+  CHECK(mc.strides[0] == uint64_t(N) * 2);
+  CHECK(mc.box[0] == 64);
+  CHECK(mc.box[1] == 128);
+  CHECK(mc.swizzle == ma.swizzle);  // 128 bytes, as A's
+  for (int i = 0; i < 3; ++i) CHECK(blob(fake().param_bytes(6 + i)).serial == encodes + 1 + uint64_t(i));
 }

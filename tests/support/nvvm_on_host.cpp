@@ -112,6 +112,9 @@ std::optional<llvm::Value *> tma_ptx(llvm::IRBuilder<> &b, llvm::CallInst *c, co
   if (text == kMbarrierExpectTxText) return effect(&simt::mbarrier_arrive_expect_tx, {address(0), operand(1)});
   if (text == kMbarrierInvalText) return effect(&simt::mbarrier_inval, {address(0)});
   if (text == kTmaLoad2dText) return effect(&simt::tma_load_2d, {address(0), address(1), operand(2), operand(3), address(4)});
+  if (text == kTmaStore2dText) return effect(&simt::tma_store_2d, {address(0), operand(1), operand(2), address(3)});
+  if (text == kBulkCommitGroupText) return effect(&simt::tma_store_commit, {});
+  if (text == kBulkWaitGroupReadText) return effect(&simt::tma_store_wait_read, {});
   if (text == kMbarrierTryWaitText) return call_host(b, reinterpret_cast<const void *>(&simt::mbarrier_try_wait_parity), b.getInt32Ty(), {address(0), operand(1)});
   return std::nullopt;
 }

@@ -160,6 +160,7 @@ void emulate_launch(const EmulatedKernel &k, const int32_t grid[3], const uint64
             sync.arrive_and_wait();  // the program coordinates are set
             k.entry(parameters);
             wgmma_program_end();
+            tma_store_program_end();
             sync.arrive_and_wait();  // every thread is done before the next program reuses shared memory
             // Checked once every thread is done: a barrier may be invalidated by one thread after
             // the others have finished. The next program cannot start before thread 0 arrives.

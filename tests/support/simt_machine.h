@@ -112,6 +112,17 @@ static_assert(sizeof(EmulatedTensorMap) == 128, "a tensor map parameter is 128 b
 // `barrier`. The copy completes at once, so a read of the tile before the wait that sees its
 // phase complete goes unnoticed (a write to a tile an in-flight wgmma reads does not: wgmma_wait).
 void tma_load_2d(uint64_t dst, uint64_t tensor_map, int32_t col, int32_t row, uint64_t barrier);
+// cp.async.bulk.tensor.2d TMA store: the map's box at `src` in shared memory (swizzled as the
+// map says, as tma_load_2d's; or unswizzled rows, 128-byte aligned) to the tensor at (row,
+// col), elements outside the tensor not written. The
+// global writes happen at once; the box is read at once too, and kept: when
+// cp.async.bulk.wait_group.read lets the store's group go (tma_store_wait_read), a box whose
+// shared memory has changed since is the block's fault (written before the read was waited
+// for), and so is a store not waited for when the program ends (tma_store_program_end).
+void tma_store_2d(uint64_t tensor_map, int32_t col, int32_t row, uint64_t src);
+void tma_store_commit();
+void tma_store_wait_read();
+void tma_store_program_end();
 
 float rsqrtf(float x);
 

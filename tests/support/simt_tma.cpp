@@ -1,4 +1,4 @@
-// simt_tma.cpp - Hopper's transaction barriers (mbarrier) and TMA tile copies on the emulated machine, the barriers' state kept beside shared memory
+// simt_tma.cpp - Hopper's transaction barriers (mbarrier) and TMA tile copies and stores on the emulated machine, the barriers' state kept beside shared memory
 #include <fmt/format.h>
 
 #include <atomic>
@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "tests/support/simt_machine.h"
 
@@ -172,43 +173,118 @@ void mbarrier_program_end() {
   barriers.clear();
 }
 
-// TMA's swizzle is a function of the shared address: the 16-byte chunk bits (4 and up) XORed
-// with the bits from 7 up, three of each at 128 bytes, two at 64, one at 32. With the box's
-// rows of swizzle_bytes and its start aligned to 8 rows, a box offset's bits are the address's.
-void tma_load_2d(uint64_t dst, uint64_t tensor_map, int32_t col, int32_t row, uint64_t barrier) {
+namespace {
+// The map at `tensor_map` where it is one the emulator encoded; otherwise the block's fault and null.
+const EmulatedTensorMap *tensor_map_operand(uint64_t tensor_map) {
   const auto *map = reinterpret_cast<const EmulatedTensorMap *>(tensor_map);
   if (!tensor_map || tensor_map % 64 || map->magic != EmulatedTensorMap::kMagic) {
     record_fault(fmt::format("cp.async.bulk.tensor: the tensor map operand {:#x} is not one of the kernel's tensor map parameters", tensor_map));
-    return;
+    return nullptr;
   }
+  return map;
+}
+
+// Where byte `o` of a box (rows of swizzle_bytes, its start aligned to 8 rows) lies under
+// TMA's swizzle, a function of the shared address: the 16-byte chunk bits (4 and up) XORed
+// with the bits from 7 up, three of each at 128 bytes, two at 64, one at 32 (with the box so
+// aligned, a box offset's bits are the address's); 0 (no swizzle) leaves it.
+uint64_t swizzled(uint64_t o, int swizzle_bytes) {
+  if (swizzle_bytes == 0) return o;
+  return o ^ (((o >> 7) & uint64_t(swizzle_bytes / 16 - 1)) << 4);
+}
+
+// A swizzled box's rows must be the swizzle's width and its shared memory aligned to 8 of
+// them; an unswizzled one (stores only), 128 bytes. The block's fault naming `instruction`
+// otherwise.
+bool box_fits(const EmulatedTensorMap &map, uint64_t shared, bool unswizzled_allowed, const char *instruction) {
+  const int64_t row_bytes = int64_t(map.box_cols) * map.elem_bytes, box_bytes = row_bytes * map.box_rows;
+  const int swizzle = map.swizzle_bytes;
+  if (swizzle != 128 && swizzle != 64 && swizzle != 32 && !(swizzle == 0 && unswizzled_allowed)) {
+    record_fault(fmt::format("{}: a {}-byte swizzle (the lowering's maps take 128, 64 or 32{})", instruction, swizzle, unswizzled_allowed ? ", or 0" : ""));
+    return false;
+  }
+  if (swizzle != 0 && row_bytes != swizzle) {
+    record_fault(fmt::format("{}: a box of {} columns of {} bytes under a {}-byte swizzle (a box row must be the swizzle's width)", instruction,
+                             map.box_cols, map.elem_bytes, swizzle));
+    return false;
+  }
+  const uint64_t align = swizzle != 0 ? uint64_t(8 * swizzle) : 128;
+  if (shared % align || !in_shared(shared, uint64_t(box_bytes))) {
+    record_fault(fmt::format("{}: the shared memory at {:#x} ({} bytes) is not shared memory aligned to {} bytes{}", instruction, shared, box_bytes, align,
+                             swizzle != 0 ? " (8 rows of the swizzle)" : ""));
+    return false;
+  }
+  return true;
+}
+}  // namespace
+
+void tma_load_2d(uint64_t dst, uint64_t tensor_map, int32_t col, int32_t row, uint64_t barrier) {
+  const EmulatedTensorMap *map = tensor_map_operand(tensor_map);
+  if (!map || !box_fits(*map, dst, false, "cp.async.bulk.tensor")) return;
   const int64_t row_bytes = int64_t(map->box_cols) * map->elem_bytes, box_bytes = row_bytes * map->box_rows;
-  const int swizzle = map->swizzle_bytes;
-  if (swizzle != 128 && swizzle != 64 && swizzle != 32) {
-    record_fault(fmt::format("cp.async.bulk.tensor: a {}-byte swizzle (the lowering's maps take 128, 64 or 32)", swizzle));
-    return;
-  }
-  if (row_bytes != swizzle) {
-    record_fault(fmt::format("cp.async.bulk.tensor: a box of {} columns of {} bytes under a {}-byte swizzle (a box row must be the swizzle's width)",
-                             map->box_cols, map->elem_bytes, swizzle));
-    return;
-  }
-  if (dst % uint64_t(8 * swizzle) || !in_shared(dst, uint64_t(box_bytes))) {
-    record_fault(fmt::format("cp.async.bulk.tensor: the destination {:#x} ({} bytes) is not shared memory aligned to {} bytes (8 rows of the swizzle)", dst,
-                             box_bytes, 8 * swizzle));
-    return;
-  }
-  const uint64_t chunk_mask = uint64_t(swizzle / 16 - 1);
   auto *out = reinterpret_cast<uint8_t *>(dst);
   const auto *tensor = reinterpret_cast<const uint8_t *>(map->base);
   for (int64_t r = 0; r < map->box_rows; ++r)
     for (int64_t c = 0; c < map->box_cols; ++c) {
-      uint64_t o = uint64_t(r * row_bytes + c * map->elem_bytes);
-      uint8_t *to = out + (o ^ (((o >> 7) & chunk_mask) << 4));
+      uint8_t *to = out + swizzled(uint64_t(r * row_bytes + c * map->elem_bytes), map->swizzle_bytes);
       int64_t tr = int64_t(row) + r, tc = int64_t(col) + c;
       if (tr >= 0 && tr < map->rows && tc >= 0 && tc < map->cols) std::memcpy(to, tensor + (tr * map->row_stride + tc) * map->elem_bytes, size_t(map->elem_bytes));
       else std::memset(to, 0, size_t(map->elem_bytes));  // TMA fills what lies outside the tensor with zeros
     }
   complete_tx(barrier, box_bytes);
+}
+
+namespace {
+// This thread's TMA stores not yet waited for: the boxes as they were read, by group.
+struct StoredBox {
+  uint64_t src = 0;
+  std::vector<uint8_t> bytes;
+};
+struct BulkGroups {
+  std::vector<StoredBox> open;                   // issued since the last commit_group
+  std::vector<std::vector<StoredBox>> committed;
+};
+thread_local BulkGroups bulk_groups;
+}  // namespace
+
+void tma_store_2d(uint64_t tensor_map, int32_t col, int32_t row, uint64_t src) {
+  const EmulatedTensorMap *map = tensor_map_operand(tensor_map);
+  if (!map || !box_fits(*map, src, true, "cp.async.bulk.tensor (store)")) return;
+  const int64_t row_bytes = int64_t(map->box_cols) * map->elem_bytes, box_bytes = row_bytes * map->box_rows;
+  const auto *in = reinterpret_cast<const uint8_t *>(src);
+  auto *tensor = reinterpret_cast<uint8_t *>(map->base);
+  for (int64_t r = 0; r < map->box_rows; ++r)
+    for (int64_t c = 0; c < map->box_cols; ++c) {
+      int64_t tr = int64_t(row) + r, tc = int64_t(col) + c;
+      if (tr >= 0 && tr < map->rows && tc >= 0 && tc < map->cols)  // TMA skips what lies outside the tensor
+        std::memcpy(tensor + (tr * map->row_stride + tc) * map->elem_bytes, in + swizzled(uint64_t(r * row_bytes + c * map->elem_bytes), map->swizzle_bytes),
+                    size_t(map->elem_bytes));
+    }
+  bulk_groups.open.push_back({src, std::vector<uint8_t>(in, in + box_bytes)});
+}
+
+void tma_store_commit() {
+  bulk_groups.committed.push_back(std::move(bulk_groups.open));
+  bulk_groups.open.clear();
+}
+
+void tma_store_wait_read() {
+  for (const std::vector<StoredBox> &group : bulk_groups.committed)
+    for (const StoredBox &box : group)
+      if (std::memcmp(reinterpret_cast<const void *>(box.src), box.bytes.data(), box.bytes.size()) != 0) {
+        record_fault(fmt::format("cp.async.bulk.tensor (store): the box at shared offset {} was written before cp.async.bulk.wait_group.read "
+                                 "let its store go (TMA may have read the new bytes)",
+                                 shared_offset(box.src)));
+        break;
+      }
+  bulk_groups.committed.clear();
+}
+
+void tma_store_program_end() {
+  if (!bulk_groups.open.empty() || !bulk_groups.committed.empty())
+    record_fault("cp.async.bulk.tensor (store): the program ended with a TMA store whose shared memory was not waited for "
+                 "(no cp.async.bulk.commit_group and wait_group.read after it)");
+  bulk_groups = {};
 }
 
 }  // namespace kdsl::simt

@@ -124,6 +124,7 @@ class GpuLowering {
   // --- lower_memory.cpp: loads, stores, atomics ------------------------------------------
   void emit_load(const ir::Op &op);
   void emit_store(const ir::Op &op);
+  void emit_tile_store(const ir::Op &op);  // lower_tile_store.cpp
   void emit_atomic(const ir::Op &op);
 
   // --- lower_control.cpp: ops in order, for, if, the kernel function ------------------------
@@ -183,7 +184,7 @@ class GpuLowering {
   void wait_for_phase(llvm::Value *barrier, llvm::Value *parity);
   void pipeline_exit(const ir::Op &loop);
   // The kernel's TMA tensor maps (LoweringResult::tensor_maps), their parameters, and the map
-  // each tile load copied by TMA reads.
+  // each tile load copied by TMA reads or each tile store writes.
   std::vector<TensorMapSpec> tensor_maps_;
   std::vector<llvm::Value *> tensor_map_params_;
   std::map<const ir::Op *, int> tensor_map_of_;

@@ -96,11 +96,23 @@ class GpuTarget {
   virtual void barrier_invalidate(llvm::IRBuilder<> &b, llvm::Value *barrier);
   virtual void tensor_copy_2d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row,
                               llvm::Value *barrier);
+  // The other way (TMA stores), one thread issuing them:
+  //  - tensor_store_2d: the box at `shared` (unswizzled rows) to element (col, row) of the
+  //    tensor map's tensor, elements outside the tensor not written; it reads shared memory
+  //    through the async proxy, so the writes that made the tile need async_proxy_fence
+  //    and a barrier first.
+  //  - tensor_store_commit closes this thread's stores since the last commit into a group;
+  //    tensor_store_wait_read returns once every group has finished reading shared memory
+  //    (so the tile may be written again, or the block end).
+  virtual void tensor_store_2d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row);
+  virtual void tensor_store_commit(llvm::IRBuilder<> &b);
+  virtual void tensor_store_wait_read(llvm::IRBuilder<> &b);
 
   // This thread's ordinary shared-memory writes so far (stores, and cp.async copies it has
-  // waited for) become visible to matrix instructions that read shared memory through another
-  // path (NVIDIA's async proxy: wgmma's descriptors) once a barrier follows. Asked only for
-  // instructions with descriptor_operands.
+  // waited for) become visible to matrix instructions and copies that read shared memory
+  // through another path (NVIDIA's async proxy: wgmma's descriptors, TMA stores) once a
+  // barrier follows. Asked only for instructions with descriptor_operands and targets with
+  // tensor_copy.
   virtual void async_proxy_fence(llvm::IRBuilder<> &b);
 
   // Waits for every asynchronous matrix instruction this thread issued (wgmma.wait_group 0),

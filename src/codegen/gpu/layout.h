@@ -124,12 +124,14 @@ struct PipelinedLoad {
 
 // Per value, the layout its registers are held in (rank-0 values: rank 0, uniform scalars),
 // per load, store and atomic op the elements each thread accesses at once, per dot that
-// runs on a matrix instruction, which one, and the loads software-pipelined into shared memory.
+// runs on a matrix instruction, which one, the loads software-pipelined into shared memory, and
+// the tile stores TMA writes.
 struct LayoutPlan {
   std::vector<Layout> layout;  // by ValueId
   std::vector<std::pair<const ir::Op *, int>> vector_width;
   std::vector<std::pair<const ir::Op *, int>> dot_instruction;  // index into TargetInfo::matrix_instructions
   std::vector<PipelinedLoad> pipelined;
+  std::vector<const ir::Op *> tensor_stores;  // TileStores written from shared memory by TMA (lower_tile_store.cpp)
   // Dots that run on FMAs although the target has a matrix instruction for their types, each
   // saying why (CompiledObject::warnings).
   std::vector<std::string> warnings;

@@ -30,6 +30,7 @@ void GpuLowering::emit_op(const ir::Op &op) {
     case OpKind::TileLoad:  // plan_gpu_kernel expanded every one TMA does not copy at the top of the loop body
       if (!plan_.pipelined_load(&op)) internal_error(fmt::format("GPU lowering of '{}': a tile load was neither expanded nor copied by TMA", fn_.name));
       return;
+    case OpKind::TileStore: return emit_tile_store(op);  // plan_gpu_kernel expanded every one TMA does not write
     case OpKind::Store: case OpKind::AtomicAdd: case OpKind::AtomicMax: case OpKind::AtomicMin: case OpKind::AtomicXchg: case OpKind::AtomicCas:
       return emit_store(op);
     case OpKind::ScanSum: case OpKind::ScanMax: case OpKind::ScanMin: return emit_scan(op);
@@ -267,7 +268,7 @@ LoweringResult GpuLowering::run(const std::string &symbol) {
   // alignment the driver gives it, and the kernel asks for the bytes that may cost.
   shared_origin_ = shared_base_;
   int64_t origin_slack = 0;
-  if (plan_uses_descriptor_operands()) {
+  if (plan_uses_descriptor_operands() || !plan_.tensor_stores.empty()) {
     llvm::Value *address = b_.CreatePtrToInt(shared_base_, b_.getInt64Ty());
     llvm::Value *skip = b_.CreateAnd(b_.CreateSub(b_.getInt64(0), address), b_.getInt64(StagedLayout::kSwizzleAlign - 1));
     shared_origin_ = b_.CreateInBoundsGEP(b_.getInt8Ty(), shared_base_, skip, "shared.origin");

@@ -327,23 +327,38 @@ void GpuLowering::pipeline_latch(const ir::Op &loop, llvm::BasicBlock *latch) {
   if (pl.phase) pl.phase->addIncoming(lb.CreateSelect(wraps, lb.CreateXor(pl.phase, lb.getInt32(1)), pl.phase), latch);
 }
 
-// The tensor maps of the tile loads TMA copies, one per distinct map (two tiles of one tensor
-// read in one box share it), in the order the kernel takes them after its arguments.
+// The tensor maps of the tile loads TMA copies, then of the tile stores it writes, one per
+// distinct map (two tiles of one tensor read in one box share it), in the order the kernel
+// takes them after its arguments. A store's box is its tile's rows, one swizzle slab wide
+// (store_box_layout), or the whole tile unswizzled.
 void GpuLowering::plan_tensor_maps() {
+  auto add = [&](const ir::Op &tile, TensorMapSpec spec) {
+    if (!tensor_map_fields(fn_, tile, spec.base, spec.rows, spec.cols, spec.row_stride))
+      internal_error(fmt::format("GPU lowering of '{}': a tile {} planned for TMA has no tensor map", fn_.name, ir::op_name(tile.kind)));
+    auto found = std::find(tensor_maps_.begin(), tensor_maps_.end(), spec);
+    tensor_map_of_[&tile] = int(found - tensor_maps_.begin());
+    if (found == tensor_maps_.end()) tensor_maps_.push_back(spec);
+  };
   for (const PipelinedLoad &p : plan_.pipelined) {
     if (!p.tensor_copy) continue;
     const ir::Type &t = fn_.type(p.load->results[0]);
     const MatrixInstruction &mi = target_.matrix_instructions[size_t(plan_.instruction_of(p.dot))];
     TensorMapSpec spec;
-    if (!tensor_map_fields(fn_, *p.load, spec.base, spec.rows, spec.cols, spec.row_stride))
-      internal_error(fmt::format("GPU lowering of '{}': a tile load planned for TMA has no tensor map", fn_.name));
     spec.elem = t.elem;
     spec.swizzle_bytes = staged_layout(mi, t.shape[0], t.shape[1] * dtype_bytes(t.elem)).swizzle_bytes;
     spec.box_rows = int(t.shape[0]);
     spec.box_cols = spec.swizzle_bytes / dtype_bytes(t.elem);
-    auto found = std::find(tensor_maps_.begin(), tensor_maps_.end(), spec);
-    tensor_map_of_[p.load] = int(found - tensor_maps_.begin());
-    if (found == tensor_maps_.end()) tensor_maps_.push_back(spec);
+    add(*p.load, spec);
+  }
+  for (const ir::Op *store : plan_.tensor_stores) {
+    const ir::Type &t = fn_.type(store->operands[6]);
+    const StagedLayout layout = store_box_layout(t.shape[0], t.shape[1] * dtype_bytes(t.elem));
+    TensorMapSpec spec;
+    spec.elem = t.elem;
+    spec.swizzle_bytes = layout.swizzle_bytes;
+    spec.box_rows = int(t.shape[0]);
+    spec.box_cols = layout.swizzled() ? layout.swizzle_bytes / dtype_bytes(t.elem) : int(t.shape[1]);
+    add(*store, spec);
   }
 }
 

@@ -6,7 +6,7 @@
 
 #include "codegen/gpu/assign_layouts.h"
 #include "codegen/gpu/plan_pipelining.h"
-#include "codegen/passes/expand_tile_loads.h"
+#include "codegen/passes/expand_tile_accesses.h"
 
 namespace kdsl::codegen::gpu {
 namespace {
@@ -41,11 +41,20 @@ bool field(const ir::Function &fn, ir::ValueId v, int64_t divisible, TensorMapFi
 
 }  // namespace
 
+const ir::Type &tile_type(const ir::Function &fn, const ir::Op &tile) {
+  return fn.type(tile.kind == OpKind::TileStore ? tile.operands[6] : tile.results[0]);
+}
+
+bool tensor_store_fits(const ir::Type &tile) {
+  const int64_t row_bytes = tile.shape[1] * dtype_bytes(tile.elem);
+  return tile.shape.rank == 2 && tile.shape[0] <= 256 && tile.shape[1] <= 256 && row_bytes % 16 == 0;
+}
+
 bool tensor_map_fields(const ir::Function &fn, const ir::Op &tile, int &base, TensorMapField &rows, TensorMapField &cols, TensorMapField &row_stride) {
   const ir::Argument *b = argument_of(fn, tile.operands[0]);
   if (!b || b->spec != ir::ArgClass::Divisible16) return false;
   base = int(b - fn.args.data());
-  const int eb = dtype_bytes(fn.type(tile.results[0]).elem);
+  const int eb = dtype_bytes(tile_type(fn, tile).elem);
   // The stride's bytes a multiple of 16: a multiple of 16 / eb elements (an argument divisible
   // by 16 is, for every element size up to 16 bytes).
   return field(fn, tile.operands[1], 1, rows) && field(fn, tile.operands[2], 1, cols) && field(fn, tile.operands[3], 16 / eb, row_stride);
@@ -54,22 +63,29 @@ bool tensor_map_fields(const ir::Function &fn, const ir::Op &tile, int &base, Te
 LayoutPlan plan_gpu_kernel(ir::Function &fn, const TargetInfo &target, int num_warps, int num_stages) {
   // Decided before expanding: the expansion moves ops while it runs.
   std::set<const ir::Op *> candidates;
-  if (target.tensor_copy && num_stages >= 2)
+  if (target.tensor_copy)
     ir::walk(fn.body, [&](const ir::Op &op) {
       int base;
       TensorMapField rows, cols, stride;
-      if (op.kind == OpKind::TileLoad && tensor_copy_fits(fn.type(op.results[0])) && tensor_map_fields(fn, op, base, rows, cols, stride))
-        candidates.insert(&op);
+      const bool load = op.kind == OpKind::TileLoad && num_stages >= 2 && tensor_copy_fits(fn.type(op.results[0]));
+      const bool store = op.kind == OpKind::TileStore && tensor_store_fits(tile_type(fn, op));
+      if ((load || store) && tensor_map_fields(fn, op, base, rows, cols, stride)) candidates.insert(&op);
     });
-  passes::expand_tile_loads(fn, [&](const ir::Op &tile) { return candidates.count(&tile) > 0; });
+  passes::expand_tile_accesses(fn, [&](const ir::Op &tile) { return candidates.count(&tile) > 0; });
   for (;;) {  // each round expands at least one tile load, so it ends
     LayoutPlan plan = assign_layouts(fn, target, num_warps);
     plan_pipelining(fn, target, num_stages, plan);
     bool all_taken = true;
     ir::walk(fn.body, [&](const ir::Op &op) { all_taken &= op.kind != OpKind::TileLoad || plan.pipelined_load(&op) != nullptr; });
-    if (all_taken) return plan;
+    if (all_taken) {
+      ir::walk(fn.body, [&](const ir::Op &op) {
+        if (op.kind == OpKind::TileStore) plan.tensor_stores.push_back(&op);  // every one left is a candidate
+      });
+      return plan;
+    }
     // The plan points into fn's ops, which expansion moves: it is made again from scratch.
-    passes::expand_tile_loads(fn, [&](const ir::Op &tile) { return plan.pipelined_load(&tile) != nullptr; });
+    // The tile stores kept stay: they do not depend on the plan.
+    passes::expand_tile_accesses(fn, [&](const ir::Op &tile) { return tile.kind == OpKind::TileStore || plan.pipelined_load(&tile) != nullptr; });
   }
 }
 

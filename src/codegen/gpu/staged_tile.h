@@ -58,19 +58,36 @@ struct StagedLayout {
   }
 };
 
+// `rows` rows of `width_bytes` (a multiple of 32) swizzled: slabs of the widest swizzle that
+// divides the rows. Also the layout of a TMA store's box (lower_tile_store.cpp).
+inline StagedLayout swizzled_layout(int64_t rows, int64_t width_bytes) {
+  StagedLayout l;
+  l.swizzle_bytes = width_bytes % 128 == 0 ? 128 : width_bytes % 64 == 0 ? 64 : 32;
+  l.slab_bytes = (rows + 7) / 8 * l.stride_bytes();
+  l.total_bytes = width_bytes / l.swizzle_bytes * l.slab_bytes;
+  return l;
+}
+
+// A TMA store's box of `rows` rows of `width_bytes` (a multiple of 16): swizzled where the
+// rows allow it (a multiple of 32 bytes), so that the threads writing an accumulator's rows
+// into it spread over the banks; otherwise rows back to back, unpadded, as TMA reads an
+// unswizzled box.
+inline StagedLayout store_box_layout(int64_t rows, int64_t width_bytes) {
+  if (width_bytes % 32 == 0) return swizzled_layout(rows, width_bytes);
+  StagedLayout l;
+  l.row_bytes = width_bytes;
+  l.total_bytes = rows * width_bytes;
+  return l;
+}
+
 // The layout `rows` rows of `width_bytes` are staged in for `instruction`. Descriptor
 // operands need width_bytes a multiple of 32 (an instruction's k: 16 16-bit or 32 8-bit
 // elements).
 inline StagedLayout staged_layout(const MatrixInstruction &instruction, int64_t rows, int64_t width_bytes) {
+  if (instruction.descriptor_operands) return swizzled_layout(rows, width_bytes);
   StagedLayout l;
-  if (!instruction.descriptor_operands) {
-    l.row_bytes = staged_row_bytes(width_bytes);
-    l.total_bytes = rows * l.row_bytes;
-    return l;
-  }
-  l.swizzle_bytes = width_bytes % 128 == 0 ? 128 : width_bytes % 64 == 0 ? 64 : 32;
-  l.slab_bytes = (rows + 7) / 8 * l.stride_bytes();
-  l.total_bytes = width_bytes / l.swizzle_bytes * l.slab_bytes;
+  l.row_bytes = staged_row_bytes(width_bytes);
+  l.total_bytes = rows * l.row_bytes;
   return l;
 }
 

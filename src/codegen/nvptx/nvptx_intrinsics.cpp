@@ -198,6 +198,11 @@ void mbarrier_inval(llvm::IRBuilder<> &b, llvm::Value *barrier) { effect_asm(b, 
 void tma_load_2d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row, llvm::Value *barrier) {
   effect_asm(b, kTmaLoad2dText, "l,l,r,r,l,~{memory}", {shared, tensor_map, col, row, barrier});
 }
+void tma_store_2d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row) {
+  effect_asm(b, kTmaStore2dText, "l,r,r,l,~{memory}", {tensor_map, col, row, shared});
+}
+void bulk_commit_group(llvm::IRBuilder<> &b) { effect_asm(b, kBulkCommitGroupText, "~{memory}", {}); }
+void bulk_wait_group_read(llvm::IRBuilder<> &b) { effect_asm(b, kBulkWaitGroupReadText, "~{memory}", {}); }
 
 // Outputs $0 .. $(n/2 - 1) (tied to the accumulators), then the descriptors. scale-d is 1:
 // d accumulates onto its input; 16-bit operands are not negated (1, 1) nor transposed (0, 0);

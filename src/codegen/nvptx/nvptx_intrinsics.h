@@ -90,12 +90,22 @@ inline constexpr const char *kMbarrierTryWaitText = "{\n.reg .pred p;\nmbarrier.
 inline constexpr const char *kMbarrierInvalText = "mbarrier.inval.shared::cta.b64 [$0];";
 inline constexpr const char *kTmaLoad2dText =
     "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];";
+// TMA stores: the box at `shared` (unswizzled) to element (col, row) of the tensor map's
+// tensor, in a bulk group; commit_group closes this thread's group, wait_group.read 0 returns
+// once every group has read its shared memory (the writes to global memory may still be on
+// their way; the kernel's end or a later launch sees them).
+inline constexpr const char *kTmaStore2dText = "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [$0, {$1, $2}], [$3];";
+inline constexpr const char *kBulkCommitGroupText = "cp.async.bulk.commit_group;";
+inline constexpr const char *kBulkWaitGroupReadText = "cp.async.bulk.wait_group.read 0;";
 void mbarrier_init(llvm::IRBuilder<> &b, llvm::Value *barrier, int count);
 void mbarrier_init_fence(llvm::IRBuilder<> &b);
 void mbarrier_arrive_expect_tx(llvm::IRBuilder<> &b, llvm::Value *barrier, llvm::Value *bytes);
 llvm::Value *mbarrier_try_wait_parity(llvm::IRBuilder<> &b, llvm::Value *barrier, llvm::Value *parity);  // i1
 void mbarrier_inval(llvm::IRBuilder<> &b, llvm::Value *barrier);
 void tma_load_2d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row, llvm::Value *barrier);
+void tma_store_2d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row);
+void bulk_commit_group(llvm::IRBuilder<> &b);
+void bulk_wait_group_read(llvm::IRBuilder<> &b);
 
 // f32 math for one elementwise op (Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Sin, Cos, Tanh,
 // Sigmoid, Erf, Rem, Pow): fast PTX instructions where their precision is enough (ex2.approx for exp

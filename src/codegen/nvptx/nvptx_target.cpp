@@ -79,6 +79,11 @@ void NvptxTarget::tensor_copy_2d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm
                                  llvm::Value *barrier) {
   tma_load_2d(b, shared, tensor_map, col, row, barrier);
 }
+void NvptxTarget::tensor_store_2d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row) {
+  tma_store_2d(b, shared, tensor_map, col, row);
+}
+void NvptxTarget::tensor_store_commit(llvm::IRBuilder<> &b) { bulk_commit_group(b); }
+void NvptxTarget::tensor_store_wait_read(llvm::IRBuilder<> &b) { bulk_wait_group_read(b); }
 std::vector<llvm::Value *> NvptxTarget::wait_matrix_dots(llvm::IRBuilder<> &b, const std::vector<llvm::Value *> &acc) { return wgmma_wait_group(b, 0, acc); }
 
 }  // namespace kdsl::codegen::nvptx

@@ -1,5 +1,5 @@
-// expand_tile_loads.cpp - a TileLoad as arange, broadcasts, pointer arithmetic and a masked load
-#include "codegen/passes/expand_tile_loads.h"
+// expand_tile_accesses.cpp - a TileLoad or TileStore as arange, broadcasts, pointer arithmetic and a masked load or store
+#include "codegen/passes/expand_tile_accesses.h"
 
 namespace kdsl::passes {
 namespace {
@@ -58,17 +58,26 @@ AxisIndex axis_index(Emitter &e, ValueId start, ValueId extent, int64_t n, int a
   return {index, inside};
 }
 
-void expand(ir::Function &fn, const ir::Op &tile, std::vector<ir::Op> &out) {
-  Emitter e(fn, out);
+// The tile's pointers and its in-bounds mask, both [R, C] (`shape`).
+struct TilePointers {
+  ValueId pointers, mask;
+};
+
+TilePointers tile_pointers(Emitter &e, ir::Function &fn, const ir::Op &tile, const Shape &shape) {
   const ValueId base = tile.operands[0], rows = tile.operands[1], cols = tile.operands[2], stride = tile.operands[3];
-  const Type result = fn.type(tile.results[0]);
-  const Shape shape = result.shape;
   AxisIndex r = axis_index(e, tile.operands[4], rows, shape[0], 0);
   AxisIndex c = axis_index(e, tile.operands[5], cols, shape[1], 1);
   ValueId row_offset = e.i32(OpKind::Mul, r.index, e.broadcast_scalar(stride, Shape{shape[0], 1}));
   ValueId offset = e.i32(OpKind::Add, e.broadcast(row_offset, shape), e.broadcast(c.index, shape));
   ValueId pointers = e.op(OpKind::PtrAdd, fn.type(base).with_shape(shape), {e.broadcast_scalar(base, shape), offset});
   ValueId mask = e.boolean(OpKind::And, e.broadcast(r.inside, shape), e.broadcast(c.inside, shape));
+  return {pointers, mask};
+}
+
+void expand_load(ir::Function &fn, const ir::Op &tile, std::vector<ir::Op> &out) {
+  Emitter e(fn, out);
+  const Type result = fn.type(tile.results[0]);
+  TilePointers p = tile_pointers(e, fn, tile, result.shape);
   ir::Op zero;
   zero.kind = OpKind::Constant;
   if (!is_float(result.elem)) zero.ints = {0};
@@ -77,9 +86,19 @@ void expand(ir::Function &fn, const ir::Op &tile, std::vector<ir::Op> &out) {
   out.push_back(std::move(zero));
   ir::Op load;
   load.kind = OpKind::Load;
-  load.operands = {pointers, mask, other};
+  load.operands = {p.pointers, p.mask, other};
   load.results = tile.results;
   out.push_back(std::move(load));
+}
+
+void expand_store(ir::Function &fn, const ir::Op &tile, std::vector<ir::Op> &out) {
+  Emitter e(fn, out);
+  const ValueId value = tile.operands[6];
+  TilePointers p = tile_pointers(e, fn, tile, fn.type(value).shape);
+  ir::Op store;
+  store.kind = OpKind::Store;
+  store.operands = {p.pointers, value, p.mask};
+  out.push_back(std::move(store));
 }
 
 void expand_region(ir::Function &fn, ir::Region &region, const std::function<bool(const ir::Op &)> &keep) {
@@ -87,7 +106,9 @@ void expand_region(ir::Function &fn, ir::Region &region, const std::function<boo
   ops.reserve(region.ops.size());
   for (ir::Op &op : region.ops) {
     for (ir::Region &inner : op.regions) expand_region(fn, inner, keep);
-    if (op.kind == OpKind::TileLoad && !(keep && keep(op))) expand(fn, op, ops);
+    const bool expanded = (op.kind == OpKind::TileLoad || op.kind == OpKind::TileStore) && !(keep && keep(op));
+    if (expanded && op.kind == OpKind::TileLoad) expand_load(fn, op, ops);
+    else if (expanded) expand_store(fn, op, ops);
     else ops.push_back(std::move(op));
   }
   region.ops = std::move(ops);
@@ -95,6 +116,6 @@ void expand_region(ir::Function &fn, ir::Region &region, const std::function<boo
 
 }  // namespace
 
-void expand_tile_loads(ir::Function &fn, const std::function<bool(const ir::Op &)> &keep) { expand_region(fn, fn.body, keep); }
+void expand_tile_accesses(ir::Function &fn, const std::function<bool(const ir::Op &)> &keep) { expand_region(fn, fn.body, keep); }
 
 }  // namespace kdsl::passes
