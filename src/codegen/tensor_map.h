@@ -20,14 +20,17 @@ struct TensorMapField {
 // CompiledObject::tensor_maps; the launcher encodes each from its arguments' values:
 // a 2-D tiled map of `elem` over [rows][cols] (cols contiguous, rows `row_stride` elements
 // apart) starting at argument `base`, copied `box_rows` x `box_cols` at a time into shared
-// memory with the `swizzle_bytes`-byte swizzle (128, 64 or 32: box_cols * elem bytes), reads
-// outside the tensor filled with zeros.
+// memory with the `swizzle_bytes`-byte swizzle (128, 64 or 32: box_cols * elem bytes; 0: none),
+// reads outside the tensor filled with zeros. `written`: TMA stores write through the map
+// (tile stores) rather than copies reading it, which decides the stand-in an empty tensor gets
+// (tensor_map_limits.h).
 struct TensorMapSpec {
   int base = -1;
   TensorMapField rows, cols, row_stride;
   DType elem = DType::F16;
   int box_rows = 0, box_cols = 0;
   int swizzle_bytes = 0;
+  bool written = false;
   bool operator==(const TensorMapSpec &) const = default;
 };
 

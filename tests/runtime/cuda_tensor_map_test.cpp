@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -161,13 +162,18 @@ using namespace tensor_map_test;
 
 TEST_CASE("tensor map metadata: specs round-trip through the cache entry's JSON, arguments and constants alike") {
   std::vector<TensorMapSpec> maps = {src_map(), dst_map(), {3, constant(7), param(1), constant(4096), DType::BF16, 8, 8, 0},
-                                     {0, param(5), param(6), param(7), DType::F32, 1, 8, 32}};
+                                     {0, param(5), param(6), param(7), DType::F32, 1, 8, 32, true}};
   nlohmann::json j = detail::tensor_maps_to_json(maps);
   CHECK(j[0].dump() ==
-        R"({"base":0,"box":[64,64],"cols":{"param":3},"dtype":"f16","row_stride":{"param":4},"rows":{"param":2},"swizzle":128})");
+        R"({"base":0,"box":[64,64],"cols":{"param":3},"dtype":"f16","row_stride":{"param":4},"rows":{"param":2},"swizzle":128,"written":false})");
   CHECK(j[1].dump() ==
-        R"({"base":1,"box":[16,32],"cols":{"value":64},"dtype":"f16","row_stride":{"param":4},"rows":{"value":32},"swizzle":64})");
+        R"({"base":1,"box":[16,32],"cols":{"value":64},"dtype":"f16","row_stride":{"param":4},"rows":{"value":32},"swizzle":64,"written":false})");
+  CHECK(j[3]["written"] == true);
   CHECK(detail::tensor_maps_from_json(j, "tma_copy<64> (kdsl_x)") == maps);
+  // A map without "written" is one that is read.
+  nlohmann::json unwritten = j;
+  unwritten[3].erase("written");
+  CHECK_FALSE(detail::tensor_maps_from_json(unwritten, "e")[3].written);
   // As the disk cache stores it: text, read back.
   CHECK(detail::tensor_maps_from_json(nlohmann::json::parse(j.dump()), "tma_copy<64> (kdsl_x)") == maps);
   // Every element type TMA copies survives; i1 has no TMA type.
@@ -222,6 +228,7 @@ TEST_CASE("tensor map metadata: each malformed field is refused, naming the cach
       {[](nlohmann::json &j) { j[0]["swizzle"] = 48; }, "tensor_maps[0].swizzle must be"},
       {[](nlohmann::json &j) { j[0]["swizzle"] = 256; }, "tensor_maps[0].swizzle must be"},  // spans the row, but TMA has no such swizzle
       {[](nlohmann::json &j) { j[0]["swizzle"] = 64; }, "tensor_maps[0].swizzle must be"},  // the box's row is 128 bytes
+      {[](nlohmann::json &j) { j[0]["written"] = 1; }, "tensor_maps[0].written must be true or false"},
   };
   for (const Case &c : cases) {
     nlohmann::json spoiled = good;
@@ -381,15 +388,15 @@ TEST_CASE("fake driver: a tensor map's misaligned base, row stride or extents ar
   // An i32 slot holds its value sign-extended: -256, not 2^64 - 256.
   CHECK(thrown([&] { k.launch({src, dst, 100, 200, uint64_t(int64_t(-256))}); }) ==
         map_of_src + "its row stride a positive multiple of 16 bytes below 2^40 bytes; found -256 f16 elements (argument 4 (Scalar<i32>))");
-  CHECK(thrown([&] { k.launch({src, dst, 0, 200, 256}); }) == map_of_src + "rows in [1, 2^32]; found 0 (argument 2 (Scalar<i32>))");
-  CHECK(thrown([&] { k.launch({src, dst, 100, uint64_t(int64_t(-1)), 256}); }) == map_of_src + "cols in [1, 2^32]; found -1 (argument 3 (Scalar<i32>))");
+  CHECK(thrown([&] { k.launch({src, dst, uint64_t(int64_t(-3)), 200, 256}); }) == map_of_src + "rows in [0, 2^32]; found -3 (argument 2 (Scalar<i32>))");
+  CHECK(thrown([&] { k.launch({src, dst, 100, uint64_t(int64_t(-1)), 256}); }) == map_of_src + "cols in [0, 2^32]; found -1 (argument 3 (Scalar<i32>))");
   // dst's map: its constants are checked as arguments are, and named as constants.
   TensorMapSpec wide = dst_map();
   wide.cols = constant((int64_t(1) << 32) + 1);
   wide.row_stride = constant(int64_t(1) << 40);
   Loaded w({wide});
   CHECK(thrown([&] { w.launch({src, dst, 100, 200, 256}); }) ==
-        "kernel 'tma_copy<64>': argument 1 (Ptr<f16>) is read with TMA (a tensor map), which needs cols in [1, 2^32]; found 4294967297 (the "
+        "kernel 'tma_copy<64>': argument 1 (Ptr<f16>) is read with TMA (a tensor map), which needs cols in [0, 2^32]; found 4294967297 (the "
         "constant 4294967297)");
   wide.cols = constant(int64_t(1) << 32);  // the largest extent TMA takes
   Loaded w2({wide});
@@ -403,6 +410,41 @@ TEST_CASE("fake driver: a tensor map's misaligned base, row stride or extents ar
   k.launch({src, dst, 100, 200, 256});
   CHECK(fake().encodes() == encodes + 2);
   CHECK(fake().launches() == launches + 1);
+  k.device.free(src);
+  k.device.free(dst);
+}
+
+// A tensor with no rows or no columns: TMA's extents start at 1, so its map is encoded over a
+// 1 x 1 stand-in the device keeps (codegen/tensor_map_limits.h): zeros for a map that is read,
+// bytes of their own for one that is written, never the argument's memory.
+TEST_CASE("fake driver: an empty tensor's map is encoded over a 1 x 1 stand-in, zeros for a map that is read and its own for one written") {
+  TensorMapSpec written = src_map();
+  written.base = 1;
+  written.written = true;
+  Loaded k({src_map(), written});
+  const cuda::CUdeviceptr src = k.device.alloc(100 * 256 * 2), dst = k.device.alloc(100 * 256 * 2);
+  const uint64_t encodes = fake().encodes();
+  k.launch({src, dst, 0, 200, 256});  // no rows
+  REQUIRE(fake().encodes() == encodes + 2);
+  const FakeTensorMapEncode &read = encoded(encodes + 1), &into = encoded(encodes + 2);
+  for (const FakeTensorMapEncode *e : {&read, &into}) {
+    CHECK(e->dims[0] == 1);
+    CHECK(e->dims[1] == 1);
+    CHECK(e->strides[0] == 16);
+    CHECK(e->address % 16 == 0);
+    CHECK(e->box[0] == 64);  // the box as compiled: TMA fills what the stand-in lacks with zeros
+  }
+  CHECK(read.address != src);
+  CHECK(into.address != dst);
+  CHECK(read.address != into.address);
+  unsigned char bytes[16];
+  k.device.copy_to_host(bytes, cuda::CUdeviceptr(read.address), sizeof bytes);
+  CHECK(std::all_of(std::begin(bytes), std::end(bytes), [](unsigned char b) { return b == 0; }));
+  // No columns either way; the same stand-ins (allocated once).
+  k.launch({src, dst, 100, 0, 256});
+  REQUIRE(fake().encodes() == encodes + 4);
+  CHECK(encoded(encodes + 3).address == read.address);
+  CHECK(encoded(encodes + 4).address == into.address);
   k.device.free(src);
   k.device.free(dst);
 }

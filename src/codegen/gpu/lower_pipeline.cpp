@@ -358,6 +358,7 @@ void GpuLowering::plan_tensor_maps() {
     spec.swizzle_bytes = layout.swizzle_bytes;
     spec.box_rows = int(t.shape[0]);
     spec.box_cols = layout.swizzled() ? layout.swizzle_bytes / dtype_bytes(t.elem) : int(t.shape[1]);
+    spec.written = true;
     add(*store, spec);
   }
 }

@@ -6,6 +6,7 @@
 
 #include <kdsl/error.h>
 
+#include "codegen/tensor_map_limits.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/tensor_map_json.h"
 #include "runtime/compile_target.h"
@@ -60,8 +61,14 @@ void CudaDevice::launch(const LoadedCode &code, const LaunchRequest &r) {
     heap_maps.resize(c.tensor_maps.size());
     maps = heap_maps.data();
   }
-  c.tensor_maps.encode(drv_, r, maps);
+  c.tensor_maps.encode(drv_, r, maps, [this] { return tensor_map_stand_ins(); });
   launch(c.function, grid, r.slots, r.count, maps, c.tensor_maps.size());
+}
+
+CudaTensorMaps::StandIns CudaDevice::tensor_map_stand_ins() {
+  std::lock_guard lock(stand_ins_mutex_);
+  if (!stand_ins_) stand_ins_ = cuda::CUdeviceptr(reinterpret_cast<uintptr_t>(allocate(2 * codegen::kTensorMapStandInBytes)));  // zeroed
+  return {uint64_t(stand_ins_), uint64_t(stand_ins_) + uint64_t(codegen::kTensorMapStandInBytes)};
 }
 
 void *CudaDevice::allocate(size_t bytes) {

@@ -123,6 +123,11 @@ class CudaDevice final : public Backend {
   void check(cuda::CUresult result, const char *call) const;
   // "; the last kernel launched on ... was ..." or "" before the first launch.
   std::string last_launch_note() const;
+  // The stand-ins TMA maps over empty tensors point at (cuda_tensor_maps.h), allocated and
+  // zeroed on first use; they live as long as the device's context, as its events do.
+  CudaTensorMaps::StandIns tensor_map_stand_ins();
+  std::mutex stand_ins_mutex_;
+  cuda::CUdeviceptr stand_ins_ = 0;
   cuda::CUevent take_event();
   // Waits for the profiled launches (at a point that waits anyway: a copy back, synchronize, or
   // a full batch), records each one's time and the device's idle time between them.

@@ -69,7 +69,8 @@ CudaTensorMaps::Values CudaTensorMaps::values(const codegen::TensorMapSpec &s, c
   return {slot(s.base), read(s.rows), read(s.cols), read(s.row_stride)};
 }
 
-void CudaTensorMaps::encode(const cuda::Driver &driver, const LaunchRequest &r, cuda::CUtensorMap *out) const {
+void CudaTensorMaps::encode(const cuda::Driver &driver, const LaunchRequest &r, cuda::CUtensorMap *out,
+                            const std::function<StandIns()> &stand_ins) const {
   std::lock_guard lock(mutex_);
   for (size_t i = 0; i < specs_.size(); ++i) {
     const codegen::TensorMapSpec &s = specs_[i];
@@ -96,13 +97,15 @@ void CudaTensorMaps::encode(const cuda::Driver &driver, const LaunchRequest &r, 
                               r.kernel.name, i, base, source_text(r, s.rows), source_text(r, s.cols), source_text(r, s.row_stride)));
 
     const int bytes = dtype_bytes(s.elem);
-    if (!codegen::tensor_map_address_ok(v.address))
+    for (auto [name, value, field] : {std::tuple{"rows", v.rows, &s.rows}, std::tuple{"cols", v.cols, &s.cols}})
+      if (!codegen::tensor_map_extent_ok(value)) refuse(fmt::format("{} in [0, 2^32]", name), fmt::format("{} ({})", value, source_text(r, *field)));
+    // An empty tensor is encoded over a stand-in: its own address and stride are never read.
+    const bool empty = codegen::tensor_map_empty(v.rows, v.cols);
+    if (!empty && !codegen::tensor_map_address_ok(v.address))
       refuse("its address 16-byte aligned",
              fmt::format("{:#x}, {} bytes past a 16-byte boundary (pass a pointer a multiple of {} {} elements into an aligned allocation)", v.address,
                          v.address % 16, 16 / bytes, dtype_name(s.elem)));
-    for (auto [name, value, field] : {std::tuple{"rows", v.rows, &s.rows}, std::tuple{"cols", v.cols, &s.cols}})
-      if (!codegen::tensor_map_extent_ok(value)) refuse(fmt::format("{} in [1, 2^32]", name), fmt::format("{} ({})", value, source_text(r, *field)));
-    if (!codegen::tensor_map_stride_ok(v.row_stride, bytes))
+    if (!empty && !codegen::tensor_map_stride_ok(v.row_stride, bytes))
       refuse("its row stride a positive multiple of 16 bytes below 2^40 bytes",
              fmt::format("{} {} elements{} ({})", v.row_stride, dtype_name(s.elem),
                          codegen::tensor_map_stride_fits(v.row_stride, bytes) ? fmt::format(" = {} bytes", v.row_stride * bytes) : "",
@@ -110,13 +113,15 @@ void CudaTensorMaps::encode(const cuda::Driver &driver, const LaunchRequest &r, 
     if (!driver.cuTensorMapEncodeTiled)
       refuse("a CUDA 12 driver", fmt::format("{}, which lacks cuTensorMapEncodeTiled (update the NVIDIA driver)", driver.library));
 
-    // TMA lists dimensions innermost first: cols, then rows `row_stride` elements apart.
-    const uint64_t dims[2] = {uint64_t(v.cols), uint64_t(v.rows)};
-    const uint64_t strides[1] = {uint64_t(v.row_stride) * uint64_t(bytes)};
+    // TMA lists dimensions innermost first: cols, then rows `row_stride` elements apart. An
+    // empty tensor: its stand-in, one row of one element.
+    const uint64_t address = !empty ? v.address : s.written ? stand_ins().written : stand_ins().read;
+    const uint64_t dims[2] = {empty ? 1 : uint64_t(v.cols), empty ? 1 : uint64_t(v.rows)};
+    const uint64_t strides[1] = {empty ? uint64_t(codegen::kTensorMapStandInBytes) : uint64_t(v.row_stride) * uint64_t(bytes)};
     const uint32_t box[2] = {uint32_t(s.box_cols), uint32_t(s.box_rows)};
     const uint32_t element_strides[2] = {1, 1};
     cuda::CUtensorMap map;  // kept only once encoded: a failed call leaves the last map whole
-    cuda::CUresult result = driver.cuTensorMapEncodeTiled(&map, tensor_map_data_type(s.elem), 2, reinterpret_cast<void *>(v.address), dims, strides,
+    cuda::CUresult result = driver.cuTensorMapEncodeTiled(&map, tensor_map_data_type(s.elem), 2, reinterpret_cast<void *>(address), dims, strides,
                                                           box, element_strides, cuda::kTensorMapInterleaveNone, tensor_map_swizzle(s.swizzle_bytes),
                                                           cuda::kTensorMapL2Promotion128B, cuda::kTensorMapOobFillZeros);
     if (result != 0) {

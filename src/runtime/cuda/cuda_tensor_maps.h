@@ -1,6 +1,7 @@
 // cuda_tensor_maps.h - a loaded kernel's TMA tensor maps: encoded at launch from its argument slots, the last encoding kept for the next launch
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <vector>
 
@@ -29,12 +30,20 @@ class CudaTensorMaps {
   size_t size() const { return specs_.size(); }
   const std::vector<codegen::TensorMapSpec> &specs() const { return specs_; }
 
+  // The device addresses of the two stand-ins for empty tensors (codegen/tensor_map_limits.h):
+  // kTensorMapStandInBytes of zeros for maps that are read, as many of their own for maps
+  // that are written. Asked only when a launch passes an empty tensor.
+  struct StandIns {
+    uint64_t read = 0, written = 0;
+  };
+
   // Writes map i, for the launch's argument values, to out[i] (size() of them). A new encoding
   // is checked first against what TMA needs: the base 16-byte aligned, the row stride a
-  // positive multiple of 16 bytes below 2^40, rows and cols in [1, 2^32], a driver with
+  // positive multiple of 16 bytes below 2^40, rows and cols in [0, 2^32], a driver with
   // cuTensorMapEncodeTiled (CUDA 12); each failure, and a failed encode, is a kdsl::Error naming
-  // the kernel and the base argument.
-  void encode(const cuda::Driver &driver, const LaunchRequest &launch, cuda::CUtensorMap *out) const;
+  // the kernel and the base argument. A tensor with no rows or no columns is encoded over its
+  // stand-in from `stand_ins`, 1 x 1.
+  void encode(const cuda::Driver &driver, const LaunchRequest &launch, cuda::CUtensorMap *out, const std::function<StandIns()> &stand_ins) const;
 
  private:
   // What one map's encoding depends on beyond its spec.

@@ -112,6 +112,11 @@ class Reader {
     if (!bytes || tensor_map_swizzle(int(*bytes)) < 0 || (*bytes != 0 && s.box_cols * elem_bytes > *bytes))
       fail(where + ".swizzle", fmt::format("0, 32, 64 or 128 bytes, and not below the box's row of {} bytes unless 0", s.box_cols * elem_bytes), swizzle);
     s.swizzle_bytes = int(*bytes);
+    if (m.contains("written")) {  // absent: read
+      const nlohmann::json &written = m["written"];
+      if (!written.is_boolean()) fail(where + ".written", "true or false", written);
+      s.written = written.get<bool>();
+    }
     return s;
   }
 
@@ -129,7 +134,8 @@ nlohmann::json tensor_maps_to_json(const std::vector<codegen::TensorMapSpec> &ma
                    {"row_stride", field_json(s.row_stride)},
                    {"dtype", dtype_name(s.elem)},
                    {"box", {s.box_rows, s.box_cols}},
-                   {"swizzle", s.swizzle_bytes}});
+                   {"swizzle", s.swizzle_bytes},
+                   {"written", s.written}});
   return out;
 }
 
