@@ -41,6 +41,19 @@ void shifted_tiles(Ptr<const T> x, Ptr<T> y, Scalar<i32> rows, Scalar<i32> cols)
   make_tensor_descriptor(y, rows, cols, cols).store(r0, c0, cast<T>(cast<f32>(tile) * 2.0f + 1.0f));
 }
 
+// Tiles whose registers come in other layouts than an elementwise result's: a constant, a row
+// broadcast down the tile, and a tile that also feeds a dot (held as the dot's operand),
+// each written through a descriptor at (program * 16, 0) of its own tensor.
+void store_layouts(Ptr<const f16> a, Ptr<const f16> b, Ptr<f16> ones, Ptr<f16> rows, Ptr<f16> copy, Ptr<f32> product, Scalar<i32> n) {
+  auto r0 = program_id(0) * 16;
+  make_tensor_descriptor(ones, n, 64, 64).store(r0, 0, full<f16, 16, 64>(1.0f));
+  make_tensor_descriptor(rows, n, 64, 64).store(r0, 0, broadcast_to<16, 64>(expand_dims<0>(cast<f16>(arange<64>()))));
+  auto tile = make_tensor_descriptor(a, n, 64, 64).template load<16, 64>(r0, 0);
+  make_tensor_descriptor(copy, n, 64, 64).store(r0, 0, tile);
+  auto bt = make_tensor_descriptor(b, 64, 64, 64).template load<64, 64>(0, 0);
+  make_tensor_descriptor(product, n, 64, 64).store(r0, 0, dot(tile, bt, zeros<f32, 16, 64>()));
+}
+
 double compare_matmul(const tools::NamedKernel &k, int bm, int bn, int M, int N, int K, std::mt19937 &rng, const Flavour &f) {
   return compare(k, grid(cdiv(M, bm), cdiv(N, bn)),
                  {array(random_of<half>(size_t(M) * K, rng)), array(random_of<half>(size_t(K) * N, rng)), array(std::vector<float>(size_t(M) * N)),
@@ -170,4 +183,14 @@ TEST_CASE("emulated TMA: tensors with no rows or columns: a K = 0 descriptor mat
   }
   const auto t = tools::named_kernel<shifted_tiles<f16, 16, 64>>("shifted_tiles", 4);
   CHECK(compare(t, grid(1, 3), {array(random_of<half>(64, rng)), array(random_of<half>(64, rng)), value(0), value(144)}, {"sm_90a", true, 2}) == 0);
+}
+
+TEST_CASE("emulated TMA: tile stores of a constant, a broadcast row and a dot's operand on sm_90a match the CPU") {
+  KDSL_TEST_RNG(rng);
+  const auto k = tools::named_kernel<store_layouts>("store_layouts", 4);
+  const int n = 40;
+  auto tensor = [&] { return array(random_of<half>(size_t(n) * 64, rng)); };
+  CHECK(compare(k, grid(cdiv(n, 16)),
+                {tensor(), array(random_of<half>(64 * 64, rng)), tensor(), tensor(), tensor(), array(random_of<float>(size_t(n) * 64, rng)), value(n)},
+                {"sm_90a", true, 2}) <= 2e-2);
 }

@@ -39,16 +39,18 @@ bool field(const ir::Function &fn, ir::ValueId v, int64_t divisible, TensorMapFi
   return out.value % divisible == 0;
 }
 
-}  // namespace
-
+// The tile a TileLoad reads or a TileStore writes.
 const ir::Type &tile_type(const ir::Function &fn, const ir::Op &tile) {
   return fn.type(tile.kind == OpKind::TileStore ? tile.operands[6] : tile.results[0]);
 }
 
+// A tile one TMA store writes: one box, at most 256 x 256 with rows of whole 16-byte units.
 bool tensor_store_fits(const ir::Type &tile) {
   const int64_t row_bytes = tile.shape[1] * dtype_bytes(tile.elem);
   return tile.shape.rank == 2 && tile.shape[0] <= 256 && tile.shape[1] <= 256 && row_bytes % 16 == 0;
 }
+
+}  // namespace
 
 bool tensor_map_fields(const ir::Function &fn, const ir::Op &tile, int &base, TensorMapField &rows, TensorMapField &cols, TensorMapField &row_stride) {
   const ir::Argument *b = argument_of(fn, tile.operands[0]);
