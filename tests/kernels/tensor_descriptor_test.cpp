@@ -20,6 +20,12 @@ void copy_tile(Ptr<const i32> x, Ptr<i32> out, Scalar<i32> rows, Scalar<i32> col
   store(out + expand_dims<1>(arange<8>()) * 16 + expand_dims<0>(arange<16>()), tile);
 }
 
+// The same over bytes, for a tensor past 2^31 elements.
+void copy_byte_tile(Ptr<const u8> x, Ptr<u8> out, Scalar<i32> rows, Scalar<i32> cols, Scalar<i32> stride, Scalar<i32> row, Scalar<i32> col) {
+  auto tile = make_tensor_descriptor(x, rows, cols, stride).template load<8, 16>(row, col);
+  store(out + expand_dims<1>(arange<8>()) * 16 + expand_dims<0>(arange<16>()), tile);
+}
+
 // Writes in [8][16] as the 8 x 16 tile at (row, col) of a rows x cols tensor whose rows are
 // `stride` apart.
 void store_tile(Ptr<const i32> in, Ptr<i32> x, Scalar<i32> rows, Scalar<i32> cols, Scalar<i32> stride, Scalar<i32> row, Scalar<i32> col) {
@@ -135,4 +141,23 @@ TEST_CASE("tensor descriptor: the persistent matmul on the CPU matches float64 o
       CHECK(worst < 2e-3);
     }
   }
+}
+
+// rows * row_stride past 2^31 elements: the tile's offsets (row * row_stride + col) are i64,
+// so the last rows are read where they are, not 2^32 bytes away. Only the pages the test
+// touches are ever backed (a 2 GiB zeroed mapping).
+TEST_CASE("tensor descriptor: a tile past 2^31 elements into the tensor is read where it is") {
+  const int64_t rows = (int64_t(1) << 15) + 40, stride = int64_t(1) << 16;
+  const int cols = 1000;
+  Device dev = Device::cpu();
+  Buffer<uint8_t> dx(dev, size_t(rows * stride)), dout(dev, 8 * 16);
+  const int64_t r0 = rows - 5, c0 = cols - 10;  // the tile hangs past both ends
+  REQUIRE(r0 * stride > (int64_t(1) << 31));
+  for (int i = 0; i < 5; ++i)
+    for (int j = 0; j < 10; ++j) dx.data()[size_t((r0 + i) * stride + c0 + j)] = uint8_t(1 + i * 10 + j);
+  compile<copy_byte_tile>(dev)(grid(1), dx, dout, int32_t(rows), cols, int32_t(stride), int32_t(r0), int32_t(c0));
+  std::vector<uint8_t> out(8 * 16);
+  dout.copy_to_host(out);
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 16; ++j) REQUIRE(out[size_t(i) * 16 + size_t(j)] == (i < 5 && j < 10 ? 1 + i * 10 + j : 0));
 }

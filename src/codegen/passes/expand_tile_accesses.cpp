@@ -34,7 +34,8 @@ class Emitter {
     const Type t = fn_.type(v);
     return t.shape == shape ? v : op(OpKind::Broadcast, t.with_shape(shape), {v});
   }
-  ValueId i32(OpKind kind, ValueId a, ValueId b) { return op(kind, Type(fn_.type(a)), {a, b}); }
+  // a (kind) b, of a's type: i32 indices, i64 offsets.
+  ValueId arith(OpKind kind, ValueId a, ValueId b) { return op(kind, Type(fn_.type(a)), {a, b}); }
   ValueId boolean(OpKind kind, ValueId a, ValueId b) { return op(kind, Type{DType::Bool, false, fn_.type(a).shape}, {a, b}); }
 
  private:
@@ -52,7 +53,7 @@ AxisIndex axis_index(Emitter &e, ValueId start, ValueId extent, int64_t n, int a
   const Shape shape = axis == 0 ? Shape{n, 1} : Shape{1, n};
   ValueId range = e.op(OpKind::Arange, Type{DType::I32, false, Shape{n}}, {}, {0, n});
   ValueId along = e.op(OpKind::ExpandDims, Type{DType::I32, false, shape}, {range}, {1 - axis});
-  ValueId index = e.i32(OpKind::Add, e.broadcast_scalar(start, shape), along);
+  ValueId index = e.arith(OpKind::Add, e.broadcast_scalar(start, shape), along);
   ValueId inside = e.boolean(OpKind::And, e.boolean(OpKind::CmpGe, index, e.i32_constant(0, shape)),
                              e.boolean(OpKind::CmpLt, index, e.broadcast_scalar(extent, shape)));
   return {index, inside};
@@ -63,12 +64,15 @@ struct TilePointers {
   ValueId pointers, mask;
 };
 
+// The offsets are i64: a tensor's rows x row_stride may pass 2^31 elements (the indices and
+// extents, i32 arguments, do not), and TMA's own addressing has no such limit either.
 TilePointers tile_pointers(Emitter &e, ir::Function &fn, const ir::Op &tile, const Shape &shape) {
   const ValueId base = tile.operands[0], rows = tile.operands[1], cols = tile.operands[2], stride = tile.operands[3];
   AxisIndex r = axis_index(e, tile.operands[4], rows, shape[0], 0);
   AxisIndex c = axis_index(e, tile.operands[5], cols, shape[1], 1);
-  ValueId row_offset = e.i32(OpKind::Mul, r.index, e.broadcast_scalar(stride, Shape{shape[0], 1}));
-  ValueId offset = e.i32(OpKind::Add, e.broadcast(row_offset, shape), e.broadcast(c.index, shape));
+  auto wide = [&](ValueId v) { return e.op(OpKind::Cast, Type{DType::I64, false, fn.type(v).shape}, {v}); };
+  ValueId row_offset = e.arith(OpKind::Mul, wide(r.index), wide(e.broadcast_scalar(stride, Shape{shape[0], 1})));
+  ValueId offset = e.arith(OpKind::Add, e.broadcast(row_offset, shape), e.broadcast(wide(c.index), shape));
   ValueId pointers = e.op(OpKind::PtrAdd, fn.type(base).with_shape(shape), {e.broadcast_scalar(base, shape), offset});
   ValueId mask = e.boolean(OpKind::And, e.broadcast(r.inside, shape), e.broadcast(c.inside, shape));
   return {pointers, mask};
