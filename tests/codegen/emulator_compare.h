@@ -102,10 +102,18 @@ inline bool remove_guard(std::vector<Arg> &args, const char *run) {
   return intact;
 }
 
+// How compare measures a difference. Elementwise: |want - got| / (1e-3 + |want|), the largest
+// over the elements. Normwise: the largest |want - got| over the array's largest |want|, for
+// outputs that are sums of terms of either sign, where an output that cancels to near zero
+// shows the two backends' roundings of its terms far above its own size (a wrong term still
+// moves it by a fraction of the largest output).
+enum class Metric { Elementwise, Normwise };
+
 // Runs `k` on the CPU backend and in the emulator on copies of the same arrays; returns the
-// largest relative difference over every array (inputs included: in-place kernels), or
-// infinity if either run wrote past an array.
-inline double compare(const tools::NamedKernel &k, const Grid &g, const std::vector<Arg> &args, const Flavour &flavour = {}) {
+// largest relative difference (`metric`) over every array (inputs included: in-place
+// kernels), or infinity if either run wrote past an array.
+inline double compare(const tools::NamedKernel &k, const Grid &g, const std::vector<Arg> &args, const Flavour &flavour = {},
+                      Metric metric = Metric::Elementwise) {
   std::vector<Arg> host = args, emu = args;
   add_guard(host);
   add_guard(emu);
@@ -142,14 +150,19 @@ inline double compare(const tools::NamedKernel &k, const Grid &g, const std::vec
   double worst = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     size_t n = host[i].bytes.size() / std::max(1, dtype_bytes(host[i].dtype));
+    double elementwise = 0, largest = 0, largest_difference = 0;
     for (size_t j = 0; j < n; ++j) {
       double want = element(host[i], j), got = element(emu[i], j);
       if (std::isnan(want) || std::isnan(got)) {
         if (std::isnan(want) != std::isnan(got)) return INFINITY;
         continue;
       }
-      worst = std::max(worst, std::fabs(want - got) / (1e-3 + std::fabs(want)));
+      elementwise = std::max(elementwise, std::fabs(want - got) / (1e-3 + std::fabs(want)));
+      largest = std::max(largest, std::fabs(want));
+      largest_difference = std::max(largest_difference, std::fabs(want - got));
     }
+    const double normwise = largest > 0 ? largest_difference / largest : largest_difference;
+    worst = std::max(worst, metric == Metric::Normwise ? normwise : elementwise);
   }
   return worst;
 }
