@@ -33,6 +33,13 @@ const Device *gpu() {
   return device ? &*device : nullptr;
 }
 
+// n f16 values uniform in [-1, 1].
+std::vector<half> random_halves(size_t n, std::mt19937 &rng) {
+  std::vector<half> v(n);
+  for (half &x : v) x = half(std::uniform_real_distribution<float>(-1, 1)(rng));
+  return v;
+}
+
 // One kernel argument: a host array (copied to a Buffer on the GPU and back) or a scalar.
 struct Arg {
   std::vector<uint8_t> host;  // empty for scalars
@@ -152,9 +159,7 @@ TEST_CASE("gpu: matmul, swiglu and argmax match the CPU backend") {
   if (!gpu()) return;
   std::mt19937 rng(2);
   const int M = 257, N = 190, K = 301;
-  std::vector<half> a(size_t(M) * K), b(size_t(K) * N);
-  for (auto &v : a) v = half(std::uniform_real_distribution<float>(-1, 1)(rng));
-  for (auto &v : b) v = half(std::uniform_real_distribution<float>(-1, 1)(rng));
+  const std::vector<half> a = random_halves(size_t(M) * K, rng), b = random_halves(size_t(K) * N, rng);
   std::vector<float> c(size_t(M) * N);
   check_on_gpu(kernel("matmul"), grid(cdiv(M, 32), cdiv(N, 32)), {Arg::array(a), Arg::array(b), Arg::array(c), Arg::value(M), Arg::value(N), Arg::value(K)},
                kTensorCoreDot);
@@ -190,9 +195,7 @@ TEST_CASE("gpu: Triton's tutorial matmul tile (both operands copied ahead, 3 sta
     CAPTURE(M);
     CAPTURE(N);
     CAPTURE(K);
-    std::vector<half> a(size_t(M) * K), b(size_t(K) * N);
-    for (half &x : a) x = half(std::uniform_real_distribution<float>(-1, 1)(rng));
-    for (half &x : b) x = half(std::uniform_real_distribution<float>(-1, 1)(rng));
+    const std::vector<half> a = random_halves(size_t(M) * K, rng), b = random_halves(size_t(K) * N, rng);
     std::vector<float> c(size_t(M) * N);
     check_on_gpu(k, grid(cdiv(M, 128), cdiv(N, 128)), {Arg::array(a), Arg::array(b), Arg::array(c), Arg::value(M), Arg::value(N), Arg::value(K)},
                  kTensorCoreDot, 3);
@@ -216,9 +219,7 @@ TEST_CASE("gpu: the tutorial matmul through tensor descriptors (TMA on Hopper) m
       CAPTURE(N);
       CAPTURE(K);
       CAPTURE(stages);
-      std::vector<half> a(size_t(M) * K), b(size_t(K) * N);
-      for (half &x : a) x = half(std::uniform_real_distribution<float>(-1, 1)(rng));
-      for (half &x : b) x = half(std::uniform_real_distribution<float>(-1, 1)(rng));
+      const std::vector<half> a = random_halves(size_t(M) * K, rng), b = random_halves(size_t(K) * N, rng);
       std::vector<float> c(size_t(M) * N);
       check_on_gpu(k, grid(cdiv(M, 128), cdiv(N, 128)), {Arg::array(a), Arg::array(b), Arg::array(c), Arg::value(M), Arg::value(N), Arg::value(K)},
                    kTensorCoreDot, stages);
@@ -228,9 +229,7 @@ TEST_CASE("gpu: the tutorial matmul through tensor descriptors (TMA on Hopper) m
     for (int64_t programs : {int64_t(5), int64_t(gpu()->threads())}) {
       CAPTURE(M);
       CAPTURE(programs);
-      std::vector<half> a(size_t(M) * K), b(size_t(K) * N);
-      for (half &x : a) x = half(std::uniform_real_distribution<float>(-1, 1)(rng));
-      for (half &x : b) x = half(std::uniform_real_distribution<float>(-1, 1)(rng));
+      const std::vector<half> a = random_halves(size_t(M) * K, rng), b = random_halves(size_t(K) * N, rng);
       std::vector<float> c(size_t(M) * N);
       check_on_gpu(persistent, grid(programs), {Arg::array(a), Arg::array(b), Arg::array(c), Arg::value(M), Arg::value(N), Arg::value(K)}, kTensorCoreDot, 3);
     }

@@ -9,6 +9,7 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "tests/test_util.h"
 #include "tests/traced.h"
 
 namespace {
@@ -30,6 +31,29 @@ size_t count(const std::string &text, const std::string &what) {
   return n;
 }
 
+// What parsing (and verifying) `text` throws.
+std::string parse_error(const char *text) {
+  std::string error = kdsl_test::error_text([&] { ir::parse(text); });
+  INFO(error);
+  return error;
+}
+
+// K's IR after the pipeline and expand_tile_accesses, once it is checked that keeping every
+// tile access leaves it unchanged and that the expansion verifies.
+template <auto K>
+std::string expanded() {
+  ir::Function fn = kdsl_test::traced<K>();
+  codegen::run_pipeline(fn);
+  const std::string before = ir::print(fn);
+  passes::expand_tile_accesses(fn, [](const ir::Op &) { return true; });  // kept
+  CHECK(ir::print(fn) == before);
+  passes::expand_tile_accesses(fn);
+  ir::verify_or_throw(fn);
+  return ir::print(fn);
+}
+
+constexpr const char *kTileOperandsError = "expects (ptr base, i32 rows, cols, row_stride, row, col) scalars and a 2-D tile of the pointee";
+
 }  // namespace
 
 TEST_CASE("IR text: tile_load round trips; the pipeline keeps it; ill-typed ones are reported") {
@@ -41,25 +65,12 @@ TEST_CASE("IR text: tile_load round trips; the pipeline keeps it; ill-typed ones
   CHECK(ir::print(parsed) == text);
   codegen::run_pipeline(parsed);
   CHECK(ir::print(parsed).find("tile_load") != std::string::npos);
-  std::string error;
-  try {
-    ir::parse("kernel @k(%x: ptr<f16>, %n: i32) {\n  %t = tile_load %x, %n, %n, %n, %n, %n : f32[16, 32]\n}\n");
-  } catch (const Error &e) {
-    error = e.what();
-  }
-  INFO(error);
-  CHECK(error.find("expects (ptr base, i32 rows, cols, row_stride, row, col) scalars and a 2-D tile of the pointee") != std::string::npos);
+  CHECK(parse_error("kernel @k(%x: ptr<f16>, %n: i32) {\n  %t = tile_load %x, %n, %n, %n, %n, %n : f32[16, 32]\n}\n").find(kTileOperandsError) !=
+        std::string::npos);
 }
 
 TEST_CASE("expand_tile_accesses: a tile load becomes one load masked to the tensor's rows and columns, with 0 elsewhere") {
-  ir::Function fn = kdsl_test::traced<tile_copy>();
-  codegen::run_pipeline(fn);
-  const std::string before = ir::print(fn);
-  passes::expand_tile_accesses(fn, [](const ir::Op &) { return true; });  // kept
-  CHECK(ir::print(fn) == before);
-  passes::expand_tile_accesses(fn);
-  ir::verify_or_throw(fn);
-  std::string text = ir::print(fn);
+  const std::string text = expanded<tile_copy>();
   INFO(text);
   CHECK(text.find("tile_load") == std::string::npos);
   CHECK(count(text, " = load ") == 1);
@@ -77,25 +88,12 @@ TEST_CASE("IR text: tile_store round trips; the pipeline keeps it; ill-typed one
   CHECK(ir::print(parsed) == text);
   codegen::run_pipeline(parsed);
   CHECK(ir::print(parsed).find("tile_store") != std::string::npos);  // an effect: never removed
-  std::string error;
-  try {
-    ir::parse("kernel @k(%x: ptr<f16>, %n: i32, %v: f32) {\n  %t = broadcast %v : f32[16, 32]\n  tile_store %x, %n, %n, %n, %n, %n, %t\n}\n");
-  } catch (const Error &e) {
-    error = e.what();
-  }
-  INFO(error);
-  CHECK(error.find("expects (ptr base, i32 rows, cols, row_stride, row, col) scalars and a 2-D tile of the pointee") != std::string::npos);
+  CHECK(parse_error("kernel @k(%x: ptr<f16>, %n: i32, %v: f32) {\n  %t = broadcast %v : f32[16, 32]\n  tile_store %x, %n, %n, %n, %n, %n, %t\n}\n")
+            .find(kTileOperandsError) != std::string::npos);
 }
 
 TEST_CASE("expand_tile_accesses: a tile store becomes one store masked to the tensor's rows and columns") {
-  ir::Function fn = kdsl_test::traced<tile_store>();
-  codegen::run_pipeline(fn);
-  const std::string before = ir::print(fn);
-  passes::expand_tile_accesses(fn, [](const ir::Op &) { return true; });  // kept
-  CHECK(ir::print(fn) == before);
-  passes::expand_tile_accesses(fn);
-  ir::verify_or_throw(fn);
-  std::string text = ir::print(fn);
+  const std::string text = expanded<tile_store>();
   INFO(text);
   CHECK(text.find("tile_store %") == std::string::npos);
   CHECK(count(text, "  store %") == 1);

@@ -33,6 +33,19 @@ void store_tile(Ptr<const i32> in, Ptr<i32> x, Scalar<i32> rows, Scalar<i32> col
   make_tensor_descriptor(x, rows, cols, stride).store(row, col, tile);
 }
 
+// The largest difference of c = a @ b (f16, [M][K] by [K][N]) from its float64 product,
+// relative to 1 + |reference|.
+double worst_matmul_error(const std::vector<half> &a, const std::vector<half> &b, const std::vector<half> &c, int M, int N, int K) {
+  double worst = 0;
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      double ref = 0;
+      for (int k = 0; k < K; ++k) ref += double(float(a[size_t(i) * K + k])) * double(float(b[size_t(k) * N + j]));
+      worst = std::max(worst, std::fabs(double(float(c[size_t(i) * N + j])) - ref) / (1 + std::fabs(ref)));
+    }
+  return worst;
+}
+
 }  // namespace
 
 TEST_CASE("tensor descriptor: a tile store writes the tensor's elements where the tile overlaps it and nothing else, at negative and past-the-end offsets") {
@@ -99,14 +112,7 @@ TEST_CASE("tensor descriptor: the descriptor matmul on the CPU matches float64 a
     Buffer<half> da(dev, a), db(dev, b), dc(dev, c.size());
     kernel(grid(cdiv(M, 32), cdiv(N, 32)), da, db, dc, M, N, K);
     dc.copy_to_host(c);
-    double worst = 0;
-    for (int i = 0; i < M; ++i)
-      for (int j = 0; j < N; ++j) {
-        double ref = 0;
-        for (int k = 0; k < K; ++k) ref += double(float(a[size_t(i) * K + k])) * double(float(b[size_t(k) * N + j]));
-        worst = std::max(worst, std::fabs(double(float(c[size_t(i) * N + j])) - ref) / (1 + std::fabs(ref)));
-      }
-    CHECK(worst < 2e-3);
+    CHECK(worst_matmul_error(a, b, c, M, N, K) < 2e-3);
   }
 }
 
@@ -131,14 +137,7 @@ TEST_CASE("tensor descriptor: the persistent matmul on the CPU matches float64 o
       Buffer<half> da(dev, a), db(dev, b), dc(dev, c);
       kernel(g, da, db, dc, M, N, K);
       dc.copy_to_host(c);
-      double worst = 0;
-      for (int i = 0; i < M; ++i)
-        for (int j = 0; j < N; ++j) {
-          double ref = 0;
-          for (int k = 0; k < K; ++k) ref += double(float(a[size_t(i) * K + k])) * double(float(b[size_t(k) * N + j]));
-          worst = std::max(worst, std::fabs(double(float(c[size_t(i) * N + j])) - ref) / (1 + std::fabs(ref)));
-        }
-      CHECK(worst < 2e-3);
+      CHECK(worst_matmul_error(a, b, c, M, N, K) < 2e-3);
     }
   }
 }
