@@ -16,6 +16,10 @@ struct AttentionCall {
   float *out;
   int rows, pos0, n_heads, n_kv_heads, head_dim, page_size;
   float scale;
+  // attention_decode_at: the position in device memory (pos0 is then unused) and the context
+  // the launches are sized for. Null for every other call.
+  const int32_t *position = nullptr;
+  int max_context = 0;
 };
 
 // Launch the prefill, decode or tree kernels for keys and values stored as the element

@@ -91,23 +91,30 @@ void run_attention(Library::Impl &im, const AttentionCall &c) {
     return;
   }
 
-  // Decode: enough splits that every thread has programs, none shorter than kMinSplitPositions.
-  const int ctx = c.pos0 + 1;
+  // Decode: enough splits that every thread has programs, none shorter than kMinSplitPositions,
+  // for the context or, where the position is in device memory, for the largest context.
+  const bool at_position = c.position != nullptr;
+  const int ctx = at_position ? c.max_context : c.pos0 + 1;
   const int want_programs = 4 * std::max(1, im.threads());
   int splits = std::min(cdiv(want_programs, c.n_kv_heads), cdiv(ctx, kMinSplitPositions));
   splits = std::clamp(splits, 1, kMaxSplits);
-  float *scratch = reserve(im.device, im.attention_partials, size_t(c.n_heads) * kMaxSplits * (size_t(c.head_dim) + 2));
+  float *scratch = reserve(im, im.attention_partials, size_t(c.n_heads) * kMaxSplits * (size_t(c.head_dim) + 2));
   with_block<kMinHead<KP, VP>, 256>("attention", "head_dim", c.head_dim, [&]<int D>() {
     with_kv_step(c.page_size, [&]<int STEP, bool TILE_IN_PAGE>() {
       const int split_len = cdiv(cdiv(ctx, splits), STEP) * STEP;  // whole steps, so steps stay inside pages
-      const int used_splits = cdiv(ctx, split_len);                // every split holds at least one position
+      const int used_splits = cdiv(ctx, split_len);                // every split holds at least one position (of max_context)
       float *part_out = used_splits == 1 ? c.out : scratch;
       float *part_ml = scratch + (used_splits == 1 ? 0 : size_t(c.n_heads) * size_t(used_splits) * size_t(c.head_dim));
       with_block<1, 16>("attention (decode)", "n_heads / n_kv_heads", group, [&]<int G>() {
         with_full_d<D>(c.head_dim, [&]<bool FULL_D>() {
-          im.kernel<attention_decode<G, D, STEP, TILE_IN_PAGE, FULL_D, KP, VP>>()(grid(c.n_kv_heads, used_splits), c.q, kp, vp, c.block_table,
-                                                                                  part_out, part_ml, ctx, group, c.n_kv_heads, c.head_dim,
-                                                                                  c.page_size, split_len, c.scale);
+          const Grid g = grid(c.n_kv_heads, used_splits);
+          if (at_position)
+            im.kernel<attention_decode_at<G, D, STEP, TILE_IN_PAGE, FULL_D, KP, VP>>()(g, c.q, kp, vp, c.block_table, part_out, part_ml, c.position,
+                                                                                       c.max_context, group, c.n_kv_heads, c.head_dim,
+                                                                                       c.page_size, c.scale);
+          else
+            im.kernel<attention_decode<G, D, STEP, TILE_IN_PAGE, FULL_D, KP, VP>>()(g, c.q, kp, vp, c.block_table, part_out, part_ml, ctx, group,
+                                                                                    c.n_kv_heads, c.head_dim, c.page_size, split_len, c.scale);
         });
       });
       if (used_splits > 1) im.kernel<attention_combine<kMaxSplits, D>>()(grid(c.n_heads), part_out, part_ml, c.out, used_splits, c.head_dim);

@@ -24,6 +24,7 @@ void Library::set_integer_dot_rows(int max_rows) { impl_->integer_dot_rows = max
 void Library::set_prefill_tiles_everywhere(bool on) { impl_->prefill_tiles_everywhere = on; }
 void Library::set_gpu_forms(bool on) { impl_->gpu_forms = on; }
 void Library::set_row_groups(bool on) { impl_->row_groups = on; }
+bool Library::dispatches_for_gpu() const { return !detail::dispatches_for_cpu(*impl_); }
 
 void Library::rmsnorm(const float *x, const float *w, float *y, int rows, int dim, float eps) {
   require(rows >= 0 && dim > 0, "rmsnorm",
@@ -84,6 +85,23 @@ void Library::kv_append(const float *k, const float *v, void *k_pages, void *v_p
   });
 }
 
+void Library::kv_append_at(const float *k, const float *v, void *k_pages, void *v_pages, const int32_t *block_table, const int32_t *positions,
+                           int rows, int n_kv_heads, int head_dim, int page_size, KvTypes types) {
+  require(rows >= 0 && n_kv_heads > 0 && head_dim > 0 && page_size > 0, "kv_append_at", [&] {
+    return "sizes must be positive (rows " + std::to_string(rows) + ", n_kv_heads " + std::to_string(n_kv_heads) + ", head_dim " +
+           std::to_string(head_dim) + ", page_size " + std::to_string(page_size) + ")";
+  });
+  if (rows == 0) return;
+  detail::with_kv_types("kv_append_at", types, head_dim, [&]<class KP, class VP>() {
+    with_block<KP::kMinColumns, 256>("kv_append_at", "head_dim", head_dim, [&]<int D>() {
+      impl_->kernel<kernels::kv_append_at<D, KP, VP>>()(grid(rows, n_kv_heads), k, v, detail::kv_pages<KP>(k_pages), detail::kv_pages<VP>(v_pages),
+                                                         block_table, positions, n_kv_heads, head_dim, page_size);
+    });
+  });
+}
+
+uint64_t Library::scratch_generation() const { return impl_->scratch_generation; }
+
 namespace {
 
 // Checks what every rotation shares and returns the device's theta^(-2i/head_dim) / divisor_i
@@ -101,11 +119,12 @@ const float *rope_inv_freq(Library::Impl &im, int rows, int n_heads, int n_kv_he
     std::vector<float> f(size_t(head_dim / 2));
     for (int i = 0; i < head_dim / 2; ++i)
       f[size_t(i)] = float(std::pow(double(theta), -2.0 * i / head_dim) / (divisors.empty() ? 1.0 : double(divisors[size_t(i)])));
-    detail::reserve(im.device, im.rope_inv_freq, f.size());
+    detail::reserve(im, im.rope_inv_freq, f.size());
     im.rope_inv_freq.copy_from_host(f);
     im.rope_theta = theta;
     im.rope_head_dim = head_dim;
     im.rope_divisors = std::move(divisors);
+    ++im.scratch_generation;  // the table's contents changed under any captured launch reading it
   }
   return im.rope_inv_freq.data();
 }
@@ -140,11 +159,17 @@ void Library::rope_at(float *q, float *k, int rows, int n_heads, int n_kv_heads,
   Impl &im = *impl_;
   const float *inv_freq = rope_inv_freq(im, rows, n_heads, n_kv_heads, head_dim, theta, freq_divisors, magnitude);
   if (rows == 0) return;
+  const bool gpu = !detail::dispatches_for_cpu(im);
   with_block<8, 128>("rope", "head_dim / 2", head_dim / 2, [&]<int H>() {
-    if (neox)
-      im.kernel<kernels::rope_at<H, true>>()(grid(rows), q, k, inv_freq, positions, n_heads, n_kv_heads, head_dim, magnitude);
-    else
-      im.kernel<kernels::rope_at<H, false>>()(grid(rows), q, k, inv_freq, positions, n_heads, n_kv_heads, head_dim, magnitude);
+    auto at = [&]<bool NEOX>() {
+      if (gpu)  // a program per head, as in rope
+        im.kernel<kernels::rope_heads_at<H, NEOX>>()(grid(rows, n_heads + n_kv_heads), q, k, inv_freq, positions, n_heads, n_kv_heads, head_dim,
+                                                     magnitude);
+      else
+        im.kernel<kernels::rope_at<H, NEOX>>()(grid(rows), q, k, inv_freq, positions, n_heads, n_kv_heads, head_dim, magnitude);
+    };
+    if (neox) at.template operator()<true>();
+    else at.template operator()<false>();
   });
 }
 
@@ -176,7 +201,7 @@ void Library::softmax(float *x, int rows, int cols) {
 
 int32_t Library::argmax(const float *x, int n) {
   require(n > 0, "argmax", [&] { return "n must be positive (got " + std::to_string(n) + ")"; });
-  int32_t *result = detail::reserve(impl_->device, impl_->argmax_result, 1);
+  int32_t *result = detail::reserve(*impl_, impl_->argmax_result, 1);
   impl_->kernel<kernels::argmax<512>>()(grid(1), x, result, n);
   int32_t index = 0;
   impl_->argmax_result.copy_to_host(std::span<int32_t>(&index, 1));

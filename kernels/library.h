@@ -110,6 +110,9 @@ class Library {
   // products: matvec_fused), run on the CPU: the engine's GPU path checked against the
   // reference where no GPU is (tests). Off by default; a GPU's Library always does.
   void set_gpu_forms(bool on);
+  // Whether the dispatch picks a GPU's kernels: on a GPU, with set_gpu_forms, or recording for a
+  // GPU a plan stands for (launch_recorder.h).
+  bool dispatches_for_gpu() const;
   // Whether row_group() ever says to group a matrix (on by default): off, every matrix stays as
   // stored, for comparing the two layouts. Grouped matrices are read correctly either way.
   void set_row_groups(bool on);
@@ -141,6 +144,11 @@ class Library {
   // of positions pos0 .. pos0 + rows - 1.
   void kv_append(const float *k, const float *v, void *k_pages, void *v_pages, const int32_t *block_table, int pos0, int rows, int n_kv_heads,
                  int head_dim, int page_size, KvTypes types = {});
+  // The same with row r at positions[r] (`rows` device ints, each below the block table's
+  // reach): launches that do not change with the position, for a decode step captured once
+  // (kdsl::LaunchGraph). Positions are not range-checked.
+  void kv_append_at(const float *k, const float *v, void *k_pages, void *v_pages, const int32_t *block_table, const int32_t *positions, int rows,
+                    int n_kv_heads, int head_dim, int page_size, KvTypes types = {});
   // Causal attention of q rows (positions pos0 .. pos0 + rows - 1) over cached positions
   // 0 .. pos0 + rows - 1 (row r sees positions <= pos0 + r; append the rows' own k / v first),
   // grouped-query (head h reads kv head h / (n_heads / n_kv_heads)), scores scaled by `scale`,
@@ -151,6 +159,13 @@ class Library {
   // Any page_size works; multiples of 16 are fastest (each loop step stays in one page).
   void attention(const float *q, const void *k_pages, const void *v_pages, const int32_t *block_table, float *out, int rows, int pos0,
                  int n_heads, int n_kv_heads, int head_dim, int page_size, float scale, KvTypes types = {});
+  // Decode attention (attention() of one row) at the position position[0], a device int below
+  // max_context: the launches depend on max_context, not on the position (the split count
+  // follows max_context, and the splits past the position attend to nothing), so a decode
+  // step captured once as a kdsl::LaunchGraph replays at every position. A position past
+  // max_context - 1 attends to the first max_context positions.
+  void attention_decode_at(const float *q, const void *k_pages, const void *v_pages, const int32_t *block_table, const int32_t *position,
+                           int max_context, float *out, int n_heads, int n_kv_heads, int head_dim, int page_size, float scale, KvTypes types = {});
   // Attention of the nodes of a token tree: rows <= 64 query rows in cache slots pos0 .. pos0 +
   // rows - 1 (their k / v appended there), parents before children; row r sees every slot
   // before pos0 and the slots of the rows set in ancestors[r] (device int64s, bit j: row j is
@@ -161,6 +176,11 @@ class Library {
   // order m = 0, 1, ... (a token tree's accepted branch, moved behind the text so far).
   void kv_move(void *k_pages, void *v_pages, const int32_t *block_table, const int32_t *moves, int n_moves, int n_kv_heads, int head_dim,
                int page_size, KvTypes types = {});
+  // Changes whenever the Library's scratch memory moves (a buffer grown for a larger call) or
+  // a table the kernels read is rewritten (RoPE's frequencies for another theta): launches
+  // captured into a kdsl::LaunchGraph point there, so a graph captured before a change is
+  // stale after it and must be captured again.
+  uint64_t scratch_generation() const;
   // Row-wise softmax in place (any cols: rows longer than 8192 take a two-pass online kernel).
   void softmax(float *x, int rows, int cols);
   // The first index of the maximum of x[0..n) (NaN never wins).

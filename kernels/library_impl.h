@@ -96,6 +96,7 @@ struct Library::Impl {
   bool row_groups = true;  // Library::set_row_groups
   Buffer<int32_t> activation_sums;    // their integer group sums (quantize_activations_sums)
   Buffer<uint8_t> ungrouped_weights;  // a grouped matrix's rows as stored, for a prefill (Library::matmul)
+  uint64_t scratch_generation = 0;    // Library::scratch_generation
 
  private:
   template <auto K>
@@ -168,10 +169,11 @@ auto kv_pages(const void *p) {
   return static_cast<const typename P::Storage::storage *>(p);
 }
 
-// Grows a scratch buffer in `device`'s memory to hold at least n elements.
+// Grows a scratch buffer in the Library's device memory to hold at least n elements (a growth
+// moves it: Library::scratch_generation counts that).
 template <class T>
-T *reserve(const Device &device, Buffer<T> &buffer, size_t n) {
-  if (buffer.size() < n) buffer = Buffer<T>(device, n);
+T *reserve(Library::Impl &im, Buffer<T> &buffer, size_t n) {
+  if (buffer.size() < n) buffer = Buffer<T>(im.device, n), ++im.scratch_generation;
   return buffer.data();
 }
 

@@ -111,10 +111,10 @@ template <int BE, int GS>
 QuantizedX quantize_x(Library::Impl &im, const float *x, int rows, int K) {
   const int blocks = K / BE;
   const auto g = grid(cdiv(blocks, kQuantizeBlocks), rows);
-  QuantizedX q{reserve(im.device, im.activation_quants, size_t(rows) * size_t(K)), reserve(im.device, im.activation_scales, size_t(rows) * size_t(blocks)),
+  QuantizedX q{reserve(im, im.activation_quants, size_t(rows) * size_t(K)), reserve(im, im.activation_scales, size_t(rows) * size_t(blocks)),
                nullptr};
   if constexpr (GS > 0) {
-    q.sums = reserve(im.device, im.activation_sums, size_t(rows) * size_t(K / GS));
+    q.sums = reserve(im, im.activation_sums, size_t(rows) * size_t(K / GS));
     im.kernel<quantize_activations_sums<BE, GS, kQuantizeBlocks>>()(g, x, q.quants, q.scales, q.sums, K);
   } else {
     static_assert(BE == 32, "activation blocks without sums are Q8_0's, of 32");

@@ -254,7 +254,7 @@ void Library::matmul(const float *x, const void *w, WeightType wtype, const floa
   // (W's bytes, small beside a prefill's arithmetic on them, but 2-10% of a 512-token prompt:
   // bench/RESULTS.md, the entry on prefill reading the file's rows).
   if (w_stored) return matmul(x, w_stored, wtype, bias, out, rows, N, K);
-  uint8_t *stored = detail::reserve(impl_->device, impl_->ungrouped_weights, size_t(int64_t(N) * weight_bytes(wtype, K)));
+  uint8_t *stored = detail::reserve(*impl_, impl_->ungrouped_weights, size_t(int64_t(N) * weight_bytes(wtype, K)));
   with_block_format(wtype, [&]<class F>() { regroup<F>(w, stored, N, K, R, false, impl_->device.threads()); }, [] {});
   matmul(x, stored, wtype, bias, out, rows, N, K);
 }

@@ -67,16 +67,30 @@ void rope_at(Ptr<f32> q, Ptr<f32> k, Ptr<const f32> inv_freq, Ptr<const i32> pos
 // One program per (token r, head h): a GPU's form of rope, q's heads (h < n_heads) and k's
 // (the rest) in one launch. rope's serial loop over a token's heads leaves a GPU one program
 // per token (one multiprocessor in decode); here every head is a program of its own and the
-// angles are recomputed per head.
+// angles are recomputed per head. Token r is at position `pos`.
 template <int HALF, bool NEOX>
-void rope_heads(Ptr<f32> q, Ptr<f32> k, Ptr<const f32> inv_freq, Scalar<i32> n_heads, Scalar<i32> n_kv_heads, Scalar<i32> head_dim,
-                Dynamic<i32> pos0, Scalar<f32> magnitude) {
+void rotate_one_head(Ptr<f32> q, Ptr<f32> k, Ptr<const f32> inv_freq, Scalar<i32> n_heads, Scalar<i32> n_kv_heads, Scalar<i32> head_dim,
+                     Scalar<i32> pos, Scalar<f32> magnitude) {
   auto r = program_id(0);
   auto h = program_id(1);
-  auto angles = rope_angles<HALF, NEOX>(inv_freq, head_dim, pos0 + r, magnitude);
+  auto angles = rope_angles<HALF, NEOX>(inv_freq, head_dim, pos, magnitude);
   if_(
       h < n_heads, [&] { rotate_head<HALF>(q + (r * n_heads + h) * head_dim, angles); },
       [&] { rotate_head<HALF>(k + (r * n_kv_heads + h - n_heads) * head_dim, angles); });
+}
+
+// Token r at position pos0 + r (Dynamic, as in rope).
+template <int HALF, bool NEOX>
+void rope_heads(Ptr<f32> q, Ptr<f32> k, Ptr<const f32> inv_freq, Scalar<i32> n_heads, Scalar<i32> n_kv_heads, Scalar<i32> head_dim,
+                Dynamic<i32> pos0, Scalar<f32> magnitude) {
+  rotate_one_head<HALF, NEOX>(q, k, inv_freq, n_heads, n_kv_heads, head_dim, pos0 + program_id(0), magnitude);
+}
+
+// rope_heads with token r at positions[r] (rope_at's form of it).
+template <int HALF, bool NEOX>
+void rope_heads_at(Ptr<f32> q, Ptr<f32> k, Ptr<const f32> inv_freq, Ptr<const i32> positions, Scalar<i32> n_heads, Scalar<i32> n_kv_heads,
+                   Scalar<i32> head_dim, Scalar<f32> magnitude) {
+  rotate_one_head<HALF, NEOX>(q, k, inv_freq, n_heads, n_kv_heads, head_dim, load(positions + program_id(0)), magnitude);
 }
 
 }  // namespace kdsl::kernels

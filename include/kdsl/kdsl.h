@@ -9,6 +9,7 @@
 #include <kdsl/error.h>
 #include <kdsl/hip_source.h>
 #include <kdsl/kernel.h>
+#include <kdsl/launch_graph.h>
 #include <kdsl/memory.h>
 #include <kdsl/ops.h>
 #include <kdsl/reduce.h>

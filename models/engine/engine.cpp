@@ -260,6 +260,8 @@ Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions op
   tree_positions_host_.resize(kMaxTreeNodes);
   tree_ancestors_host_.resize(kMaxTreeNodes);
   branch_moves_host_.resize(2 * kMaxTreeNodes);
+  step_ = Buffer<int32_t>(device, 2);
+  graph_decode_ = options.decode_graph == DecodeGraph::On || (options.decode_graph == DecodeGraph::Auto && kernels_.dispatches_for_gpu());
 }
 
 std::span<const float> Engine::forward(std::span<const int> tokens, int pos) { return run(tokens, pos, 1); }
@@ -316,36 +318,69 @@ std::span<const float> Engine::run(std::span<const int> tokens, int pos, int log
   if (total == 0) throw Error("forward needs at least one token");
   if (pos < 0 || int64_t(pos) + total > context_)
     throw Error(fmt::format("positions {}..{} do not fit the context of {} tokens (raise --ctx)", pos, int64_t(pos) + total - 1, context_));
-  const ModelHParams &h = model_.hparams;
+  for (int id : tokens)
+    if (id < 0 || id >= vocab_) throw Error(fmt::format("token id {} is outside the vocabulary of {}", id, vocab_));
+  if (graph_decode_ && total == 1 && !tree && !observer_) {
+    decode_step(tokens[0], pos);
+    return host_logits(1);
+  }
   const int first_logit = total - logit_rows;  // the rows whose logits are wanted: first_logit .. total - 1
   for (int start = 0; start < total; start += options_.max_batch) {
     int n = std::min(options_.max_batch, total - start);
-    for (int i = 0; i < n; ++i) {
-      int id = tokens[size_t(start + i)];
-      if (id < 0 || id >= vocab_) throw Error(fmt::format("token id {} is outside the vocabulary of {}", id, vocab_));
-      ids_host_[size_t(i)] = id;
+    if (graph_decode_ && n == 1 && !tree) {
+      // A one-row chunk (a prompt's last) launches what a decode step does, so that the
+      // engine has one decode attention form, the one kernel plans list.
+      run_chunk(put_step(tokens[size_t(start)], pos + start), 1, start, RowPositions{pos + start, false, step_.data() + 1}, first_logit);
+      continue;
     }
+    std::copy_n(tokens.begin() + start, n, ids_host_.begin());
     ids_.copy_from_host(std::span<const int32_t>(ids_host_.data(), size_t(n)));
-    kernels_.embedding(ids_.data(), weights_.token_embd.data, weights_.token_embd.type, x_.data(), n, dim_);
-    // One row on a GPU takes the products with the norms and residual adds fused in (layer()).
-    const bool fused = n == 1 && fuses_norms_ && !observer_;
-    if (!fused) kernels_.rmsnorm(x_.data(), weights_.layers[0].attn_norm.f32(), xb_.data(), n, dim_, h.rms_eps);
-    for (int l = 0; l < int(weights_.layers.size()); ++l) layer(l, n, pos + start, tree, fused);
-    // After the last layer xb holds the final norm of every row (fused: x, not yet normed);
-    // only the wanted rows' logits are computed (a prompt's prefill wants its last row alone).
-    int from = std::max(start, first_logit);
-    if (from < start + n) {
-      float *out = logits_.data() + size_t(from - first_logit) * size_t(vocab_);
-      const Weight &o = weights_.output;
-      if (fused) {
-        kernels_.matvec_fused(x_.data(), weights_.output_norm.f32(), h.rms_eps, o.data, o.type, nullptr, out, AfterProduct::Store, vocab_, dim_);
-      } else {
-        const float *rows = xb_.data() + size_t(from - start) * size_t(dim_);
-        show_input(TensorName::Output, -1, xb_, from - start, start + n - from, dim_);
-        kernels_.matmul(rows, o.data, o.type, nullptr, out, start + n - from, vocab_, dim_, o.row_group, o.stored);
-      }
-    }
+    run_chunk(ids_.data(), n, start, RowPositions{pos + start, tree}, first_logit);
   }
+  return host_logits(logit_rows);
+}
+
+void Engine::run_chunk(const int32_t *ids, int n, int start, RowPositions where, int first_logit) {
+  const ModelHParams &h = model_.hparams;
+  kernels_.embedding(ids, weights_.token_embd.data, weights_.token_embd.type, x_.data(), n, dim_);
+  // One row on a GPU takes the products with the norms and residual adds fused in (layer()).
+  const bool fused = n == 1 && fuses_norms_ && !observer_;
+  if (!fused) kernels_.rmsnorm(x_.data(), weights_.layers[0].attn_norm.f32(), xb_.data(), n, dim_, h.rms_eps);
+  for (int l = 0; l < int(weights_.layers.size()); ++l) layer(l, n, where, fused);
+  // After the last layer xb holds the final norm of every row (fused: x, not yet normed);
+  // only the wanted rows' logits are computed (a prompt's prefill wants its last row alone).
+  int from = std::max(start, first_logit);
+  if (from >= start + n) return;
+  float *out = logits_.data() + size_t(from - first_logit) * size_t(vocab_);
+  const Weight &o = weights_.output;
+  if (fused) {
+    kernels_.matvec_fused(x_.data(), weights_.output_norm.f32(), h.rms_eps, o.data, o.type, nullptr, out, AfterProduct::Store, vocab_, dim_);
+  } else {
+    const float *rows = xb_.data() + size_t(from - start) * size_t(dim_);
+    show_input(TensorName::Output, -1, xb_, from - start, start + n - from, dim_);
+    kernels_.matmul(rows, o.data, o.type, nullptr, out, start + n - from, vocab_, dim_, o.row_group, o.stored);
+  }
+}
+
+const int32_t *Engine::put_step(int token, int pos) {
+  const int32_t step[2] = {token, pos};
+  step_.copy_from_host(std::span<const int32_t>(step, 2));
+  return step_.data();
+}
+
+void Engine::decode_step(int token, int pos) {
+  put_step(token, pos);
+  auto launches = [&] { run_chunk(step_.data(), 1, 0, RowPositions{pos, false, step_.data() + 1}, 0); };
+  if (decode_graph_ && decode_graph_generation_ == kernels_.scratch_generation()) return decode_graph_.replay();
+  // Run once as it will be replayed: this compiles the step's kernels and sizes the Library's
+  // scratch, neither of which a capture can do on a GPU. A recorder sees every step run so.
+  launches();
+  if (options_.recorder) return;
+  decode_graph_ = kdsl::LaunchGraph::capture(device_, launches);
+  decode_graph_generation_ = kernels_.scratch_generation();
+}
+
+std::span<const float> Engine::host_logits(int logit_rows) {
   size_t count = size_t(logit_rows) * size_t(vocab_);
   float *host = logits_.data();
   if (logits_.on_device()) {
@@ -377,7 +412,8 @@ void Engine::show_input(TensorName weight, int layer, const Buffer<float> &input
 // attn_norm(x) (or the final output norm). Fused (one row on a GPU: Engine::run says when),
 // reads and updates x alone: each norm is part of the product after it, each residual add part
 // of the product before it, and xb is not written.
-void Engine::layer(int l, int n, int pos, bool tree, bool fused) {
+void Engine::layer(int l, int n, RowPositions where, bool fused) {
+  const int pos = where.pos;
   const ModelHParams &h = model_.hparams;
   const LayerWeights &w = weights_.layers[size_t(l)];
   int hd = int(h.head_dim), heads = int(h.n_head), kv_heads = int(h.n_head_kv);
@@ -418,19 +454,27 @@ void Engine::layer(int l, int n, int pos, bool tree, bool fused) {
   if (w.q_norm) kernels_.rmsnorm(q, w.q_norm.f32(), q, n * heads, hd, h.rms_eps);
   if (w.k_norm) kernels_.rmsnorm(k, w.k_norm.f32(), k, n * kv_heads, hd, h.rms_eps);
   const float *divisors = model_.rope_freq_divisors.empty() ? nullptr : model_.rope_freq_divisors.data();
-  if (tree)
-    kernels_.rope_at(q, k, n, heads, kv_heads, hd, tree_positions_.data(), h.rope_freq_base, h.rope_type == RopeType::Neox, divisors,
+  const bool neox = h.rope_type == RopeType::Neox;
+  void *k_pages = k_pages_[size_t(l)].data(), *v_pages = v_pages_[size_t(l)].data();
+  const float scale = 1.0f / std::sqrt(float(hd));
+  if (where.tree || where.at)
+    kernels_.rope_at(q, k, n, heads, kv_heads, hd, where.tree ? tree_positions_.data() : where.at, h.rope_freq_base, neox, divisors,
                      model_.rope_magnitude);
   else
-    kernels_.rope(q, k, n, heads, kv_heads, hd, pos, h.rope_freq_base, h.rope_type == RopeType::Neox, divisors, model_.rope_magnitude);
-  kernels_.kv_append(k, v, k_pages_[size_t(l)].data(), v_pages_[size_t(l)].data(), block_table_.data(), pos, n, kv_heads, hd,
-                     options_.page_size, options_.kv_types);
-  if (tree)
-    kernels_.attention_tree(q, k_pages_[size_t(l)].data(), v_pages_[size_t(l)].data(), block_table_.data(), tree_ancestors_.data(), att_.data(),
-                            n, pos, heads, kv_heads, hd, options_.page_size, 1.0f / std::sqrt(float(hd)), options_.kv_types);
+    kernels_.rope(q, k, n, heads, kv_heads, hd, pos, h.rope_freq_base, neox, divisors, model_.rope_magnitude);
+  if (where.at)
+    kernels_.kv_append_at(k, v, k_pages, v_pages, block_table_.data(), where.at, n, kv_heads, hd, options_.page_size, options_.kv_types);
   else
-    kernels_.attention(q, k_pages_[size_t(l)].data(), v_pages_[size_t(l)].data(), block_table_.data(), att_.data(), n, pos, heads, kv_heads, hd,
-                       options_.page_size, 1.0f / std::sqrt(float(hd)), options_.kv_types);
+    kernels_.kv_append(k, v, k_pages, v_pages, block_table_.data(), pos, n, kv_heads, hd, options_.page_size, options_.kv_types);
+  if (where.at)
+    kernels_.attention_decode_at(q, k_pages, v_pages, block_table_.data(), where.at, context_, att_.data(), heads, kv_heads, hd, options_.page_size,
+                                 scale, options_.kv_types);
+  else if (where.tree)
+    kernels_.attention_tree(q, k_pages, v_pages, block_table_.data(), tree_ancestors_.data(), att_.data(), n, pos, heads, kv_heads, hd,
+                            options_.page_size, scale, options_.kv_types);
+  else
+    kernels_.attention(q, k_pages, v_pages, block_table_.data(), att_.data(), n, pos, heads, kv_heads, hd, options_.page_size, scale,
+                       options_.kv_types);
   show_input(TensorName::AttnOutput, l, att_, 0, n, q_dim_);
   product_out(att_.data(), w.wo, q_dim_, w.ffn_norm.f32());
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include <kdsl/device.h>
+#include <kdsl/launch_graph.h>
 
 #include "kernels/launch_recorder.h"
 #include "kernels/library.h"
@@ -11,6 +12,10 @@
 #include "models/engine/model_weights.h"
 
 namespace kdsl::models {
+
+// Whether decode steps go through a kdsl::LaunchGraph (Engine's decode_step): Auto takes one
+// where the Library dispatches for a GPU.
+enum class DecodeGraph { Auto, On, Off };
 
 struct EngineOptions {
   int context = 0;      // tokens of KV cache; 0: the model's context, or what a quarter of free memory holds
@@ -45,6 +50,10 @@ struct EngineOptions {
   // Matrices the CPU's decode reads faster with their rows grouped are copied so at load
   // (Library::row_group); false leaves every matrix as stored, for comparing the two.
   bool row_groups = true;
+  // A decode step (one token, no tree, nothing observing) runs as launches that read its token
+  // and position from device memory, captured once as a kdsl::LaunchGraph (a CUDA graph on
+  // NVIDIA) and replayed at every later step (--decode-graph).
+  DecodeGraph decode_graph = DecodeGraph::Auto;
 };
 
 // The weights as the kernels read them, in the device's memory: on the CPU the ModelWeights'
@@ -109,7 +118,27 @@ class Engine {
   // Runs the tokens and computes the logits of the last `logit_rows` of them; with `tree`,
   // as the nodes of a token tree (forward_tree) in one chunk.
   std::span<const float> run(std::span<const int> tokens, int pos, int logit_rows, bool tree = false);
-  void layer(int l, int n, int pos, bool tree, bool fused);
+  // Where a chunk's rows are: at pos .. pos + n - 1 (a prefill chunk, an eager decode step), as
+  // a token tree's nodes (tree_positions_), or one row at the device int `at` (a decode step
+  // captured as a graph: decode_step).
+  struct RowPositions {
+    int pos;
+    bool tree = false;
+    const int32_t *at = nullptr;
+  };
+  // Runs rows start .. start + n - 1 of a pass (token ids at `ids` in device memory) and
+  // computes the logits of those from first_logit on.
+  void run_chunk(const int32_t *ids, int n, int start, RowPositions where, int first_logit);
+  void layer(int l, int n, RowPositions where, bool fused);
+  // One decode token through the decode graph: the token and position copied to step_, the
+  // graph replayed, or captured first (after one eager run of the same launches) where there is
+  // none or the Library's scratch moved since.
+  void decode_step(int token, int pos);
+  // Copies [token, pos] to step_ (the device memory the decode graph's launches read); returns
+  // step_'s address, where the token id is.
+  const int32_t *put_step(int token, int pos);
+  // The logits of the last `logit_rows` rows, on the host, past-the-tokenizer ids lowered.
+  std::span<const float> host_logits(int logit_rows);
   // Shows the observer (if any) rows first_row .. first_row + n - 1 of `input`, cols floats each.
   void show_input(TensorName weight, int layer, const Buffer<float> &input, int first_row, int n, int cols);
 
@@ -137,6 +166,12 @@ class Engine {
   std::vector<int64_t> tree_ancestors_host_;
   MatmulInputObserver *observer_ = nullptr;
   std::vector<float> observed_host_;  // GPU only: an input copied back for the observer
+  // The decode graph (decode_step): whether decode takes it, the step's [token, position] in
+  // device memory, the graph and the Library's scratch generation when it was captured.
+  bool graph_decode_ = false;
+  Buffer<int32_t> step_;
+  kdsl::LaunchGraph decode_graph_;
+  uint64_t decode_graph_generation_ = 0;
   // Whether every product's weights have a kernel here that fuses the norm before it and the
   // residual add after it (Library::fuses_norm_and_add: on a GPU), so decode takes them.
   bool fuses_norms_ = false;

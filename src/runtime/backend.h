@@ -11,6 +11,7 @@
 #include "codegen/codegen.h"
 #include "ir/ir.h"
 #include "jit_cache/cache_entry.h"
+#include "runtime/launch_capture.h"
 
 namespace kdsl::detail {
 
@@ -80,6 +81,19 @@ class Backend {
   virtual void synchronize() = 0;
   // Bytes free for buffers now (0 where it cannot be told).
   virtual size_t free_memory() = 0;
+
+  // kdsl::LaunchGraph. From begin_capture to end_capture kernel.cpp hands each launch to
+  // capture_launch instead of launch(), and buffer.cpp and device.cpp refuse copies,
+  // allocations and synchronize() on a GPU. end_capture also ends a capture that failed (the
+  // caller then drops what it returns). By default the launches are recorded and replayed
+  // through launch(); a backend with a graph API of its own (CUDA) captures into it.
+  virtual void begin_capture() { recording_.begin(name()); }
+  virtual bool capturing() const { return recording_.active(); }
+  virtual void capture_launch(std::shared_ptr<LoadedCode> code, const LaunchRequest &request) { recording_.add(std::move(code), request); }
+  virtual std::unique_ptr<CapturedLaunches> end_capture() { return recording_.end(*this); }
+
+ private:
+  LaunchRecording recording_;
 };
 
 }  // namespace kdsl::detail

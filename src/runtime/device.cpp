@@ -66,7 +66,10 @@ std::string Device::name() const { return impl_->name(); }
 int Device::threads() const { return impl_->threads(); }
 MemorySpace Device::memory_space() const { return impl_->memory_space(); }
 size_t Device::free_memory() const { return impl_->free_memory(); }
-void Device::synchronize() const { impl_->synchronize(); }
+void Device::synchronize() const {
+  if (impl_->capturing()) detail::capture_refusal("Device::synchronize", name());
+  impl_->synchronize();
+}
 
 bool Device::has_cpu_feature(std::string_view feature) const {
   return kind() == Kind::Cpu && impl_->target().has_feature(feature);

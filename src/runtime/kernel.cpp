@@ -169,7 +169,7 @@ class KernelImpl {
     }
   }
 
-  void run(const LoadedCode &code, const Grid &g, uint64_t *slots, size_t count, const ArgValue *args) {
+  void run(const std::shared_ptr<LoadedCode> &code, const Grid &g, uint64_t *slots, size_t count, const ArgValue *args) {
     for (int64_t extent : {g.x, g.y, g.z})
       if (extent < 0 || extent > std::numeric_limits<int32_t>::max())
         throw Error(fmt::format("kernel '{}': grid ({}, {}, {}) has an extent outside [0, 2^31)", sig_.name, g.x, g.y, g.z));
@@ -177,8 +177,10 @@ class KernelImpl {
       throw Error(fmt::format("kernel '{}': grid ({}, {}, {}) has no programs; every extent must be at least 1 (skip the launch when there is "
                               "no work)",
                               sig_.name, g.x, g.y, g.z));
+    const LaunchRequest request{sig_, args, slots, count, g, checked_};
+    if (backend_.capturing()) return backend_.capture_launch(code, request);  // counted when replayed
     stats().launches.fetch_add(1, std::memory_order_relaxed);
-    backend_.launch(code, LaunchRequest{sig_, args, slots, count, g, checked_});
+    backend_.launch(*code, request);
   }
 
   std::vector<ir::ArgClass> classes(const ArgValue *args, size_t count) const {
@@ -300,7 +302,7 @@ void launch(KernelImpl &kernel, const Grid &grid, const ArgValue *args, size_t c
   kernel.pack(args, count, slots, classes);
   const Specialization &s = kernel.find(classes, args, count);
   kernel.check_extents(s, args, slots);
-  kernel.run(*s.code, grid, slots, count, args);
+  kernel.run(s.code, grid, slots, count, args);
 }
 
 void warm(KernelImpl &kernel, const ArgValue *args, size_t count) {
@@ -311,6 +313,8 @@ void warm(KernelImpl &kernel, const ArgValue *args, size_t count) {
 }
 
 double compile_cold(KernelImpl &kernel, const ArgValue *args, size_t count) { return kernel.compile_cold(args, count); }
+
+void count_replayed_launches(size_t launches) { stats().launches.fetch_add(int64_t(launches), std::memory_order_relaxed); }
 
 }  // namespace detail
 

@@ -41,7 +41,7 @@ namespace {
 
 struct Options {
   std::string model, tokenizer_path, prompt, prompt_file, device = "cpu", cache_dir, output_format = "text", chat_template;
-  std::string system_prompt, flash_attn = "auto";
+  std::string system_prompt, flash_attn = "auto", decode_graph = "auto";
   std::vector<std::string> reverse_prompts;
   int n = 128, top_k = 40, ctx = 0, threads = 0, batch = 512, repeat_last_n = 64;
   float temp = 0.8f, top_p = 0.95f, min_p = 0.05f, repeat_penalty = 1.0f, presence_penalty = 0.0f, frequency_penalty = 0.0f;
@@ -237,6 +237,8 @@ void check_draft_tokenizer(const Options &o, const ModelWeights &draft_model, co
                               o.model_draft, i, printable(b[i]), printable(a[i])));
 }
 
+DecodeGraph decode_graph(const Options &o) { return o.decode_graph == "on" ? DecodeGraph::On : o.decode_graph == "off" ? DecodeGraph::Off : DecodeGraph::Auto; }
+
 // The drafter the options ask for, or none.
 std::unique_ptr<Drafter> make_drafter(const Options &o, const Device &dev, const ModelWeights &model, const Engine &engine, const Tokenizer &tok,
                                       const SamplerParams &sp, std::unique_ptr<ModelWeights> &draft_weights) {
@@ -258,6 +260,7 @@ std::unique_ptr<Drafter> make_drafter(const Options &o, const Device &dev, const
   eo.max_batch = o.batch;
   eo.sampled_vocab = tok.vocab_size();
   eo.row_groups = !o.no_repack;
+  eo.decode_graph = decode_graph(o);
   return std::make_unique<ModelDrafter>(*draft_weights, engine.vocab(), dev, eo, sp, ModelDrafterOptions{.p_min = o.draft_p_min, .branches = o.draft_branches});
 }
 
@@ -288,6 +291,7 @@ int run(const Options &o) {
   eo.sampled_vocab = tok->vocab_size();  // a tokenizer smaller than the embedding: its padding rows are never sampled
   eo.kv_types = tools::kv_cache_types(o.cache_type_k, o.cache_type_v);
   eo.row_groups = !o.no_repack;
+  eo.decode_graph = decode_graph(o);
   if (speculative) eo.max_logit_rows = o.draft_max + 1;
   GenerateOptions go;
   go.max_tokens = o.n, go.ignore_eos = o.ignore_eos, go.stop_strings = o.reverse_prompts;
@@ -381,6 +385,10 @@ int main(int argc, char **argv) {
   app.add_flag("--no-repack", o.no_repack,
                "leave the matrices as the file stores them (-nr; on the CPU they are otherwise copied once at load with their rows grouped by 16, "
                "which decodes faster and holds a copy of them in memory)");
+  app.add_option("--decode-graph", o.decode_graph,
+                 "auto, on or off: each decode step's launches captured once as a graph (a CUDA graph on NVIDIA) and replayed, the token and "
+                 "position read from device memory; auto takes it on a GPU")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   app.add_flag("--log-disable", o.log_disable, "no kdsl log lines on stderr (errors are still printed)");
   app.add_flag("--bandwidth", o.bandwidth, "measure the device's memory bandwidth again for the summary (it is measured once and recorded in the cache directory)");
   app.add_flag("--spec-ngram", o.spec_ngram, "speculative decoding with n-gram (prompt) lookup: drafts from the prompt and the text so far");

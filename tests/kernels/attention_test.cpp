@@ -23,6 +23,61 @@ TEST_CASE("kernels: kv_append writes rows through the block table, across pages,
   expect_close_scaled("v pages", c.v_pages, v_ref, 1.0, 0);
 }
 
+TEST_CASE("kernels: kv_append_at writes each row at the position device memory gives it") {
+  KDSL_TEST_RNG(rng);
+  const int page_size = 16, n_kv = 2, D = 40, rows = 5;
+  const std::vector<int32_t> positions = {70, 3, 16, 15, 47};  // out of order, either side of page boundaries
+  PagedCache c(rng, 80, page_size, n_kv, D);
+  auto k_before = c.k_pages, v_before = c.v_pages;
+  auto k = random_floats(rng, size_t(rows) * n_kv * D), v = random_floats(rng, size_t(rows) * n_kv * D);
+  library().kv_append_at(k.data(), v.data(), c.k_pages.data(), c.v_pages.data(), c.block_table.data(), positions.data(), rows, n_kv, D, page_size);
+  std::vector<double> k_ref(k_before.begin(), k_before.end()), v_ref(v_before.begin(), v_before.end());
+  for (int r = 0; r < rows; ++r)
+    for (int h = 0; h < n_kv; ++h)
+      for (int d = 0; d < D; ++d) {
+        size_t src = (size_t(r) * n_kv + h) * D + size_t(d);
+        k_ref[c.at(positions[size_t(r)], h) + size_t(d)] = k[src];
+        v_ref[c.at(positions[size_t(r)], h) + size_t(d)] = v[src];
+      }
+  expect_close_scaled("k pages", c.k_pages, k_ref, 1.0, 0);
+  expect_close_scaled("v pages", c.v_pages, v_ref, 1.0, 0);
+}
+
+// attention_decode_at sizes its launches for max_context and reads the position from memory:
+// one launch shape serves every position, and the splits past the position attend to nothing.
+TEST_CASE("kernels: decode attention at a position in device memory, at every kind of position below the context it is sized for") {
+  KDSL_TEST_RNG(rng);
+  const int n_heads = 8;
+  // 2 workers split little; 16 split a long context 32 ways, most splits empty at short positions.
+  kdsl::kernels::Library many_threads(kdsl::Device::cpu(16));
+  for (kdsl::kernels::Library *lib : {&library(), &many_threads}) {
+    for (int n_kv : {4, 1}) {
+      for (int max_context : {48, 2000}) {
+        for (int pos : {0, 37, 300, 1999}) {
+          if (pos >= max_context) continue;
+          const int D = n_kv == 4 ? 64 : 40, page_size = n_kv == 4 ? 16 : 24;
+          CAPTURE(lib == &many_threads);
+          CAPTURE(n_kv);
+          CAPTURE(max_context);
+          CAPTURE(pos);
+          PagedCache c(rng, max_context, page_size, n_kv, D);
+          c.fill(rng, max_context);  // positions past pos hold values the kernel must not see
+          auto q = random_floats(rng, size_t(n_heads) * D, -2, 2);
+          const float scale = 1.0f / std::sqrt(float(D));
+          std::vector<double> ref, size;
+          attention_ref(c, q, 1, pos, n_heads, scale, ref, size);
+          GuardedOutput out(ref.size(), -7.0f);
+          const int32_t position[1] = {pos};
+          lib->attention_decode_at(q.data(), c.k_pages.data(), c.v_pages.data(), c.block_table.data(), position, max_context, out.data(), n_heads,
+                                   n_kv, D, page_size, scale);
+          expect_close_scaled("decode attention at a position", out.values(), ref, size, 1e-5);
+          CHECK(out.intact());
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("kernels: decode attention over a shuffled paged cache, grouped-query heads, split across programs") {
   KDSL_TEST_RNG(rng);
   const int n_heads = 8;

@@ -118,9 +118,16 @@ TEST_CASE("kernels: rope_at rotates each token at its own position (token-tree n
       for (int h = 0; h < heads; ++h) rope_ref(q_ref, (size_t(r) * heads + h) * head_dim, head_dim, positions[size_t(r)], 10000.0, neox);
       rope_ref(k_ref, size_t(r) * head_dim, head_dim, positions[size_t(r)], 10000.0, neox);
     }
-    library().rope_at(q.data(), k.data(), rows, heads, kv_heads, head_dim, positions.data(), 10000.0f, neox);
-    expect_close_scaled("rope_at q", q, q_ref, 1.0, 1e-4);
-    expect_close_scaled("rope_at k", k, k_ref, 1.0, 1e-4);
+    // The CPU's form (a program per token) and a GPU's (rope_heads_at: a program per head).
+    kdsl::kernels::Library gpu_forms(kdsl_test::cpu());
+    gpu_forms.set_gpu_forms(true);
+    for (kdsl::kernels::Library *lib : {&library(), &gpu_forms}) {
+      CAPTURE(lib == &gpu_forms);
+      auto q_got = q, k_got = k;
+      lib->rope_at(q_got.data(), k_got.data(), rows, heads, kv_heads, head_dim, positions.data(), 10000.0f, neox);
+      expect_close_scaled("rope_at q", q_got, q_ref, 1.0, 1e-4);
+      expect_close_scaled("rope_at k", k_got, k_ref, 1.0, 1e-4);
+    }
   }
 }
 

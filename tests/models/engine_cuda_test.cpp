@@ -27,6 +27,9 @@ struct FakeCounters {
   long long (*htod_bytes)() = nullptr;
   long long (*dtoh_bytes)() = nullptr;
   int (*launches)() = nullptr;
+  int (*graph_launches)() = nullptr;
+  int (*graphs_live)() = nullptr;
+  int (*captures)() = nullptr;
   void (*set_params)(int, const size_t *) = nullptr;
 };
 
@@ -40,13 +43,16 @@ struct FakeGpu {
     count.htod_bytes = reinterpret_cast<long long (*)()>(dlsym(h, "fake_cuda_htod_bytes"));
     count.dtoh_bytes = reinterpret_cast<long long (*)()>(dlsym(h, "fake_cuda_dtoh_bytes"));
     count.launches = reinterpret_cast<int (*)()>(dlsym(h, "fake_cuda_launches"));
+    count.graph_launches = reinterpret_cast<int (*)()>(dlsym(h, "fake_cuda_graph_launches"));
+    count.graphs_live = reinterpret_cast<int (*)()>(dlsym(h, "fake_cuda_graphs_live"));
+    count.captures = reinterpret_cast<int (*)()>(dlsym(h, "fake_cuda_captures"));
     count.set_params = reinterpret_cast<void (*)(int, const size_t *)>(dlsym(h, "fake_cuda_set_params"));
     count.set_params(0, nullptr);  // record no argument bytes: the engine's kernels take many
   }
   Device device() { return Device(std::make_shared<detail::CudaDevice>(0, driver)); }
 };
 
-TEST_CASE("engine on a CUDA device: weights uploaded once, then per token one id in, the logits out, launches only") {
+TEST_CASE("engine on a CUDA device: weights uploaded once, then per token its id and position in, one CUDA graph, the logits out") {
   if (codegen::nvptx::find_libdevice().empty()) {
     MESSAGE("skipped: no CUDA toolkit with libdevice (the engine's kernels call exp) under /usr/local/cuda");
     return;
@@ -82,14 +88,22 @@ TEST_CASE("engine on a CUDA device: weights uploaded once, then per token one id
 
   int token[1] = {42};
   int pos = int(prompt.size());
-  engine.forward(token, pos++);  // the decode kernels compile (and scratch grows) here
+  // The first decode step runs its launches (compiling the decode kernels, growing scratch),
+  // then captures them as a CUDA graph; every later step replays it.
+  const int graphs = fake.count.graphs_live(), captures = fake.count.captures();
+  engine.forward(token, pos++);
+  CHECK(fake.count.graphs_live() == graphs + 2);  // the graph and its instantiation
+  CHECK(fake.count.captures() == captures + 1);
   const long long allocs = fake.count.allocs(), htod = fake.count.htod_bytes(), dtoh = fake.count.dtoh_bytes();
   launches = fake.count.launches();
+  const int graph_launches = fake.count.graph_launches();
   const int steps = 3;
   for (int i = 0; i < steps; ++i) engine.forward(token, pos++);
   CHECK(fake.count.allocs() == allocs);
-  CHECK(fake.count.htod_bytes() - htod == steps * int64_t(sizeof(int32_t)));                       // the token id
+  CHECK(fake.count.htod_bytes() - htod == steps * 2 * int64_t(sizeof(int32_t)));                   // the token id and its position
   CHECK(fake.count.dtoh_bytes() - dtoh == steps * int64_t(sizeof(float)) * model.hparams.n_vocab);  // the logits
+  CHECK(fake.count.graph_launches() - graph_launches == steps);
+  CHECK(fake.count.captures() == captures + 1);  // captured once
   const int per_step = (fake.count.launches() - launches) / steps;
   CHECK((fake.count.launches() - launches) % steps == 0);
   // Per layer, with the norms, residual adds and SwiGLU fused into the products: the q, k and v
@@ -124,6 +138,38 @@ TEST_CASE("engine on a CUDA device: weights uploaded once, then per token one id
   CHECK(fake.count.htod_bytes() - htod_tree == 4 * int64_t(sizeof(int32_t) + sizeof(int32_t) + sizeof(int64_t)) + 2 * 2 * int64_t(sizeof(int32_t)));
   CHECK(fake.count.dtoh_bytes() - dtoh_tree == 4 * int64_t(sizeof(float)) * model.hparams.n_vocab);
   CHECK(fake.count.launches() - launches >= int(model.layers.size()) * 11);  // and one KV move per layer
+
+  // The Library's scratch grown by another call (its first argmax) moves under the graph: the
+  // next decode step captures afresh, and the stale graph is let go.
+  const int captured = fake.count.captures();
+  engine.forward(token, 20);
+  CHECK(fake.count.captures() == captured);
+  Buffer<float> scores(gpu, 10);
+  engine.kernels().argmax(scores.data(), 10);
+  engine.forward(token, 21);
+  CHECK(fake.count.captures() == captured + 1);
+  CHECK(fake.count.graphs_live() == graphs + 2);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("engine on a CUDA device: --decode-graph off launches each decode kernel, with the token id alone copied in") {
+  if (codegen::nvptx::find_libdevice().empty()) {
+    MESSAGE("skipped: no CUDA toolkit with libdevice (the engine's kernels call exp) under /usr/local/cuda");
+    return;
+  }
+  std::string path = test::scratch_path("engine-cuda-tiny-eager.gguf");
+  write_synthetic_model(synth_preset("tiny"), path);
+  ModelWeights model = load_model_weights(path);
+  FakeGpu fake;
+  Engine engine(model, fake.device(), EngineOptions{.context = 64, .page_size = 16, .decode_graph = DecodeGraph::Off});
+  int token[1] = {42};
+  engine.forward(token, 0);
+  const long long htod = fake.count.htod_bytes();
+  const int launches = fake.count.launches(), graph_launches = fake.count.graph_launches();
+  engine.forward(token, 1);
+  CHECK(fake.count.htod_bytes() - htod == int64_t(sizeof(int32_t)));
+  CHECK(fake.count.graph_launches() == graph_launches);
+  CHECK(fake.count.launches() - launches == int(model.layers.size()) * 7 + 2);
   std::filesystem::remove(path);
 }
 

@@ -8,6 +8,7 @@
 #include <bit>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -379,6 +380,59 @@ TEST_CASE("fake driver: a refused launch names kernel, grid, block and shared me
                    " (grid (5, 1, 1), block (256, 1, 1), 0 bytes of dynamic shared memory)") != std::string::npos);
   CHECK(fault.find("rerun with CUDA_LAUNCH_BLOCKING=1") != std::string::npos);
   a.gpu.synchronize();  // the fake's fault was once
+}
+
+TEST_CASE("fake driver: LaunchGraph captures the device's stream into one CUDA graph, replayed with one cuGraphLaunch; copies inside are refused") {
+  ScratchCache cache("fake_cuda_graph");
+  void *h = dlopen(fake_libcuda().c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  REQUIRE(h);
+  auto graph_launches = symbol<int (*)()>(h, "fake_cuda_graph_launches");
+  auto graphs_live = symbol<int (*)()>(h, "fake_cuda_graphs_live");
+  auto capturing = symbol<int (*)()>(h, "fake_cuda_capturing");
+  Device gpu = fake_gpu();
+  const int n = 5000;
+  Buffer<float> x(gpu, n), y(gpu, n), out(gpu, n);
+  declare_params({8, 8, 8, 8, 8});
+  auto k = compile<axpy<1024>>(gpu, {.num_warps = 4});
+  const int live = graphs_live(), loads = fake().loads();
+  int launches = fake().launches();
+  {
+    // Compiled and loaded inside the capture (relaxed mode allows a module load there).
+    LaunchGraph graph = LaunchGraph::capture(gpu, [&] {
+      k(grid(5), x, y, out, 2.0f, n);
+      k(grid(3), out, y, x, 0.5f, n);
+      k(grid(1), x, x, out, 1.0f, n);
+    });
+    CHECK(fake().loads() == loads + 1);
+    CHECK(fake().launches() == launches);  // recorded by the driver, not run
+    CHECK(fake().last_launch()->grid[0] == 1);
+    CHECK(graph.launches() == 3);
+    CHECK(graphs_live() == live + 2);  // the graph and its instantiation
+    const int replays = graph_launches();
+    graph.replay();
+    graph.replay();
+    CHECK(graph_launches() == replays + 2);
+    CHECK(fake().launches() == launches + 6);
+    launches = fake().launches();
+  }
+  CHECK(graphs_live() == live);  // both destroyed with the LaunchGraph
+
+  // What a capture cannot hold is refused by name, and the capture ends: the stream is free.
+  std::vector<float> host(n, 1.0f);
+  for (auto [what, body] : std::vector<std::pair<std::string, std::function<void()>>>{
+           {"Buffer::copy_from_host", [&] { x.copy_from_host(host); }},
+           {"Buffer::copy_to_host", [&] { x.copy_to_host(host); }},
+           {"allocating a Buffer", [&] { Buffer<float> more(gpu, 16); }},
+           {"Device::synchronize", [&] { gpu.synchronize(); }}}) {
+    CAPTURE(what);
+    std::string text = kdsl_test::error_text([&] { LaunchGraph::capture(gpu, [&] { k(grid(1), x, y, out, 2.0f, n); body(); }); });
+    CHECK(kdsl_test::contains(text, what + " is not allowed inside a LaunchGraph capture on cuda:0"));
+    CHECK_FALSE(capturing());
+    CHECK(graphs_live() == live);
+  }
+  // After them a launch runs at once.
+  k(grid(1), x, y, out, 2.0f, n);
+  CHECK(fake().launches() == launches + 1);
 }
 
 TEST_CASE("fake driver: KDSL_PROFILE times GPU launches without waiting for each, read at the next wait with the idle time between them") {

@@ -42,6 +42,26 @@ struct CUmod_st {
 };
 static struct CUmod_st *modules;
 
+/* Stream capture: a launch while the stream captures is a graph node, not a launch; a legacy
+ * (synchronous) copy or memset then invalidates the capture, as the driver's implicit
+ * synchronization with the capturing stream does. Launching an instantiated graph counts its
+ * nodes as launches. */
+static struct {
+  int on, invalidated, nodes;
+  int captures;                    /* captures ended into a graph */
+  int graph_launches, graphs_live; /* graphs and instantiated graphs not yet destroyed */
+} capture;
+int fake_cuda_captures(void) { return capture.captures; }
+int fake_cuda_graph_launches(void) { return capture.graph_launches; }
+int fake_cuda_graphs_live(void) { return capture.graphs_live; }
+int fake_cuda_capturing(void) { return capture.on; }
+/* 906 (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) for a legacy-stream call during a capture. */
+static CUresult capture_implicit(void) {
+  if (!capture.on) return 0;
+  capture.invalidated = 1;
+  return 906;
+}
+
 /* What the test reads and sets (looked up with dlsym). */
 int fake_cuda_launches(void) { return fake.launches; }
 int fake_cuda_loads(void) { return fake.loads; }
@@ -69,6 +89,8 @@ CUresult cuGetErrorName(CUresult r, const char **name) {
     case 1: *name = "CUDA_ERROR_INVALID_VALUE"; break;
     case 700: *name = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
     case 701: *name = "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"; break;
+    case 901: *name = "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED"; break;
+    case 906: *name = "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT"; break;
     default: *name = "CUDA_ERROR_UNKNOWN";
   }
   return 0;
@@ -234,7 +256,8 @@ CUresult cuLaunchKernel(struct CUfunc_st *f, unsigned gx, unsigned gy, unsigned 
     memcpy(&l->values[i], params[i], size < 8 ? size : 8);
     memcpy(fake_param_bytes[i], params[i], size);
   }
-  fake.launches++;
+  if (capture.on) capture.nodes++;
+  else fake.launches++;
   return 0;
 }
 /* "Device" memory is host memory; allocations and copies are counted for the tests. */
@@ -253,10 +276,10 @@ CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
   *total_bytes = (size_t)2 << 30;
   return 0;
 }
-CUresult cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n) { fake_htod_bytes += (long long)n; memcpy((void *)(uintptr_t)dst, src, n); return 0; }
-CUresult cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n) { fake_dtoh_bytes += (long long)n; memcpy(dst, (const void *)(uintptr_t)src, n); return 0; }
-CUresult cuMemcpyDtoD_v2(uint64_t dst, uint64_t src, size_t n) { memcpy((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n); return 0; }
-CUresult cuMemsetD8_v2(uint64_t dst, unsigned char v, size_t n) { memset((void *)(uintptr_t)dst, v, n); return 0; }
+CUresult cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n) { if (capture_implicit()) return 906; fake_htod_bytes += (long long)n; memcpy((void *)(uintptr_t)dst, src, n); return 0; }
+CUresult cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n) { if (capture_implicit()) return 906; fake_dtoh_bytes += (long long)n; memcpy(dst, (const void *)(uintptr_t)src, n); return 0; }
+CUresult cuMemcpyDtoD_v2(uint64_t dst, uint64_t src, size_t n) { if (capture_implicit()) return 906; memcpy((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n); return 0; }
+CUresult cuMemsetD8_v2(uint64_t dst, unsigned char v, size_t n) { if (capture_implicit()) return 906; memset((void *)(uintptr_t)dst, v, n); return 0; }
 CUresult cuStreamCreate(void **s, unsigned flags) { static int stream; *s = &stream; return 0; }
 CUresult cuStreamDestroy_v2(void *s) { return 0; }
 CUresult cuStreamSynchronize(void *s) {
@@ -269,3 +292,36 @@ CUresult cuEventRecord(void *e, void *s) { return 0; }
 CUresult cuEventSynchronize(void *e) { return 0; }
 CUresult cuEventElapsedTime(float *ms, void *a, void *b) { *ms = 0; return 0; }
 CUresult cuEventDestroy_v2(void *e) { return 0; }
+
+struct CUgraph_st { int nodes; };
+struct CUgraphExec_st { int nodes; };
+CUresult cuStreamBeginCapture_v2(void *s, int mode) {
+  if (capture.on) return 900; /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: already capturing */
+  capture.on = 1, capture.invalidated = 0, capture.nodes = 0;
+  return 0;
+}
+CUresult cuStreamEndCapture(void *s, struct CUgraph_st **graph) {
+  if (!capture.on) return 1;
+  capture.on = 0;
+  *graph = NULL;
+  if (capture.invalidated) return 901; /* CUDA_ERROR_STREAM_CAPTURE_INVALIDATED */
+  *graph = malloc(sizeof **graph);
+  (*graph)->nodes = capture.nodes;
+  capture.graphs_live++;
+  capture.captures++;
+  return 0;
+}
+CUresult cuGraphInstantiateWithFlags(struct CUgraphExec_st **exec, struct CUgraph_st *graph, unsigned long long flags) {
+  *exec = malloc(sizeof **exec);
+  (*exec)->nodes = graph->nodes;
+  capture.graphs_live++;
+  return 0;
+}
+CUresult cuGraphLaunch(struct CUgraphExec_st *exec, void *s) {
+  if (capture.on) return 900;
+  capture.graph_launches++;
+  fake.launches += exec->nodes;
+  return 0;
+}
+CUresult cuGraphExecDestroy(struct CUgraphExec_st *exec) { free(exec); capture.graphs_live--; return 0; }
+CUresult cuGraphDestroy(struct CUgraph_st *graph) { free(graph); capture.graphs_live--; return 0; }

@@ -202,7 +202,7 @@ void CudaDevice::launch(const CudaFunction &f, const unsigned grid[3], const uns
   // KDSL_PROFILE: each launch is bracketed by events and left to run as it would unprofiled,
   // so the table shows the kernels' own times and, apart, the device's idle time between them
   // (what launching costs where the host does not keep ahead of the device).
-  const bool profiling = launch_profile_enabled();
+  const bool profiling = launch_profile_enabled() && !capturing();  // a capture records launches, not events
   cuda::CUevent start = nullptr;
   if (profiling) {
     start = take_event();

@@ -1,6 +1,8 @@
 // cuda_device.h - an NVIDIA GPU as a kdsl device: context, memory, modules, launches, queries
 #pragma once
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -106,6 +108,17 @@ class CudaDevice final : public Backend {
   void launch(const CudaFunction &f, const unsigned grid[3], const unsigned block[3], int shared_bytes, void **params);
   void synchronize() override;
   size_t free_memory() override;
+
+  // kdsl::LaunchGraph as a CUDA graph (cuda_graph.cpp): the device's stream captured
+  // (cuStreamBeginCapture, relaxed mode), instantiated at the end, replayed with cuGraphLaunch.
+  void begin_capture() override;
+  bool capturing() const override { return capturing_.load(std::memory_order_acquire); }
+  // Launches on the capturing stream (the driver records it) and keeps the code loaded.
+  void capture_launch(std::shared_ptr<LoadedCode> code, const LaunchRequest &request) override;
+  std::unique_ptr<CapturedLaunches> end_capture() override;
+  // Launches an instantiated graph of `launches` kernels on the device's stream (KDSL_PROFILE
+  // times it as one entry, "graph of N launches").
+  void launch_graph(cuda::CUgraphExec graph, size_t launches);
   // Milliseconds `body` takes on the device's stream, timed with CUDA events.
   template <class F>
   double time_ms(F &&body) {
@@ -154,6 +167,11 @@ class CudaDevice final : public Backend {
   };
   std::vector<ProfiledLaunch> profiled_;
   std::vector<cuda::CUevent> spare_events_;
+  // The capture under way: the code its launches use (a graph keeps it loaded) and their count.
+  std::atomic<bool> capturing_{false};
+  std::mutex capture_mutex_;
+  std::vector<std::shared_ptr<LoadedCode>> captured_code_;
+  size_t captured_launches_ = 0;
   std::string name_;
   bool embeds_ptx_ = false;
   codegen::TargetDesc target_;

@@ -33,6 +33,9 @@ std::string error_name(CUresult result) {
     case 701: return "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES";
     case 702: return "CUDA_ERROR_LAUNCH_TIMEOUT";
     case 719: return "CUDA_ERROR_LAUNCH_FAILED";
+    case 900: return "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED";
+    case 901: return "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED";
+    case 906: return "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT";
     case 999: return "CUDA_ERROR_UNKNOWN";
     default: return fmt::format("CUDA_ERROR_{}", result);
   }

@@ -15,6 +15,8 @@ using CUmodule = struct CUmod_st *;
 using CUfunction = struct CUfunc_st *;
 using CUstream = struct CUstream_st *;
 using CUevent = struct CUevent_st *;
+using CUgraph = struct CUgraph_st *;
+using CUgraphExec = struct CUgraphExec_st *;
 // A TMA tensor map (cuda.h's CUtensorMap): opaque bytes the driver encodes and a kernel takes
 // as a 128-byte grid-constant parameter.
 struct alignas(64) CUtensorMap {
@@ -55,6 +57,9 @@ enum : int {
   kTensorMapSwizzle128B = 3,
   kTensorMapL2Promotion128B = 2,
   kTensorMapOobFillZeros = 0,  // CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: reads outside the tensor give zeros
+  // CU_STREAM_CAPTURE_MODE_RELAXED: the capturing thread may still make calls a stricter mode
+  // forbids, such as loading a module.
+  kStreamCaptureModeRelaxed = 2,
 };
 
 // The driver's entry points, one member per line of cuda_functions.def.

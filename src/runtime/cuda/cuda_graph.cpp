@@ -1,0 +1,113 @@
+// cuda_graph.cpp - kdsl::LaunchGraph on NVIDIA: the device's stream captured into a CUDA graph, replayed with one cuGraphLaunch
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include <kdsl/error.h>
+
+#include "runtime/cuda/cuda_device.h"
+#include "runtime/launch_profile.h"
+#include "support/log.h"
+
+namespace kdsl::detail {
+
+namespace {
+
+// An instantiated graph and what it needs kept alive: the kernels' modules (a graph node names
+// a function, which unloading its module would leave dangling).
+class CudaGraph final : public CapturedLaunches {
+ public:
+  CudaGraph(CudaDevice &device, const cuda::Driver &drv, cuda::CUgraph graph, cuda::CUgraphExec exec, std::vector<std::shared_ptr<LoadedCode>> code,
+            size_t launches)
+      : device_(device), drv_(drv), graph_(graph), exec_(exec), code_(std::move(code)), launches_(launches) {}
+  ~CudaGraph() override {
+    // Never throws; a driver that has shut down (at exit) has freed both already.
+    if (exec_) drv_.cuGraphExecDestroy(exec_);
+    if (graph_) drv_.cuGraphDestroy(graph_);
+  }
+  void replay() override {
+    device_.launch_graph(exec_, launches_);
+    count_replayed_launches(launches_);
+  }
+  size_t launches() const override { return launches_; }
+
+ private:
+  CudaDevice &device_;  // the LaunchGraph holds its Device, so the device outlives this
+  const cuda::Driver &drv_;
+  cuda::CUgraph graph_;
+  cuda::CUgraphExec exec_;
+  std::vector<std::shared_ptr<LoadedCode>> code_;
+  size_t launches_;
+};
+
+}  // namespace
+
+void CudaDevice::begin_capture() {
+  if (!drv_.cuStreamBeginCapture || !drv_.cuStreamEndCapture || !drv_.cuGraphInstantiate || !drv_.cuGraphLaunch || !drv_.cuGraphExecDestroy ||
+      !drv_.cuGraphDestroy)
+    throw Error(fmt::format("LaunchGraph::capture on {}: the driver ({}) lacks the CUDA graph entry points (cuStreamBeginCapture_v2, "
+                            "cuGraphInstantiateWithFlags, ...); a driver for CUDA 11.4 or newer has them",
+                            name_, drv_.library));
+  std::lock_guard lock(capture_mutex_);
+  if (capturing()) throw Error(fmt::format("LaunchGraph::capture: {} is already capturing; captures do not nest", name_));
+  make_current();
+  check(drv_.cuStreamBeginCapture(stream_, cuda::kStreamCaptureModeRelaxed), "cuStreamBeginCapture");
+  captured_code_.clear();
+  captured_launches_ = 0;
+  capturing_.store(true, std::memory_order_release);
+}
+
+void CudaDevice::capture_launch(std::shared_ptr<LoadedCode> code, const LaunchRequest &request) {
+  launch(*code, request);  // recorded by the driver, not run
+  std::lock_guard lock(capture_mutex_);
+  captured_code_.push_back(std::move(code));
+  ++captured_launches_;
+}
+
+std::unique_ptr<CapturedLaunches> CudaDevice::end_capture() {
+  std::lock_guard lock(capture_mutex_);
+  capturing_.store(false, std::memory_order_release);
+  std::vector<std::shared_ptr<LoadedCode>> code;
+  code.swap(captured_code_);
+  make_current();
+  cuda::CUgraph graph = nullptr;
+  check(drv_.cuStreamEndCapture(stream_, &graph), "cuStreamEndCapture");
+  cuda::CUgraphExec exec = nullptr;
+  cuda::CUresult r = drv_.cuGraphInstantiate(&exec, graph, 0);
+  if (r != 0) {
+    drv_.cuGraphDestroy(graph);
+    check(r, "cuGraphInstantiateWithFlags");
+  }
+  // Each module once: a decode step launches the same few kernels hundreds of times.
+  std::sort(code.begin(), code.end());
+  code.erase(std::unique(code.begin(), code.end()), code.end());
+  log_debug("captured a CUDA graph of {} launches over {} kernels on {}", captured_launches_, code.size(), name_);
+  return std::make_unique<CudaGraph>(*this, drv_, graph, exec, std::move(code), captured_launches_);
+}
+
+void CudaDevice::launch_graph(cuda::CUgraphExec graph, size_t launches) {
+  make_current();
+  const bool profiling = launch_profile_enabled();
+  cuda::CUevent start = nullptr;
+  if (profiling) {
+    start = take_event();
+    check(drv_.cuEventRecord(start, stream_), "cuEventRecord");
+  }
+  const std::string name = fmt::format("graph of {} launches", launches);
+  cuda::CUresult r = drv_.cuGraphLaunch(graph, stream_);
+  if (r != 0) {
+    if (start) spare_events_.push_back(start);
+    check(r, "cuGraphLaunch");
+  }
+  if (profiling) {
+    cuda::CUevent stop = take_event();
+    check(drv_.cuEventRecord(stop, stream_), "cuEventRecord");
+    profiled_.push_back({name, start, stop});
+  }
+  std::lock_guard lock(last_mutex_);
+  last_.name = name;
+  for (int i = 0; i < 3; ++i) last_.grid[i] = 0, last_.block[i] = 0;
+  last_.shared_bytes = 0;
+}
+
+}  // namespace kdsl::detail
