@@ -1,4 +1,7 @@
 // kv_q8_0_emulated_test.cpp - the q8_0 KV cache kernels (append, move, decode, prefill and tree attention) through the GPU lowering, NVIDIA and AMD flavoured, in the SIMT emulator, against the host backend
+#include <algorithm>
+#include <cmath>
+
 #include "kernels/attention_decode.h"
 #include "kernels/attention_prefill.h"
 #include "kernels/kv_append.h"
@@ -81,6 +84,56 @@ TEST_CASE("emulated: decode attention over a q8_0 cache: steps in a page, across
   CHECK(run(named_kernel<kernels::attention_decode<2, 64, 32, true, true, KvQ8_0, KvQ8_0>>("decode_q8_0"), 64, 32, 70, 64) <= kBound);
   CHECK(run(named_kernel<kernels::attention_decode<2, 32, 16, true, true, KvQ8_0, KvQ8_0>>("decode_q8_0_16"), 32, 16, 37, 16) <= kBound);
   CHECK(run(named_kernel<kernels::attention_decode<2, 128, 32, false, false, KvQ8_0, KvQ8_0>>("decode_q8_0_ragged"), 96, 24, 50, 32) <= kBound);
+
+  // The decode graph's form: the position read from memory, 4 splits sized for 200 positions.
+  // At position 37 split 0 takes 0..31, split 1 32..37, splits 2 and 3 nothing (l = 0, their
+  // outputs 0 / 0); at 199 every split has positions. The lowering must agree with the host.
+  for (int position : {37, 199}) {
+    CAPTURE(position);
+    const int max_ctx = 200, splits = 4, head_dim = 64;
+    Cache cache(rng, max_ctx, 32, n_kv, head_dim);
+    auto q = kernels_test::random_floats(rng, size_t(n_heads) * head_dim, -2, 2);
+    std::vector<float> part_out(size_t(n_heads) * splits * head_dim), part_ml(size_t(n_heads) * splits * 2);
+    std::vector<int32_t> at = {position};
+    CHECK(compare(named_kernel<kernels::attention_decode_at<2, 64, 32, true, true, KvQ8_0, KvQ8_0>>("decode_at_q8_0"), grid(n_kv, splits),
+                  {array(q), array(cache.q8.k), array(cache.q8.v), array(cache.c.block_table), array(part_out), array(part_ml), array(at), value(max_ctx),
+                   value(group), value(n_kv), value(head_dim), value(32), value(0.2f)},
+                  f) <= kBound);
+  }
+}
+
+TEST_CASE("emulated: the decode combine leaves out splits that attended to nothing") {
+  const Flavour f = each_emulated_target();
+  KDSL_TEST_RNG(rng);
+  const int n_heads = 3, splits = 5, head_dim = 40;
+  auto part_out = kernels_test::random_floats(rng, size_t(n_heads) * splits * head_dim);
+  auto part_ml = kernels_test::random_floats(rng, size_t(n_heads) * splits * 2, 0.5, 3);
+  for (int h = 0; h < n_heads; ++h)
+    for (int s : {3, 4}) {  // empty: max -inf, sum 0, output 0 / 0
+      const size_t slot = size_t(h) * splits + size_t(s);
+      part_ml[2 * slot] = -INFINITY, part_ml[2 * slot + 1] = 0;
+      std::fill_n(part_out.begin() + std::ptrdiff_t(slot * head_dim), head_dim, NAN);
+    }
+  std::vector<float> out(size_t(n_heads) * head_dim);
+  // On the host against float64: splits 0..2 weighted by exp(m - max m) * l.
+  kdsl::compile<kernels::attention_combine<32, 64>>(kdsl_test::cpu())(grid(n_heads), part_out.data(), part_ml.data(), out.data(), splits, head_dim);
+  for (int h = 0; h < n_heads; ++h) {
+    double m_max = -INFINITY;
+    for (int s = 0; s < 3; ++s) m_max = std::max(m_max, double(part_ml[2 * (size_t(h) * splits + size_t(s))]));
+    for (int d = 0; d < head_dim; ++d) {
+      double num = 0, den = 0;
+      for (int s = 0; s < 3; ++s) {
+        const size_t slot = size_t(h) * splits + size_t(s);
+        const double w = std::exp(double(part_ml[2 * slot]) - m_max) * double(part_ml[2 * slot + 1]);
+        num += w * double(part_out[slot * head_dim + size_t(d)]), den += w;
+      }
+      CAPTURE(h);
+      CAPTURE(d);
+      CHECK(std::fabs(double(out[size_t(h) * head_dim + size_t(d)]) - num / den) <= 1e-5);
+    }
+  }
+  CHECK(compare(named_kernel<kernels::attention_combine<32, 64>>("combine"), grid(n_heads),
+                {array(part_out), array(part_ml), array(out), value(splits), value(head_dim)}, f) <= 1e-5);
 }
 
 TEST_CASE("emulated: prefill and tree attention over a q8_0 cache") {
