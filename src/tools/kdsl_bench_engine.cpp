@@ -61,6 +61,7 @@ struct BenchShape {
   int integer_dot_rows = -1;
   bool row_groups = true;
   kernels::KvTypes kv_types;
+  DecodeGraph decode_graph = DecodeGraph::Auto;
 };
 
 Row bench_model(const std::string &path, const std::string &label, const Device &dev, const BenchShape &shape) {
@@ -74,6 +75,7 @@ Row bench_model(const std::string &path, const std::string &label, const Device 
   eo.integer_dot_rows = shape.integer_dot_rows;
   eo.row_groups = shape.row_groups;
   eo.kv_types = shape.kv_types;
+  eo.decode_graph = shape.decode_graph;
   Engine engine(model, dev, eo);
   int vocab = int(model.hparams.n_vocab);
 
@@ -287,7 +289,7 @@ int main(int argc, char **argv) {
   std::string preset = "110m", dir, device_name = "cpu";
   int threads = 0;
   BenchShape shape;
-  std::string cache_type_k, cache_type_v;
+  std::string cache_type_k, cache_type_v, decode_graph = "auto";
   bool quick = false, keep = false, no_kernels = false, spec = false, spec_fixed = false, llama_shapes = false, no_row_groups = false;
   std::string llama_bench;
   std::vector<std::string> draft_types = {"q4_0", "q8_0"};
@@ -308,6 +310,8 @@ int main(int argc, char **argv) {
   app.add_option("--cache-type-k", cache_type_k,
                  "the KV cache's element type: f16 (the default, as llama-bench's), f32, bf16 or q8_0; with --llama-bench, llama-bench reads the same type");
   app.add_option("--cache-type-v", cache_type_v, "as --cache-type-k (alone it sets both; the two must agree)");
+  app.add_option("--decode-graph", decode_graph, "auto, on or off: decode steps captured once as a graph and replayed (kdsl-run --decode-graph; auto: on a GPU)")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   app.add_flag("--no-kernels", no_kernels, "skip the table of single matrix-vector products at the preset's shapes");
   app.add_flag("--spec", spec, "also speculative decoding against plain decoding, greedy, in the same run: n-gram lookup on a repetitive prompt, "
                                "and each synthetic target drafted by its own weights in --draft-type");
@@ -327,6 +331,7 @@ int main(int argc, char **argv) {
   if (quick) preset = "tiny", shape.decode_tokens = 8, shape.prompt_tokens = 64;
   if (llama_shapes) shape.decode_tokens = 128, shape.prompt_tokens = 512;
   shape.row_groups = !no_row_groups;
+  shape.decode_graph = decode_graph == "on" ? DecodeGraph::On : decode_graph == "off" ? DecodeGraph::Off : DecodeGraph::Auto;
 
   std::filesystem::path tmp;
   bool remove_tmp = models.empty() && dir.empty() && !keep;

@@ -91,6 +91,38 @@ TEST_CASE("gpu runtime: kdsl::compile on a CUDA device launches with Buffers, re
   CHECK(hout.to_vector() == got);
 }
 
+// The increment read from memory at run time, so a replay sees what was copied in before it.
+template <int BLOCK>
+void add_from_memory(Ptr<f32> x, Ptr<const f32> step, Scalar<i32> n) {
+  auto offs = program_id(0) * BLOCK + arange<BLOCK>();
+  auto mask = offs < n;
+  store(x + offs, load(x + offs, mask) + load(step), mask);
+}
+
+TEST_CASE("gpu runtime: a LaunchGraph is one CUDA graph: the capture runs nothing, each replay runs its launches in order") {
+  auto gpu = open_gpu();
+  if (!gpu) return;
+  const int n = 100003;
+  Buffer<float> x(*gpu, std::vector<float>(size_t(n), 1.0f)), step(*gpu, std::vector<float>{1.0f});
+  auto add = compile<add_from_memory<1024>>(*gpu);
+  auto scale = compile<axpy<1024>>(*gpu);
+  add(grid(cdiv(n, 1024)), x, step, n);  // compiled and loaded before the capture
+  scale(grid(cdiv(n, 1024)), x, x, x, 0.0f, n);
+  x.copy_from_host(std::vector<float>(size_t(n), 1.0f));
+  LaunchGraph graph = LaunchGraph::capture(*gpu, [&] {
+    add(grid(cdiv(n, 1024)), x, step, n);
+    scale(grid(cdiv(n, 1024)), x, x, x, 0.5f, n);  // x = 0.5 x + x
+  });
+  CHECK(graph.launches() == 2);
+  if (skip_comparison_on_fake(*gpu)) return;
+  CHECK(x.to_vector() == std::vector<float>(size_t(n), 1.0f));
+  graph.replay();
+  step.copy_from_host(std::vector<float>{2.0f});
+  graph.replay();
+  // ((1 + 1) * 1.5 + 2) * 1.5 = 7.5
+  CHECK(x.to_vector() == std::vector<float>(size_t(n), 7.5f));
+}
+
 TEST_CASE("gpu runtime: cuda_source compiles with NVRTC, launches with Buffers and scalars, checks argument sizes") {
   auto gpu = open_gpu();
   if (!gpu) return;
