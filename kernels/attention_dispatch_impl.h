@@ -44,6 +44,16 @@ void with_kv_step(int page_size, F &&f) {
     f.template operator()<32, false>();
 }
 
+// Calls f.template operator()<TC>(): whether the prefill and tree kernels take their dots on
+// tensor cores (attention_prefill.h), for an f16 or bf16 cache on a GPU.
+template <class KP, class VP, class F>
+void with_tensor_cores(const Library::Impl &im, F &&f) {
+  if constexpr (kTensorCoreCache<KP, VP>) {
+    if (!dispatches_for_cpu(im)) return f.template operator()<true>();
+  }
+  f.template operator()<false>();
+}
+
 // Calls f.template operator()<FULL_D>(): whether head_dim fills the block D (no masking).
 template <int D, class F>
 void with_full_d(int head_dim, F &&f) {
@@ -62,9 +72,11 @@ void run_attention_tree(Library::Impl &im, const AttentionCall &c) {
     with_kv_step(c.page_size, [&]<int STEP, bool TILE_IN_PAGE>() {
       with_full_d<D>(c.head_dim, [&]<bool FULL_D>() {
         with_query_rows(im, c.rows, [&]<int BM>() {
-          im.kernel<kernels::attention_tree<BM, STEP, D, TILE_IN_PAGE, FULL_D, KP, VP>>()(
-              grid(cdiv(c.rows, BM), c.n_heads), c.q, kp, vp, c.block_table, c.ancestors, c.out, c.rows, c.pos0, c.n_heads, group,
-              c.n_kv_heads, c.head_dim, c.page_size, c.scale);
+          with_tensor_cores<KP, VP>(im, [&]<bool TC>() {
+            im.kernel<kernels::attention_tree<BM, STEP, D, TILE_IN_PAGE, FULL_D, KP, VP, TC>>()(
+                grid(cdiv(c.rows, BM), c.n_heads), c.q, kp, vp, c.block_table, c.ancestors, c.out, c.rows, c.pos0, c.n_heads, group,
+                c.n_kv_heads, c.head_dim, c.page_size, c.scale);
+          });
         });
       });
     });
@@ -81,9 +93,11 @@ void run_attention(Library::Impl &im, const AttentionCall &c) {
       with_kv_step(c.page_size, [&]<int STEP, bool TILE_IN_PAGE>() {
         with_full_d<D>(c.head_dim, [&]<bool FULL_D>() {
           with_query_rows(im, c.rows, [&]<int BM>() {
-            im.kernel<attention_prefill<BM, STEP, D, TILE_IN_PAGE, FULL_D, KP, VP>>()(
-                grid(cdiv(c.rows, BM), c.n_heads), c.q, kp, vp, c.block_table, c.out, c.rows, c.pos0, c.n_heads, group, c.n_kv_heads,
-                c.head_dim, c.page_size, c.scale);
+            with_tensor_cores<KP, VP>(im, [&]<bool TC>() {
+              im.kernel<attention_prefill<BM, STEP, D, TILE_IN_PAGE, FULL_D, KP, VP, TC>>()(
+                  grid(cdiv(c.rows, BM), c.n_heads), c.q, kp, vp, c.block_table, c.out, c.rows, c.pos0, c.n_heads, group, c.n_kv_heads,
+                  c.head_dim, c.page_size, c.scale);
+            });
           });
         });
       });

@@ -1,5 +1,7 @@
 // attention_prefill.h - fused flash attention of a block of query rows over a paged KV cache: causal, or along the branches of a token tree
 #pragma once
+#include <type_traits>
+
 #include "kernels/kv_element.h"
 
 namespace kdsl::kernels {
@@ -8,8 +10,14 @@ namespace kdsl::kernels {
 // to the cached slots 0 .. the last row's, BN at a time, with an online softmax; visible(slot,
 // r) ([1, BN] slots, [BM] rows) says which slots each row sees. Head h reads kv head
 // h / group. q and out are [rows][n_heads][head_dim]; keys and values are stored as the element
-// policies KP and VP say (kv_element.h: the KV cache's types) and read as f32.
-template <int BM, int BN, int D, bool TILE_IN_PAGE, bool FULL_D, class KP, class VP, class Visible>
+// policies KP and VP say (kv_element.h: the KV cache's types) and read as f32, or, with
+// TENSOR_CORES (a GPU's f16 or bf16 cache), as stored: the scores are then one dot of q rounded
+// to the cache's type with the keys, and the values' product one dot of P rounded so, both
+// accumulating in f32, as FlashAttention and Triton's tutorial take them on tensor cores.
+template <class KP, class VP>
+constexpr bool kTensorCoreCache = std::is_same_v<KP, VP> && (std::is_same_v<KP, KvPlain<f16>> || std::is_same_v<KP, KvPlain<bf16>>);
+
+template <int BM, int BN, int D, bool TILE_IN_PAGE, bool FULL_D, class KP, class VP, bool TENSOR_CORES, class Visible>
 void flash_attention_rows(Ptr<const f32> q, Ptr<const typename KP::Storage> k_pages, Ptr<const typename VP::Storage> v_pages,
                           Ptr<const i32> block_table, Ptr<f32> out, Scalar<i32> rows, Scalar<i32> pos0, Scalar<i32> n_heads, Scalar<i32> group,
                           Scalar<i32> n_kv_heads, Scalar<i32> head_dim, Scalar<i32> page_size, Scalar<f32> scale, const Visible &visible) {
@@ -20,31 +28,45 @@ void flash_attention_rows(Ptr<const f32> q, Ptr<const typename KP::Storage> k_pa
   auto io_offs = col(wide(r * n_heads + h) * wide(head_dim)) + row(wide(d));  // [BM, D]
   auto io_mask = col(r < rows) && row(d < head_dim);
   auto qv = load(q + io_offs, io_mask, 0) * scale;
+  auto q_dot = [&] {  // q as the scores' dot reads it, rounded once, before the loop
+    if constexpr (TENSOR_CORES) return cast<typename KP::Storage>(qv);
+    else return qv;
+  }();
   auto end = pos0 + minimum(program_id(0) * BM + BM, rows);  // slots needed: < end
   auto t = arange<BN>();
   auto [m, l, acc] =
       for_range(0, end, BN, full<f32, BM>(-inf<f32>()), zeros<f32, BM>(), zeros<f32, BM, D>(), [&](auto start, auto m, auto l, auto acc) {
         auto slot = start + t;
         auto at = paged_slots<BN, TILE_IN_PAGE>(block_table, start, end, page_size);
-        auto kt = KP::template load_head<BN, D, FULL_D>(k_pages, at, page_size, n_kv_heads, head_dim, kv_head);  // [BN, D], clamped: no mask
-        auto vt = VP::template load_head<BN, D, FULL_D>(v_pages, at, page_size, n_kv_heads, head_dim, kv_head);
-        auto s = sum<2>(expand_dims<1>(qv) * expand_dims<0>(kt));  // [BM, BN]
-        s = where(visible(row(slot), r) && row(slot < end), s, -inf<f32>());
-        auto m_new = maximum(m, max<1>(s));
-        auto p = exp(s - col(m_new));
-        auto alpha = exp(m - m_new);
-        return std::tuple(m_new, l * alpha + sum<1>(p), dot(p, vt, acc * col(alpha)));
+        // [BN, D] keys and values, clamped: no mask.
+        auto step = [&](const auto &s_raw, const auto &vt, auto &&round_p) {
+          auto s = where(visible(row(slot), r) && row(slot < end), s_raw, -inf<f32>());  // [BM, BN]
+          auto m_new = maximum(m, max<1>(s));
+          auto p = exp(s - col(m_new));
+          auto alpha = exp(m - m_new);
+          return std::tuple(m_new, l * alpha + sum<1>(p), dot(round_p(p), vt, acc * col(alpha)));
+        };
+        if constexpr (TENSOR_CORES) {
+          using Stored = typename KP::Storage;
+          auto kt = KP::template load_head_stored<BN, D, FULL_D>(k_pages, at, page_size, n_kv_heads, head_dim, kv_head);
+          auto vt = VP::template load_head_stored<BN, D, FULL_D>(v_pages, at, page_size, n_kv_heads, head_dim, kv_head);
+          return step(dot(q_dot, trans(kt)), vt, [](const auto &p) { return cast<Stored>(p); });
+        } else {
+          auto kt = KP::template load_head<BN, D, FULL_D>(k_pages, at, page_size, n_kv_heads, head_dim, kv_head);
+          auto vt = VP::template load_head<BN, D, FULL_D>(v_pages, at, page_size, n_kv_heads, head_dim, kv_head);
+          return step(sum<2>(expand_dims<1>(q_dot) * expand_dims<0>(kt)), vt, [](const auto &p) { return p; });
+        }
       });
   store(out + io_offs, acc / col(l), io_mask);
 }
 
 // Causal: row r (position pos0 + r) sees the positions up to its own.
-template <int BM, int BN, int D, bool TILE_IN_PAGE, bool FULL_D, class KP = KvPlain<f32>, class VP = KvPlain<f32>>
+template <int BM, int BN, int D, bool TILE_IN_PAGE, bool FULL_D, class KP = KvPlain<f32>, class VP = KvPlain<f32>, bool TENSOR_CORES = false>
 void attention_prefill(Ptr<const f32> q, Ptr<const typename KP::Storage> k_pages, Ptr<const typename VP::Storage> v_pages,
                        Ptr<const i32> block_table, Ptr<f32> out, Scalar<i32> rows, Dynamic<i32> pos0, Scalar<i32> n_heads, Scalar<i32> group,
                        Scalar<i32> n_kv_heads, Scalar<i32> head_dim, Scalar<i32> page_size, Scalar<f32> scale) {
   Scalar<i32> first = pos0;
-  flash_attention_rows<BM, BN, D, TILE_IN_PAGE, FULL_D, KP, VP>(q, k_pages, v_pages, block_table, out, rows, first, n_heads, group, n_kv_heads,
+  flash_attention_rows<BM, BN, D, TILE_IN_PAGE, FULL_D, KP, VP, TENSOR_CORES>(q, k_pages, v_pages, block_table, out, rows, first, n_heads, group, n_kv_heads,
                                                                 head_dim, page_size, scale,
                                                                 [&](const auto &slot, const auto &r) { return slot <= col(first + r); });
 }
@@ -53,14 +75,14 @@ void attention_prefill(Ptr<const f32> q, Ptr<const typename KP::Storage> k_pages
 // row r sees every slot before pos0 (the text so far) and the slots of the rows set in
 // ancestors[r] (bit j: row j is r itself or one of its ancestors), so each node attends along
 // its own branch only, as if that branch had been run alone.
-template <int BM, int BN, int D, bool TILE_IN_PAGE, bool FULL_D, class KP = KvPlain<f32>, class VP = KvPlain<f32>>
+template <int BM, int BN, int D, bool TILE_IN_PAGE, bool FULL_D, class KP = KvPlain<f32>, class VP = KvPlain<f32>, bool TENSOR_CORES = false>
 void attention_tree(Ptr<const f32> q, Ptr<const typename KP::Storage> k_pages, Ptr<const typename VP::Storage> v_pages,
                     Ptr<const i32> block_table, Ptr<const i64> ancestors, Ptr<f32> out, Scalar<i32> rows, Dynamic<i32> pos0, Scalar<i32> n_heads,
                     Scalar<i32> group, Scalar<i32> n_kv_heads, Scalar<i32> head_dim, Scalar<i32> page_size, Scalar<f32> scale) {
   Scalar<i32> first = pos0;
   auto r = program_id(0) * BM + arange<BM>();
   auto bits = col(load(ancestors + minimum(r, rows - 1)));  // [BM, 1]
-  flash_attention_rows<BM, BN, D, TILE_IN_PAGE, FULL_D, KP, VP>(
+  flash_attention_rows<BM, BN, D, TILE_IN_PAGE, FULL_D, KP, VP, TENSOR_CORES>(
       q, k_pages, v_pages, block_table, out, rows, first, n_heads, group, n_kv_heads, head_dim, page_size, scale,
       [&](const auto &slot, const auto &) {
         // The shift stays in 0..63 for every slot; slots outside the tree are decided by the

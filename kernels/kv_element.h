@@ -52,8 +52,14 @@ struct KvPlain {
   template <int BT, int D, bool FULL_D>
   static Block<f32, BT, D> load_head(const Ptr<const T> &pages, const PagedSlots<BT> &at, const Scalar<i32> &page_size,
                                      const Scalar<i32> &n_kv_heads, const Scalar<i32> &head_dim, const Scalar<i32> &kv_head) {
+    return cast<f32>(load_head_stored<BT, D, FULL_D>(pages, at, page_size, n_kv_heads, head_dim, kv_head));
+  }
+  // The same in the stored type: a tensor-core dot's operand (f16, bf16).
+  template <int BT, int D, bool FULL_D>
+  static Block<T, BT, D> load_head_stored(const Ptr<const T> &pages, const PagedSlots<BT> &at, const Scalar<i32> &page_size,
+                                          const Scalar<i32> &n_kv_heads, const Scalar<i32> &head_dim, const Scalar<i32> &kv_head) {
     auto base = vector_offset(at.page, at.slot, page_size, n_kv_heads, head_dim, kv_head);
-    return cast<f32>(load(pages + (col(base) + row(wide(head_columns<D, FULL_D>(head_dim))))));
+    return load(pages + (col(base) + row(wide(head_columns<D, FULL_D>(head_dim)))));
   }
 
   template <int D>

@@ -97,6 +97,7 @@ EngineOptions planned_engine_options(const KernelPlanOptions &options, int conte
   eo.max_batch = batch;
   eo.max_logit_rows = options.draft_max > 0 ? options.draft_max + 1 : 1;
   eo.kv_types = options.kv_types;
+  eo.decode_graph = options.decode_graph;
   return eo;
 }
 

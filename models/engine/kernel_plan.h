@@ -29,6 +29,9 @@ struct KernelPlanOptions {
   bool draft_trees = false;
   // The KV cache's types (kdsl-run --cache-type-k / -v): they choose the attention kernels.
   kernels::KvTypes kv_types;
+  // Whether decode takes the graph's position-independent kernels (kdsl-run --decode-graph;
+  // Auto: on a GPU, as the engine decides).
+  DecodeGraph decode_graph = DecodeGraph::Auto;
   // The device planned for: the CPU with `threads` workers (0: the `memory` device's), or a
   // GPU with `threads` multiprocessors (required). The decode attention splits a context into
   // programs for every processor, so the count chooses its kernels.

@@ -23,6 +23,7 @@
 #include "models/spec/ngram_drafter.h"
 #include "models/synth/synth_model.h"
 #include "runtime/device_bandwidth.h"
+#include "src/tools/decode_graph_option.h"
 #include "src/tools/kv_cache_type.h"
 #include "src/tools/llama_bench_reference.h"
 
@@ -310,8 +311,7 @@ int main(int argc, char **argv) {
   app.add_option("--cache-type-k", cache_type_k,
                  "the KV cache's element type: f16 (the default, as llama-bench's), f32, bf16 or q8_0; with --llama-bench, llama-bench reads the same type");
   app.add_option("--cache-type-v", cache_type_v, "as --cache-type-k (alone it sets both; the two must agree)");
-  app.add_option("--decode-graph", decode_graph, "auto, on or off: decode steps captured once as a graph and replayed (kdsl-run --decode-graph; auto: on a GPU)")
-      ->check(CLI::IsMember({"auto", "on", "off"}));
+  tools::add_decode_graph_option(app, decode_graph);
   app.add_flag("--no-kernels", no_kernels, "skip the table of single matrix-vector products at the preset's shapes");
   app.add_flag("--spec", spec, "also speculative decoding against plain decoding, greedy, in the same run: n-gram lookup on a repetitive prompt, "
                                "and each synthetic target drafted by its own weights in --draft-type");
@@ -331,7 +331,7 @@ int main(int argc, char **argv) {
   if (quick) preset = "tiny", shape.decode_tokens = 8, shape.prompt_tokens = 64;
   if (llama_shapes) shape.decode_tokens = 128, shape.prompt_tokens = 512;
   shape.row_groups = !no_row_groups;
-  shape.decode_graph = decode_graph == "on" ? DecodeGraph::On : decode_graph == "off" ? DecodeGraph::Off : DecodeGraph::Auto;
+  shape.decode_graph = tools::decode_graph_mode(decode_graph);
 
   std::filesystem::path tmp;
   bool remove_tmp = models.empty() && dir.empty() && !keep;

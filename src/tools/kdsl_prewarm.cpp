@@ -26,6 +26,7 @@
 #include "runtime/thread_pool.h"
 #include "src/tools/tool_main.h"
 #include "support/env.h"
+#include "src/tools/decode_graph_option.h"
 #include "src/tools/kv_cache_type.h"
 
 using namespace kdsl;
@@ -35,7 +36,7 @@ namespace {
 
 struct Options {
   std::string model, model_draft, draft_type, cache_dir, targets = "host", batches = "512";
-  std::string cache_type_k, cache_type_v;
+  std::string cache_type_k, cache_type_v, decode_graph = "auto";
   int ctx = 0, jobs = 0, threads = 0, gpu_sms = 0, draft_max = 7, draft_layers = 0, draft_branches = 1;
   bool spec_ngram = false, json = false, list = false, tune = false;
 };
@@ -185,6 +186,7 @@ int run(const Options &o) {
   po.draft_model = draft.get();
   po.draft_trees = speculative && o.draft_branches > 1;
   po.kv_types = tools::kv_cache_types(o.cache_type_k, o.cache_type_v);
+  po.decode_graph = tools::decode_graph_mode(o.decode_graph);
   std::vector<KernelPlan> plans;
   std::vector<Job> jobs;
   for (const Target &target : targets) {
@@ -277,6 +279,7 @@ int main(int argc, char **argv) {
   app.add_option("--draft-max", o.draft_max, "as kdsl-run --draft-max (default 7)")->check(CLI::Range(1, 64));
   app.add_option("--draft-branches", o.draft_branches, "as kdsl-run --draft-branches: token trees' kernels too")->check(CLI::Range(1, 8));
   app.add_option("--cache-type-k", o.cache_type_k, "the KV cache's element type: f32 (default), f16, bf16 or q8_0 (blocks of 32 along head_dim, which must be a multiple of 32), for keys and values (-ctk; alone it sets both)");
+  tools::add_decode_graph_option(app, o.decode_graph);
   app.add_option("--cache-type-v", o.cache_type_v, "as --cache-type-k (-ctv; alone it sets both; the two must agree)");
   app.add_option("-t,--threads", o.threads, "as kdsl-run -t: the CPU threads the host plan is for (0: every CPU)")->check(CLI::NonNegativeNumber);
   app.add_option("--gpu-sms", o.gpu_sms, "multiprocessors (AMD: compute units) of the GPU the GPU targets' plans are for (default: sm_75 40, sm_80 108, sm_90 132, sm_90a 132, gfx90a 110, gfx942 304, gfx1100 96)")

@@ -30,6 +30,7 @@
 #include "models/tokenizer/chat_template.h"
 #include "runtime/bandwidth_record.h"
 #include "runtime/thread_pool.h"
+#include "src/tools/decode_graph_option.h"
 #include "src/tools/kv_cache_type.h"
 #include "src/tools/llama_cpp_flags.h"
 #include "src/tools/tool_main.h"
@@ -237,8 +238,6 @@ void check_draft_tokenizer(const Options &o, const ModelWeights &draft_model, co
                               o.model_draft, i, printable(b[i]), printable(a[i])));
 }
 
-DecodeGraph decode_graph(const Options &o) { return o.decode_graph == "on" ? DecodeGraph::On : o.decode_graph == "off" ? DecodeGraph::Off : DecodeGraph::Auto; }
-
 // The drafter the options ask for, or none.
 std::unique_ptr<Drafter> make_drafter(const Options &o, const Device &dev, const ModelWeights &model, const Engine &engine, const Tokenizer &tok,
                                       const SamplerParams &sp, std::unique_ptr<ModelWeights> &draft_weights) {
@@ -260,7 +259,7 @@ std::unique_ptr<Drafter> make_drafter(const Options &o, const Device &dev, const
   eo.max_batch = o.batch;
   eo.sampled_vocab = tok.vocab_size();
   eo.row_groups = !o.no_repack;
-  eo.decode_graph = decode_graph(o);
+  eo.decode_graph = tools::decode_graph_mode(o.decode_graph);
   return std::make_unique<ModelDrafter>(*draft_weights, engine.vocab(), dev, eo, sp, ModelDrafterOptions{.p_min = o.draft_p_min, .branches = o.draft_branches});
 }
 
@@ -291,7 +290,7 @@ int run(const Options &o) {
   eo.sampled_vocab = tok->vocab_size();  // a tokenizer smaller than the embedding: its padding rows are never sampled
   eo.kv_types = tools::kv_cache_types(o.cache_type_k, o.cache_type_v);
   eo.row_groups = !o.no_repack;
-  eo.decode_graph = decode_graph(o);
+  eo.decode_graph = tools::decode_graph_mode(o.decode_graph);
   if (speculative) eo.max_logit_rows = o.draft_max + 1;
   GenerateOptions go;
   go.max_tokens = o.n, go.ignore_eos = o.ignore_eos, go.stop_strings = o.reverse_prompts;
@@ -385,10 +384,7 @@ int main(int argc, char **argv) {
   app.add_flag("--no-repack", o.no_repack,
                "leave the matrices as the file stores them (-nr; on the CPU they are otherwise copied once at load with their rows grouped by 16, "
                "which decodes faster and holds a copy of them in memory)");
-  app.add_option("--decode-graph", o.decode_graph,
-                 "auto, on or off: each decode step's launches captured once as a graph (a CUDA graph on NVIDIA) and replayed, the token and "
-                 "position read from device memory; auto takes it on a GPU")
-      ->check(CLI::IsMember({"auto", "on", "off"}));
+  tools::add_decode_graph_option(app, o.decode_graph);
   app.add_flag("--log-disable", o.log_disable, "no kdsl log lines on stderr (errors are still printed)");
   app.add_flag("--bandwidth", o.bandwidth, "measure the device's memory bandwidth again for the summary (it is measured once and recorded in the cache directory)");
   app.add_flag("--spec-ngram", o.spec_ngram, "speculative decoding with n-gram (prompt) lookup: drafts from the prompt and the text so far");

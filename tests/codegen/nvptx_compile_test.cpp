@@ -8,6 +8,7 @@
 #include "codegen/codegen.h"
 #include "codegen/nvptx/ptxas.h"
 #include "codegen/target_info.h"
+#include "kernels/attention_prefill.h"
 #include "kernels/matmul_narrow.h"
 #include "src/tools/example_kernels.h"
 #include "tests/codegen/nvptx_test_kernels.h"
@@ -83,6 +84,24 @@ TEST_CASE("nvptx: a dot's B given as trans(W[N][K]) is copied as stored ([n][k],
   CHECK(contains(ptx, "cp.async.cg.shared.global"));  // W's tile, pipelined
   CHECK(contains(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
   CHECK_FALSE(contains(ptx, ".trans"));  // neither a transposing fragment load nor a transposed copy of W
+}
+
+// The engine's prefill attention over a GPU's f16 cache: both dots on tensor cores, the scores'
+// B the keys' tile transposed, P fed to the second from registers; no spills.
+TEST_CASE("nvptx: prefill attention over an f16 KV cache takes both dots on mma.sync, without spills") {
+  if (!have_libdevice()) return;
+  auto k = tools::named_kernel<kernels::attention_prefill<16, 32, 128, true, true, kernels::KvPlain<f16>, kernels::KvPlain<f16>, true>>(
+      "attention_prefill_tc", 4);
+  for (const char *arch : {"sm_80", "sm_90a"}) {
+    CAPTURE(arch);
+    codegen::CompiledObject obj = compile(k, arch);
+    CHECK(contains(obj.ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"));
+    CHECK(obj.resources.spill_store_bytes == 0);
+  }
+  // The f32 form (the CPU's) multiplies on FMAs: its dots are f32.
+  auto plain = tools::named_kernel<kernels::attention_prefill<16, 32, 128, true, true, kernels::KvPlain<f16>, kernels::KvPlain<f16>, false>>(
+      "attention_prefill_f32", 4);
+  CHECK_FALSE(contains(compile(plain, "sm_80").ptx, "mma.sync"));
 }
 
 // Triton's tutorial configuration with an f16 output: three stages of A [128 x 64] and B

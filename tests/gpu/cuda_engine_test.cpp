@@ -54,11 +54,13 @@ double relative_error(std::span<const float> got, std::span<const float> want) {
 // bf16 weights rounds the activations to that type for the tensor cores (matmul_narrow.h),
 // and decode attends to keys and values made so: the bound is wider there (the largest error
 // seen is printed).
-void check_engine_matches_cpu(const Device &device, SynthConfig config, const std::string &name) {
+// kv: the KV cache's type on both; an f16 or bf16 cache's prefill attention on the GPU rounds q
+// and P to it for the tensor cores (attention_prefill.h), so the bound is its rounding's.
+void check_engine_matches_cpu(const Device &device, SynthConfig config, const std::string &name, kernels::KvTypes kv = {}) {
   std::string path = test::scratch_path(name);
   write_synthetic_model(config, path);
   ModelWeights model = load_model_weights(path);
-  EngineOptions o{.context = 64, .page_size = 16};
+  EngineOptions o{.context = 64, .page_size = 16, .kv_types = kv};
   EngineOptions f32_path = o;
   f32_path.integer_dot_rows = 0;
   Engine on_gpu(model, device, o), on_cpu(model, Device::cpu(), f32_path);
@@ -71,7 +73,9 @@ void check_engine_matches_cpu(const Device &device, SynthConfig config, const st
     return;
   }
   const GgmlType t = config.weight_type;
-  const double tolerance = t == GgmlType::BF16 ? 1e-2 : t == GgmlType::F16 ? 2e-3 : 1e-3;
+  const double tolerance = t == GgmlType::BF16 || kv.k == kernels::WeightType::BF16 ? 1e-2
+                           : t == GgmlType::F16 || kv.k == kernels::WeightType::F16  ? 2e-3
+                                                                                       : 1e-3;
   double worst = relative_error(on_gpu.forward(prompt, 0), want);
   CHECK(worst < tolerance);
   int token[1] = {7};
@@ -103,6 +107,15 @@ TEST_CASE("gpu engine: synthetic llama and qwen3 logits match the CPU engine, f3
   k.embedding_type = GgmlType::Q6_K;
   check_engine_matches_cpu(*device, k, "gpu-engine-llama-q4_k_m.gguf");
   check_engine_matches_cpu(*device, synth_preset("qwen3-tiny"), "gpu-engine-qwen3.gguf");
+}
+
+TEST_CASE("gpu engine: f16 and bf16 KV caches (prefill attention on tensor cores) give the CPU engine's logits within their rounding") {
+  auto device = gpu();
+  if (!device) return;
+  skip_comparison_on_fake(*device);
+  for (kernels::WeightType t : {kernels::WeightType::F16, kernels::WeightType::BF16}) {
+    check_engine_matches_cpu(*device, synth_preset("tiny"), "gpu-engine-kv16.gguf", {t, t});
+  }
 }
 
 TEST_CASE("gpu engine: stories260K greedy ids from BOS reproduce the shared README's reference") {

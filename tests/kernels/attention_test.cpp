@@ -225,7 +225,9 @@ std::vector<S> narrowed(std::vector<float> &pages) {
 // A cache of S (kdsl::half or kdsl::bfloat16, WeightType t) for keys and values: appending rounds,
 // decode, prefill and tree attention read it against the float64 reference.
 template <class S>
-void check_narrow_kv_cache(kdsl::kernels::WeightType t) {
+// lib: the Library under test; prefill_tolerance: its prefill and tree attention's (a GPU's
+// dispatch rounds q and P to the cache's type for its tensor cores).
+void check_narrow_kv_cache(kdsl::kernels::WeightType t, kdsl::kernels::Library &lib = library(), double prefill_tolerance = 2e-5) {
   CAPTURE(kdsl::kernels::weight_type_info(t).name);
   KDSL_TEST_RNG(rng);
   const int n_heads = 4, n_kv = 2, D = 40, page_size = 16, pos0 = 37, rows = 9;
@@ -239,18 +241,23 @@ void check_narrow_kv_cache(kdsl::kernels::WeightType t) {
   std::vector<double> ref, size;
   attention_ref(c, q, rows, pos0, n_heads, scale, ref, size);
   std::vector<float> out(ref.size());
-  library().attention(q.data(), k16.data(), v16.data(), c.block_table.data(), out.data(), rows, pos0, n_heads, n_kv, D, page_size, scale, types);
-  expect_close_scaled("prefill over a narrow cache", out, ref, size, 2e-5);
+  lib.attention(q.data(), k16.data(), v16.data(), c.block_table.data(), out.data(), rows, pos0, n_heads, n_kv, D, page_size, scale, types);
+  expect_close_scaled("prefill over a narrow cache", out, ref, size, prefill_tolerance);
   std::vector<float> q1(q.begin(), q.begin() + n_heads * D), out1(size_t(n_heads) * D);
   attention_ref(c, q1, 1, pos0, n_heads, scale, ref, size);
-  library().attention(q1.data(), k16.data(), v16.data(), c.block_table.data(), out1.data(), 1, pos0, n_heads, n_kv, D, page_size, scale, types);
+  lib.attention(q1.data(), k16.data(), v16.data(), c.block_table.data(), out1.data(), 1, pos0, n_heads, n_kv, D, page_size, scale, types);
   expect_close_scaled("decode over a narrow cache", out1, ref, size, 2e-5);
   std::vector<int64_t> chain(static_cast<size_t>(rows));
   for (int i = 0; i < rows; ++i) chain[size_t(i)] = (int64_t(1) << (i + 1)) - 1;
   attention_ref(c, q, rows, pos0, n_heads, scale, ref, size);
-  library().attention_tree(q.data(), k16.data(), v16.data(), c.block_table.data(), chain.data(), out.data(), rows, pos0, n_heads, n_kv, D, page_size,
-                           scale, types);
-  expect_close_scaled("tree over a narrow cache", out, ref, size, 2e-5);
+  lib.attention_tree(q.data(), k16.data(), v16.data(), c.block_table.data(), chain.data(), out.data(), rows, pos0, n_heads, n_kv, D, page_size, scale,
+                     types);
+  expect_close_scaled("tree over a narrow cache", out, ref, size, prefill_tolerance);
+  if (&lib != &library()) {  // the rounding shows: the tensor-core form ran, not the f32 one
+    std::vector<float> plain(out.size());
+    library().attention(q.data(), k16.data(), v16.data(), c.block_table.data(), plain.data(), rows, pos0, n_heads, n_kv, D, page_size, scale, types);
+    CHECK(plain != out);
+  }
 
   // Appending rounds to nearest even; moving copies the stored bits.
   auto k = random_floats(rng, size_t(rows) * n_kv * D), v = random_floats(rng, size_t(rows) * n_kv * D);
@@ -271,6 +278,12 @@ void check_narrow_kv_cache(kdsl::kernels::WeightType t) {
 TEST_CASE("kernels: f16 and bf16 KV caches: append rounds, decode, prefill and tree attention read them") {
   check_narrow_kv_cache<kdsl::half>(kdsl::kernels::WeightType::F16);
   check_narrow_kv_cache<kdsl::bfloat16>(kdsl::kernels::WeightType::BF16);
+  // A GPU's dispatch (run on the CPU here) takes the prefill and tree dots on tensor cores, q
+  // and P rounded to the cache's type: 11 significant bits for f16, 8 for bf16.
+  kdsl::kernels::Library gpu_forms(kdsl_test::cpu());
+  gpu_forms.set_gpu_forms(true);
+  check_narrow_kv_cache<kdsl::half>(kdsl::kernels::WeightType::F16, gpu_forms, 2e-3);
+  check_narrow_kv_cache<kdsl::bfloat16>(kdsl::kernels::WeightType::BF16, gpu_forms, 1.6e-2);
 
   // Keys and values share one type; other types are refused by name.
   KDSL_TEST_RNG(rng);

@@ -165,4 +165,43 @@ TEST_CASE("emulated: prefill and tree attention over a q8_0 cache") {
   }
 }
 
+// A GPU's f16 or bf16 cache takes the prefill and tree dots on tensor cores (mma.sync, MFMA):
+// the lowering against the host running the same kernel. q and P are rounded to the cache's
+// type on both sides; a P that lands on the other side of a rounding boundary (f32 sums in
+// another order) moves an output by about one ulp of the type.
+TEST_CASE("emulated: prefill and tree attention on tensor cores over f16 and bf16 caches") {
+  const Flavour f = each_emulated_target();
+  KDSL_TEST_RNG(rng);
+  const int n_heads = 4, n_kv = 2, group = 2, rows = 19, pos0 = 13;
+  auto stored = [](const std::vector<float> &pages, auto type) {
+    std::vector<decltype(type)> out(pages.size());
+    for (size_t i = 0; i < pages.size(); ++i) out[i] = decltype(type)(pages[i]);
+    return out;
+  };
+  {
+    kernels_test::PagedCache c(rng, pos0 + rows, 16, n_kv, 64);
+    c.fill(rng, pos0 + rows);
+    auto q = kernels_test::random_floats(rng, size_t(rows) * n_heads * 64, -2, 2);
+    std::vector<float> out(q.size());
+    CHECK(compare(named_kernel<kernels::attention_prefill<16, 16, 64, true, true, KvPlain<f16>, KvPlain<f16>, true>>("prefill_tc_f16"),
+                  grid(cdiv(rows, 16), n_heads),
+                  {array(q), array(stored(c.k_pages, half())), array(stored(c.v_pages, half())), array(c.block_table), array(out), value(rows), value(pos0),
+                   value(n_heads), value(group), value(n_kv), value(64), value(16), value(0.125f)},
+                  f) <= 2e-3);
+  }
+  {
+    kernels_test::PagedCache c(rng, pos0 + rows, 24, n_kv, 40);  // a ragged head, steps across pages
+    c.fill(rng, pos0 + rows);
+    auto q = kernels_test::random_floats(rng, size_t(rows) * n_heads * 40, -2, 2);
+    std::vector<float> out(q.size());
+    std::vector<int64_t> ancestors(size_t(rows), 1);
+    for (int i = 1; i < rows; ++i) ancestors[size_t(i)] = ancestors[size_t(i / 2)] | (int64_t(1) << i);
+    CHECK(compare(named_kernel<kernels::attention_tree<16, 32, 64, false, false, KvPlain<bf16>, KvPlain<bf16>, true>>("tree_tc_bf16"),
+                  grid(cdiv(rows, 16), n_heads),
+                  {array(q), array(stored(c.k_pages, bfloat16())), array(stored(c.v_pages, bfloat16())), array(c.block_table), array(ancestors), array(out),
+                   value(rows), value(pos0), value(n_heads), value(group), value(n_kv), value(40), value(24), value(0.15f)},
+                  f) <= 1.6e-2);
+  }
+}
+
 }  // namespace

@@ -58,7 +58,7 @@ enum class Drafting { None, Ngram, NgramTree, SelfDraftQ8, SelfDraftQ8Tree };
 
 // Generates from every prompt with launches recorded beside running them, and checks that the
 // plan for the same options holds every launch.
-void check_plan_covers_generation(const std::string &path, Drafting drafting, kernels::KvTypes kv = {}) {
+void check_plan_covers_generation(const std::string &path, Drafting drafting, kernels::KvTypes kv = {}, DecodeGraph graph = DecodeGraph::Auto) {
   ModelWeights model = load_model_weights(path);
   auto tok = load_tokenizer(GgufFile(path));
   const int batch = 8, context = 96, draft_max = 5;
@@ -73,6 +73,7 @@ void check_plan_covers_generation(const std::string &path, Drafting drafting, ke
   po.draft_model = draft_model.get();
   po.draft_trees = drafting == Drafting::NgramTree || drafting == Drafting::SelfDraftQ8Tree;
   po.kv_types = kv;
+  po.decode_graph = graph;
   KernelPlan plan = plan_kernels(model, cpu, po);
   const std::set<std::string> planned = texts(plan.kernels);
   REQUIRE(!planned.empty());
@@ -80,7 +81,7 @@ void check_plan_covers_generation(const std::string &path, Drafting drafting, ke
   CHECK(plan.steps >= context);
 
   kernels::LaunchRecorder launched(kernels::LaunchRecorder::Mode::BesideLaunching);
-  EngineOptions eo{.context = context, .max_batch = batch, .max_logit_rows = po.draft_max + 1, .kv_types = kv, .recorder = &launched};
+  EngineOptions eo{.context = context, .max_batch = batch, .max_logit_rows = po.draft_max + 1, .kv_types = kv, .recorder = &launched, .decode_graph = graph};
   Engine engine(model, cpu, eo);
   std::unique_ptr<Drafter> drafter;
   if (drafting == Drafting::Ngram) drafter = std::make_unique<NgramDrafter>();
@@ -126,6 +127,22 @@ TEST_CASE("kernel plan: every kernel generation launches is planned (f16 and Q4_
       CAPTURE(int(d));
       check_plan_covers_generation(path, d);
     }
+}
+
+TEST_CASE("kernel plan: decode through the graph (--decode-graph on) plans its position-independent kernels, as they run") {
+  std::string f16 = synthetic("tiny", GgmlType::F16, "plan-tiny-f16.gguf");
+  check_plan_covers_generation(f16, Drafting::None, {}, DecodeGraph::On);
+  check_plan_covers_generation(f16, Drafting::Ngram, {kernels::WeightType::F16, kernels::WeightType::F16}, DecodeGraph::On);
+  ModelWeights model = load_model_weights(f16);
+  auto has = [&](DecodeGraph g, const char *kernel) {
+    for (const std::string &k : texts(plan_kernels(model, kdsl_test::cpu(), {.batch_sizes = {4}, .context = 40, .decode_graph = g}).kernels))
+      if (k.find(kernel) != std::string::npos) return true;
+    return false;
+  };
+  CHECK(has(DecodeGraph::On, "attention_decode_at<"));
+  CHECK(has(DecodeGraph::On, "kv_append_at<"));
+  CHECK_FALSE(has(DecodeGraph::Off, "attention_decode_at<"));
+  CHECK(has(DecodeGraph::Off, "attention_decode<"));
 }
 
 TEST_CASE("kernel plan: token trees (n-gram, self-draft) and f16 / bf16 / q8_0 KV caches are planned as they run") {
