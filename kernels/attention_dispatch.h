@@ -16,8 +16,8 @@ struct AttentionCall {
   float *out;
   int rows, pos0, n_heads, n_kv_heads, head_dim, page_size;
   float scale;
-  // attention_decode_at: the position in device memory (pos0 is then unused) and the context
-  // the launches are sized for. Null for every other call.
+  // attention_at: the first row's position in device memory (pos0 is then unused) and the
+  // context the decode launches are sized for. Null for every other call.
   const int32_t *position = nullptr;
   int max_context = 0;
 };

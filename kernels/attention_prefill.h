@@ -61,14 +61,32 @@ void flash_attention_rows(Ptr<const f32> q, Ptr<const typename KP::Storage> k_pa
 }
 
 // Causal: row r (position pos0 + r) sees the positions up to its own.
+template <int BM, int BN, int D, bool TILE_IN_PAGE, bool FULL_D, class KP, class VP, bool TENSOR_CORES>
+void causal_attention_rows(Ptr<const f32> q, Ptr<const typename KP::Storage> k_pages, Ptr<const typename VP::Storage> v_pages,
+                           Ptr<const i32> block_table, Ptr<f32> out, Scalar<i32> rows, Scalar<i32> pos0, Scalar<i32> n_heads, Scalar<i32> group,
+                           Scalar<i32> n_kv_heads, Scalar<i32> head_dim, Scalar<i32> page_size, Scalar<f32> scale) {
+  flash_attention_rows<BM, BN, D, TILE_IN_PAGE, FULL_D, KP, VP, TENSOR_CORES>(q, k_pages, v_pages, block_table, out, rows, pos0, n_heads, group, n_kv_heads,
+                                                                              head_dim, page_size, scale,
+                                                                              [&](const auto &slot, const auto &r) { return slot <= col(pos0 + r); });
+}
+
+// pos0 is Dynamic (one compiled kernel for every position).
 template <int BM, int BN, int D, bool TILE_IN_PAGE, bool FULL_D, class KP = KvPlain<f32>, class VP = KvPlain<f32>, bool TENSOR_CORES = false>
 void attention_prefill(Ptr<const f32> q, Ptr<const typename KP::Storage> k_pages, Ptr<const typename VP::Storage> v_pages,
                        Ptr<const i32> block_table, Ptr<f32> out, Scalar<i32> rows, Dynamic<i32> pos0, Scalar<i32> n_heads, Scalar<i32> group,
                        Scalar<i32> n_kv_heads, Scalar<i32> head_dim, Scalar<i32> page_size, Scalar<f32> scale) {
-  Scalar<i32> first = pos0;
-  flash_attention_rows<BM, BN, D, TILE_IN_PAGE, FULL_D, KP, VP, TENSOR_CORES>(q, k_pages, v_pages, block_table, out, rows, first, n_heads, group, n_kv_heads,
-                                                                head_dim, page_size, scale,
-                                                                [&](const auto &slot, const auto &r) { return slot <= col(first + r); });
+  causal_attention_rows<BM, BN, D, TILE_IN_PAGE, FULL_D, KP, VP, TENSOR_CORES>(q, k_pages, v_pages, block_table, out, rows, pos0, n_heads, group,
+                                                                               n_kv_heads, head_dim, page_size, scale);
+}
+
+// The first row's position read from memory (position[0]): a launch that does not change with
+// the position, for a speculative check captured once (kdsl::LaunchGraph).
+template <int BM, int BN, int D, bool TILE_IN_PAGE, bool FULL_D, class KP = KvPlain<f32>, class VP = KvPlain<f32>, bool TENSOR_CORES = false>
+void attention_prefill_at(Ptr<const f32> q, Ptr<const typename KP::Storage> k_pages, Ptr<const typename VP::Storage> v_pages,
+                          Ptr<const i32> block_table, Ptr<const i32> position, Ptr<f32> out, Scalar<i32> rows, Scalar<i32> n_heads, Scalar<i32> group,
+                          Scalar<i32> n_kv_heads, Scalar<i32> head_dim, Scalar<i32> page_size, Scalar<f32> scale) {
+  causal_attention_rows<BM, BN, D, TILE_IN_PAGE, FULL_D, KP, VP, TENSOR_CORES>(q, k_pages, v_pages, block_table, out, rows, load(position), n_heads,
+                                                                               group, n_kv_heads, head_dim, page_size, scale);
 }
 
 // A token tree (rows <= 64, one per node, node r in slot pos0 + r, parents before children):

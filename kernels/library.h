@@ -159,13 +159,14 @@ class Library {
   // Any page_size works; multiples of 16 are fastest (each loop step stays in one page).
   void attention(const float *q, const void *k_pages, const void *v_pages, const int32_t *block_table, float *out, int rows, int pos0,
                  int n_heads, int n_kv_heads, int head_dim, int page_size, float scale, KvTypes types = {});
-  // Decode attention (attention() of one row) at the position position[0], a device int below
-  // max_context: the launches depend on max_context, not on the position (the split count
-  // follows max_context, and the splits past the position attend to nothing), so a decode
-  // step captured once as a kdsl::LaunchGraph replays at every position. A position past
-  // max_context - 1 attends to the first max_context positions.
-  void attention_decode_at(const float *q, const void *k_pages, const void *v_pages, const int32_t *block_table, const int32_t *position,
-                           int max_context, float *out, int n_heads, int n_kv_heads, int head_dim, int page_size, float scale, KvTypes types = {});
+  // attention() with the first row's position read from memory (position[0], a device int
+  // below max_context), so that the launches do not change with the position and a step
+  // captured once as a kdsl::LaunchGraph (a decode step, a speculative check) replays at every
+  // position. One row: the decode kernels, their split count following max_context (the splits
+  // past the position attend to nothing). A position past max_context - 1 attends to the first
+  // max_context positions there.
+  void attention_at(const float *q, const void *k_pages, const void *v_pages, const int32_t *block_table, const int32_t *position, int rows,
+                    int max_context, float *out, int n_heads, int n_kv_heads, int head_dim, int page_size, float scale, KvTypes types = {});
   // Attention of the nodes of a token tree: rows <= 64 query rows in cache slots pos0 .. pos0 +
   // rows - 1 (their k / v appended there), parents before children; row r sees every slot
   // before pos0 and the slots of the rows set in ancestors[r] (device int64s, bit j: row j is

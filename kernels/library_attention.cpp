@@ -38,20 +38,21 @@ void Library::attention(const float *q, const void *k_pages, const void *v_pages
   detail::with_kv_types("attention", types, head_dim, [&]<class KP, class VP>() { detail::run_attention<KP, VP>(*impl_, call); });
 }
 
-void Library::attention_decode_at(const float *q, const void *k_pages, const void *v_pages, const int32_t *block_table, const int32_t *position,
-                                  int max_context, float *out, int n_heads, int n_kv_heads, int head_dim, int page_size, float scale, KvTypes types) {
+void Library::attention_at(const float *q, const void *k_pages, const void *v_pages, const int32_t *block_table, const int32_t *position, int rows,
+                           int max_context, float *out, int n_heads, int n_kv_heads, int head_dim, int page_size, float scale, KvTypes types) {
   using detail::require;
-  require(max_context > 0 && n_heads > 0 && n_kv_heads > 0 && head_dim > 0 && page_size > 0 && n_heads % n_kv_heads == 0, "attention_decode_at",
-          [&] {
-            return "expected positive sizes and n_heads a multiple of n_kv_heads (max_context " + std::to_string(max_context) + ", n_heads " +
-                   std::to_string(n_heads) + ", n_kv_heads " + std::to_string(n_kv_heads) + ", head_dim " + std::to_string(head_dim) +
-                   ", page_size " + std::to_string(page_size) + ")";
+  require(rows >= 0 && max_context > 0 && n_heads > 0 && n_kv_heads > 0 && head_dim > 0 && page_size > 0 && n_heads % n_kv_heads == 0,
+          "attention_at", [&] {
+            return "expected positive sizes and n_heads a multiple of n_kv_heads (rows " + std::to_string(rows) + ", max_context " +
+                   std::to_string(max_context) + ", n_heads " + std::to_string(n_heads) + ", n_kv_heads " + std::to_string(n_kv_heads) +
+                   ", head_dim " + std::to_string(head_dim) + ", page_size " + std::to_string(page_size) + ")";
           });
-  require(max_context <= detail::kMaxPosition, "attention_decode_at", [&] { return "positions past 2^24 are not supported"; });
-  detail::AttentionCall call{q, k_pages, v_pages, block_table, nullptr, out, 1, 0, n_heads, n_kv_heads, head_dim, page_size, scale};
+  require(max_context <= detail::kMaxPosition, "attention_at", [&] { return "positions past 2^24 are not supported"; });
+  if (rows == 0) return;
+  detail::AttentionCall call{q, k_pages, v_pages, block_table, nullptr, out, rows, 0, n_heads, n_kv_heads, head_dim, page_size, scale};
   call.position = position;
   call.max_context = max_context;
-  detail::with_kv_types("attention_decode_at", types, head_dim, [&]<class KP, class VP>() { detail::run_attention<KP, VP>(*impl_, call); });
+  detail::with_kv_types("attention_at", types, head_dim, [&]<class KP, class VP>() { detail::run_attention<KP, VP>(*impl_, call); });
 }
 
 }  // namespace kdsl::kernels

@@ -260,7 +260,9 @@ Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions op
   tree_positions_host_.resize(kMaxTreeNodes);
   tree_ancestors_host_.resize(kMaxTreeNodes);
   branch_moves_host_.resize(2 * kMaxTreeNodes);
-  step_ = Buffer<int32_t>(device, 2);
+  step_ = Buffer<int32_t>(device, 2 * size_t(options.max_logit_rows));
+  step_host_.resize(step_.size());
+  step_graphs_.resize(size_t(options.max_logit_rows) + 1);
   graph_decode_ = options.decode_graph == DecodeGraph::On || (options.decode_graph == DecodeGraph::Auto && kernels_.dispatches_for_gpu());
 }
 
@@ -320,9 +322,10 @@ std::span<const float> Engine::run(std::span<const int> tokens, int pos, int log
     throw Error(fmt::format("positions {}..{} do not fit the context of {} tokens (raise --ctx)", pos, int64_t(pos) + total - 1, context_));
   for (int id : tokens)
     if (id < 0 || id >= vocab_) throw Error(fmt::format("token id {} is outside the vocabulary of {}", id, vocab_));
-  if (graph_decode_ && total == 1 && !tree && !observer_) {
-    decode_step(tokens[0], pos);
-    return host_logits(1);
+  // A decode step, or a speculative check (every row's logits), through its graph.
+  if (graph_decode_ && !tree && !observer_ && logit_rows == total && total <= options_.max_batch) {
+    graph_step(tokens, pos);
+    return host_logits(logit_rows);
   }
   const int first_logit = total - logit_rows;  // the rows whose logits are wanted: first_logit .. total - 1
   for (int start = 0; start < total; start += options_.max_batch) {
@@ -330,7 +333,8 @@ std::span<const float> Engine::run(std::span<const int> tokens, int pos, int log
     if (graph_decode_ && n == 1 && !tree) {
       // A one-row chunk (a prompt's last) launches what a decode step does, so that the
       // engine has one decode attention form, the one kernel plans list.
-      run_chunk(put_step(tokens[size_t(start)], pos + start), 1, start, RowPositions{pos + start, false, step_.data() + 1}, first_logit);
+      const int32_t *ids = put_step(tokens.subspan(size_t(start), 1), pos + start);
+      run_chunk(ids, 1, start, RowPositions{pos + start, false, ids + 1}, first_logit);
       continue;
     }
     std::copy_n(tokens.begin() + start, n, ids_host_.begin());
@@ -362,22 +366,26 @@ void Engine::run_chunk(const int32_t *ids, int n, int start, RowPositions where,
   }
 }
 
-const int32_t *Engine::put_step(int token, int pos) {
-  const int32_t step[2] = {token, pos};
-  step_.copy_from_host(std::span<const int32_t>(step, 2));
+const int32_t *Engine::put_step(std::span<const int> tokens, int pos) {
+  const size_t n = tokens.size();
+  int32_t *host = step_host_.data();
+  for (size_t i = 0; i < n; ++i) host[i] = tokens[i], host[n + i] = pos + int32_t(i);
+  step_.copy_from_host(std::span<const int32_t>(host, 2 * n));
   return step_.data();
 }
 
-void Engine::decode_step(int token, int pos) {
-  put_step(token, pos);
-  auto launches = [&] { run_chunk(step_.data(), 1, 0, RowPositions{pos, false, step_.data() + 1}, 0); };
-  if (decode_graph_ && decode_graph_generation_ == kernels_.scratch_generation()) return decode_graph_.replay();
+void Engine::graph_step(std::span<const int> tokens, int pos) {
+  const int n = int(tokens.size());
+  const int32_t *ids = put_step(tokens, pos);
+  auto launches = [&] { run_chunk(ids, n, 0, RowPositions{pos, false, ids + n}, 0); };
+  StepGraph &g = step_graphs_[size_t(n)];
+  if (g.graph && g.generation == kernels_.scratch_generation()) return g.graph.replay();
   // Run once as it will be replayed: this compiles the step's kernels and sizes the Library's
   // scratch, neither of which a capture can do on a GPU. A recorder sees every step run so.
   launches();
   if (options_.recorder) return;
-  decode_graph_ = kdsl::LaunchGraph::capture(device_, launches);
-  decode_graph_generation_ = kernels_.scratch_generation();
+  g.graph = kdsl::LaunchGraph::capture(device_, launches);
+  g.generation = kernels_.scratch_generation();
 }
 
 std::span<const float> Engine::host_logits(int logit_rows) {
@@ -467,8 +475,8 @@ void Engine::layer(int l, int n, RowPositions where, bool fused) {
   else
     kernels_.kv_append(k, v, k_pages, v_pages, block_table_.data(), pos, n, kv_heads, hd, options_.page_size, options_.kv_types);
   if (where.at)
-    kernels_.attention_decode_at(q, k_pages, v_pages, block_table_.data(), where.at, context_, att_.data(), heads, kv_heads, hd, options_.page_size,
-                                 scale, options_.kv_types);
+    kernels_.attention_at(q, k_pages, v_pages, block_table_.data(), where.at, n, context_, att_.data(), heads, kv_heads, hd, options_.page_size, scale,
+                          options_.kv_types);
   else if (where.tree)
     kernels_.attention_tree(q, k_pages, v_pages, block_table_.data(), tree_ancestors_.data(), att_.data(), n, pos, heads, kv_heads, hd,
                             options_.page_size, scale, options_.kv_types);

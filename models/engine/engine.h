@@ -13,7 +13,7 @@
 
 namespace kdsl::models {
 
-// Whether decode steps go through a kdsl::LaunchGraph (Engine's decode_step): Auto takes one
+// Whether decode steps go through a kdsl::LaunchGraph (Engine::graph_step): Auto takes one
 // where the Library dispatches for a GPU.
 enum class DecodeGraph { Auto, On, Off };
 
@@ -52,7 +52,8 @@ struct EngineOptions {
   bool row_groups = true;
   // A decode step (one token, no tree, nothing observing) runs as launches that read its token
   // and position from device memory, captured once as a kdsl::LaunchGraph (a CUDA graph on
-  // NVIDIA) and replayed at every later step (--decode-graph).
+  // NVIDIA) and replayed at every later step (--decode-graph); so does a speculative check of
+  // n rows (forward_rows), with a graph per n.
   DecodeGraph decode_graph = DecodeGraph::Auto;
 };
 
@@ -119,8 +120,8 @@ class Engine {
   // as the nodes of a token tree (forward_tree) in one chunk.
   std::span<const float> run(std::span<const int> tokens, int pos, int logit_rows, bool tree = false);
   // Where a chunk's rows are: at pos .. pos + n - 1 (a prefill chunk, an eager decode step), as
-  // a token tree's nodes (tree_positions_), or one row at the device int `at` (a decode step
-  // captured as a graph: decode_step).
+  // a token tree's nodes (tree_positions_), or at the device ints at[0 .. n) (a step captured
+  // as a graph: graph_step).
   struct RowPositions {
     int pos;
     bool tree = false;
@@ -130,13 +131,14 @@ class Engine {
   // computes the logits of those from first_logit on.
   void run_chunk(const int32_t *ids, int n, int start, RowPositions where, int first_logit);
   void layer(int l, int n, RowPositions where, bool fused);
-  // One decode token through the decode graph: the token and position copied to step_, the
-  // graph replayed, or captured first (after one eager run of the same launches) where there is
-  // none or the Library's scratch moved since.
-  void decode_step(int token, int pos);
-  // Copies [token, pos] to step_ (the device memory the decode graph's launches read); returns
-  // step_'s address, where the token id is.
-  const int32_t *put_step(int token, int pos);
+  // A decode step or a speculative check (n rows, every row's logits) through the graph for n
+  // rows: the tokens and positions copied to step_, the graph replayed, or captured first
+  // (after one eager run of the same launches) where there is none or the Library's scratch
+  // moved since.
+  void graph_step(std::span<const int> tokens, int pos);
+  // Copies the n tokens and their positions pos .. pos + n - 1 to step_ ([ids | positions], the
+  // device memory a graph's launches read); returns step_'s address, where the ids are.
+  const int32_t *put_step(std::span<const int> tokens, int pos);
   // The logits of the last `logit_rows` rows, on the host, past-the-tokenizer ids lowered.
   std::span<const float> host_logits(int logit_rows);
   // Shows the observer (if any) rows first_row .. first_row + n - 1 of `input`, cols floats each.
@@ -166,12 +168,17 @@ class Engine {
   std::vector<int64_t> tree_ancestors_host_;
   MatmulInputObserver *observer_ = nullptr;
   std::vector<float> observed_host_;  // GPU only: an input copied back for the observer
-  // The decode graph (decode_step): whether decode takes it, the step's [token, position] in
-  // device memory, the graph and the Library's scratch generation when it was captured.
+  // The step graphs (graph_step): whether decode and checks take them, a step's ids and
+  // positions in device memory (and their host staging), and per row count the graph with the
+  // Library's scratch generation when it was captured.
   bool graph_decode_ = false;
   Buffer<int32_t> step_;
-  kdsl::LaunchGraph decode_graph_;
-  uint64_t decode_graph_generation_ = 0;
+  std::vector<int32_t> step_host_;
+  struct StepGraph {
+    kdsl::LaunchGraph graph;
+    uint64_t generation = 0;
+  };
+  std::vector<StepGraph> step_graphs_;
   // Whether every product's weights have a kernel here that fuses the norm before it and the
   // residual add after it (Library::fuses_norm_and_add: on a GPU), so decode takes them.
   bool fuses_norms_ = false;

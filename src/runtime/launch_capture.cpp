@@ -34,16 +34,13 @@ class ReplayedLaunches final : public CapturedLaunches {
 
 }  // namespace
 
-bool LaunchRecording::active() const {
-  std::lock_guard lock(mutex_);
-  return active_;
-}
+bool LaunchRecording::active() const { return active_.load(std::memory_order_acquire); }
 
 void LaunchRecording::begin(const std::string &device) {
   std::lock_guard lock(mutex_);
-  if (active_) throw Error(fmt::format("LaunchGraph::capture: {} is already capturing; captures do not nest", device));
-  active_ = true;
+  if (active_.load()) throw Error(fmt::format("LaunchGraph::capture: {} is already capturing; captures do not nest", device));
   launches_.clear();
+  active_.store(true, std::memory_order_release);
 }
 
 void LaunchRecording::add(std::shared_ptr<LoadedCode> code, const LaunchRequest &r) {
@@ -56,7 +53,7 @@ void LaunchRecording::add(std::shared_ptr<LoadedCode> code, const LaunchRequest 
 
 std::unique_ptr<CapturedLaunches> LaunchRecording::end(Backend &backend) {
   std::lock_guard lock(mutex_);
-  active_ = false;
+  active_.store(false, std::memory_order_release);
   return std::make_unique<ReplayedLaunches>(backend, std::move(launches_));
 }
 

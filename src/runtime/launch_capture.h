@@ -1,5 +1,6 @@
 // launch_capture.h - what a backend's capture returns (LaunchGraph), and the recording of backends without a graph API of their own
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -48,8 +49,8 @@ class LaunchRecording {
   std::unique_ptr<CapturedLaunches> end(Backend &backend);
 
  private:
-  mutable std::mutex mutex_;
-  bool active_ = false;
+  std::mutex mutex_;
+  std::atomic<bool> active_{false};  // read at every launch: no lock there
   std::vector<Launch> launches_;
 };
 

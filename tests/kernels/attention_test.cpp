@@ -68,13 +68,38 @@ TEST_CASE("kernels: decode attention at a position in device memory, at every ki
           attention_ref(c, q, 1, pos, n_heads, scale, ref, size);
           GuardedOutput out(ref.size(), -7.0f);
           const int32_t position[1] = {pos};
-          lib->attention_decode_at(q.data(), c.k_pages.data(), c.v_pages.data(), c.block_table.data(), position, max_context, out.data(), n_heads,
-                                   n_kv, D, page_size, scale);
+          lib->attention_at(q.data(), c.k_pages.data(), c.v_pages.data(), c.block_table.data(), position, 1, max_context, out.data(), n_heads, n_kv,
+                            D, page_size, scale);
           expect_close_scaled("decode attention at a position", out.values(), ref, size, 1e-5);
           CHECK(out.intact());
         }
       }
     }
+  }
+}
+
+TEST_CASE("kernels: attention of several rows at a first position in device memory (a speculative check's graph) is causal from there") {
+  KDSL_TEST_RNG(rng);
+  const int n_heads = 8;
+  struct Case {
+    int rows, pos0, n_kv, D, page_size;
+  };
+  for (Case t : {Case{8, 0, 2, 64, 16}, Case{5, 37, 4, 40, 24}, Case{17, 300, 1, 64, 32}}) {
+    CAPTURE(t.rows);
+    CAPTURE(t.pos0);
+    const int max_context = 400;
+    PagedCache c(rng, max_context, t.page_size, t.n_kv, t.D);
+    c.fill(rng, max_context);  // positions past the rows' hold values the kernel must not see
+    auto q = random_floats(rng, size_t(t.rows) * n_heads * t.D, -2, 2);
+    const float scale = 1.0f / std::sqrt(float(t.D));
+    std::vector<double> ref, size;
+    attention_ref(c, q, t.rows, t.pos0, n_heads, scale, ref, size);
+    GuardedOutput out(ref.size(), -7.0f);
+    const int32_t position[1] = {t.pos0};
+    library().attention_at(q.data(), c.k_pages.data(), c.v_pages.data(), c.block_table.data(), position, t.rows, max_context, out.data(), n_heads,
+                           t.n_kv, t.D, t.page_size, scale);
+    expect_close_scaled("attention at a position", out.values(), ref, size, 1e-5);
+    CHECK(out.intact());
   }
 }
 

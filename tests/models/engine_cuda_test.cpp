@@ -112,14 +112,18 @@ TEST_CASE("engine on a CUDA device: weights uploaded once, then per token its id
   CHECK(per_step == int(model.layers.size()) * 7 + 2);
   MESSAGE("per decode step: ", per_step, " launches for ", model.layers.size(), " layers");
 
-  // A speculative check of the last token and 3 drafts: 4 ids in, 4 rows of logits out, no allocation.
+  // A speculative check of the last token and 3 drafts: 4 ids and their positions in, 4 rows of
+  // logits out, no allocation; captured as a graph of its own the first time, replayed after.
   std::vector<int> check = {42, 7, 8, 9};
   engine.forward_rows(check, pos);  // the few-rows kernels compile here
+  CHECK(fake.count.captures() == captures + 2);
   const long long allocs_check = fake.count.allocs(), htod_check = fake.count.htod_bytes(), dtoh_check = fake.count.dtoh_bytes();
+  const int check_graphs = fake.count.graph_launches();
   std::span<const float> rows = engine.forward_rows(check, pos + 1);
+  CHECK(fake.count.graph_launches() == check_graphs + 1);
   CHECK(rows.size() == 4 * size_t(model.hparams.n_vocab));
   CHECK(fake.count.allocs() == allocs_check);
-  CHECK(fake.count.htod_bytes() - htod_check == 4 * int64_t(sizeof(int32_t)));
+  CHECK(fake.count.htod_bytes() - htod_check == 2 * 4 * int64_t(sizeof(int32_t)));
   CHECK(fake.count.dtoh_bytes() - dtoh_check == 4 * int64_t(sizeof(float)) * model.hparams.n_vocab);
 
   // A token tree: the tree kernels (rope at given positions, tree attention, the branch's KV
@@ -139,7 +143,7 @@ TEST_CASE("engine on a CUDA device: weights uploaded once, then per token its id
   CHECK(fake.count.dtoh_bytes() - dtoh_tree == 4 * int64_t(sizeof(float)) * model.hparams.n_vocab);
   CHECK(fake.count.launches() - launches >= int(model.layers.size()) * 11);  // and one KV move per layer
 
-  // The Library's scratch grown by another call (its first argmax) moves under the graph: the
+  // The Library's scratch grown by another call (its first argmax) moves under the graphs: the
   // next decode step captures afresh, and the stale graph is let go.
   const int captured = fake.count.captures();
   engine.forward(token, 20);
@@ -148,7 +152,7 @@ TEST_CASE("engine on a CUDA device: weights uploaded once, then per token its id
   engine.kernels().argmax(scores.data(), 10);
   engine.forward(token, 21);
   CHECK(fake.count.captures() == captured + 1);
-  CHECK(fake.count.graphs_live() == graphs + 2);
+  CHECK(fake.count.graphs_live() == graphs + 4);  // the decode step's and the check's
   std::filesystem::remove(path);
 }
 

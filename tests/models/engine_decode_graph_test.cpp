@@ -79,4 +79,34 @@ TEST_CASE("engine: greedy decode with and without the decode graph picks the sam
   std::filesystem::remove(path);
 }
 
+TEST_CASE("engine: speculative checks (forward_rows) through their graphs give the eager checks' logits, each row count its own graph") {
+  std::string path = test::scratch_path("decode-graph-checks.gguf");
+  write_synthetic_model(synth_preset("tiny"), path);
+  ModelWeights model = load_model_weights(path);
+  const EngineOptions base{.context = 200, .page_size = 16, .max_batch = 16, .max_logit_rows = 6};
+  EngineOptions with_graph = base, without = base;
+  with_graph.decode_graph = DecodeGraph::On;
+  without.decode_graph = DecodeGraph::Off;
+  Engine eager(model, Device::cpu(), without), graph(model, Device::cpu(), with_graph);
+  const int vocab = int(model.hparams.n_vocab);
+  std::vector<int> prompt = {1, 5, 9, 13, 17, 21, 25};
+  eager.forward(prompt, 0);
+  graph.forward(prompt, 0);
+  int pos = int(prompt.size());
+  // Checks of every size, each at two positions (the second replays the first's graph), then a
+  // decode step between them: rows of one check overwrite the last one's rejected drafts.
+  for (int round = 0; round < 2; ++round)
+    for (int n = 1; n <= 6; ++n) {
+      std::vector<int> rows;
+      for (int i = 0; i < n; ++i) rows.push_back((pos * 7 + i * 13) % vocab);
+      CAPTURE(n);
+      CAPTURE(pos);
+      std::span<const float> le = eager.forward_rows(rows, pos);
+      std::vector<double> want(le.begin(), le.end());
+      CHECK(relative_error(graph.forward_rows(rows, pos), want) < 1e-5);
+      pos += 1 + round;  // keep the first draft, as an accepted one
+    }
+  std::filesystem::remove(path);
+}
+
 }  // namespace
