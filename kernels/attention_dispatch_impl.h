@@ -73,9 +73,15 @@ void run_attention_tree(Library::Impl &im, const AttentionCall &c) {
       with_full_d<D>(c.head_dim, [&]<bool FULL_D>() {
         with_query_rows(im, c.rows, [&]<int BM>() {
           with_tensor_cores<KP, VP>(im, [&]<bool TC>() {
-            im.kernel<kernels::attention_tree<BM, STEP, D, TILE_IN_PAGE, FULL_D, KP, VP, TC>>()(
-                grid(cdiv(c.rows, BM), c.n_heads), c.q, kp, vp, c.block_table, c.ancestors, c.out, c.rows, c.pos0, c.n_heads, group,
-                c.n_kv_heads, c.head_dim, c.page_size, c.scale);
+            const Grid g = grid(cdiv(c.rows, BM), c.n_heads);
+            if (c.position)
+              im.kernel<kernels::attention_tree_at<BM, STEP, D, TILE_IN_PAGE, FULL_D, KP, VP, TC>>()(
+                  g, c.q, kp, vp, c.block_table, c.ancestors, c.position, c.out, c.rows, c.n_heads, group, c.n_kv_heads, c.head_dim, c.page_size,
+                  c.scale);
+            else
+              im.kernel<kernels::attention_tree<BM, STEP, D, TILE_IN_PAGE, FULL_D, KP, VP, TC>>()(
+                  g, c.q, kp, vp, c.block_table, c.ancestors, c.out, c.rows, c.pos0, c.n_heads, group, c.n_kv_heads, c.head_dim, c.page_size,
+                  c.scale);
           });
         });
       });

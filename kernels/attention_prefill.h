@@ -93,11 +93,10 @@ void attention_prefill_at(Ptr<const f32> q, Ptr<const typename KP::Storage> k_pa
 // row r sees every slot before pos0 (the text so far) and the slots of the rows set in
 // ancestors[r] (bit j: row j is r itself or one of its ancestors), so each node attends along
 // its own branch only, as if that branch had been run alone.
-template <int BM, int BN, int D, bool TILE_IN_PAGE, bool FULL_D, class KP = KvPlain<f32>, class VP = KvPlain<f32>, bool TENSOR_CORES = false>
-void attention_tree(Ptr<const f32> q, Ptr<const typename KP::Storage> k_pages, Ptr<const typename VP::Storage> v_pages,
-                    Ptr<const i32> block_table, Ptr<const i64> ancestors, Ptr<f32> out, Scalar<i32> rows, Dynamic<i32> pos0, Scalar<i32> n_heads,
-                    Scalar<i32> group, Scalar<i32> n_kv_heads, Scalar<i32> head_dim, Scalar<i32> page_size, Scalar<f32> scale) {
-  Scalar<i32> first = pos0;
+template <int BM, int BN, int D, bool TILE_IN_PAGE, bool FULL_D, class KP, class VP, bool TENSOR_CORES>
+void tree_attention_rows(Ptr<const f32> q, Ptr<const typename KP::Storage> k_pages, Ptr<const typename VP::Storage> v_pages,
+                         Ptr<const i32> block_table, Ptr<const i64> ancestors, Ptr<f32> out, Scalar<i32> rows, Scalar<i32> first, Scalar<i32> n_heads,
+                         Scalar<i32> group, Scalar<i32> n_kv_heads, Scalar<i32> head_dim, Scalar<i32> page_size, Scalar<f32> scale) {
   auto r = program_id(0) * BM + arange<BM>();
   auto bits = col(load(ancestors + minimum(r, rows - 1)));  // [BM, 1]
   flash_attention_rows<BM, BN, D, TILE_IN_PAGE, FULL_D, KP, VP, TENSOR_CORES>(
@@ -108,6 +107,25 @@ void attention_tree(Ptr<const f32> q, Ptr<const typename KP::Storage> k_pages, P
         auto node = wide(minimum(maximum(slot - first, 0), 63));  // [1, BN]
         return slot < first || ((bits >> node) & 1) != 0;
       });
+}
+
+// pos0 is Dynamic (one compiled kernel for every position).
+template <int BM, int BN, int D, bool TILE_IN_PAGE, bool FULL_D, class KP = KvPlain<f32>, class VP = KvPlain<f32>, bool TENSOR_CORES = false>
+void attention_tree(Ptr<const f32> q, Ptr<const typename KP::Storage> k_pages, Ptr<const typename VP::Storage> v_pages,
+                    Ptr<const i32> block_table, Ptr<const i64> ancestors, Ptr<f32> out, Scalar<i32> rows, Dynamic<i32> pos0, Scalar<i32> n_heads,
+                    Scalar<i32> group, Scalar<i32> n_kv_heads, Scalar<i32> head_dim, Scalar<i32> page_size, Scalar<f32> scale) {
+  tree_attention_rows<BM, BN, D, TILE_IN_PAGE, FULL_D, KP, VP, TENSOR_CORES>(q, k_pages, v_pages, block_table, ancestors, out, rows, pos0, n_heads,
+                                                                             group, n_kv_heads, head_dim, page_size, scale);
+}
+
+// The root's slot read from memory (position[0]), for a tree check captured once.
+template <int BM, int BN, int D, bool TILE_IN_PAGE, bool FULL_D, class KP = KvPlain<f32>, class VP = KvPlain<f32>, bool TENSOR_CORES = false>
+void attention_tree_at(Ptr<const f32> q, Ptr<const typename KP::Storage> k_pages, Ptr<const typename VP::Storage> v_pages,
+                       Ptr<const i32> block_table, Ptr<const i64> ancestors, Ptr<const i32> position, Ptr<f32> out, Scalar<i32> rows,
+                       Scalar<i32> n_heads, Scalar<i32> group, Scalar<i32> n_kv_heads, Scalar<i32> head_dim, Scalar<i32> page_size,
+                       Scalar<f32> scale) {
+  tree_attention_rows<BM, BN, D, TILE_IN_PAGE, FULL_D, KP, VP, TENSOR_CORES>(q, k_pages, v_pages, block_table, ancestors, out, rows, load(position),
+                                                                             n_heads, group, n_kv_heads, head_dim, page_size, scale);
 }
 
 }  // namespace kdsl::kernels

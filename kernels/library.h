@@ -173,6 +173,11 @@ class Library {
   // r or one of its ancestors; bit r must be set), so each node attends along its own branch.
   void attention_tree(const float *q, const void *k_pages, const void *v_pages, const int32_t *block_table, const int64_t *ancestors,
                       float *out, int rows, int pos0, int n_heads, int n_kv_heads, int head_dim, int page_size, float scale, KvTypes types = {});
+  // The same with pos0 read from memory (position[0], a device int): launches that do not
+  // change with the position, for a tree check captured once as a kdsl::LaunchGraph.
+  void attention_tree_at(const float *q, const void *k_pages, const void *v_pages, const int32_t *block_table, const int64_t *ancestors,
+                         const int32_t *position, float *out, int rows, int n_heads, int n_kv_heads, int head_dim, int page_size, float scale,
+                         KvTypes types = {});
   // Moves KV rows between positions: moves[2m] -> moves[2m + 1] (device ints), applied in
   // order m = 0, 1, ... (a token tree's accepted branch, moved behind the text so far).
   void kv_move(void *k_pages, void *v_pages, const int32_t *block_table, const int32_t *moves, int n_moves, int n_kv_heads, int head_dim,

@@ -21,6 +21,22 @@ void Library::attention_tree(const float *q, const void *k_pages, const void *v_
   detail::with_kv_types("attention_tree", types, head_dim, [&]<class KP, class VP>() { detail::run_attention_tree<KP, VP>(*impl_, call); });
 }
 
+void Library::attention_tree_at(const float *q, const void *k_pages, const void *v_pages, const int32_t *block_table, const int64_t *ancestors,
+                                const int32_t *position, float *out, int rows, int n_heads, int n_kv_heads, int head_dim, int page_size, float scale,
+                                KvTypes types) {
+  using detail::require;
+  require(rows >= 0 && rows <= 64 && n_heads > 0 && n_kv_heads > 0 && head_dim > 0 && page_size > 0 && n_heads % n_kv_heads == 0,
+          "attention_tree_at", [&] {
+            return "expected 0 <= rows <= 64, positive sizes and n_heads a multiple of n_kv_heads (rows " + std::to_string(rows) + ", n_heads " +
+                   std::to_string(n_heads) + ", n_kv_heads " + std::to_string(n_kv_heads) + ", head_dim " + std::to_string(head_dim) +
+                   ", page_size " + std::to_string(page_size) + ")";
+          });
+  if (rows == 0) return;
+  detail::AttentionCall call{q, k_pages, v_pages, block_table, ancestors, out, rows, 0, n_heads, n_kv_heads, head_dim, page_size, scale};
+  call.position = position;
+  detail::with_kv_types("attention_tree_at", types, head_dim, [&]<class KP, class VP>() { detail::run_attention_tree<KP, VP>(*impl_, call); });
+}
+
 void Library::attention(const float *q, const void *k_pages, const void *v_pages, const int32_t *block_table, float *out, int rows,
                         int pos0, int n_heads, int n_kv_heads, int head_dim, int page_size, float scale, KvTypes types) {
   using detail::require;

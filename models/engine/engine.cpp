@@ -263,6 +263,7 @@ Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions op
   step_ = Buffer<int32_t>(device, 2 * size_t(options.max_logit_rows));
   step_host_.resize(step_.size());
   step_graphs_.resize(size_t(options.max_logit_rows) + 1);
+  tree_graphs_.resize(size_t(std::min(options.max_logit_rows, kMaxTreeNodes)) + 1);
   graph_decode_ = options.decode_graph == DecodeGraph::On || (options.decode_graph == DecodeGraph::Auto && kernels_.dispatches_for_gpu());
 }
 
@@ -322,9 +323,10 @@ std::span<const float> Engine::run(std::span<const int> tokens, int pos, int log
     throw Error(fmt::format("positions {}..{} do not fit the context of {} tokens (raise --ctx)", pos, int64_t(pos) + total - 1, context_));
   for (int id : tokens)
     if (id < 0 || id >= vocab_) throw Error(fmt::format("token id {} is outside the vocabulary of {}", id, vocab_));
-  // A decode step, or a speculative check (every row's logits), through its graph.
-  if (graph_decode_ && !tree && !observer_ && logit_rows == total && total <= options_.max_batch) {
-    graph_step(tokens, pos);
+  // A decode step, or a speculative check of a chain or a tree (every row's logits), through
+  // its graph.
+  if (graph_decode_ && !observer_ && logit_rows == total && total <= options_.max_batch) {
+    graph_step(tokens, pos, tree);
     return host_logits(logit_rows);
   }
   const int first_logit = total - logit_rows;  // the rows whose logits are wanted: first_logit .. total - 1
@@ -374,11 +376,11 @@ const int32_t *Engine::put_step(std::span<const int> tokens, int pos) {
   return step_.data();
 }
 
-void Engine::graph_step(std::span<const int> tokens, int pos) {
+void Engine::graph_step(std::span<const int> tokens, int pos, bool tree) {
   const int n = int(tokens.size());
-  const int32_t *ids = put_step(tokens, pos);
-  auto launches = [&] { run_chunk(ids, n, 0, RowPositions{pos, false, ids + n}, 0); };
-  StepGraph &g = step_graphs_[size_t(n)];
+  const int32_t *ids = put_step(tokens, pos);  // then the rows' slots, pos .. pos + n - 1
+  auto launches = [&] { run_chunk(ids, n, 0, RowPositions{pos, tree, ids + n}, 0); };
+  StepGraph &g = (tree ? tree_graphs_ : step_graphs_)[size_t(n)];
   if (g.graph && g.generation == kernels_.scratch_generation()) return g.graph.replay();
   // Run once as it will be replayed: this compiles the step's kernels and sizes the Library's
   // scratch, neither of which a capture can do on a GPU. A recorder sees every step run so.
@@ -474,7 +476,10 @@ void Engine::layer(int l, int n, RowPositions where, bool fused) {
     kernels_.kv_append_at(k, v, k_pages, v_pages, block_table_.data(), where.at, n, kv_heads, hd, options_.page_size, options_.kv_types);
   else
     kernels_.kv_append(k, v, k_pages, v_pages, block_table_.data(), pos, n, kv_heads, hd, options_.page_size, options_.kv_types);
-  if (where.at)
+  if (where.at && where.tree)
+    kernels_.attention_tree_at(q, k_pages, v_pages, block_table_.data(), tree_ancestors_.data(), where.at, att_.data(), n, heads, kv_heads, hd,
+                               options_.page_size, scale, options_.kv_types);
+  else if (where.at)
     kernels_.attention_at(q, k_pages, v_pages, block_table_.data(), where.at, n, context_, att_.data(), heads, kv_heads, hd, options_.page_size, scale,
                           options_.kv_types);
   else if (where.tree)

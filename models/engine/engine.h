@@ -53,7 +53,7 @@ struct EngineOptions {
   // A decode step (one token, no tree, nothing observing) runs as launches that read its token
   // and position from device memory, captured once as a kdsl::LaunchGraph (a CUDA graph on
   // NVIDIA) and replayed at every later step (--decode-graph); so does a speculative check of
-  // n rows (forward_rows), with a graph per n.
+  // n rows (forward_rows, forward_tree), with a graph per n.
   DecodeGraph decode_graph = DecodeGraph::Auto;
 };
 
@@ -131,11 +131,11 @@ class Engine {
   // computes the logits of those from first_logit on.
   void run_chunk(const int32_t *ids, int n, int start, RowPositions where, int first_logit);
   void layer(int l, int n, RowPositions where, bool fused);
-  // A decode step or a speculative check (n rows, every row's logits) through the graph for n
-  // rows: the tokens and positions copied to step_, the graph replayed, or captured first
+  // A decode step or a speculative check (n rows, every row's logits; a chain, or a tree whose
+  // node positions and ancestors forward_tree has copied) through the graph for n rows: the tokens and positions copied to step_, the graph replayed, or captured first
   // (after one eager run of the same launches) where there is none or the Library's scratch
   // moved since.
-  void graph_step(std::span<const int> tokens, int pos);
+  void graph_step(std::span<const int> tokens, int pos, bool tree);
   // Copies the n tokens and their positions pos .. pos + n - 1 to step_ ([ids | positions], the
   // device memory a graph's launches read); returns step_'s address, where the ids are.
   const int32_t *put_step(std::span<const int> tokens, int pos);
@@ -178,7 +178,7 @@ class Engine {
     kdsl::LaunchGraph graph;
     uint64_t generation = 0;
   };
-  std::vector<StepGraph> step_graphs_;
+  std::vector<StepGraph> step_graphs_, tree_graphs_;  // by row count: chains, trees
   // Whether every product's weights have a kernel here that fuses the norm before it and the
   // residual add after it (Library::fuses_norm_and_add: on a GPU), so decode takes them.
   bool fuses_norms_ = false;

@@ -11,8 +11,8 @@ namespace kdsl::tools {
 // Adds --decode-graph to `app`, its value stored in `value` (one of auto, on, off).
 inline void add_decode_graph_option(CLI::App &app, std::string &value) {
   app.add_option("--decode-graph", value,
-                 "auto, on or off: each decode step's launches captured once as a graph (a CUDA graph on NVIDIA) and replayed, the token and "
-                 "position read from device memory; auto takes it on a GPU")
+                 "auto, on or off: each decode step's launches (and each speculative check's) captured once as a graph (a CUDA graph on "
+                 "NVIDIA) and replayed, tokens and positions read from device memory; auto takes it on a GPU")
       ->check(CLI::IsMember({"auto", "on", "off"}));
 }
 

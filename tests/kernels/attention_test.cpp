@@ -187,6 +187,12 @@ TEST_CASE("kernels: tree attention, each node along its own branch, over pages")
     library().attention_tree(q.data(), c.k_pages.data(), c.v_pages.data(), c.block_table.data(), ancestors.data(), out.data(), t.nodes, t.pos0, n_heads,
                              t.n_kv, t.D, t.page_size, scale);
     expect_close_scaled("tree attention", out, ref, size, 2e-5);
+    // The same with the root's slot read from memory (a tree check's graph).
+    const int32_t position[1] = {t.pos0};
+    std::vector<float> at(ref.size());
+    library().attention_tree_at(q.data(), c.k_pages.data(), c.v_pages.data(), c.block_table.data(), ancestors.data(), position, at.data(), t.nodes,
+                                n_heads, t.n_kv, t.D, t.page_size, scale);
+    expect_close_scaled("tree attention at a slot in memory", at, ref, size, 2e-5);
   }
   std::vector<float> q(64);
   std::string text = kdsl_test::error_text([&] {

@@ -135,11 +135,15 @@ TEST_CASE("engine on a CUDA device: weights uploaded once, then per token its id
   engine.keep_branch(branch, pos);
   const long long allocs_tree = fake.count.allocs(), htod_tree = fake.count.htod_bytes(), dtoh_tree = fake.count.dtoh_bytes();
   launches = fake.count.launches();
+  const int tree_graphs = fake.count.graph_launches();
   rows = engine.forward_tree(tree, parents, pos + 1);
+  CHECK(fake.count.graph_launches() == tree_graphs + 1);  // the tree check's own graph
   CHECK(rows.size() == 4 * size_t(model.hparams.n_vocab));
   engine.keep_branch(branch, pos + 1);
   CHECK(fake.count.allocs() == allocs_tree);
-  CHECK(fake.count.htod_bytes() - htod_tree == 4 * int64_t(sizeof(int32_t) + sizeof(int32_t) + sizeof(int64_t)) + 2 * 2 * int64_t(sizeof(int32_t)));
+  // Per node its id and slot, its position and its ancestor set; then the branch's two moves.
+  CHECK(fake.count.htod_bytes() - htod_tree ==
+        4 * int64_t(2 * sizeof(int32_t) + sizeof(int32_t) + sizeof(int64_t)) + 2 * 2 * int64_t(sizeof(int32_t)));
   CHECK(fake.count.dtoh_bytes() - dtoh_tree == 4 * int64_t(sizeof(float)) * model.hparams.n_vocab);
   CHECK(fake.count.launches() - launches >= int(model.layers.size()) * 11);  // and one KV move per layer
 
@@ -152,7 +156,7 @@ TEST_CASE("engine on a CUDA device: weights uploaded once, then per token its id
   engine.kernels().argmax(scores.data(), 10);
   engine.forward(token, 21);
   CHECK(fake.count.captures() == captured + 1);
-  CHECK(fake.count.graphs_live() == graphs + 4);  // the decode step's and the check's
+  CHECK(fake.count.graphs_live() == graphs + 6);  // the decode step's, the check's and the tree's
   std::filesystem::remove(path);
 }
 

@@ -79,7 +79,7 @@ TEST_CASE("engine: greedy decode with and without the decode graph picks the sam
   std::filesystem::remove(path);
 }
 
-TEST_CASE("engine: speculative checks (forward_rows) through their graphs give the eager checks' logits, each row count its own graph") {
+TEST_CASE("engine: speculative checks (forward_rows, forward_tree) through their graphs give the eager checks' logits, each row count its own graph") {
   std::string path = test::scratch_path("decode-graph-checks.gguf");
   write_synthetic_model(synth_preset("tiny"), path);
   ModelWeights model = load_model_weights(path);
@@ -106,6 +106,21 @@ TEST_CASE("engine: speculative checks (forward_rows) through their graphs give t
       CHECK(relative_error(graph.forward_rows(rows, pos), want) < 1e-5);
       pos += 1 + round;  // keep the first draft, as an accepted one
     }
+  // Token trees: each size its own graph, the node positions and ancestors copied before it.
+  const std::vector<std::vector<int>> shapes = {{-1, 0, 0}, {-1, 0, 1, 1, 0}, {-1, 0, 0}};
+  for (const std::vector<int> &parents : shapes) {
+    std::vector<int> nodes;
+    for (size_t i = 0; i < parents.size(); ++i) nodes.push_back((pos * 5 + int(i) * 11) % vocab);
+    CAPTURE(parents.size());
+    CAPTURE(pos);
+    std::span<const float> le = eager.forward_tree(nodes, parents, pos);
+    std::vector<double> want(le.begin(), le.end());
+    CHECK(relative_error(graph.forward_tree(nodes, parents, pos), want) < 1e-5);
+    const std::vector<int> branch = {0, 2};
+    eager.keep_branch(branch, pos);
+    graph.keep_branch(branch, pos);
+    pos += 2;
+  }
   std::filesystem::remove(path);
 }
 

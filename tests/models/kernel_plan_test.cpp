@@ -133,6 +133,7 @@ TEST_CASE("kernel plan: decode through the graph (--decode-graph on) plans its p
   std::string f16 = synthetic("tiny", GgmlType::F16, "plan-tiny-f16.gguf");
   check_plan_covers_generation(f16, Drafting::None, {}, DecodeGraph::On);
   check_plan_covers_generation(f16, Drafting::Ngram, {kernels::WeightType::F16, kernels::WeightType::F16}, DecodeGraph::On);
+  check_plan_covers_generation(f16, Drafting::NgramTree, {}, DecodeGraph::On);
   ModelWeights model = load_model_weights(f16);
   auto has = [&](DecodeGraph g, const char *kernel) {
     for (const std::string &k : texts(plan_kernels(model, kdsl_test::cpu(), {.batch_sizes = {4}, .context = 40, .decode_graph = g}).kernels))
