@@ -22,9 +22,10 @@ class CapturedLaunches;
 // from the stream into one CUDA graph: a replay is one cuGraphLaunch. Elsewhere a replay
 // reissues the recorded launches without their argument checks and specialization lookups.
 //
-// A capture holds launches only. On a GPU, copies to or from the device, allocations and
-// synchronize() inside it throw kdsl::Error naming the device; on the CPU, Buffers are host
-// memory and their copies run at once, so keep copies outside the capture on every device.
+// A capture holds launches only: Device::synchronize() inside it, and on a GPU copies to or
+// from the device and allocations, throw kdsl::Error naming the device. On the CPU, Buffers
+// are host memory and their copies run at once, so keep copies outside the capture on every
+// device.
 // Kernels must already be compiled where the capture cannot compile them: on a GPU run the
 // launches once before capturing them (a compile inside a capture is fine on the CPU).
 // Everything a graph's launches point at must outlive its replays; the graph keeps the

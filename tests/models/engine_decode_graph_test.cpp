@@ -9,6 +9,7 @@
 
 #include "models/engine/engine.h"
 #include "models/synth/synth_model.h"
+#include "tests/models/logit_error.h"
 #include "tests/models/reference_forward.h"
 #include "tests/models/shared_models.h"
 #include "tests/test_util.h"
@@ -18,12 +19,7 @@ using namespace kdsl::models;
 
 namespace {
 
-double relative_error(std::span<const float> got, const std::vector<double> &want) {
-  double scale = 0, worst = 0;
-  for (double w : want) scale = std::max(scale, std::fabs(w));
-  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(double(got[i]) - want[i]));
-  return worst / scale;
-}
+using kdsl::test::relative_error;
 
 TEST_CASE("engine: decode through a LaunchGraph on the CPU matches the float64 reference at every step, before and after a recapture") {
   std::string path = test::scratch_path("decode-graph-tiny.gguf");

@@ -7,6 +7,7 @@
 
 #include "models/engine/engine.h"
 #include "models/synth/synth_model.h"
+#include "tests/models/logit_error.h"
 #include "tests/models/reference_forward.h"
 #include "tests/models/shared_models.h"
 #include "tests/test_util.h"
@@ -34,12 +35,7 @@ std::string qwen3_tiny() {
   return path;
 }
 
-double relative_error(std::span<const float> got, const std::vector<double> &want) {
-  double scale = 0, worst = 0;
-  for (double w : want) scale = std::max(scale, std::fabs(w));
-  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(double(got[i]) - want[i]));
-  return worst / scale;
-}
+using kdsl::test::relative_error;
 
 int argmax(std::span<const float> x) { return int(std::max_element(x.begin(), x.end()) - x.begin()); }
 

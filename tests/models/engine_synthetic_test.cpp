@@ -10,6 +10,7 @@
 #include "models/gguf/quantize_model.h"
 #include "models/synth/synth_model.h"
 #include "tests/models/gguf_patch.h"
+#include "tests/models/logit_error.h"
 #include "tests/models/reference_forward.h"
 #include "tests/models/shared_models.h"
 #include "tests/test_util.h"
@@ -19,12 +20,7 @@ using namespace kdsl::models;
 
 namespace {
 
-double relative_error(std::span<const float> got, const std::vector<double> &want) {
-  double scale = 0, worst = 0;
-  for (double w : want) scale = std::max(scale, std::fabs(w));
-  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(double(got[i]) - want[i]));
-  return worst / scale;
-}
+using kdsl::test::relative_error;
 
 // The worst difference between the engine's and the reference's logits, over the largest
 // logit, allowed at every step: 1e-4 covers f32 rounding.
