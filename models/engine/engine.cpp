@@ -11,6 +11,8 @@
 
 #include <kdsl/error.h>
 
+#include "models/common/warning.h"
+
 namespace kdsl::models {
 namespace {
 
@@ -386,7 +388,15 @@ void Engine::graph_step(std::span<const int> tokens, int pos, bool tree) {
   // scratch, neither of which a capture can do on a GPU. A recorder sees every step run so.
   launches();
   if (options_.recorder) return;
-  g.graph = kdsl::LaunchGraph::capture(device_, launches);
+  try {
+    g.graph = kdsl::LaunchGraph::capture(device_, launches);
+  } catch (const Error &e) {
+    // The step ran; a device that refuses the capture (an old driver) decodes without graphs,
+    // said once, rather than stopping the generation (--decode-graph off does so from the start).
+    graph_decode_ = false;
+    report_warning(fmt::format("decoding without graphs: {}", e.what()));
+    return;
+  }
   g.generation = kernels_.scratch_generation();
 }
 

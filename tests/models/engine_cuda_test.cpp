@@ -13,6 +13,7 @@
 #include <kdsl/kdsl.h>
 
 #include "codegen/nvptx/ptxas.h"
+#include "models/common/warning.h"
 #include "models/engine/engine.h"
 #include "models/synth/synth_model.h"
 #include "runtime/cuda/cuda_device.h"
@@ -157,6 +158,40 @@ TEST_CASE("engine on a CUDA device: weights uploaded once, then per token its id
   engine.forward(token, 21);
   CHECK(fake.count.captures() == captured + 1);
   CHECK(fake.count.graphs_live() == graphs + 6);  // the decode step's, the check's and the tree's
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("engine on a CUDA device: a capture the driver refuses is said once, and decoding goes on without graphs") {
+  if (codegen::nvptx::find_libdevice().empty()) {
+    MESSAGE("skipped: no CUDA toolkit with libdevice (the engine's kernels call exp) under /usr/local/cuda");
+    return;
+  }
+  std::string path = test::scratch_path("engine-cuda-tiny-refused.gguf");
+  write_synthetic_model(synth_preset("tiny"), path);
+  ModelWeights model = load_model_weights(path);
+  FakeGpu fake;
+  void *h = dlopen(KDSL_FAKE_LIBCUDA, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  REQUIRE(h);
+  auto fail_next_capture = reinterpret_cast<void (*)(int)>(dlsym(h, "fake_cuda_fail_next_capture"));
+  REQUIRE(bool(fail_next_capture));
+  Engine engine(model, fake.device(), EngineOptions{.context = 64, .page_size = 16});
+  std::vector<std::string> warnings;
+  WarningSink previous = set_warning_sink([&](const std::string &w) { warnings.push_back(w); });
+  int token[1] = {42};
+  const int captures = fake.count.captures();
+  fail_next_capture(801);  // CUDA_ERROR_NOT_SUPPORTED
+  engine.forward(token, 0);
+  const int graph_launches = fake.count.graph_launches(), launches = fake.count.launches();
+  engine.forward(token, 1);
+  engine.forward(token, 2);
+  set_warning_sink(previous);
+  REQUIRE(warnings.size() == 1);
+  INFO(warnings[0]);
+  CHECK(warnings[0].find("decoding without graphs: LaunchGraph::capture on cuda:0") == 0);
+  CHECK(warnings[0].find("cuStreamBeginCapture failed") != std::string::npos);
+  CHECK(fake.count.captures() == captures);
+  CHECK(fake.count.graph_launches() == graph_launches);
+  CHECK(fake.count.launches() - launches == 2 * (int(model.layers.size()) * 7 + 2));  // eager
   std::filesystem::remove(path);
 }
 

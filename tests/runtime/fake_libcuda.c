@@ -295,7 +295,15 @@ CUresult cuEventDestroy_v2(void *e) { return 0; }
 
 struct CUgraph_st { int nodes; };
 struct CUgraphExec_st { int nodes; };
+/* The next cuStreamBeginCapture fails with `code` (once). */
+static int fail_capture;
+void fake_cuda_fail_next_capture(int code) { fail_capture = code; }
 CUresult cuStreamBeginCapture_v2(void *s, int mode) {
+  if (fail_capture) {
+    CUresult r = fail_capture;
+    fail_capture = 0;
+    return r;
+  }
   if (capture.on) return 900; /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: already capturing */
   capture.on = 1, capture.invalidated = 0, capture.nodes = 0;
   return 0;

@@ -116,6 +116,8 @@ class CudaDevice final : public Backend {
   // Launches on the capturing stream (the driver records it) and keeps the code loaded.
   void capture_launch(std::shared_ptr<LoadedCode> code, const LaunchRequest &request) override;
   std::unique_ptr<CapturedLaunches> end_capture() override;
+  // drv_.check for the capture's calls, naming LaunchGraph::capture and the device.
+  void capture_check(cuda::CUresult result, const char *call) const;
   // Launches an instantiated graph of `launches` kernels on the device's stream (KDSL_PROFILE
   // times it as one entry, "graph of N launches").
   void launch_graph(cuda::CUgraphExec graph, size_t launches);

@@ -42,6 +42,15 @@ class CudaGraph final : public CapturedLaunches {
 
 }  // namespace
 
+void CudaDevice::capture_check(cuda::CUresult result, const char *call) const {
+  if (result == 0) return;
+  try {
+    drv_.check(result, call);
+  } catch (const Error &e) {
+    throw Error(fmt::format("LaunchGraph::capture on {}: {}", name_, e.what()));
+  }
+}
+
 void CudaDevice::begin_capture() {
   if (!drv_.cuStreamBeginCapture || !drv_.cuStreamEndCapture || !drv_.cuGraphInstantiate || !drv_.cuGraphLaunch || !drv_.cuGraphExecDestroy ||
       !drv_.cuGraphDestroy)
@@ -51,7 +60,8 @@ void CudaDevice::begin_capture() {
   std::lock_guard lock(capture_mutex_);
   if (capturing()) throw Error(fmt::format("LaunchGraph::capture: {} is already capturing; captures do not nest", name_));
   make_current();
-  check(drv_.cuStreamBeginCapture(stream_, cuda::kStreamCaptureModeRelaxed), "cuStreamBeginCapture");
+  // The driver's own words, without the last launch's note: a refused capture is no kernel's fault.
+  capture_check(drv_.cuStreamBeginCapture(stream_, cuda::kStreamCaptureModeRelaxed), "cuStreamBeginCapture");
   captured_code_.clear();
   captured_launches_ = 0;
   capturing_.store(true, std::memory_order_release);
@@ -71,12 +81,12 @@ std::unique_ptr<CapturedLaunches> CudaDevice::end_capture() {
   code.swap(captured_code_);
   make_current();
   cuda::CUgraph graph = nullptr;
-  check(drv_.cuStreamEndCapture(stream_, &graph), "cuStreamEndCapture");
+  capture_check(drv_.cuStreamEndCapture(stream_, &graph), "cuStreamEndCapture");
   cuda::CUgraphExec exec = nullptr;
   cuda::CUresult r = drv_.cuGraphInstantiate(&exec, graph, 0);
   if (r != 0) {
     drv_.cuGraphDestroy(graph);
-    check(r, "cuGraphInstantiateWithFlags");
+    capture_check(r, "cuGraphInstantiateWithFlags");
   }
   // Each module once: a decode step launches the same few kernels hundreds of times.
   std::sort(code.begin(), code.end());
