@@ -97,11 +97,15 @@ TEST_CASE("nvptx: prefill attention over an f16 KV cache takes both dots on mma.
     codegen::CompiledObject obj = compile(k, arch);
     CHECK(contains(obj.ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"));
     CHECK(obj.resources.spill_store_bytes == 0);
+    MESSAGE(std::string(arch), " tensor-core form: ", obj.resources.registers, " registers, ", obj.resources.dynamic_shared_bytes, " bytes of shared memory");
   }
   // The f32 form (the CPU's) multiplies on FMAs: its dots are f32.
   auto plain = tools::named_kernel<kernels::attention_prefill<16, 32, 128, true, true, kernels::KvPlain<f16>, kernels::KvPlain<f16>, false>>(
       "attention_prefill_f32", 4);
-  CHECK_FALSE(contains(compile(plain, "sm_80").ptx, "mma.sync"));
+  codegen::CompiledObject f32_form = compile(plain, "sm_80");
+  CHECK_FALSE(contains(f32_form.ptx, "mma.sync"));
+  MESSAGE("sm_80 f32 form: ", f32_form.resources.registers, " registers, ", f32_form.resources.dynamic_shared_bytes, " bytes of shared memory, ",
+          f32_form.resources.spill_store_bytes, " bytes spilled");
 }
 
 // Triton's tutorial configuration with an f16 output: three stages of A [128 x 64] and B
