@@ -132,8 +132,10 @@ TEST_CASE("emulated: the decode combine leaves out splits that attended to nothi
       CHECK(std::fabs(double(out[size_t(h) * head_dim + size_t(d)]) - num / den) <= 1e-5);
     }
   }
+  // exp on the GPU (ex2.approx) and on the host differ in the last bits: 1.07e-5 was seen
+  // (KDSL_TEST_SEED=1958111652); an empty split let in would be NaN, one weighed wrong O(1).
   CHECK(compare(named_kernel<kernels::attention_combine<32, 64>>("combine"), grid(n_heads),
-                {array(part_out), array(part_ml), array(out), value(splits), value(head_dim)}, f) <= 1e-5);
+                {array(part_out), array(part_ml), array(out), value(splits), value(head_dim)}, f) <= 1e-4);
 }
 
 TEST_CASE("emulated: prefill and tree attention over a q8_0 cache") {
@@ -167,8 +169,10 @@ TEST_CASE("emulated: prefill and tree attention over a q8_0 cache") {
 
 // A GPU's f16 or bf16 cache takes the prefill and tree dots on tensor cores (mma.sync, MFMA):
 // the lowering against the host running the same kernel. q and P are rounded to the cache's
-// type on both sides; a P that lands on the other side of a rounding boundary (f32 sums in
-// another order) moves an output by about one ulp of the type.
+// type on both sides; a P that lands on the other side of a rounding boundary (f32 sums and
+// exp in another order and form) moves an output by up to one ulp of the type times its
+// weight, which an output cancelling to near zero makes large elementwise (0.044 seen for
+// bf16): compared normwise, against the largest output.
 TEST_CASE("emulated: prefill and tree attention on tensor cores over f16 and bf16 caches") {
   const Flavour f = each_emulated_target();
   KDSL_TEST_RNG(rng);
@@ -187,7 +191,7 @@ TEST_CASE("emulated: prefill and tree attention on tensor cores over f16 and bf1
                   grid(cdiv(rows, 16), n_heads),
                   {array(q), array(stored(c.k_pages, half())), array(stored(c.v_pages, half())), array(c.block_table), array(out), value(rows), value(pos0),
                    value(n_heads), value(group), value(n_kv), value(64), value(16), value(0.125f)},
-                  f) <= 2e-3);
+                  f, emulator_test::Metric::Normwise) <= 2e-3);
   }
   {
     kernels_test::PagedCache c(rng, pos0 + rows, 24, n_kv, 40);  // a ragged head, steps across pages
@@ -200,7 +204,7 @@ TEST_CASE("emulated: prefill and tree attention on tensor cores over f16 and bf1
                   grid(cdiv(rows, 16), n_heads),
                   {array(q), array(stored(c.k_pages, bfloat16())), array(stored(c.v_pages, bfloat16())), array(c.block_table), array(ancestors), array(out),
                    value(rows), value(pos0), value(n_heads), value(group), value(n_kv), value(40), value(24), value(0.15f)},
-                  f) <= 1.6e-2);
+                  f, emulator_test::Metric::Normwise) <= 1.6e-2);
   }
 }
 
