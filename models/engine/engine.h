@@ -132,9 +132,9 @@ class Engine {
   void run_chunk(const int32_t *ids, int n, int start, RowPositions where, int first_logit);
   void layer(int l, int n, RowPositions where, bool fused);
   // A decode step or a speculative check (n rows, every row's logits; a chain, or a tree whose
-  // node positions and ancestors forward_tree has copied) through the graph for n rows: the tokens and positions copied to step_, the graph replayed, or captured first
-  // (after one eager run of the same launches) where there is none or the Library's scratch
-  // moved since.
+  // node positions and ancestors forward_tree has copied) through the graph for n rows: the
+  // tokens and positions copied to step_, the graph replayed, or captured first (after one
+  // eager run of the same launches) where there is none or the Library's scratch moved since.
   void graph_step(std::span<const int> tokens, int pos, bool tree);
   // Copies the n tokens and their positions pos .. pos + n - 1 to step_ ([ids | positions], the
   // device memory a graph's launches read); returns step_'s address, where the ids are.

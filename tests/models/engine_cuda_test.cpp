@@ -31,6 +31,7 @@ struct FakeCounters {
   int (*graph_launches)() = nullptr;
   int (*graphs_live)() = nullptr;
   int (*captures)() = nullptr;
+  void (*fail_next_capture)(int) = nullptr;
   void (*set_params)(int, const size_t *) = nullptr;
 };
 
@@ -47,17 +48,28 @@ struct FakeGpu {
     count.graph_launches = reinterpret_cast<int (*)()>(dlsym(h, "fake_cuda_graph_launches"));
     count.graphs_live = reinterpret_cast<int (*)()>(dlsym(h, "fake_cuda_graphs_live"));
     count.captures = reinterpret_cast<int (*)()>(dlsym(h, "fake_cuda_captures"));
+    count.fail_next_capture = reinterpret_cast<void (*)(int)>(dlsym(h, "fake_cuda_fail_next_capture"));
     count.set_params = reinterpret_cast<void (*)(int, const size_t *)>(dlsym(h, "fake_cuda_set_params"));
     count.set_params(0, nullptr);  // record no argument bytes: the engine's kernels take many
   }
   Device device() { return Device(std::make_shared<detail::CudaDevice>(0, driver)); }
 };
 
+// The engine's kernels call exp, which the toolkit's libdevice gives.
+bool have_libdevice() {
+  if (!codegen::nvptx::find_libdevice().empty()) return true;
+  MESSAGE("skipped: no CUDA toolkit with libdevice (the engine's kernels call exp) under /usr/local/cuda");
+  return false;
+}
+
+// Launches of one decode step with the norms, residual adds and SwiGLU fused into the
+// products: per layer the q, k and v product, rope, KV append, attention (one split at these
+// contexts), the output product, the gate, up and SwiGLU product, the down product; then the
+// embedding and the logits.
+int decode_step_launches(const ModelWeights &model) { return int(model.layers.size()) * 7 + 2; }
+
 TEST_CASE("engine on a CUDA device: weights uploaded once, then per token its id and position in, one CUDA graph, the logits out") {
-  if (codegen::nvptx::find_libdevice().empty()) {
-    MESSAGE("skipped: no CUDA toolkit with libdevice (the engine's kernels call exp) under /usr/local/cuda");
-    return;
-  }
+  if (!have_libdevice()) return;
   std::string path = test::scratch_path("engine-cuda-tiny.gguf");
   SynthConfig config = synth_preset("tiny");
   write_synthetic_model(config, path);
@@ -107,10 +119,7 @@ TEST_CASE("engine on a CUDA device: weights uploaded once, then per token its id
   CHECK(fake.count.captures() == captures + 1);  // captured once
   const int per_step = (fake.count.launches() - launches) / steps;
   CHECK((fake.count.launches() - launches) % steps == 0);
-  // Per layer, with the norms, residual adds and SwiGLU fused into the products: the q, k and v
-  // product, rope, KV append, attention (one split this short), the output product, the gate,
-  // up and SwiGLU product, the down product; then the embedding and the logits.
-  CHECK(per_step == int(model.layers.size()) * 7 + 2);
+  CHECK(per_step == decode_step_launches(model));
   MESSAGE("per decode step: ", per_step, " launches for ", model.layers.size(), " layers");
 
   // A speculative check of the last token and 3 drafts: 4 ids and their positions in, 4 rows of
@@ -162,24 +171,18 @@ TEST_CASE("engine on a CUDA device: weights uploaded once, then per token its id
 }
 
 TEST_CASE("engine on a CUDA device: a capture the driver refuses is said once, and decoding goes on without graphs") {
-  if (codegen::nvptx::find_libdevice().empty()) {
-    MESSAGE("skipped: no CUDA toolkit with libdevice (the engine's kernels call exp) under /usr/local/cuda");
-    return;
-  }
+  if (!have_libdevice()) return;
   std::string path = test::scratch_path("engine-cuda-tiny-refused.gguf");
   write_synthetic_model(synth_preset("tiny"), path);
   ModelWeights model = load_model_weights(path);
   FakeGpu fake;
-  void *h = dlopen(KDSL_FAKE_LIBCUDA, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-  REQUIRE(h);
-  auto fail_next_capture = reinterpret_cast<void (*)(int)>(dlsym(h, "fake_cuda_fail_next_capture"));
-  REQUIRE(bool(fail_next_capture));
+  REQUIRE(bool(fake.count.fail_next_capture));
   Engine engine(model, fake.device(), EngineOptions{.context = 64, .page_size = 16});
   std::vector<std::string> warnings;
   WarningSink previous = set_warning_sink([&](const std::string &w) { warnings.push_back(w); });
   int token[1] = {42};
   const int captures = fake.count.captures();
-  fail_next_capture(801);  // CUDA_ERROR_NOT_SUPPORTED
+  fake.count.fail_next_capture(801);  // CUDA_ERROR_NOT_SUPPORTED
   engine.forward(token, 0);
   const int graph_launches = fake.count.graph_launches(), launches = fake.count.launches();
   engine.forward(token, 1);
@@ -191,15 +194,12 @@ TEST_CASE("engine on a CUDA device: a capture the driver refuses is said once, a
   CHECK(warnings[0].find("cuStreamBeginCapture failed") != std::string::npos);
   CHECK(fake.count.captures() == captures);
   CHECK(fake.count.graph_launches() == graph_launches);
-  CHECK(fake.count.launches() - launches == 2 * (int(model.layers.size()) * 7 + 2));  // eager
+  CHECK(fake.count.launches() - launches == 2 * decode_step_launches(model));  // eager
   std::filesystem::remove(path);
 }
 
 TEST_CASE("engine on a CUDA device: --decode-graph off launches each decode kernel, with the token id alone copied in") {
-  if (codegen::nvptx::find_libdevice().empty()) {
-    MESSAGE("skipped: no CUDA toolkit with libdevice (the engine's kernels call exp) under /usr/local/cuda");
-    return;
-  }
+  if (!have_libdevice()) return;
   std::string path = test::scratch_path("engine-cuda-tiny-eager.gguf");
   write_synthetic_model(synth_preset("tiny"), path);
   ModelWeights model = load_model_weights(path);
@@ -212,7 +212,7 @@ TEST_CASE("engine on a CUDA device: --decode-graph off launches each decode kern
   engine.forward(token, 1);
   CHECK(fake.count.htod_bytes() - htod == int64_t(sizeof(int32_t)));
   CHECK(fake.count.graph_launches() == graph_launches);
-  CHECK(fake.count.launches() - launches == int(model.layers.size()) * 7 + 2);
+  CHECK(fake.count.launches() - launches == decode_step_launches(model));
   std::filesystem::remove(path);
 }
 

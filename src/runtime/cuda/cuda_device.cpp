@@ -199,15 +199,7 @@ void CudaDevice::launch(const CudaFunction &f, const int32_t grid[3], const uint
 void CudaDevice::launch(const CudaFunction &f, const unsigned grid[3], const unsigned block[3], int shared_bytes, void **params) {
   if (uint64_t(grid[0]) * grid[1] * grid[2] == 0) return;
   make_current();
-  // KDSL_PROFILE: each launch is bracketed by events and left to run as it would unprofiled,
-  // so the table shows the kernels' own times and, apart, the device's idle time between them
-  // (what launching costs where the host does not keep ahead of the device).
-  const bool profiling = launch_profile_enabled() && !capturing();  // a capture records launches, not events
-  cuda::CUevent start = nullptr;
-  if (profiling) {
-    start = take_event();
-    check(drv_.cuEventRecord(start, stream_), "cuEventRecord");
-  }
+  cuda::CUevent start = profile_begin();
   cuda::CUresult r =
       drv_.cuLaunchKernel(f.function, grid[0], grid[1], grid[2], block[0], block[1], block[2], unsigned(shared_bytes), stream_, params, nullptr);
   if (r != 0) {
@@ -221,17 +213,8 @@ void CudaDevice::launch(const CudaFunction &f, const unsigned grid[3], const uns
     throw Error(fmt::format("kernel '{}' did not launch on {} (grid ({}, {}, {}), block ({}, {}, {}), {} bytes of dynamic shared memory): {}{}", f.name,
                             name_, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes, why, last_launch_note()));
   }
-  if (profiling) {
-    cuda::CUevent stop = take_event();
-    check(drv_.cuEventRecord(stop, stream_), "cuEventRecord");
-    profiled_.push_back({f.name, start, stop});
-    constexpr size_t kProfileBatch = 4096;  // events held before a batch is read (a full one waits)
-    if (profiled_.size() >= kProfileBatch) read_profile();
-  }
-  std::lock_guard lock(last_mutex_);
-  last_.name.assign(f.name);  // reuses its capacity: no allocation per launch
-  for (int i = 0; i < 3; ++i) last_.grid[i] = grid[i], last_.block[i] = block[i];
-  last_.shared_bytes = shared_bytes;
+  profile_end(start, f.name);
+  note_last_launch(f.name, grid, block, shared_bytes);
   // CUDA_LAUNCH_BLOCKING=1 makes the driver wait here, so a fault names this launch.
 }
 
@@ -246,6 +229,33 @@ void CudaDevice::synchronize() {
   make_current();
   check(drv_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
   if (!profiled_.empty()) read_profile();
+}
+
+// KDSL_PROFILE: each launch is bracketed by events and left to run as it would unprofiled,
+// so the table shows the kernels' own times and, apart, the device's idle time between them
+// (what launching costs where the host does not keep ahead of the device). A capture records
+// launches, not events.
+cuda::CUevent CudaDevice::profile_begin() {
+  if (!launch_profile_enabled() || capturing()) return nullptr;
+  cuda::CUevent start = take_event();
+  check(drv_.cuEventRecord(start, stream_), "cuEventRecord");
+  return start;
+}
+
+void CudaDevice::profile_end(cuda::CUevent start, const std::string &name) {
+  if (!start) return;
+  cuda::CUevent stop = take_event();
+  check(drv_.cuEventRecord(stop, stream_), "cuEventRecord");
+  profiled_.push_back({name, start, stop});
+  constexpr size_t kProfileBatch = 4096;  // events held before a batch is read (a full one waits)
+  if (profiled_.size() >= kProfileBatch) read_profile();
+}
+
+void CudaDevice::note_last_launch(const std::string &name, const unsigned grid[3], const unsigned block[3], int shared_bytes) {
+  std::lock_guard lock(last_mutex_);
+  last_.name.assign(name);  // reuses its capacity: no allocation per launch
+  for (int i = 0; i < 3; ++i) last_.grid[i] = grid[i], last_.block[i] = block[i];
+  last_.shared_bytes = shared_bytes;
 }
 
 cuda::CUevent CudaDevice::take_event() {

@@ -118,9 +118,9 @@ class CudaDevice final : public Backend {
   std::unique_ptr<CapturedLaunches> end_capture() override;
   // drv_.check for the capture's calls, naming LaunchGraph::capture and the device.
   void capture_check(cuda::CUresult result, const char *call) const;
-  // Launches an instantiated graph of `launches` kernels on the device's stream (KDSL_PROFILE
-  // times it as one entry, "graph of N launches").
-  void launch_graph(cuda::CUgraphExec graph, size_t launches);
+  // Launches an instantiated graph on the device's stream; KDSL_PROFILE times it as one entry,
+  // `name` ("graph of N launches"), which also names it as the last launch.
+  void launch_graph(cuda::CUgraphExec graph, const std::string &name);
   // Milliseconds `body` takes on the device's stream, timed with CUDA events.
   template <class F>
   double time_ms(F &&body) {
@@ -144,6 +144,12 @@ class CudaDevice final : public Backend {
   std::mutex stand_ins_mutex_;
   cuda::CUdeviceptr stand_ins_ = 0;
   cuda::CUevent take_event();
+  // KDSL_PROFILE's bracket around work issued on the stream: the event before it (null when
+  // not profiling, or while capturing), then the event after it and the table's entry `name`.
+  cuda::CUevent profile_begin();
+  void profile_end(cuda::CUevent start, const std::string &name);
+  // Notes the last work issued on the stream, for last_launch_note.
+  void note_last_launch(const std::string &name, const unsigned grid[3], const unsigned block[3], int shared_bytes);
   // Waits for the profiled launches (at a point that waits anyway: a copy back, synchronize, or
   // a full batch), records each one's time and the device's idle time between them.
   void read_profile();

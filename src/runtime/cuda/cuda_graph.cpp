@@ -6,7 +6,6 @@
 #include <kdsl/error.h>
 
 #include "runtime/cuda/cuda_device.h"
-#include "runtime/launch_profile.h"
 #include "support/log.h"
 
 namespace kdsl::detail {
@@ -19,14 +18,15 @@ class CudaGraph final : public CapturedLaunches {
  public:
   CudaGraph(CudaDevice &device, const cuda::Driver &drv, cuda::CUgraph graph, cuda::CUgraphExec exec, std::vector<std::shared_ptr<LoadedCode>> code,
             size_t launches)
-      : device_(device), drv_(drv), graph_(graph), exec_(exec), code_(std::move(code)), launches_(launches) {}
+      : device_(device), drv_(drv), graph_(graph), exec_(exec), code_(std::move(code)), launches_(launches),
+        name_(fmt::format("graph of {} launches", launches)) {}
   ~CudaGraph() override {
     // Never throws; a driver that has shut down (at exit) has freed both already.
     if (exec_) drv_.cuGraphExecDestroy(exec_);
     if (graph_) drv_.cuGraphDestroy(graph_);
   }
   void replay() override {
-    device_.launch_graph(exec_, launches_);
+    device_.launch_graph(exec_, name_);
     count_replayed_launches(launches_);
   }
   size_t launches() const override { return launches_; }
@@ -38,6 +38,7 @@ class CudaGraph final : public CapturedLaunches {
   cuda::CUgraphExec exec_;
   std::vector<std::shared_ptr<LoadedCode>> code_;
   size_t launches_;
+  std::string name_;  // KDSL_PROFILE's entry and the last launch's name, made once
 };
 
 }  // namespace
@@ -95,29 +96,17 @@ std::unique_ptr<CapturedLaunches> CudaDevice::end_capture() {
   return std::make_unique<CudaGraph>(*this, drv_, graph, exec, std::move(code), captured_launches_);
 }
 
-void CudaDevice::launch_graph(cuda::CUgraphExec graph, size_t launches) {
+void CudaDevice::launch_graph(cuda::CUgraphExec graph, const std::string &name) {
   make_current();
-  const bool profiling = launch_profile_enabled();
-  cuda::CUevent start = nullptr;
-  if (profiling) {
-    start = take_event();
-    check(drv_.cuEventRecord(start, stream_), "cuEventRecord");
-  }
-  const std::string name = fmt::format("graph of {} launches", launches);
+  cuda::CUevent start = profile_begin();
   cuda::CUresult r = drv_.cuGraphLaunch(graph, stream_);
   if (r != 0) {
     if (start) spare_events_.push_back(start);
     check(r, "cuGraphLaunch");
   }
-  if (profiling) {
-    cuda::CUevent stop = take_event();
-    check(drv_.cuEventRecord(stop, stream_), "cuEventRecord");
-    profiled_.push_back({name, start, stop});
-  }
-  std::lock_guard lock(last_mutex_);
-  last_.name = name;
-  for (int i = 0; i < 3; ++i) last_.grid[i] = 0, last_.block[i] = 0;
-  last_.shared_bytes = 0;
+  profile_end(start, name);
+  const unsigned none[3] = {0, 0, 0};  // a graph has no one shape
+  note_last_launch(name, none, none, 0);
 }
 
 }  // namespace kdsl::detail
