@@ -42,7 +42,7 @@ using storage_t = typename T::storage;
 // The value of any host storage element, as a double.
 template <class S>
 double as_double(S v) {
-  if constexpr (std::is_same_v<S, kdsl::half> || std::is_same_v<S, kdsl::bfloat16>) return double(float(v));
+  if constexpr (std::is_same_v<S, kdsl::half> || std::is_same_v<S, kdsl::bfloat16> || std::is_same_v<S, kdsl::float8_e4m3>) return double(float(v));
   else return double(v);
 }
 
@@ -50,7 +50,7 @@ double as_double(S v) {
 template <class T>
 storage_t<T> to_storage(double v) {
   using S = storage_t<T>;
-  if constexpr (std::is_same_v<S, kdsl::half> || std::is_same_v<S, kdsl::bfloat16>) return S(float(v));
+  if constexpr (std::is_same_v<S, kdsl::half> || std::is_same_v<S, kdsl::bfloat16> || std::is_same_v<S, kdsl::float8_e4m3>) return S(float(v));
   else return S(v);
 }
 template <class T>
@@ -63,6 +63,7 @@ template <class T>
 constexpr double epsilon() {
   if constexpr (std::is_same_v<T, kdsl::f16>) return 0x1p-10;
   else if constexpr (std::is_same_v<T, kdsl::bf16>) return 0x1p-7;
+  else if constexpr (std::is_same_v<T, kdsl::f8e4m3>) return 0x1p-3;
   else return 0x1p-23;
 }
 

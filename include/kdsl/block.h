@@ -242,6 +242,7 @@ B constant(V value) {
     if constexpr (std::is_same_v<E, f32>) v = double(float(v));
     else if constexpr (std::is_same_v<E, f16>) v = double(f16_bits_to_f32(f32_to_f16_bits(float(v))));
     else if constexpr (std::is_same_v<E, bf16>) v = double(bf16_bits_to_f32(f32_to_bf16_bits(float(v))));
+    else if constexpr (std::is_same_v<E, f8e4m3>) v = double(e4m3_bits_to_f32(f32_to_e4m3_bits(float(v))));
     return make<B>(emit(OpKind::Constant, {}, B::type(), {}, v));
   } else {
     static_assert(std::is_integral_v<V> || std::is_enum_v<V> || std::is_same_v<V, bool>,

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include <kdsl/formats/fp8.h>
 #include <kdsl/half.h>
 
 namespace kdsl {
@@ -18,7 +19,8 @@ namespace kdsl {
   X(I32, "i32", int32_t, 4)        \
   X(I64, "i64", int64_t, 8)        \
   X(U32, "u32", uint32_t, 4)       \
-  X(Bool, "i1", bool, 1)
+  X(Bool, "i1", bool, 1)             \
+  X(F8E4M3, "f8e4m3", kdsl::float8_e4m3, 1)
 
 enum class DType : uint8_t {
 #define X(e, name, storage, bytes) e,
@@ -48,7 +50,9 @@ constexpr int dtype_bytes(DType t) {
   return 0;
 }
 
-constexpr bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+// f16, bf16 and f8e4m3 are storage types: their values compute in f32 and are rounded to
+// the type after each op (element_semantics.h).
+constexpr bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F8E4M3; }
 constexpr bool is_unsigned(DType t) { return t == DType::U8 || t == DType::U32 || t == DType::Bool; }
 constexpr bool is_integer(DType t) { return !is_float(t); }
 
@@ -66,6 +70,7 @@ KDSL_DTYPES(X)
 using f32 = F32_tag;
 using f16 = F16_tag;
 using bf16 = BF16_tag;
+using f8e4m3 = F8E4M3_tag;  // OCP FP8 E4M3 ("e4m3fn": no infinities, largest finite 448), Hopper's tensor-core fp8
 using i8 = I8_tag;
 using u8 = U8_tag;
 using i16 = I16_tag;

@@ -50,6 +50,7 @@ constexpr DType dtype_of_storage() {
   if constexpr (std::is_same_v<T, float>) return DType::F32;
   else if constexpr (std::is_same_v<T, half>) return DType::F16;
   else if constexpr (std::is_same_v<T, bfloat16>) return DType::BF16;
+  else if constexpr (std::is_same_v<T, float8_e4m3>) return DType::F8E4M3;
   else if constexpr (std::is_same_v<T, int8_t>) return DType::I8;
   else if constexpr (std::is_same_v<T, uint8_t>) return DType::U8;
   else if constexpr (std::is_same_v<T, int16_t>) return DType::I16;

@@ -120,7 +120,7 @@ auto min(const A &a, const B &b) {
 #define KDSL_FLOAT_FUNCTION(name, kind)                                                       \
   template <class E, int... D>                                                                \
   Block<E, D...> name(const Block<E, D...> &x) {                                              \
-    static_assert(detail::is_float_element<E>, #name " needs a floating-point block (f32, f16 or bf16)"); \
+    static_assert(detail::is_float_element<E>, #name " needs a floating-point block (f32, f16, bf16 or f8e4m3)"); \
     return detail::unary<OpKind::kind>(x);                                                    \
   }
 KDSL_FLOAT_FUNCTION(exp, Exp)
@@ -145,7 +145,7 @@ template <class A, class B>
   requires detail::BinaryOperands<A, B>
 auto pow(const A &a, const B &b) {
   static_assert(detail::is_float_element<typename detail::operand_element<A, B>::type>,
-                "pow needs floating-point blocks (f32, f16 or bf16)");
+                "pow needs floating-point blocks (f32, f16, bf16 or f8e4m3)");
   return detail::binary<OpKind::Pow>(a, b);
 }
 

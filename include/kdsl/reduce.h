@@ -37,13 +37,13 @@ auto reduce_all(const Block<E, D...> &x) {
 
 }  // namespace detail
 
-// sum<Axis>(x) removes Axis; sum(x) reduces everything to a scalar. f16/bf16 accumulate in f32.
+// sum<Axis>(x) removes Axis; sum(x) reduces everything to a scalar. f16/bf16/f8e4m3 accumulate in f32.
 template <int Axis, class E, int... D>
 auto sum(const Block<E, D...> &x) { return detail::reduce<OpKind::ReduceSum, Axis, void>(x); }
 template <class E, int... D>
 auto sum(const Block<E, D...> &x) {
-  // f16 / bf16: one f32 sum over every axis, rounded once (not once per axis).
-  if constexpr (sizeof...(D) > 1 && (std::is_same_v<E, f16> || std::is_same_v<E, bf16>))
+  // f16 / bf16 / f8e4m3: one f32 sum over every axis, rounded once (not once per axis).
+  if constexpr (sizeof...(D) > 1 && (std::is_same_v<E, f16> || std::is_same_v<E, bf16> || std::is_same_v<E, f8e4m3>))
     return cast<E>(detail::reduce_all<OpKind::ReduceSum>(cast<f32>(x)));
   else return detail::reduce_all<OpKind::ReduceSum>(x);
 }
@@ -139,16 +139,19 @@ Block<E, DI...> gather(const Block<E, D...> &src, const Block<I, DI...> &index, 
 // is an IEEE one. Other input types have one precision.
 enum class DotPrecision { IEEE, TF32 };
 
-// acc + a @ b for a [M, K] and b [K, N]: f16, bf16 and f32 inputs accumulate in f32, i8 and u8
-// in i32 (exact: products and sums wrap as two's-complement i32 would, never saturate).
+// acc + a @ b for a [M, K] and b [K, N]: f16, bf16, f8e4m3 and f32 inputs accumulate in f32,
+// i8 and u8 in i32 (exact: products and sums wrap as two's-complement i32 would, never
+// saturate). f8e4m3 runs on Hopper's fp8 tensor cores (sm_90a) and, widened to f16, on the
+// f16 ones elsewhere: its products are exact either way.
 template <class E, int M, int K, int K2, int N, class A>
 Block<A, M, N> dot(const Block<E, M, K> &a, const Block<E, K2, N> &b, const Block<A, M, N> &acc, DotPrecision precision = DotPrecision::IEEE) {
   if constexpr (K != K2) {
     KDSL_STATIC_FAIL(detail::TextBuffer{}.add("dot: inner dimensions differ: a is ").add_shape(Block<E, M, K>::dims).add(" and b is ").add_shape(Block<E, K2, N>::dims),
                      "dot: the inner dimensions of a and b differ");
   }
-  static_assert(std::is_same_v<E, f32> || std::is_same_v<E, f16> || std::is_same_v<E, bf16> || std::is_same_v<E, i8> || std::is_same_v<E, u8>,
-                "dot inputs must be f32, f16, bf16, i8 or u8");
+  static_assert(std::is_same_v<E, f32> || std::is_same_v<E, f16> || std::is_same_v<E, bf16> || std::is_same_v<E, f8e4m3> || std::is_same_v<E, i8> ||
+                    std::is_same_v<E, u8>,
+                "dot inputs must be f32, f16, bf16, f8e4m3, i8 or u8");
   if constexpr (std::is_same_v<E, i8> || std::is_same_v<E, u8>) static_assert(std::is_same_v<A, i32>, "dot of i8 or u8 blocks accumulates in i32");
   else static_assert(std::is_same_v<A, f32>, "dot of floating-point blocks accumulates in f32");
   if (precision == DotPrecision::TF32) {

@@ -7,6 +7,7 @@
 
 #include <kdsl/error.h>
 
+#include "codegen/fp8_conversions.h"
 #include "codegen/host/element_math.h"
 
 namespace kdsl::codegen {
@@ -40,7 +41,7 @@ llvm::Value *exact_bf16_bits(llvm::IRBuilder<> &b, llvm::Value *v, int depth = 0
 
 llvm::Type *ElementSemantics::compute_type(DType t) const {
   switch (t) {
-    case DType::F32: case DType::F16: case DType::BF16: return b_.getFloatTy();
+    case DType::F32: case DType::F16: case DType::BF16: case DType::F8E4M3: return b_.getFloatTy();
     case DType::Bool: return b_.getInt1Ty();
     case DType::I8: case DType::U8: return b_.getInt8Ty();
     case DType::I16: return b_.getInt16Ty();
@@ -58,6 +59,7 @@ llvm::Type *ElementSemantics::storage_type(DType t) const {
   switch (t) {
     case DType::F16: return b_.getHalfTy();
     case DType::BF16: return b_.getInt16Ty();
+    case DType::F8E4M3: return b_.getInt8Ty();
     case DType::Bool: return b_.getInt8Ty();
     default: return compute_type(t);
   }
@@ -67,6 +69,7 @@ llvm::Value *ElementSemantics::from_storage(llvm::Value *v, DType t) {
   switch (t) {
     case DType::F16: return widen_f16(v);
     case DType::BF16: return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(v, b_.getInt32Ty()), 16), b_.getFloatTy());
+    case DType::F8E4M3: return emit_e4m3_to_f32(b_, v);
     case DType::Bool: return b_.CreateICmpNE(v, b_.getInt8(0));
     default: return v;
   }
@@ -79,6 +82,7 @@ llvm::Value *ElementSemantics::to_storage(llvm::Value *v, DType t) {
       // A value that is a bf16 already (a copy, a masked load) is stored as its bits.
       if (llvm::Value *bits = exact_bf16_bits(b_, v)) return bits;
       return b_.CreateTrunc(b_.CreateLShr(b_.CreateBitCast(emit_round_to_bf16(b_, v), b_.getInt32Ty()), 16), b_.getInt16Ty());
+    case DType::F8E4M3: return emit_f32_to_e4m3(b_, v);
     case DType::Bool: return b_.CreateZExt(v, b_.getInt8Ty());
     default: return v;
   }
@@ -87,6 +91,7 @@ llvm::Value *ElementSemantics::to_storage(llvm::Value *v, DType t) {
 llvm::Value *ElementSemantics::round_to(llvm::Value *v, DType t) {
   if (t == DType::F16) return b_.CreateFPExt(b_.CreateFPTrunc(v, b_.getHalfTy()), b_.getFloatTy());
   if (t == DType::BF16) return emit_round_to_bf16(b_, v);
+  if (t == DType::F8E4M3) return emit_e4m3_to_f32(b_, emit_f32_to_e4m3(b_, v));
   return v;
 }
 

@@ -11,7 +11,7 @@
 namespace kdsl::codegen {
 
 // The scalar meaning of the block IR, independent of how a backend distributes elements:
-// the types values compute in (f16 and bf16 in f32, rounded after each op), how elements
+// the types values compute in (f16, bf16 and f8e4m3 in f32, rounded after each op), how elements
 // sit in memory, casts (round to nearest even; float to integer truncates), and every
 // elementwise op. A backend lowering owns one, and supplies what differs per target: its
 // pointer address space, how f16 widens, and the transcendental functions.
@@ -23,10 +23,10 @@ class ElementSemantics {
 
   llvm::Type *compute_type(DType t) const;
   llvm::Type *compute_type(const ir::Type &t) const;
-  llvm::Type *storage_type(DType t) const;  // in memory: f16 as half, bf16 as i16, i1 as i8
+  llvm::Type *storage_type(DType t) const;  // in memory: f16 as half, bf16 as i16, f8e4m3 and i1 as i8
   llvm::Value *from_storage(llvm::Value *v, DType t);
   llvm::Value *to_storage(llvm::Value *v, DType t);
-  llvm::Value *round_to(llvm::Value *v, DType t);  // an f32 to the precision of f16 / bf16
+  llvm::Value *round_to(llvm::Value *v, DType t);  // an f32 to the precision of f16 / bf16 / f8e4m3
   llvm::Value *constant(const ir::Type &t, int64_t i, double f) const;
   llvm::Value *cast(llvm::Value *v, DType from, DType to);
 

@@ -24,7 +24,7 @@ std::vector<MatrixInstruction> ampere_mma() {
 }
 
 // Hopper's warpgroup MMA (wgmma.mma_async m64nNk16 of f16/bf16 into f32, m64nNk32 of s8/u8
-// into s32, m64nNk8 of tf32 for TF32 dots): A and B from shared memory through descriptors,
+// into s32 and of fp8 e4m3 into f32, m64nNk8 of tf32 for TF32 dots): A and B from shared memory through descriptors,
 // the four warps of a warpgroup stacked along m, one instruction over up to 256 columns. Dots
 // too small for warpgroups fall back to mma.sync.
 std::vector<MatrixInstruction> hopper_wgmma() {
@@ -42,6 +42,7 @@ std::vector<MatrixInstruction> hopper_wgmma() {
       warpgroup("wgmma.mma_async.m64nNk16", 16, DType::BF16, DType::F32, false),
       warpgroup("wgmma.mma_async.m64nNk32", 32, DType::I8, DType::I32, false),
       warpgroup("wgmma.mma_async.m64nNk32", 32, DType::U8, DType::I32, false),
+      warpgroup("wgmma.mma_async.m64nNk32.e4m3", 32, DType::F8E4M3, DType::F32, false),
       warpgroup("wgmma.mma_async.m64nNk8.tf32", 8, DType::F32, DType::F32, true),
   };
   for (const MatrixInstruction &mma : ampere_mma()) list.push_back(mma);

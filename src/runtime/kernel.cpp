@@ -118,7 +118,12 @@ class KernelImpl {
         if (a.is_ptr) fail("a number");
         double v = a.dtype == DType::F32 ? std::bit_cast<double>(a.bits) : a.dtype == DType::U32 ? double(a.bits) : double(int64_t(a.bits));
         float f = float(v);
-        slots[i] = p.elem == DType::F32 ? std::bit_cast<uint32_t>(f) : p.elem == DType::F16 ? f32_to_f16_bits(f) : f32_to_bf16_bits(f);
+        switch (p.elem) {
+          case DType::F32: slots[i] = std::bit_cast<uint32_t>(f); break;
+          case DType::F16: slots[i] = f32_to_f16_bits(f); break;
+          case DType::BF16: slots[i] = f32_to_bf16_bits(f); break;
+          default: slots[i] = f32_to_e4m3_bits(f); break;  // F8E4M3
+        }
       } else {
         if (a.is_ptr || a.dtype == DType::F32) fail(fmt::format("an integer ({})", dtype_name(p.elem)).c_str());
         if (!fits(p.elem, a)) fail(fmt::format("an integer in the range of {}", dtype_name(p.elem)).c_str());

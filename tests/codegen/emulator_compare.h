@@ -64,6 +64,7 @@ inline double element(const Arg &a, size_t i) {
     case DType::F32: return reinterpret_cast<const float *>(a.bytes.data())[i];
     case DType::F16: return float(reinterpret_cast<const half *>(a.bytes.data())[i]);
     case DType::BF16: return float(reinterpret_cast<const bfloat16 *>(a.bytes.data())[i]);
+    case DType::F8E4M3: return float(reinterpret_cast<const float8_e4m3 *>(a.bytes.data())[i]);
     case DType::I32: return reinterpret_cast<const int32_t *>(a.bytes.data())[i];
     case DType::I8: return reinterpret_cast<const int8_t *>(a.bytes.data())[i];
     case DType::U8: return a.bytes[i];

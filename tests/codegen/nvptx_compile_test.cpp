@@ -256,7 +256,7 @@ TEST_CASE("nvptx: unknown targets and too many warps are user errors naming what
                                         codegen::Target::named("sm_80"), options),
                        doctest::Contains("num_warps = 64"), Error);
   CHECK(codegen::target_info("sm_90").matrix_instructions.size() == 4);   // mma.sync f16, bf16, i8, tf32
-  CHECK(codegen::target_info("sm_90a").matrix_instructions.size() == 9);  // wgmma f16, bf16, s8, u8, tf32, then sm_80's mma.sync
+  CHECK(codegen::target_info("sm_90a").matrix_instructions.size() == 10);  // wgmma f16, bf16, s8, u8, e4m3, tf32, then sm_80's mma.sync
   CHECK(codegen::target_info("sm_75").matrix_instructions.empty());
   CHECK(codegen::target_info("sm_80").warp_size == 32);
 }

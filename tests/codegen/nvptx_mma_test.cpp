@@ -543,7 +543,7 @@ TEST_CASE("wgmma staging: swizzled tiles place each 16-byte chunk once, where th
       CHECK(column.size() == 8);
     }
   }
-  CHECK_FALSE(staged_layout(codegen::target_info("sm_90a").matrix_instructions[5], 64, 64).swizzled());  // mma.sync: padded rows
+  CHECK_FALSE(staged_layout(codegen::target_info("sm_90a").matrix_instructions[6], 64, 64).swizzled());  // mma.sync: padded rows
 }
 
 // B given [k][n] is staged as stored, rows of k, and read MN-major (PTX ISA, the MN-major
@@ -693,9 +693,9 @@ TEST_CASE("wgmma plan: warps stacked along m; A copied ahead as core matrices, 1
     CHECK(p.layout_of(dot->results[0]) == "mma{spt=[1,2] tpw=[8,4] wpc=[8,1] order=[1,0] warp_tile=[16,8]}");
     CHECK(p.plan.pipelined.size() == 2);
   }
-  // 32 rows: mma.sync m16n8k16 (the first of sm_80's entries, after the five wgmma ones).
+  // 32 rows: mma.sync m16n8k16 (the first of sm_80's entries, after the six wgmma ones).
   Planned small = plan_for("attention_tile", "sm_90a");
-  for (const ir::Op *dot : small.ops(OpKind::Dot)) CHECK(small.plan.instruction_of(dot) == 5);
+  for (const ir::Op *dot : small.ops(OpKind::Dot)) CHECK(small.plan.instruction_of(dot) == 6);
 }
 
 // --- TF32: f32 dots that ask for it -------------------------------------------------------
@@ -724,4 +724,33 @@ TEST_CASE("nvptx mma: a dot of f32 blocks with DotPrecision::TF32 is mma.sync m1
   REQUIRE(p.plan.pipelined.size() == 1);                      // A copied ahead; B through registers
   CHECK(p.plan.pipelined[0].operand == 0);
   CHECK(plan_for("matmul_f32").plan.dot_instruction.empty());
+}
+
+TEST_CASE("nvptx fp8: f8e4m3 matmuls are wgmma m64nNk32 .e4m3 on sm_90a and f16 mma.sync on operands widened to f16 on sm_80 and sm_90; they assemble without spills") {
+  bool have_ptxas = !codegen::nvptx::find_ptxas().empty();
+  struct Case {
+    const char *kernel, *arch, *instruction;
+  };
+  for (Case cs : {Case{"matmul_f8e4m3", "sm_90a", "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3"},
+                  Case{"matmul_f8e4m3_128x128_w8", "sm_90a", "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3"},
+                  Case{"matmul_f8e4m3", "sm_80", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"},
+                  Case{"matmul_f8e4m3", "sm_90", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"}}) {
+    const std::string kernel = cs.kernel, arch = cs.arch;
+    CAPTURE(kernel);
+    CAPTURE(arch);
+    codegen::CompiledObject obj = compile(cs.kernel, cs.arch, 3);
+    CHECK(contains(obj.ptx, cs.instruction));
+    CHECK(obj.warnings.empty());
+    if (std::string(cs.arch) == "sm_90a") CHECK_FALSE(contains(obj.ptx, "mma.sync"));
+    if (!have_ptxas) continue;
+    REQUIRE(obj.resources.assembled);
+    CHECK(obj.resources.spill_store_bytes == 0);
+    CHECK(obj.resources.spill_load_bytes == 0);
+    std::string report = kernel + " " + arch + ": " + std::to_string(obj.resources.registers) + " registers, " +
+                         std::to_string(obj.resources.dynamic_shared_bytes) + " bytes shared";
+    MESSAGE(report);
+  }
+  // On sm_90a the fp8 tiles are copied ahead (cp.async into core matrices: 16 bytes are 16
+  // elements), as i8's are; widened to f16 they are loaded into registers first.
+  CHECK_FALSE(plan_for("matmul_f8e4m3", "sm_90a", 3).plan.pipelined.empty());
 }

@@ -9,6 +9,18 @@
 namespace nvptx_test {
 using namespace kdsl;
 
+// f8e4m3 through the GPU lowering's loads, stores and casts: x rounded to E4M3 (stored, and
+// widened back in registers), and codes decoded.
+template <int B>
+void f8e4m3_convert(Ptr<f32> x, Ptr<f8e4m3> rounded, Ptr<f32> widened, Ptr<f8e4m3> codes, Ptr<f32> decoded, Scalar<i32> n) {
+  auto offs = program_id(0) * B + arange<B>();
+  auto m = offs < n;
+  auto q = cast<f8e4m3>(load(x + offs, m));
+  store(rounded + offs, q, m);
+  store(widened + offs, cast<f32>(q), m);
+  store(decoded + offs, cast<f32>(load(codes + offs, m)), m);
+}
+
 template <int M, int N>
 void row_and_column_sums(Ptr<f32> x, Ptr<f32> rows, Ptr<f32> cols) {
   auto r = expand_dims<1>(arange<M>());
@@ -186,6 +198,10 @@ inline std::vector<tools::NamedKernel> all_kernels() {
   k.push_back(tools::named_kernel<tiled_matmul<bf16, f32, 64, 64, 32>>("matmul_bf16", 4));
   k.push_back(tools::named_kernel<tiled_matmul<i8, i32, 64, 64, 64>>("matmul_i8", 4));
   k.push_back(tools::named_kernel<tiled_matmul<u8, i32, 64, 64, 64>>("matmul_u8", 4));  // mma.sync has no u8 in kdsl's table: FMAs before sm_90a
+  k.push_back(tools::named_kernel<f8e4m3_convert<256>>("f8e4m3_convert", 4));
+  // fp8 e4m3: wgmma k32 on sm_90a; elsewhere the operands widened to f16 (exact) for mma.sync.
+  k.push_back(tools::named_kernel<tiled_matmul<f8e4m3, f32, 64, 64, 64>>("matmul_f8e4m3", 4));
+  k.push_back(tools::named_kernel<tiled_matmul<f8e4m3, f32, 128, 128, 64>>("matmul_f8e4m3_128x128_w8", 8));
   k.push_back(tools::named_kernel<matmul_relu_f16<64, 32, 32>>("matmul_relu_f16", 4));
   k.push_back(tools::named_kernel<attention_tile<32, 32, 64>>("attention_tile", 4));
   k.push_back(tools::named_kernel<tiled_matmul<f32, f32, 64, 64, 32, f32, DotPrecision::TF32>>("matmul_tf32", 4));

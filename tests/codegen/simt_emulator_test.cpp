@@ -347,3 +347,36 @@ TEST_CASE("emulator: shared memory written under an in-flight wgmma, or a wgmma 
   CHECK(kdsl_test::contains(machine.fault, "the program ended with wgmma.mma_async in flight"));
   machine.fault.clear();
 }
+
+// fp8 e4m3 operands: on sm_90a wgmma m64nNk32 .e4m3 reads the bytes as stored; on sm_80 the
+// operands are widened to f16 (exactly) for mma.sync (as for MFMA on CDNA, which the emulator
+// does not run); without tensor cores, FMAs, on NVIDIA's warps and AMD's waves. Every product of two E4M3 values is exact in f32, so the backends differ only in the
+// order the f32 sums are rounded: 1e-4 relative, where a misplaced element is off by O(1).
+TEST_CASE("emulated fp8 e4m3 matmuls: wgmma k32 on sm_90a, widened to f16 tensor cores on sm_80, FMAs; ragged sizes") {
+  std::mt19937 rng(23);
+  for (const Flavour &flavour : {Flavour{"sm_90a", true, 3}, Flavour{"sm_80", true, 2}, Flavour{"sm_80", false, 2}, Flavour{"gfx942", false, 2}}) {
+    CAPTURE(flavour.arch);
+    CAPTURE(flavour.tensor_cores);
+    CHECK(compare_matmul<float8_e4m3, float>("matmul_f8e4m3", 64, 64, 100, 70, 200, rng, flavour) <= 1e-4);
+    if (flavour.arch == "gfx942") continue;  // 128 x 128 on FMAs: 66,304 bytes of operand copies, past CDNA's 64 KiB of LDS
+    CHECK(compare_matmul<float8_e4m3, float>("matmul_f8e4m3_128x128_w8", 128, 128, 130, 136, 72, rng, flavour) <= 1e-4);
+  }
+}
+
+// The E4M3 conversions are integer IR shared by every backend; here through each GPU
+// lowering's byte loads and stores: value for value what the CPU backend gives, every code and
+// ties, saturation, NaN and signed zeros included.
+TEST_CASE("emulated: f8e4m3 stores, loads and casts give the CPU backend's values") {
+  const Flavour flavour = each_emulated_target();
+  std::mt19937 rng(5);
+  std::vector<float> x = random_f32(700, rng, -500, 500);
+  for (int c = 0; c < 256; ++c) x.push_back(float(e4m3_bits_to_f32(uint8_t(c))) * 1.0625f);  // between codes: ties and near-ties
+  for (float v : {448.0f, 464.0f, INFINITY, -INFINITY, NAN, -0.0f, 0x1p-10f, 0x1p-11f}) x.push_back(v);
+  const int n = int(x.size());
+  std::vector<float8_e4m3> codes(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) codes[size_t(i)] = float8_e4m3::from_bits(uint8_t(i));
+  CHECK(compare(find("f8e4m3_convert"), grid(cdiv(n, 256)),
+                {array(x), array(std::vector<float8_e4m3>(size_t(n))), array(std::vector<float>(size_t(n))), array(codes), array(std::vector<float>(size_t(n))),
+                 value(n)},
+                flavour) == 0);
+}

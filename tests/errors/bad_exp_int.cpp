@@ -1,4 +1,4 @@
-// expect: exp needs a floating-point block (f32, f16 or bf16)
+// expect: exp needs a floating-point block (f32, f16, bf16 or f8e4m3)
 // bad_exp_int.cpp - exp of an integer block must not compile
 #include <kdsl/kdsl.h>
 

@@ -1,4 +1,4 @@
-// expect: pow needs floating-point blocks (f32, f16 or bf16)
+// expect: pow needs floating-point blocks (f32, f16, bf16 or f8e4m3)
 // bad_pow_int.cpp - pow of integer blocks must not compile
 #include <kdsl/kdsl.h>
 

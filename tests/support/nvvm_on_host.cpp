@@ -136,7 +136,7 @@ std::optional<llvm::Value *> inline_ptx(llvm::IRBuilder<> &b, llvm::CallInst *c)
     call_host(b, reinterpret_cast<const void *>(&wgmma_wait), b.getVoidTy(), {b.getInt32(uint32_t(std::stoi(text.substr(wait.size()))))});
     return pass_through(b, c, 0);
   }
-  constexpr std::pair<const char *, WgmmaType> kTypes[] = {{"f16", kWgmmaF16}, {"bf16", kWgmmaBF16}, {"s8", kWgmmaS8}, {"u8", kWgmmaU8}, {"tf32", kWgmmaTF32}};
+  constexpr std::pair<const char *, WgmmaType> kTypes[] = {{"f16", kWgmmaF16}, {"bf16", kWgmmaBF16}, {"s8", kWgmmaS8}, {"u8", kWgmmaU8}, {"tf32", kWgmmaTF32}, {"e4m3", kWgmmaE4M3}};
   if (text.starts_with("wgmma.mma_async")) {
     for (auto [name, type] : kTypes)
       for (int n = 8; n <= 256; n += 8)

@@ -9,6 +9,7 @@
 #include <string>
 
 #include <kdsl/error.h>
+#include <kdsl/formats/fp8.h>
 #include <kdsl/half.h>
 
 #include "codegen/codegen.h"
@@ -36,6 +37,7 @@ uint32_t exchange(uint32_t v, From from) {
 
 double fragment_value(DType t, uint32_t reg, int i) {
   switch (t) {
+    case DType::F8E4M3: return e4m3_bits_to_f32(uint8_t(reg >> (8 * i)));
     case DType::F16: return f16_bits_to_f32(uint16_t(reg >> (16 * i)));
     case DType::BF16: return bf16_bits_to_f32(uint16_t(reg >> (16 * i)));
     case DType::F32: return std::bit_cast<float>(reg & 0xFFFFE000u);  // tf32: the low 13 mantissa bits ignored
@@ -124,6 +126,10 @@ void mma_sync(int32_t index, const uint32_t *abc, uint32_t *d) {
 
 namespace {
 
+// An operand element's bytes and one instruction's k, by wgmma type.
+int wgmma_element_bytes(int32_t type) { return type == kWgmmaS8 || type == kWgmmaU8 || type == kWgmmaE4M3 ? 1 : type == kWgmmaTF32 ? 4 : 2; }
+int wgmma_k(int32_t type) { return 32 / wgmma_element_bytes(type); }
+
 // Element (row, k) of a swizzled K-major operand as its descriptor places it (PTX ISA,
 // "Matrix Descriptor Format" and "Shared Memory Matrix Layout"): row r at stride * (r / 8)
 // + W * (r % 8) from the start, k at the element's bytes along it, and then the address's
@@ -134,7 +140,7 @@ namespace {
 // layouts: element (row, k) at k's group of 8 (the stride offset) and k % 8 rows of the swizzle
 // width, row's slab of width / bytes elements (the leading offset) and its bytes within it.
 double descriptor_element(uint64_t desc, int row, int k, int32_t type, bool mn_major = false) {
-  const uint64_t bytes = type == kWgmmaS8 || type == kWgmmaU8 ? 1 : type == kWgmmaTF32 ? 4 : 2;
+  const uint64_t bytes = wgmma_element_bytes(type);
   uint64_t start = (desc & 0x3FFF) << 4, leading = ((desc >> 16) & 0x3FFF) << 4, stride = ((desc >> 32) & 0x3FFF) << 4;
   int mode = int(desc >> 62);
   if (mode == 0 || ((desc >> 49) & 7)) {
@@ -156,12 +162,13 @@ double descriptor_element(uint64_t desc, int row, int k, int32_t type, bool mn_m
     return fragment_value(DType::F32, bits, 0);
   }
   if (type == kWgmmaU8) return machine.shared[at];
+  if (type == kWgmmaE4M3) return e4m3_bits_to_f32(machine.shared[at]);
   uint16_t bits;
   std::memcpy(&bits, machine.shared + at, 2);
   return type == kWgmmaBF16 ? bf16_bits_to_f32(bits) : f16_bits_to_f32(bits);
 }
 
-// d += sum: f32 accumulators (16-bit operands) rounded once, s32 ones wrapping (the sums of
+// d += sum: f32 accumulators (16-bit and fp8 operands) rounded once, s32 ones wrapping (the sums of
 // 8-bit products are exact in a double).
 void accumulate(uint32_t &d, double sum, int32_t type) {
   if (type == kWgmmaS8 || type == kWgmmaU8) d += uint32_t(int64_t(sum));
@@ -185,7 +192,7 @@ struct InFlight {
 thread_local InFlight in_flight;
 
 uint64_t operand_hash(const IssuedWgmma &w) {
-  int thread = this_thread % 128, k_extent = w.type == kWgmmaS8 || w.type == kWgmmaU8 ? 32 : w.type == kWgmmaTF32 ? 8 : 16;
+  int thread = this_thread % 128, k_extent = wgmma_k(w.type);
   uint64_t h = 1469598103934665603ull;  // FNV-1a over the values' bits
   auto mix = [&](double v) { h = (h ^ std::bit_cast<uint64_t>(v)) * 1099511628211ull; };
   for (int i = 0; i < w.n / 2; ++i) {
@@ -224,7 +231,7 @@ void wgmma_program_end() {
 }
 
 void wgmma(uint64_t desc_a, uint64_t desc_b, int32_t n, int32_t type, int32_t b_mn_major, uint32_t *d) {
-  int thread = this_thread % 128, k_extent = type == kWgmmaS8 || type == kWgmmaU8 ? 32 : type == kWgmmaTF32 ? 8 : 16;
+  int thread = this_thread % 128, k_extent = wgmma_k(type);
   for (int i = 0; i < n / 2; ++i) {
     codegen::nvptx::FragmentElement e = codegen::nvptx::wgmma_c_element(thread, i);
     double sum = 0;

@@ -55,11 +55,12 @@ int32_t ds_bpermute(int32_t address, int32_t v);
 // (`abc`, 10 words) into `d` (4 words).
 void ldmatrix(uint64_t address, int32_t count, int32_t trans, uint32_t *out);
 void mma_sync(int32_t index, const uint32_t *abc, uint32_t *d);
-// wgmma.mma_async.m64n{n}k16 of f16 or bf16 into f32, m64n{n}k32 of s8 or u8 into s32, or
+// wgmma.mma_async.m64n{n}k16 of f16 or bf16 into f32, m64n{n}k32 of s8 or u8 into s32 or of
+// e4m3 into f32, or
 // m64n{n}k8 of tf32 (f32 with the low 13 mantissa bits dropped) into f32 (`type`): this thread's n / 2 accumulators `d` (in and out, f32 or s32 bits) from A and B
 // read through their shared-memory descriptors (swizzled, K-major: gpu/staged_tile.h),
 // completing at once.
-enum WgmmaType : int32_t { kWgmmaF16, kWgmmaBF16, kWgmmaS8, kWgmmaU8, kWgmmaTF32 };
+enum WgmmaType : int32_t { kWgmmaF16, kWgmmaBF16, kWgmmaS8, kWgmmaU8, kWgmmaTF32, kWgmmaE4M3 };
 // With `b_mn_major` (16-bit types: the transpose bit), B's descriptor reads it MN-major: each
 // row of k holds a slab of n (the swizzle's width) contiguous, 8 rows of k apart by the stride
 // offset, the slabs of n apart by the leading offset.

@@ -41,4 +41,17 @@ constexpr uint8_t f32_to_e4m3_bits(float value) {
   return sign | uint8_t(rounded - (120u << 3));
 }
 
+// Storage type: what a host array of f8e4m3 holds. Arithmetic happens in float.
+struct float8_e4m3 {
+  uint8_t bits = 0;
+  constexpr float8_e4m3() = default;
+  constexpr explicit float8_e4m3(float f) : bits(f32_to_e4m3_bits(f)) {}
+  static constexpr float8_e4m3 from_bits(uint8_t b) {
+    float8_e4m3 v;
+    v.bits = b;
+    return v;
+  }
+  constexpr operator float() const { return e4m3_bits_to_f32(bits); }
+};
+
 }  // namespace kdsl

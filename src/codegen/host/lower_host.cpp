@@ -1670,6 +1670,8 @@ class HostLowering {
     } else if (t.elem == DType::F16 || t.elem == DType::BF16) {
       llvm::Value *bits = b_.CreateTrunc(raw, b_.getInt16Ty());
       v = from_storage(t.elem == DType::F16 ? b_.CreateBitCast(bits, b_.getHalfTy()) : bits, t.elem);
+    } else if (t.elem == DType::F8E4M3) {
+      v = from_storage(b_.CreateTrunc(raw, b_.getInt8Ty()), t.elem);
     } else {
       v = b_.CreateTrunc(raw, compute_type(t.elem));
       if (a.spec == ir::ArgClass::Divisible16) {

@@ -206,13 +206,16 @@ void bulk_wait_group_read(llvm::IRBuilder<> &b) { effect_asm(b, kBulkWaitGroupRe
 
 // Outputs $0 .. $(n/2 - 1) (tied to the accumulators), then the descriptors. scale-d is 1:
 // d accumulates onto its input; 16-bit operands are not negated (1, 1) nor transposed (0, 0);
-// tf32 (k8) takes the negations only, the integer forms (k32, s32 accumulators) neither.
+// tf32 (k8) and fp8 (e4m3, k32) take the negations only, the integer forms (k32, s32
+// accumulators) neither.
 std::string wgmma_text(int n, const char *type, bool b_mn_major) {
   const std::string d = wgmma_accumulators(n);
   bool integer = type[1] == '8';  // s8, u8
   if (integer) return fmt::format("wgmma.mma_async.sync.aligned.m64n{}k32.s32.{}.{} {{{}}}, ${}, ${}, 1;", n, type, type, d, n / 2, n / 2 + 1);
   if (std::string_view(type) == "tf32")  // K-major only: no transpose immediates
     return fmt::format("wgmma.mma_async.sync.aligned.m64n{}k8.f32.tf32.tf32 {{{}}}, ${}, ${}, 1, 1, 1;", n, d, n / 2, n / 2 + 1);
+  if (std::string_view(type) == "e4m3")  // K-major only, as tf32
+    return fmt::format("wgmma.mma_async.sync.aligned.m64n{}k32.f32.e4m3.e4m3 {{{}}}, ${}, ${}, 1, 1, 1;", n, d, n / 2, n / 2 + 1);
   return fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, ${}, ${}, 1, 1, 1, 0, {};", n, type, type, d, n / 2, n / 2 + 1, int(b_mn_major));
 }
 
@@ -222,6 +225,7 @@ const char *wgmma_type(const MatrixInstruction &instruction) {
     case DType::I8: return "s8";
     case DType::U8: return "u8";
     case DType::F32: return "tf32";
+    case DType::F8E4M3: return "e4m3";
     default: return "f16";
   }
 }

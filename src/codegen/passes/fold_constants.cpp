@@ -5,6 +5,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include <kdsl/formats/fp8.h>
 #include <kdsl/half.h>
 
 #include "codegen/passes/rewrite.h"
@@ -37,6 +38,7 @@ double round_float(DType t, double v) {
     case DType::F32: return double(float(v));
     case DType::F16: return double(f16_bits_to_f32(f32_to_f16_bits(float(v))));
     case DType::BF16: return double(bf16_bits_to_f32(f32_to_bf16_bits(float(v))));
+    case DType::F8E4M3: return double(e4m3_bits_to_f32(f32_to_e4m3_bits(float(v))));
     default: return v;
   }
 }

@@ -33,7 +33,8 @@ int tensor_map_data_type(DType t) {
     case DType::BF16: return cuda::kTensorMapBfloat16;
     case DType::F32: return cuda::kTensorMapFloat32;
     case DType::I8:
-    case DType::U8: return cuda::kTensorMapUint8;
+    case DType::U8:
+    case DType::F8E4M3: return cuda::kTensorMapUint8;  // TMA copies bytes; wgmma is told they are e4m3
     case DType::I16: return cuda::kTensorMapUint16;
     case DType::I32: return cuda::kTensorMapInt32;
     case DType::U32: return cuda::kTensorMapUint32;
