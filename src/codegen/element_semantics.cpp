@@ -5,7 +5,10 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/PatternMatch.h>
 
+#include <bit>
+
 #include <kdsl/error.h>
+#include <kdsl/formats/fp8.h>
 
 #include "codegen/fp8_conversions.h"
 #include "codegen/host/element_math.h"
@@ -33,6 +36,38 @@ llvm::Value *exact_bf16_bits(llvm::IRBuilder<> &b, llvm::Value *v, int depth = 0
     in.push_back(bits);
   }
   llvm::PHINode *out = llvm::PHINode::Create(b.getInt16Ty(), phi->getNumIncomingValues(), "", phi->getIterator());
+  for (unsigned i = 0; i < phi->getNumIncomingValues(); ++i) out->addIncoming(in[i], phi->getIncomingBlock(i));
+  return out;
+}
+
+// The E4M3 byte of `v` where v is a byte widened by emit_e4m3_to_f32 (whose last step ORs the
+// sign, (zext(byte) & 0x80) << 24, into the magnitude's bits), a constant E4M3 holds exactly,
+// or a select or phi of those: storing it again is the byte itself, which LLVM does not see
+// through the conversions' integer operations. Null otherwise.
+llvm::Value *exact_e4m3_bits(llvm::IRBuilder<> &b, llvm::Value *v, int depth = 0) {
+  using namespace llvm::PatternMatch;
+  llvm::Value *x = nullptr;
+  if (match(v, m_BitCast(m_c_Or(m_Value(), m_Shl(m_And(m_ZExt(m_Value(x)), m_SpecificInt(0x80)), m_SpecificInt(24))))) && x->getType()->isIntegerTy(8))
+    return x;
+  if (auto *c = llvm::dyn_cast<llvm::ConstantFP>(v)) {
+    const float f = c->getValueAPF().convertToFloat();
+    const uint8_t code = f32_to_e4m3_bits(f);
+    return std::bit_cast<uint32_t>(e4m3_bits_to_f32(code)) == std::bit_cast<uint32_t>(f) ? b.getInt8(code) : nullptr;
+  }
+  if (depth > 2) return nullptr;
+  if (auto *select = llvm::dyn_cast<llvm::SelectInst>(v)) {
+    llvm::Value *t = exact_e4m3_bits(b, select->getTrueValue(), depth + 1), *f = t ? exact_e4m3_bits(b, select->getFalseValue(), depth + 1) : nullptr;
+    return f ? b.CreateSelect(select->getCondition(), t, f) : nullptr;
+  }
+  auto *phi = llvm::dyn_cast<llvm::PHINode>(v);
+  if (!phi) return nullptr;
+  std::vector<llvm::Value *> in;
+  for (llvm::Value *incoming : phi->incoming_values()) {
+    llvm::Value *bits = exact_e4m3_bits(b, incoming, depth + 1);
+    if (!bits) return nullptr;
+    in.push_back(bits);
+  }
+  llvm::PHINode *out = llvm::PHINode::Create(b.getInt8Ty(), phi->getNumIncomingValues(), "", phi->getIterator());
   for (unsigned i = 0; i < phi->getNumIncomingValues(); ++i) out->addIncoming(in[i], phi->getIncomingBlock(i));
   return out;
 }
@@ -82,7 +117,9 @@ llvm::Value *ElementSemantics::to_storage(llvm::Value *v, DType t) {
       // A value that is a bf16 already (a copy, a masked load) is stored as its bits.
       if (llvm::Value *bits = exact_bf16_bits(b_, v)) return bits;
       return b_.CreateTrunc(b_.CreateLShr(b_.CreateBitCast(emit_round_to_bf16(b_, v), b_.getInt32Ty()), 16), b_.getInt16Ty());
-    case DType::F8E4M3: return emit_f32_to_e4m3(b_, v);
+    case DType::F8E4M3:
+      if (llvm::Value *bits = exact_e4m3_bits(b_, v)) return bits;  // a copy, a masked load: its byte
+      return emit_f32_to_e4m3(b_, v);
     case DType::Bool: return b_.CreateZExt(v, b_.getInt8Ty());
     default: return v;
   }
