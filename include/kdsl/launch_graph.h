@@ -1,4 +1,4 @@
-// launch_graph.h - kernel launches recorded once and replayed as one unit: a CUDA graph on NVIDIA, a replayed list elsewhere
+// launch_graph.h - kernel launches recorded once and replayed as one unit: a CUDA or HIP graph on a GPU, a replayed list elsewhere
 #pragma once
 #include <cstddef>
 #include <functional>
@@ -19,7 +19,8 @@ class CapturedLaunches;
 // replay does that work again over whatever the memory holds at the time, so what changes from
 // one replay to the next (a decode step's token and position) must live in device memory, not
 // in scalar arguments. This is CUDA graphs' model, and on NVIDIA the launches are captured
-// from the stream into one CUDA graph: a replay is one cuGraphLaunch. Elsewhere a replay
+// from the stream into one CUDA graph: a replay is one cuGraphLaunch; on AMD likewise into a
+// HIP graph (hipGraphLaunch), where the runtime has graphs (ROCm 5.3 on). Elsewhere a replay
 // reissues the recorded launches without their argument checks and specialization lookups.
 //
 // A capture holds launches only: Device::synchronize() inside it, and on a GPU copies to or

@@ -144,6 +144,25 @@ hipError_t hipModuleGetFunction(struct ihipModuleSymbol_t **function, struct ihi
   return 0;
 }
 
+/* Stream capture: a launch while the stream captures is a graph node, not a launch; a
+ * synchronous copy or memset then invalidates the capture (hipErrorStreamCaptureImplicit), as
+ * the runtime's implicit synchronization with the capturing stream does. Launching an
+ * instantiated graph counts its nodes as launches. */
+static struct {
+  int on, invalidated, nodes;
+  int captures;                    /* captures ended into a graph */
+  int graph_launches, graphs_live; /* graphs and instantiated graphs not yet destroyed */
+} capture;
+int fake_hip_captures(void) { return capture.captures; }
+int fake_hip_graph_launches(void) { return capture.graph_launches; }
+int fake_hip_graphs_live(void) { return capture.graphs_live; }
+int fake_hip_capturing(void) { return capture.on; }
+static hipError_t capture_implicit(void) {
+  if (!capture.on) return 0;
+  capture.invalidated = 1;
+  return 906;
+}
+
 hipError_t hipModuleLaunchKernel(struct ihipModuleSymbol_t *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                                  unsigned shared, struct ihipStream_t *stream, void **params, void **extra) {
   (void)stream;
@@ -153,7 +172,8 @@ hipError_t hipModuleLaunchKernel(struct ihipModuleSymbol_t *f, unsigned gx, unsi
     fake.fail_launch = 0;
     return r;
   }
-  ++fake.launches;
+  if (capture.on) capture.nodes++;
+  else ++fake.launches;
   strncpy(fake.last_function, f->name, sizeof fake.last_function - 1);
   fake.grid[0] = gx, fake.grid[1] = gy, fake.grid[2] = gz;
   fake.block[0] = bx, fake.block[1] = by, fake.block[2] = bz;
@@ -165,11 +185,49 @@ hipError_t hipModuleLaunchKernel(struct ihipModuleSymbol_t *f, unsigned gx, unsi
 hipError_t hipMalloc(void **p, size_t bytes) { *p = malloc(bytes); return *p ? 0 : 2; }
 hipError_t hipFree(void *p) { free(p); return 0; }
 hipError_t hipMemGetInfo(size_t *free_bytes, size_t *total) { *free_bytes = (size_t)192 << 30, *total = (size_t)192 << 30; return 0; }
-hipError_t hipMemset(void *p, int value, size_t bytes) { memset(p, value, bytes); return 0; }
-hipError_t hipMemcpyHtoD(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); return 0; }
-hipError_t hipMemcpyDtoH(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); return 0; }
+hipError_t hipMemset(void *p, int value, size_t bytes) { if (capture_implicit()) return 906; memset(p, value, bytes); return 0; }
+hipError_t hipMemcpyHtoD(void *dst, const void *src, size_t bytes) { if (capture_implicit()) return 906; memcpy(dst, src, bytes); return 0; }
+hipError_t hipMemcpyDtoH(void *dst, const void *src, size_t bytes) { if (capture_implicit()) return 906; memcpy(dst, src, bytes); return 0; }
 hipError_t hipStreamCreate(struct ihipStream_t **stream) { *stream = &the_stream; return 0; }
-hipError_t hipStreamSynchronize(struct ihipStream_t *stream) { (void)stream; return 0; }
+hipError_t hipStreamSynchronize(struct ihipStream_t *stream) { (void)stream; return capture.on ? 900 : 0; }
+
+struct ihipGraph { int nodes; };
+struct hipGraphExec { int nodes; };
+hipError_t hipStreamBeginCapture(struct ihipStream_t *stream, int mode) {
+  (void)stream;
+  if (mode != 2) return 1; /* kdsl asks for hipStreamCaptureModeRelaxed */
+  if (capture.on) return 900; /* hipErrorStreamCaptureUnsupported: already capturing */
+  capture.on = 1, capture.invalidated = 0, capture.nodes = 0;
+  return 0;
+}
+hipError_t hipStreamEndCapture(struct ihipStream_t *stream, struct ihipGraph **graph) {
+  (void)stream;
+  if (!capture.on) return 1;
+  capture.on = 0;
+  *graph = NULL;
+  if (capture.invalidated) return 901; /* hipErrorStreamCaptureInvalidated */
+  *graph = malloc(sizeof **graph);
+  (*graph)->nodes = capture.nodes;
+  capture.graphs_live++;
+  capture.captures++;
+  return 0;
+}
+hipError_t hipGraphInstantiateWithFlags(struct hipGraphExec **exec, struct ihipGraph *graph, unsigned long long flags) {
+  (void)flags;
+  *exec = malloc(sizeof **exec);
+  (*exec)->nodes = graph->nodes;
+  capture.graphs_live++;
+  return 0;
+}
+hipError_t hipGraphLaunch(struct hipGraphExec *exec, struct ihipStream_t *stream) {
+  (void)stream;
+  if (capture.on) return 900;
+  capture.graph_launches++;
+  fake.launches += exec->nodes;
+  return 0;
+}
+hipError_t hipGraphExecDestroy(struct hipGraphExec *exec) { free(exec); capture.graphs_live--; return 0; }
+hipError_t hipGraphDestroy(struct ihipGraph *graph) { free(graph); capture.graphs_live--; return 0; }
 
 const char *hipGetErrorName(hipError_t e) {
   switch (e) {
@@ -179,6 +237,9 @@ const char *hipGetErrorName(hipError_t e) {
     case 200: return "hipErrorInvalidImage";
     case 500: return "hipErrorNotFound";
     case 719: return "hipErrorLaunchFailure";
+    case 900: return "hipErrorStreamCaptureUnsupported";
+    case 901: return "hipErrorStreamCaptureInvalidated";
+    case 906: return "hipErrorStreamCaptureImplicit";
     default: return "hipErrorUnknown";
   }
 }

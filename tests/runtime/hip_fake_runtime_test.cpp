@@ -17,6 +17,7 @@
 #include "runtime/hip/hip_runtime.h"
 #include "tests/fake_libraries.h"
 #include "tests/scratch_cache.h"
+#include "tests/test_util.h"
 
 using namespace kdsl;
 
@@ -202,4 +203,68 @@ TEST_CASE("HIP runtime: a missing library is an error naming it and what is lost
   }
   CHECK(hip::error_name(100) == "hipErrorNoDevice");
   CHECK(hip::error_name(12345) == "hipError12345");
+}
+
+TEST_CASE("fake HIP runtime: LaunchGraph captures the stream into one HIP graph, replayed with one hipGraphLaunch; a runtime without graphs replays recorded launches") {
+  if (!have_lld()) return;
+  test::ScratchCache cache("fake_hip_graph");
+  REQUIRE(fake().runtime.has_graphs());  // loads the fake
+  void *h = dlopen(fake_libamdhip64().c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  REQUIRE(h);
+  auto graph_launches = symbol<int (*)()>(h, "fake_hip_graph_launches");
+  auto graphs_live = symbol<int (*)()>(h, "fake_hip_graphs_live");
+  auto capturing = symbol<int (*)()>(h, "fake_hip_capturing");
+  Device gpu = fake_gpu();
+  const int n = 5000;
+  Buffer<float> x(gpu, n), y(gpu, n), out(gpu, n);
+  fake().record_params(5);
+  auto k = compile<axpy<1024>>(gpu, {.num_warps = 4});
+  const int live = graphs_live();
+  int launches = fake().launches();
+  {
+    LaunchGraph graph = LaunchGraph::capture(gpu, [&] {
+      k(grid(5), x, y, out, 2.0f, n);
+      k(grid(3), out, y, x, 0.5f, n);
+    });
+    CHECK(fake().launches() == launches);  // nodes of the graph, not launches
+    CHECK(graph.launches() == 2);
+    CHECK(graphs_live() == live + 2);  // the graph and its instantiation
+    const int replays = graph_launches();
+    graph.replay();
+    graph.replay();
+    CHECK(graph_launches() == replays + 2);
+    CHECK(fake().launches() == launches + 4);
+    launches = fake().launches();
+  }
+  CHECK(graphs_live() == live);  // both destroyed with the LaunchGraph
+  // A copy inside a capture is refused by name, and the capture ends: the stream is free.
+  std::vector<float> host(n, 1.0f);
+  std::string text = kdsl_test::error_text([&] { LaunchGraph::capture(gpu, [&] { x.copy_from_host(host); }); });
+  CHECK(kdsl_test::contains(text, "Buffer::copy_from_host is not allowed inside a LaunchGraph capture on hip:0"));
+  CHECK_FALSE(capturing());
+  CHECK(graphs_live() == live);
+  k(grid(1), x, y, out, 2.0f, n);
+  CHECK(fake().launches() == launches + 1);
+
+  // A runtime without the graph entry points (before ROCm 5.3): the launches are recorded by
+  // kdsl and replayed one hipModuleLaunchKernel each.
+  static hip::Runtime old_runtime = [] {
+    hip::Runtime r = fake().runtime;
+    r.hipGraphInstantiateWithFlags = nullptr;
+    return r;
+  }();
+  Device old_gpu(std::make_shared<detail::HipDevice>(0, old_runtime));
+  Buffer<float> x2(old_gpu, n), y2(old_gpu, n), out2(old_gpu, n);
+  auto k2 = compile<axpy<1024>>(old_gpu, {.num_warps = 4});
+  launches = fake().launches();
+  const int graphs_before = graph_launches();
+  LaunchGraph recorded = LaunchGraph::capture(old_gpu, [&] { k2(grid(5), x2, y2, out2, 2.0f, n); });
+  CHECK(fake().launches() == launches);
+  recorded.replay();
+  CHECK(fake().launches() == launches + 1);
+  CHECK(graph_launches() == graphs_before);
+  uint64_t values[5] = {};
+  fake().last_params(values);
+  CHECK(values[0] == address(x2));
+  CHECK(uint32_t(values[4]) == uint32_t(n));
 }

@@ -1,7 +1,10 @@
 // hip_device.h - an AMD GPU as a kdsl device through the HIP runtime: memory, code objects, launches, queries
 #pragma once
+#include <atomic>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "codegen/target_info.h"
 #include "runtime/backend.h"
@@ -57,14 +60,32 @@ class HipDevice final : public Backend {
   void synchronize() override;
   size_t free_memory() override;
 
+  // kdsl::LaunchGraph as a HIP graph where the runtime has the entry points (hip_graph.cpp):
+  // the device's stream captured (hipStreamBeginCapture, relaxed mode), instantiated at the
+  // end, replayed with one hipGraphLaunch. Without them, the Backend's recording.
+  void begin_capture() override;
+  bool capturing() const override;
+  // Launches on the capturing stream (the runtime records it) and keeps the code loaded.
+  void capture_launch(std::shared_ptr<LoadedCode> code, const LaunchRequest &request) override;
+  std::unique_ptr<CapturedLaunches> end_capture() override;
+  // Launches an instantiated graph on the device's stream.
+  void launch_graph(hip::hipGraphExec_t graph);
+
  private:
   void make_current() const;
+  // rt_.check for the capture's calls, naming LaunchGraph::capture and the device.
+  void capture_check(hip::hipError_t result, const char *call) const;
   const hip::Runtime &rt_;
   int ordinal_ = 0;
   hip::hipStream_t stream_ = nullptr;
   std::string name_;
   codegen::TargetDesc target_;
   codegen::TargetInfo info_;
+  // The capture under way (a HIP graph's): the code its launches use and their count.
+  std::atomic<bool> capturing_{false};
+  std::mutex capture_mutex_;
+  std::vector<std::shared_ptr<LoadedCode>> captured_code_;
+  size_t captured_launches_ = 0;
 };
 
 }  // namespace kdsl::detail

@@ -43,6 +43,7 @@ Runtime load_runtime(const std::string &library) {
   Runtime r;
   r.library = library;
 #define HIP_FUNCTION(name, symbol, params) lib.bind(r.name, symbol);
+#define HIP_OPTIONAL_FUNCTION(name, symbol, params) lib.bind_optional(r.name, symbol);
 #include "runtime/hip/hip_functions.def"
   lib.bind(r.hipGetErrorName, "hipGetErrorName");
   r.check(r.hipInit(0), "hipInit");

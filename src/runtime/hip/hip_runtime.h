@@ -11,6 +11,12 @@ using hipError_t = int;
 using hipModule_t = struct ihipModule_t *;
 using hipFunction_t = struct ihipModuleSymbol_t *;
 using hipStream_t = struct ihipStream_t *;
+using hipGraph_t = struct ihipGraph *;
+using hipGraphExec_t = struct hipGraphExec *;
+
+// hipStreamCaptureMode: relaxed lets other threads make calls that are unsafe during a
+// capture (a module load, a first compile), which the capturing stream never sees.
+constexpr int kStreamCaptureModeRelaxed = 2;
 
 // hipDeviceAttribute_t numbers (ROCm 5.0 and later).
 enum : int {
@@ -34,6 +40,10 @@ struct Runtime {
 
   // Throws kdsl::Error "HIP runtime call <call> failed: hipError<Name> (<code>)" unless result is 0.
   void check(hipError_t result, const char *call) const;
+  // Whether the stream-capture and graph entry points are all there (ROCm 5.3 and later).
+  bool has_graphs() const {
+    return hipStreamBeginCapture && hipStreamEndCapture && hipGraphInstantiateWithFlags && hipGraphLaunch && hipGraphExecDestroy && hipGraphDestroy;
+  }
 };
 
 // Where the process's HIP runtime comes from: $KDSL_LIBAMDHIP64 where set (a fake runtime in
