@@ -12,7 +12,7 @@ namespace kdsl::tools {
 inline void add_decode_graph_option(CLI::App &app, std::string &value) {
   app.add_option("--decode-graph", value,
                  "auto, on or off: each decode step's launches (and each speculative check's) captured once as a graph (a CUDA graph on "
-                 "NVIDIA) and replayed, tokens and positions read from device memory; auto takes it on a GPU")
+                 "NVIDIA, a HIP graph on AMD) and replayed, tokens and positions read from device memory; auto takes it on a GPU")
       ->check(CLI::IsMember({"auto", "on", "off"}));
 }
 
