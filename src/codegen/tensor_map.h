@@ -21,7 +21,9 @@ struct TensorMapField {
 // a 2-D tiled map of `elem` over [rows][cols] (cols contiguous, rows `row_stride` elements
 // apart) starting at argument `base`, copied `box_rows` x `box_cols` at a time into shared
 // memory with the `swizzle_bytes`-byte swizzle (128, 64 or 32: box_cols * elem bytes; 0: none),
-// reads outside the tensor filled with zeros. `written`: TMA stores write through the map
+// reads outside the tensor filled with zeros. A 3-D map (rank 3, a TensorDescriptor3D's) has
+// `planes` of those tensors, plane_stride elements apart, and a box one plane deep.
+// `written`: TMA stores write through the map
 // (tile stores) rather than copies reading it, which decides the stand-in an empty tensor gets
 // (tensor_map_limits.h).
 struct TensorMapSpec {
@@ -31,6 +33,8 @@ struct TensorMapSpec {
   int box_rows = 0, box_cols = 0;
   int swizzle_bytes = 0;
   bool written = false;
+  int rank = 2;
+  TensorMapField planes{-1, 1}, plane_stride{-1, 0};  // rank 3 only
   bool operator==(const TensorMapSpec &) const = default;
 };
 

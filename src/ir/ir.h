@@ -141,4 +141,12 @@ bool reads_operand_elementwise(const Op &op, size_t operand);
 constexpr int64_t kDotTf32 = 1;
 inline bool is_tf32_dot(const Op &op) { return op.kind == OpKind::Dot && op.ints.size() == 1 && op.ints[0] == kDotTf32; }
 
+// A TileLoad's or TileStore's operands: (base, rows, cols, row_stride, row, col), the
+// store's value, then for a 3-D tensor (planes, plane_stride, plane). The index of `planes`,
+// or -1 for a 2-D tensor.
+inline int tile_plane_operand(const Op &op) {
+  const size_t first = op.kind == OpKind::TileStore ? 7 : 6;
+  return op.operands.size() == first + 3 ? int(first) : -1;
+}
+
 }  // namespace kdsl::ir

@@ -92,10 +92,13 @@ class Verifier {
           problem(op, fmt::format("mask {} must be i1 shaped like the pointers {}", in[2]->str(), in[0]->str()));
         return;
       case OpKind::TileStore: {
+        if (in.size() != 7 && in.size() != 10) return problem(op, "expects 7 operands (10 for a 3-D tensor)");
         bool ok = in[0]->is_ptr && in[0]->is_scalar() && *in[6] == Type{in[0]->elem, false, in[6]->shape} && in[6]->shape.rank == 2;
-        for (size_t i = 1; ok && i < 6; ++i) ok = *in[i] == Type{DType::I32, false, {}};
-        if (!ok) problem(op, fmt::format("expects (ptr base, i32 rows, cols, row_stride, row, col) scalars and a 2-D tile of the pointee, has {} and {}",
-                                         in[0]->str(), in[6]->str()));
+        for (size_t i = 1; ok && i < in.size(); ++i) ok = i == 6 || *in[i] == Type{DType::I32, false, {}};
+        if (!ok)
+          problem(op, fmt::format("expects (ptr base, i32 rows, cols, row_stride, row, col) scalars, a 2-D tile of the pointee and for a 3-D tensor "
+                                  "(i32 planes, plane_stride, plane), has {} and {}",
+                                  in[0]->str(), in[6]->str()));
         want_results(op, 0);
         return;
       }
@@ -174,10 +177,13 @@ class Verifier {
           problem(op, "mask must be i1 and other of the result type, both shaped like the pointers");
         break;
       case OpKind::TileLoad: {
+        if (in.size() != 6 && in.size() != 9) return problem(op, "expects 6 operands (9 for a 3-D tensor)");
         bool ok = in[0]->is_ptr && in[0]->is_scalar() && out == Type{in[0]->elem, false, out.shape} && out.shape.rank == 2;
-        for (size_t i = 1; ok && i < 6; ++i) ok = *in[i] == Type{DType::I32, false, {}};
-        if (!ok) problem(op, fmt::format("expects (ptr base, i32 rows, cols, row_stride, row, col) scalars and a 2-D tile of the pointee, has {} -> {}",
-                                         in[0]->str(), out.str()));
+        for (size_t i = 1; ok && i < in.size(); ++i) ok = *in[i] == Type{DType::I32, false, {}};
+        if (!ok)
+          problem(op, fmt::format("expects (ptr base, i32 rows, cols, row_stride, row, col[, planes, plane_stride, plane]) scalars and a 2-D tile of "
+                                  "the pointee, has {} -> {}",
+                                  in[0]->str(), out.str()));
         break;
       }
       case OpKind::AtomicAdd: case OpKind::AtomicMax: case OpKind::AtomicMin: case OpKind::AtomicXchg: case OpKind::AtomicCas: {

@@ -7,6 +7,7 @@
 #include <kdsl/kdsl.h>
 
 #include "codegen/codegen.h"
+#include "codegen/nvptx/ptxas.h"
 #include "examples/flash_attention.h"
 #include "examples/matmul_descriptor.h"
 #include "examples/matmul_persistent.h"
@@ -235,10 +236,66 @@ TEST_CASE("emulated TMA: fp8 e4m3 descriptor matmuls on sm_90a (TMA into wgmma .
   codegen::Options options;
   options.num_warps = 4;
   options.num_stages = 3;
-  const std::string ptx =
-      codegen::compile(tools::trace_kernel(nt.signature, tools::parse_specialization("aligned", nt.signature)), "kdsl_nt_f8", codegen::Target::named("sm_90a"), options)
-          .ptx;
+  const codegen::CompiledObject obj =
+      codegen::compile(tools::trace_kernel(nt.signature, tools::parse_specialization("aligned", nt.signature)), "kdsl_nt_f8", codegen::Target::named("sm_90a"), options);
+  const std::string &ptx = obj.ptx;
+  if (!codegen::nvptx::find_ptxas().empty()) CHECK(obj.resources.assembled);
   CHECK(ptx.find("wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3") != std::string::npos);
   CHECK(ptx.find("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes") != std::string::npos);
+  CHECK(ptx.find("cp.async.cg.shared.global") == std::string::npos);
+}
+
+namespace {
+
+// C[b] = A[b] W[b]^T for each of `batch` planes (program_id(2)), through 3-D descriptors: A
+// [batch][M][K], W [batch][N][K] and C [batch][M][N], planes a stride apart that may leave a
+// gap after each.
+template <int BM, int BN, int BK>
+void batched_matmul_nt(Ptr<const f16> a, Ptr<const f16> w, Ptr<f32> c, Scalar<i32> batch, Scalar<i32> M, Scalar<i32> N, Scalar<i32> K, Scalar<i32> a_plane,
+                       Scalar<i32> w_plane, Scalar<i32> c_plane) {
+  auto da = make_tensor_descriptor(a, batch, M, K, a_plane, K);
+  auto dw = make_tensor_descriptor(w, batch, N, K, w_plane, K);
+  auto b = program_id(2), m0 = program_id(0) * BM, n0 = program_id(1) * BN;
+  auto acc = for_range(0, K, BK, zeros<f32, BM, BN>(), [&](auto k, auto acc) {
+    return dot(da.template load<BM, BK>(b, m0, k), trans(dw.template load<BN, BK>(b, n0, k)), acc);
+  });
+  make_tensor_descriptor(c, batch, M, N, c_plane, N).store(b, m0, n0, acc);
+}
+
+}  // namespace
+
+// Planes padded to a multiple of 16 elements past their last row (a gap TMA must skip), M
+// ragged against the tiles, K and N multiples of 16 (TMA's strides). On sm_90a every tile is
+// a 3-D TMA copy or store; on sm_80 masked loads and stores: both against the CPU.
+TEST_CASE("emulated TMA: 3-D descriptors (a batched matmul) on sm_90a are 3-D TMA copies and stores, and match the CPU; on sm_80 too") {
+  KDSL_TEST_RNG(rng);
+  const auto k = tools::named_kernel<batched_matmul_nt<64, 64, 32>>("batched_matmul_nt", 4);
+  auto padded = [](int elements) { return (elements + 16 + 15) / 16 * 16; };
+  for (auto [batch, M, N, K] : {std::tuple{2, 64, 64, 64}, std::tuple{3, 100, 80, 48}}) {
+    CAPTURE(batch);
+    CAPTURE(M);
+    const int a_plane = padded(M * K), w_plane = padded(N * K), c_plane = padded(M * N);
+    for (const Flavour &f : {Flavour{"sm_90a", true, 2}, Flavour{"sm_90a", true, 3}, Flavour{"sm_80", true, 2}}) {
+      CAPTURE(f.arch);
+      CAPTURE(f.num_stages);
+      const double worst =
+          compare(k, grid(cdiv(M, 64), cdiv(N, 64), batch),
+                  {array(random_of<half>(size_t(batch) * size_t(a_plane), rng)), array(random_of<half>(size_t(batch) * size_t(w_plane), rng)),
+                   array(std::vector<float>(size_t(batch) * size_t(c_plane), -7.0f)), value(batch), value(M), value(N), value(K), value(a_plane), value(w_plane),
+                   value(c_plane)},
+                  f);
+      CHECK(worst <= 2e-2);
+    }
+  }
+  codegen::Options options;
+  options.num_warps = 4;
+  options.num_stages = 3;
+  const codegen::CompiledObject obj =
+      codegen::compile(tools::trace_kernel(k.signature, tools::parse_specialization("aligned", k.signature)), "kdsl_batched", codegen::Target::named("sm_90a"), options);
+  const std::string &ptx = obj.ptx;
+  if (!codegen::nvptx::find_ptxas().empty()) CHECK(obj.resources.assembled);  // ptxas takes the 3-D forms
+  CHECK(ptx.find("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes") != std::string::npos);
+  CHECK(ptx.find("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group") != std::string::npos);
+  CHECK(ptx.find("cp.async.bulk.tensor.2d") == std::string::npos);
   CHECK(ptx.find("cp.async.cg.shared.global") == std::string::npos);
 }

@@ -33,6 +33,19 @@ void store_tile(Ptr<const i32> in, Ptr<i32> x, Scalar<i32> rows, Scalar<i32> col
   make_tensor_descriptor(x, rows, cols, stride).store(row, col, tile);
 }
 
+// 3-D: the 8 x 16 tile at (plane, row, col) of a planes x rows x cols tensor (planes
+// plane_stride apart, rows `stride` apart) into out [8][16]; and the same tile written from in.
+void copy_tile_3d(Ptr<const i32> x, Ptr<i32> out, Scalar<i32> planes, Scalar<i32> rows, Scalar<i32> cols, Scalar<i32> plane_stride, Scalar<i32> stride,
+                  Scalar<i32> plane, Scalar<i32> row, Scalar<i32> col) {
+  auto tile = make_tensor_descriptor(x, planes, rows, cols, plane_stride, stride).template load<8, 16>(plane, row, col);
+  store(out + expand_dims<1>(arange<8>()) * 16 + expand_dims<0>(arange<16>()), tile);
+}
+void store_tile_3d(Ptr<const i32> in, Ptr<i32> x, Scalar<i32> planes, Scalar<i32> rows, Scalar<i32> cols, Scalar<i32> plane_stride, Scalar<i32> stride,
+                   Scalar<i32> plane, Scalar<i32> row, Scalar<i32> col) {
+  auto tile = load(in + expand_dims<1>(arange<8>()) * 16 + expand_dims<0>(arange<16>()));
+  make_tensor_descriptor(x, planes, rows, cols, plane_stride, stride).store(plane, row, col, tile);
+}
+
 // The largest difference of c = a @ b (f16, [M][K] by [K][N]) from its float64 product,
 // relative to 1 + |reference|.
 double worst_matmul_error(const std::vector<half> &a, const std::vector<half> &b, const std::vector<half> &c, int M, int N, int K) {
@@ -93,6 +106,44 @@ TEST_CASE("tensor descriptor: a tile reads the tensor's elements where it overla
         REQUIRE(out[size_t(i) * 16 + size_t(j)] == want);
       }
   }
+}
+
+// Planes 3 x rows 13 x cols 21, rows 24 apart and planes 13 * 24 + 8 apart (a gap between
+// them): tiles in each plane, at ragged offsets, and in planes outside the tensor.
+TEST_CASE("tensor descriptor: 3-D tiles read one plane's elements where they overlap it and 0 elsewhere; stores write only those") {
+  const int planes = 3, rows = 13, cols = 21, stride = 24, plane_stride = rows * stride + 8;
+  const size_t elements = size_t(planes) * plane_stride;
+  std::vector<int32_t> x(elements);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = int32_t(i) + 1;
+  std::vector<int32_t> tile(8 * 16);
+  for (size_t i = 0; i < tile.size(); ++i) tile[i] = -int32_t(i) - 2;
+  Device dev = Device::cpu();
+  Buffer<int32_t> dx(dev, x), dout(dev, 8 * 16), din(dev, tile);
+  auto load_kernel = compile<copy_tile_3d>(dev);
+  auto store_kernel = compile<store_tile_3d>(dev);
+  auto inside = [&](int p, int r, int c) { return p >= 0 && p < planes && r >= 0 && r < rows && c >= 0 && c < cols; };
+  auto at = [&](int p, int r, int c) { return size_t(p) * plane_stride + size_t(r) * stride + size_t(c); };
+  for (int p0 : {0, 1, 2, -1, 3})
+    for (auto [r0, c0] : {std::pair{0, 0}, {5, 5}, {-3, -7}, {10, 12}}) {
+      CAPTURE(p0);
+      CAPTURE(r0);
+      CAPTURE(c0);
+      load_kernel(grid(1), dx, dout, planes, rows, cols, plane_stride, stride, p0, r0, c0);
+      std::vector<int32_t> out(8 * 16);
+      dout.copy_to_host(out);
+      for (int i = 0; i < 8; ++i)
+        for (int j = 0; j < 16; ++j) REQUIRE(out[size_t(i) * 16 + size_t(j)] == (inside(p0, r0 + i, c0 + j) ? x[at(p0, r0 + i, c0 + j)] : 0));
+      std::vector<int32_t> y(elements + 16, -1);
+      Buffer<int32_t> dy(dev, y);
+      store_kernel(grid(1), din, dy, planes, rows, cols, plane_stride, stride, p0, r0, c0);
+      dy.copy_to_host(y);
+      for (size_t e = 0; e < y.size(); ++e) {
+        const int p = int(e / size_t(plane_stride)), r = int(e % size_t(plane_stride)) / stride, c = int(e % size_t(plane_stride)) % stride;
+        const int i = r - r0, j = c - c0;
+        const bool written = e < elements && p == p0 && inside(p, r, c) && i >= 0 && i < 8 && j >= 0 && j < 16;
+        REQUIRE(y[e] == (written ? tile[size_t(i) * 16 + size_t(j)] : -1));
+      }
+    }
 }
 
 // f16 inputs, f32 accumulation, f16 output: the bound is the output's rounding (2^-11

@@ -317,6 +317,42 @@ TEST_CASE("fake driver: a kernel's tensor maps are encoded from its arguments an
   k.device.free(dst);
 }
 
+// A 3-D map (TensorDescriptor3D): planes and their stride after cols and rows, a box one plane
+// deep; its JSON carries them, a 2-D map's does not.
+TEST_CASE("fake driver: a rank-3 tensor map is encoded with its planes outermost and a box one plane deep, and round-trips through JSON") {
+  TensorMapSpec planar = src_map();
+  planar.rank = 3;
+  planar.planes = constant(3);
+  planar.plane_stride = constant(100 * 256 + 64);
+  const nlohmann::json j = detail::tensor_maps_to_json({planar, src_map()});
+  CHECK(j[0]["planes"].dump() == R"({"value":3})");
+  CHECK(j[0]["plane_stride"].dump() == R"({"value":25664})");
+  CHECK_FALSE(j[1].contains("planes"));
+  CHECK(detail::tensor_maps_from_json(nlohmann::json::parse(j.dump()), "e") == std::vector{planar, src_map()});
+
+  Loaded k({planar});
+  const cuda::CUdeviceptr src = k.device.alloc(3 * (100 * 256 + 64) * 2), dst = k.device.alloc(16);
+  const uint64_t encodes = fake().encodes();
+  k.launch({src, dst, 100, 200, 256});
+  REQUIRE(fake().encodes() == encodes + 1);
+  const FakeTensorMapEncode &a = encoded(encodes + 1);
+  CHECK(a.rank == 3);
+  CHECK(a.dims[0] == 200);
+  CHECK(a.dims[1] == 100);
+  CHECK(a.dims[2] == 3);
+  CHECK(a.strides[0] == 512);
+  CHECK(a.strides[1] == (100 * 256 + 64) * 2);
+  CHECK(a.box[0] == 64);
+  CHECK(a.box[1] == 64);
+  CHECK(a.box[2] == 1);
+  // A plane stride that is no multiple of 16 bytes is refused by name.
+  planar.plane_stride = constant(100 * 256 + 3);
+  Loaded odd({planar});
+  CHECK(thrown([&] { odd.launch({src, dst, 100, 200, 256}); }).find("its plane stride a positive multiple of 16 bytes") != std::string::npos);
+  k.device.free(src);
+  k.device.free(dst);
+}
+
 TEST_CASE("fake driver: more tensor maps than a launch keeps on its stack all reach the kernel") {
   std::vector<TensorMapSpec> maps;
   for (int i = 0; i < 6; ++i) {

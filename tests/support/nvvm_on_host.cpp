@@ -113,6 +113,8 @@ std::optional<llvm::Value *> tma_ptx(llvm::IRBuilder<> &b, llvm::CallInst *c, co
   if (text == kMbarrierInvalText) return effect(&simt::mbarrier_inval, {address(0)});
   if (text == kTmaLoad2dText) return effect(&simt::tma_load_2d, {address(0), address(1), operand(2), operand(3), address(4)});
   if (text == kTmaStore2dText) return effect(&simt::tma_store_2d, {address(0), operand(1), operand(2), address(3)});
+  if (text == kTmaLoad3dText) return effect(&simt::tma_load_3d, {address(0), address(1), operand(2), operand(3), operand(4), address(5)});
+  if (text == kTmaStore3dText) return effect(&simt::tma_store_3d, {address(0), operand(1), operand(2), operand(3), address(4)});
   if (text == kBulkCommitGroupText) return effect(&simt::tma_store_commit, {});
   if (text == kBulkWaitGroupReadText) return effect(&simt::tma_store_wait_read, {});
   if (text == kMbarrierTryWaitText) return call_host(b, reinterpret_cast<const void *>(&simt::mbarrier_try_wait_parity), b.getInt32Ty(), {address(0), operand(1)});

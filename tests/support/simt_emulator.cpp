@@ -114,24 +114,28 @@ EmulatedTensorMap encode_tensor_map(const codegen::TensorMapSpec &spec, const ui
   m.rows = field(spec.rows);
   m.cols = field(spec.cols);
   m.row_stride = field(spec.row_stride);
+  m.rank = spec.rank;
+  if (spec.rank == 3) m.planes = field(spec.planes), m.plane_stride = field(spec.plane_stride);
   m.elem_bytes = dtype_bytes(spec.elem);
   m.box_rows = spec.box_rows;
   m.box_cols = spec.box_cols;
   m.swizzle_bytes = spec.swizzle_bytes;
   const std::string what = fmt::format("emulator: the tensor map of argument {}", spec.base);
   // The launcher's rules (codegen/tensor_map_limits.h), so that an emulated launch refuses what a GPU's would.
-  if (!codegen::tensor_map_extent_ok(m.rows) || !codegen::tensor_map_extent_ok(m.cols))
-    throw Error(fmt::format("{}: {} x {} elements; TMA takes extents in [0, 2^32]", what, m.rows, m.cols));
-  if (codegen::tensor_map_empty(m.rows, m.cols)) {  // a 1 x 1 stand-in, as the CUDA launcher's; the tensor's address and stride go unread
+  if (!codegen::tensor_map_extent_ok(m.rows) || !codegen::tensor_map_extent_ok(m.cols) || !codegen::tensor_map_extent_ok(m.planes))
+    throw Error(fmt::format("{}: {} x {} x {} elements; TMA takes extents in [0, 2^32]", what, m.planes, m.rows, m.cols));
+  if (codegen::tensor_map_empty(m.rows, m.cols) || m.planes == 0) {  // a 1 x 1 stand-in, as the CUDA launcher's; the tensor's address and strides go unread
     alignas(16) static uint8_t read_stand_in[codegen::kTensorMapStandInBytes] = {}, written_stand_in[codegen::kTensorMapStandInBytes] = {};
     m.base = reinterpret_cast<uint64_t>(spec.written ? written_stand_in : read_stand_in);
-    m.rows = m.cols = 1;
-    m.row_stride = codegen::kTensorMapStandInBytes / m.elem_bytes;
+    m.rows = m.cols = m.planes = 1;
+    m.row_stride = m.plane_stride = codegen::kTensorMapStandInBytes / m.elem_bytes;
     return m;
   }
   if (!codegen::tensor_map_address_ok(m.base)) throw Error(fmt::format("{}: its address {:#x} is not 16-byte aligned, as TMA needs", what, m.base));
   if (!codegen::tensor_map_stride_ok(m.row_stride, m.elem_bytes))
     throw Error(fmt::format("{}: a row stride of {} elements of {} bytes; TMA needs a positive multiple of 16 bytes", what, m.row_stride, m.elem_bytes));
+  if (m.rank == 3 && !codegen::tensor_map_stride_ok(m.plane_stride, m.elem_bytes))
+    throw Error(fmt::format("{}: a plane stride of {} elements of {} bytes; TMA needs a positive multiple of 16 bytes", what, m.plane_stride, m.elem_bytes));
   return m;
 }
 

@@ -101,8 +101,9 @@ struct alignas(64) EmulatedTensorMap {
   uint64_t magic = kMagic;
   uint64_t base = 0;                             // the tensor's element (0, 0)
   int64_t rows = 0, cols = 0, row_stride = 0;    // in elements, cols contiguous
-  int32_t elem_bytes = 0, box_rows = 0, box_cols = 0, swizzle_bytes = 0;
-  uint8_t unused[72] = {};
+  int64_t planes = 1, plane_stride = 0;          // rank 3: planes of rows x cols; a box is one plane deep
+  int32_t elem_bytes = 0, box_rows = 0, box_cols = 0, swizzle_bytes = 0, rank = 2;
+  uint8_t unused[52] = {};
 };
 static_assert(sizeof(EmulatedTensorMap) == 128, "a tensor map parameter is 128 bytes (CUtensorMap)");
 
@@ -121,6 +122,11 @@ void tma_load_2d(uint64_t dst, uint64_t tensor_map, int32_t col, int32_t row, ui
 // shared memory has changed since is the block's fault (written before the read was waited
 // for), and so is a store not waited for when the program ends (tma_store_program_end).
 void tma_store_2d(uint64_t tensor_map, int32_t col, int32_t row, uint64_t src);
+// cp.async.bulk.tensor.3d: the same through a rank-3 map, the box in plane `plane` (outside
+// [0, planes): all zeros read, nothing written). A copy of the other rank than its map's is
+// the block's fault.
+void tma_load_3d(uint64_t dst, uint64_t tensor_map, int32_t col, int32_t row, int32_t plane, uint64_t barrier);
+void tma_store_3d(uint64_t tensor_map, int32_t col, int32_t row, int32_t plane, uint64_t src);
 void tma_store_commit();
 void tma_store_wait_read();
 void tma_store_program_end();

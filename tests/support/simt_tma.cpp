@@ -218,20 +218,43 @@ bool box_fits(const EmulatedTensorMap &map, uint64_t shared, bool unswizzled_all
 }
 }  // namespace
 
-void tma_load_2d(uint64_t dst, uint64_t tensor_map, int32_t col, int32_t row, uint64_t barrier) {
+namespace {
+// The map at `tensor_map` where its rank is the instruction's (`rank`); otherwise the block's
+// fault and null.
+const EmulatedTensorMap *tensor_map_of_rank(uint64_t tensor_map, int rank, const char *instruction) {
   const EmulatedTensorMap *map = tensor_map_operand(tensor_map);
+  if (map && map->rank != rank) {
+    record_fault(fmt::format("{}: a {}-D copy through a rank-{} tensor map", instruction, rank, map->rank));
+    return nullptr;
+  }
+  return map;
+}
+
+// The tensor's element (plane, row, col) where it lies inside the tensor, else null.
+const uint8_t *tensor_element(const EmulatedTensorMap &map, int64_t plane, int64_t row, int64_t col) {
+  if (plane < 0 || plane >= map.planes || row < 0 || row >= map.rows || col < 0 || col >= map.cols) return nullptr;
+  return reinterpret_cast<const uint8_t *>(map.base) + (plane * map.plane_stride + row * map.row_stride + col) * map.elem_bytes;
+}
+
+void tma_load(uint64_t dst, const EmulatedTensorMap *map, int32_t col, int32_t row, int32_t plane, uint64_t barrier) {
   if (!map || !box_fits(*map, dst, false, "cp.async.bulk.tensor")) return;
   const int64_t row_bytes = int64_t(map->box_cols) * map->elem_bytes, box_bytes = row_bytes * map->box_rows;
   auto *out = reinterpret_cast<uint8_t *>(dst);
-  const auto *tensor = reinterpret_cast<const uint8_t *>(map->base);
   for (int64_t r = 0; r < map->box_rows; ++r)
     for (int64_t c = 0; c < map->box_cols; ++c) {
       uint8_t *to = out + swizzled(uint64_t(r * row_bytes + c * map->elem_bytes), map->swizzle_bytes);
-      int64_t tr = int64_t(row) + r, tc = int64_t(col) + c;
-      if (tr >= 0 && tr < map->rows && tc >= 0 && tc < map->cols) std::memcpy(to, tensor + (tr * map->row_stride + tc) * map->elem_bytes, size_t(map->elem_bytes));
+      if (const uint8_t *from = tensor_element(*map, plane, int64_t(row) + r, int64_t(col) + c)) std::memcpy(to, from, size_t(map->elem_bytes));
       else std::memset(to, 0, size_t(map->elem_bytes));  // TMA fills what lies outside the tensor with zeros
     }
   complete_tx(barrier, box_bytes);
+}
+}  // namespace
+
+void tma_load_2d(uint64_t dst, uint64_t tensor_map, int32_t col, int32_t row, uint64_t barrier) {
+  tma_load(dst, tensor_map_of_rank(tensor_map, 2, "cp.async.bulk.tensor.2d"), col, row, 0, barrier);
+}
+void tma_load_3d(uint64_t dst, uint64_t tensor_map, int32_t col, int32_t row, int32_t plane, uint64_t barrier) {
+  tma_load(dst, tensor_map_of_rank(tensor_map, 3, "cp.async.bulk.tensor.3d"), col, row, plane, barrier);
 }
 
 namespace {
@@ -247,20 +270,24 @@ struct BulkGroups {
 thread_local BulkGroups bulk_groups;
 }  // namespace
 
-void tma_store_2d(uint64_t tensor_map, int32_t col, int32_t row, uint64_t src) {
-  const EmulatedTensorMap *map = tensor_map_operand(tensor_map);
+namespace {
+void tma_store(const EmulatedTensorMap *map, int32_t col, int32_t row, int32_t plane, uint64_t src) {
   if (!map || !box_fits(*map, src, true, "cp.async.bulk.tensor (store)")) return;
   const int64_t row_bytes = int64_t(map->box_cols) * map->elem_bytes, box_bytes = row_bytes * map->box_rows;
   const auto *in = reinterpret_cast<const uint8_t *>(src);
-  auto *tensor = reinterpret_cast<uint8_t *>(map->base);
   for (int64_t r = 0; r < map->box_rows; ++r)
-    for (int64_t c = 0; c < map->box_cols; ++c) {
-      int64_t tr = int64_t(row) + r, tc = int64_t(col) + c;
-      if (tr >= 0 && tr < map->rows && tc >= 0 && tc < map->cols)  // TMA skips what lies outside the tensor
-        std::memcpy(tensor + (tr * map->row_stride + tc) * map->elem_bytes, in + swizzled(uint64_t(r * row_bytes + c * map->elem_bytes), map->swizzle_bytes),
-                    size_t(map->elem_bytes));
-    }
+    for (int64_t c = 0; c < map->box_cols; ++c)
+      if (const uint8_t *at = tensor_element(*map, plane, int64_t(row) + r, int64_t(col) + c))  // TMA skips what lies outside the tensor
+        std::memcpy(const_cast<uint8_t *>(at), in + swizzled(uint64_t(r * row_bytes + c * map->elem_bytes), map->swizzle_bytes), size_t(map->elem_bytes));
   bulk_groups.open.push_back({src, std::vector<uint8_t>(in, in + box_bytes)});
+}
+}  // namespace
+
+void tma_store_2d(uint64_t tensor_map, int32_t col, int32_t row, uint64_t src) {
+  tma_store(tensor_map_of_rank(tensor_map, 2, "cp.async.bulk.tensor.2d (store)"), col, row, 0, src);
+}
+void tma_store_3d(uint64_t tensor_map, int32_t col, int32_t row, int32_t plane, uint64_t src) {
+  tma_store(tensor_map_of_rank(tensor_map, 3, "cp.async.bulk.tensor.3d (store)"), col, row, plane, src);
 }
 
 void tma_store_commit() {

@@ -27,7 +27,11 @@ void GpuTarget::barrier_expect(llvm::IRBuilder<> &, llvm::Value *, llvm::Value *
 llvm::Value *GpuTarget::barrier_phase_done(llvm::IRBuilder<> &, llvm::Value *, llvm::Value *) { no_tensor_copy(info_); }
 void GpuTarget::barrier_invalidate(llvm::IRBuilder<> &, llvm::Value *) { no_tensor_copy(info_); }
 void GpuTarget::tensor_copy_2d(llvm::IRBuilder<> &, llvm::Value *, llvm::Value *, llvm::Value *, llvm::Value *, llvm::Value *) { no_tensor_copy(info_); }
+void GpuTarget::tensor_copy_3d(llvm::IRBuilder<> &, llvm::Value *, llvm::Value *, llvm::Value *, llvm::Value *, llvm::Value *, llvm::Value *) {
+  no_tensor_copy(info_);
+}
 void GpuTarget::tensor_store_2d(llvm::IRBuilder<> &, llvm::Value *, llvm::Value *, llvm::Value *, llvm::Value *) { no_tensor_copy(info_); }
+void GpuTarget::tensor_store_3d(llvm::IRBuilder<> &, llvm::Value *, llvm::Value *, llvm::Value *, llvm::Value *, llvm::Value *) { no_tensor_copy(info_); }
 void GpuTarget::tensor_store_commit(llvm::IRBuilder<> &) { no_tensor_copy(info_); }
 void GpuTarget::tensor_store_wait_read(llvm::IRBuilder<> &) { no_tensor_copy(info_); }
 void GpuTarget::async_proxy_fence(llvm::IRBuilder<> &) { internal_error("GPU lowering: " + info_.name + " has no matrix instructions reading shared memory by descriptor"); }

@@ -88,7 +88,8 @@ class GpuTarget {
   //  - barrier_phase_done: i1, whether the phase of `parity` (i32, 0 or 1) has completed.
   //  - barrier_invalidate: the 8 bytes may hold ordinary data again.
   //  - tensor_copy_2d: the box at element (col, row) of the tensor map at `tensor_map`
-  //    (the kernel's parameter) into `shared`, swizzled as the map says, completing on `barrier`.
+  //    (the kernel's parameter) into `shared`, swizzled as the map says, completing on `barrier`;
+  //    tensor_copy_3d the same at (col, row, plane) of a rank-3 map (a box one plane deep).
   virtual void barrier_init(llvm::IRBuilder<> &b, llvm::Value *barrier, int count);
   virtual void barrier_init_fence(llvm::IRBuilder<> &b);
   virtual void barrier_expect(llvm::IRBuilder<> &b, llvm::Value *barrier, llvm::Value *bytes);
@@ -96,15 +97,18 @@ class GpuTarget {
   virtual void barrier_invalidate(llvm::IRBuilder<> &b, llvm::Value *barrier);
   virtual void tensor_copy_2d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row,
                               llvm::Value *barrier);
+  virtual void tensor_copy_3d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row,
+                              llvm::Value *plane, llvm::Value *barrier);
   // The other way (TMA stores), one thread issuing them:
   //  - tensor_store_2d: the box at `shared` (unswizzled rows) to element (col, row) of the
   //    tensor map's tensor, elements outside the tensor not written; it reads shared memory
   //    through the async proxy, so the writes that made the tile need async_proxy_fence
-  //    and a barrier first.
+  //    and a barrier first. tensor_store_3d: the same at (col, row, plane) of a rank-3 map.
   //  - tensor_store_commit closes this thread's stores since the last commit into a group;
   //    tensor_store_wait_read returns once every group has finished reading shared memory
   //    (so the tile may be written again, or the block end).
   virtual void tensor_store_2d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row);
+  virtual void tensor_store_3d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row, llvm::Value *plane);
   virtual void tensor_store_commit(llvm::IRBuilder<> &b);
   virtual void tensor_store_wait_read(llvm::IRBuilder<> &b);
 

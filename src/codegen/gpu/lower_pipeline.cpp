@@ -102,11 +102,16 @@ void GpuLowering::copy_tile_tensor(const PipelinedLoad &p, llvm::Value *iv, llvm
   const ir::Type &t = fn_.type(tile.results[0]);
   const int map = tensor_map_of_.at(p.load);
   const int64_t slabs = t.shape[1] * dtype_bytes(t.elem) / layout.swizzle_bytes, box_cols = tensor_maps_[size_t(map)].box_cols;
+  const int plane_operand = ir::tile_plane_operand(tile);
   at_iteration(p, iv, [&] {
     llvm::Value *row = element(tile.operands[4], {}), *col = element(tile.operands[5], {});
-    for (int64_t slab = 0; slab < slabs; ++slab)
-      hooks_.tensor_copy_2d(b_, b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), buffer, uint64_t(slab * layout.slab_bytes)),
-                            tensor_map_params_[size_t(map)], b_.CreateAdd(col, b_.getInt32(uint32_t(slab * box_cols))), row, barrier);
+    llvm::Value *plane = plane_operand >= 0 ? element(tile.operands[size_t(plane_operand) + 2], {}) : nullptr;
+    for (int64_t slab = 0; slab < slabs; ++slab) {
+      llvm::Value *dst = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), buffer, uint64_t(slab * layout.slab_bytes));
+      llvm::Value *slab_col = b_.CreateAdd(col, b_.getInt32(uint32_t(slab * box_cols)));
+      if (plane) hooks_.tensor_copy_3d(b_, dst, tensor_map_params_[size_t(map)], slab_col, row, plane, barrier);
+      else hooks_.tensor_copy_2d(b_, dst, tensor_map_params_[size_t(map)], slab_col, row, barrier);
+    }
   });
 }
 
@@ -333,7 +338,7 @@ void GpuLowering::pipeline_latch(const ir::Op &loop, llvm::BasicBlock *latch) {
 // (store_box_layout), or the whole tile unswizzled.
 void GpuLowering::plan_tensor_maps() {
   auto add = [&](const ir::Op &tile, TensorMapSpec spec) {
-    if (!tensor_map_fields(fn_, tile, spec.base, spec.rows, spec.cols, spec.row_stride))
+    if (!tensor_map_fields(fn_, tile, spec))
       internal_error(fmt::format("GPU lowering of '{}': a tile {} planned for TMA has no tensor map", fn_.name, ir::op_name(tile.kind)));
     auto found = std::find(tensor_maps_.begin(), tensor_maps_.end(), spec);
     tensor_map_of_[&tile] = int(found - tensor_maps_.begin());

@@ -46,11 +46,16 @@ void GpuLowering::emit_tile_store(const ir::Op &op) {
   hooks_.async_proxy_fence(b_);
   barrier_after_write();
   llvm::Value *row = element(op.operands[4], {}), *col = element(op.operands[5], {});
+  const int plane_operand = ir::tile_plane_operand(op);
+  llvm::Value *plane = plane_operand >= 0 ? element(op.operands[size_t(plane_operand) + 2], {}) : nullptr;
   const int64_t slabs = layout.swizzled() ? width_bytes / layout.swizzle_bytes : 1, box_cols = tensor_maps_[size_t(map->second)].box_cols;
   when(b_.CreateICmpEQ(tid_, b_.getInt32(0)), [&] {
-    for (int64_t slab = 0; slab < slabs; ++slab)
-      hooks_.tensor_store_2d(b_, b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), box, uint64_t(slab * layout.slab_bytes)),
-                             tensor_map_params_[size_t(map->second)], b_.CreateAdd(col, b_.getInt32(uint32_t(slab * box_cols))), row);
+    for (int64_t slab = 0; slab < slabs; ++slab) {
+      llvm::Value *src = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), box, uint64_t(slab * layout.slab_bytes));
+      llvm::Value *slab_col = b_.CreateAdd(col, b_.getInt32(uint32_t(slab * box_cols)));
+      if (plane) hooks_.tensor_store_3d(b_, src, tensor_map_params_[size_t(map->second)], slab_col, row, plane);
+      else hooks_.tensor_store_2d(b_, src, tensor_map_params_[size_t(map->second)], slab_col, row);
+    }
     hooks_.tensor_store_commit(b_);
     hooks_.tensor_store_wait_read(b_);
   });

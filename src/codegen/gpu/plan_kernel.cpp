@@ -52,14 +52,18 @@ bool tensor_store_fits(const ir::Type &tile) {
 
 }  // namespace
 
-bool tensor_map_fields(const ir::Function &fn, const ir::Op &tile, int &base, TensorMapField &rows, TensorMapField &cols, TensorMapField &row_stride) {
+bool tensor_map_fields(const ir::Function &fn, const ir::Op &tile, TensorMapSpec &spec) {
   const ir::Argument *b = argument_of(fn, tile.operands[0]);
   if (!b || b->spec != ir::ArgClass::Divisible16) return false;
-  base = int(b - fn.args.data());
+  spec.base = int(b - fn.args.data());
   const int eb = dtype_bytes(tile_type(fn, tile).elem);
-  // The stride's bytes a multiple of 16: a multiple of 16 / eb elements (an argument divisible
+  // The strides' bytes multiples of 16: multiples of 16 / eb elements (an argument divisible
   // by 16 is, for every element size up to 16 bytes).
-  return field(fn, tile.operands[1], 1, rows) && field(fn, tile.operands[2], 1, cols) && field(fn, tile.operands[3], 16 / eb, row_stride);
+  if (!field(fn, tile.operands[1], 1, spec.rows) || !field(fn, tile.operands[2], 1, spec.cols) || !field(fn, tile.operands[3], 16 / eb, spec.row_stride))
+    return false;
+  const int p = ir::tile_plane_operand(tile);
+  spec.rank = p >= 0 ? 3 : 2;
+  return p < 0 || (field(fn, tile.operands[size_t(p)], 1, spec.planes) && field(fn, tile.operands[size_t(p) + 1], 16 / eb, spec.plane_stride));
 }
 
 LayoutPlan plan_gpu_kernel(ir::Function &fn, const TargetInfo &target, int num_warps, int num_stages) {
@@ -67,11 +71,10 @@ LayoutPlan plan_gpu_kernel(ir::Function &fn, const TargetInfo &target, int num_w
   std::set<const ir::Op *> candidates;
   if (target.tensor_copy)
     ir::walk(fn.body, [&](const ir::Op &op) {
-      int base;
-      TensorMapField rows, cols, stride;
+      TensorMapSpec spec;
       const bool load = op.kind == OpKind::TileLoad && num_stages >= 2 && tensor_copy_fits(fn.type(op.results[0]));
       const bool store = op.kind == OpKind::TileStore && tensor_store_fits(tile_type(fn, op));
-      if ((load || store) && tensor_map_fields(fn, op, base, rows, cols, stride)) candidates.insert(&op);
+      if ((load || store) && tensor_map_fields(fn, op, spec)) candidates.insert(&op);
     });
   passes::expand_tile_accesses(fn, [&](const ir::Op &tile) { return candidates.count(&tile) > 0; });
   for (;;) {  // each round expands at least one tile load, so it ends

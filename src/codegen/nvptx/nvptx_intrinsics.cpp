@@ -201,6 +201,13 @@ void tma_load_2d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_
 void tma_store_2d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row) {
   effect_asm(b, kTmaStore2dText, "l,r,r,l,~{memory}", {tensor_map, col, row, shared});
 }
+void tma_load_3d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row, llvm::Value *plane,
+                 llvm::Value *barrier) {
+  effect_asm(b, kTmaLoad3dText, "l,l,r,r,r,l,~{memory}", {shared, tensor_map, col, row, plane, barrier});
+}
+void tma_store_3d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row, llvm::Value *plane) {
+  effect_asm(b, kTmaStore3dText, "l,r,r,r,l,~{memory}", {tensor_map, col, row, plane, shared});
+}
 void bulk_commit_group(llvm::IRBuilder<> &b) { effect_asm(b, kBulkCommitGroupText, "~{memory}", {}); }
 void bulk_wait_group_read(llvm::IRBuilder<> &b) { effect_asm(b, kBulkWaitGroupReadText, "~{memory}", {}); }
 

@@ -95,6 +95,10 @@ inline constexpr const char *kTmaLoad2dText =
 // once every group has read its shared memory (the writes to global memory may still be on
 // their way; the kernel's end or a later launch sees them).
 inline constexpr const char *kTmaStore2dText = "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [$0, {$1, $2}], [$3];";
+// The same for a rank-3 map: coordinates (col, row, plane).
+inline constexpr const char *kTmaLoad3dText =
+    "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3, $4}], [$5];";
+inline constexpr const char *kTmaStore3dText = "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [$0, {$1, $2, $3}], [$4];";
 inline constexpr const char *kBulkCommitGroupText = "cp.async.bulk.commit_group;";
 inline constexpr const char *kBulkWaitGroupReadText = "cp.async.bulk.wait_group.read 0;";
 void mbarrier_init(llvm::IRBuilder<> &b, llvm::Value *barrier, int count);
@@ -104,6 +108,9 @@ llvm::Value *mbarrier_try_wait_parity(llvm::IRBuilder<> &b, llvm::Value *barrier
 void mbarrier_inval(llvm::IRBuilder<> &b, llvm::Value *barrier);
 void tma_load_2d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row, llvm::Value *barrier);
 void tma_store_2d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row);
+void tma_load_3d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row, llvm::Value *plane,
+                 llvm::Value *barrier);
+void tma_store_3d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row, llvm::Value *plane);
 void bulk_commit_group(llvm::IRBuilder<> &b);
 void bulk_wait_group_read(llvm::IRBuilder<> &b);
 

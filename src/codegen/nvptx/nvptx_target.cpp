@@ -79,8 +79,15 @@ void NvptxTarget::tensor_copy_2d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm
                                  llvm::Value *barrier) {
   tma_load_2d(b, shared, tensor_map, col, row, barrier);
 }
+void NvptxTarget::tensor_copy_3d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row, llvm::Value *plane,
+                                 llvm::Value *barrier) {
+  tma_load_3d(b, shared, tensor_map, col, row, plane, barrier);
+}
 void NvptxTarget::tensor_store_2d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row) {
   tma_store_2d(b, shared, tensor_map, col, row);
+}
+void NvptxTarget::tensor_store_3d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row, llvm::Value *plane) {
+  tma_store_3d(b, shared, tensor_map, col, row, plane);
 }
 void NvptxTarget::tensor_store_commit(llvm::IRBuilder<> &b) { bulk_commit_group(b); }
 void NvptxTarget::tensor_store_wait_read(llvm::IRBuilder<> &b) { bulk_wait_group_read(b); }

@@ -36,7 +36,10 @@ class NvptxTarget final : public gpu::GpuTarget {
   void barrier_invalidate(llvm::IRBuilder<> &b, llvm::Value *barrier) override;
   void tensor_copy_2d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row,
                       llvm::Value *barrier) override;
+  void tensor_copy_3d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row, llvm::Value *plane,
+                      llvm::Value *barrier) override;
   void tensor_store_2d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row) override;
+  void tensor_store_3d(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *tensor_map, llvm::Value *col, llvm::Value *row, llvm::Value *plane) override;
   void tensor_store_commit(llvm::IRBuilder<> &b) override;
   void tensor_store_wait_read(llvm::IRBuilder<> &b) override;
   std::vector<llvm::Value *> wait_matrix_dots(llvm::IRBuilder<> &b, const std::vector<llvm::Value *> &acc) override;

@@ -66,15 +66,25 @@ struct TilePointers {
 
 // The offsets are i64: a tensor's rows x row_stride may pass 2^31 elements (the indices and
 // extents, i32 arguments, do not), and TMA's own addressing has no such limit either.
+// A 3-D tensor's plane moves the base by plane * plane_stride (a scalar, i64) and puts the
+// whole tile outside the tensor where the plane is not in [0, planes).
 TilePointers tile_pointers(Emitter &e, ir::Function &fn, const ir::Op &tile, const Shape &shape) {
-  const ValueId base = tile.operands[0], rows = tile.operands[1], cols = tile.operands[2], stride = tile.operands[3];
+  const ValueId rows = tile.operands[1], cols = tile.operands[2], stride = tile.operands[3];
+  ValueId base = tile.operands[0];
   AxisIndex r = axis_index(e, tile.operands[4], rows, shape[0], 0);
   AxisIndex c = axis_index(e, tile.operands[5], cols, shape[1], 1);
   auto wide = [&](ValueId v) { return e.op(OpKind::Cast, Type{DType::I64, false, fn.type(v).shape}, {v}); };
   ValueId row_offset = e.arith(OpKind::Mul, wide(r.index), wide(e.broadcast_scalar(stride, Shape{shape[0], 1})));
   ValueId offset = e.arith(OpKind::Add, e.broadcast(row_offset, shape), e.broadcast(wide(c.index), shape));
-  ValueId pointers = e.op(OpKind::PtrAdd, fn.type(base).with_shape(shape), {e.broadcast_scalar(base, shape), offset});
   ValueId mask = e.boolean(OpKind::And, e.broadcast(r.inside, shape), e.broadcast(c.inside, shape));
+  if (const int p = ir::tile_plane_operand(tile); p >= 0) {
+    const ValueId planes = tile.operands[size_t(p)], plane_stride = tile.operands[size_t(p) + 1], plane = tile.operands[size_t(p) + 2];
+    const Shape scalar{};
+    base = e.op(OpKind::PtrAdd, fn.type(base), {base, e.arith(OpKind::Mul, wide(plane), wide(plane_stride))});
+    ValueId inside = e.boolean(OpKind::And, e.boolean(OpKind::CmpGe, plane, e.i32_constant(0, scalar)), e.boolean(OpKind::CmpLt, plane, planes));
+    mask = e.boolean(OpKind::And, mask, e.broadcast_scalar(inside, shape));
+  }
+  ValueId pointers = e.op(OpKind::PtrAdd, fn.type(base).with_shape(shape), {e.broadcast_scalar(base, shape), offset});
   return {pointers, mask};
 }
 

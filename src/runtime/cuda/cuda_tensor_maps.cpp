@@ -67,7 +67,9 @@ CudaTensorMaps::Values CudaTensorMaps::values(const codegen::TensorMapSpec &s, c
   };
   // Integer slots hold the value sign-extended to 64 bits (kernel.cpp packs ArgValue::bits).
   auto read = [&](const codegen::TensorMapField &f) { return f.param >= 0 ? int64_t(slot(f.param)) : f.value; };
-  return {slot(s.base), read(s.rows), read(s.cols), read(s.row_stride)};
+  Values v{slot(s.base), read(s.rows), read(s.cols), read(s.row_stride)};
+  if (s.rank == 3) v.planes = read(s.planes), v.plane_stride = read(s.plane_stride);
+  return v;
 }
 
 void CudaTensorMaps::encode(const cuda::Driver &driver, const LaunchRequest &r, cuda::CUtensorMap *out,
@@ -92,16 +94,16 @@ void CudaTensorMaps::encode(const cuda::Driver &driver, const LaunchRequest &r, 
                              is_integer(r.kernel.params[size_t(f.param)].elem));
     };
     if (size_t(s.base) >= r.kernel.params.size() || !r.kernel.params[size_t(s.base)].is_ptr || !is_integer_argument(s.rows) ||
-        !is_integer_argument(s.cols) || !is_integer_argument(s.row_stride))
+        !is_integer_argument(s.cols) || !is_integer_argument(s.row_stride) || !is_integer_argument(s.planes) || !is_integer_argument(s.plane_stride))
       throw Error(fmt::format("kernel '{}': its cache entry's tensor map {} names {} as its base and {}, {}, {} as its extents, which this "
                               "kernel's arguments are not (a pointer, then integers); remove the entry from the cache directory",
                               r.kernel.name, i, base, source_text(r, s.rows), source_text(r, s.cols), source_text(r, s.row_stride)));
 
     const int bytes = dtype_bytes(s.elem);
-    for (auto [name, value, field] : {std::tuple{"rows", v.rows, &s.rows}, std::tuple{"cols", v.cols, &s.cols}})
+    for (auto [name, value, field] : {std::tuple{"rows", v.rows, &s.rows}, std::tuple{"cols", v.cols, &s.cols}, std::tuple{"planes", v.planes, &s.planes}})
       if (!codegen::tensor_map_extent_ok(value)) refuse(fmt::format("{} in [0, 2^32]", name), fmt::format("{} ({})", value, source_text(r, *field)));
-    // An empty tensor is encoded over a stand-in: its own address and stride are never read.
-    const bool empty = codegen::tensor_map_empty(v.rows, v.cols);
+    // An empty tensor is encoded over a stand-in: its own address and strides are never read.
+    const bool empty = codegen::tensor_map_empty(v.rows, v.cols) || v.planes == 0;
     if (!empty && !codegen::tensor_map_address_ok(v.address))
       refuse("its address 16-byte aligned",
              fmt::format("{:#x}, {} bytes past a 16-byte boundary (pass a pointer a multiple of {} {} elements into an aligned allocation)", v.address,
@@ -111,18 +113,23 @@ void CudaTensorMaps::encode(const cuda::Driver &driver, const LaunchRequest &r, 
              fmt::format("{} {} elements{} ({})", v.row_stride, dtype_name(s.elem),
                          codegen::tensor_map_stride_fits(v.row_stride, bytes) ? fmt::format(" = {} bytes", v.row_stride * bytes) : "",
                          source_text(r, s.row_stride)));
+    if (s.rank == 3 && !empty && !codegen::tensor_map_stride_ok(v.plane_stride, bytes))
+      refuse("its plane stride a positive multiple of 16 bytes below 2^40 bytes",
+             fmt::format("{} {} elements ({})", v.plane_stride, dtype_name(s.elem), source_text(r, s.plane_stride)));
     if (!driver.cuTensorMapEncodeTiled)
       refuse("a CUDA 12 driver", fmt::format("{}, which lacks cuTensorMapEncodeTiled (update the NVIDIA driver)", driver.library));
 
-    // TMA lists dimensions innermost first: cols, then rows `row_stride` elements apart. An
-    // empty tensor: its stand-in, one row of one element.
+    // TMA lists dimensions innermost first: cols, then rows `row_stride` elements apart, then
+    // (rank 3) planes `plane_stride` apart, a box one plane deep. An empty tensor: its
+    // stand-in, one element.
     const uint64_t address = !empty ? v.address : s.written ? stand_ins().written : stand_ins().read;
-    const uint64_t dims[2] = {empty ? 1 : uint64_t(v.cols), empty ? 1 : uint64_t(v.rows)};
-    const uint64_t strides[1] = {empty ? uint64_t(codegen::kTensorMapStandInBytes) : uint64_t(v.row_stride) * uint64_t(bytes)};
-    const uint32_t box[2] = {uint32_t(s.box_cols), uint32_t(s.box_rows)};
-    const uint32_t element_strides[2] = {1, 1};
+    const uint64_t stand_in = codegen::kTensorMapStandInBytes;
+    const uint64_t dims[3] = {empty ? 1 : uint64_t(v.cols), empty ? 1 : uint64_t(v.rows), empty ? 1 : uint64_t(v.planes)};
+    const uint64_t strides[2] = {empty ? stand_in : uint64_t(v.row_stride) * uint64_t(bytes), empty ? stand_in : uint64_t(v.plane_stride) * uint64_t(bytes)};
+    const uint32_t box[3] = {uint32_t(s.box_cols), uint32_t(s.box_rows), 1};
+    const uint32_t element_strides[3] = {1, 1, 1};
     cuda::CUtensorMap map;  // kept only once encoded: a failed call leaves the last map whole
-    cuda::CUresult result = driver.cuTensorMapEncodeTiled(&map, tensor_map_data_type(s.elem), 2, reinterpret_cast<void *>(address), dims, strides,
+    cuda::CUresult result = driver.cuTensorMapEncodeTiled(&map, tensor_map_data_type(s.elem), unsigned(s.rank), reinterpret_cast<void *>(address), dims, strides,
                                                           box, element_strides, cuda::kTensorMapInterleaveNone, tensor_map_swizzle(s.swizzle_bytes),
                                                           cuda::kTensorMapL2Promotion128B, cuda::kTensorMapOobFillZeros);
     if (result != 0) {

@@ -50,6 +50,7 @@ class CudaTensorMaps {
   struct Values {
     uint64_t address = 0;
     int64_t rows = 0, cols = 0, row_stride = 0;
+    int64_t planes = 1, plane_stride = 0;  // rank 3
     bool operator==(const Values &) const = default;
   };
   struct Encoded {

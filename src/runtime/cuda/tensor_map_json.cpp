@@ -90,10 +90,16 @@ class Reader {
     s.rows = field(m, "rows", where);
     s.cols = field(m, "cols", where);
     s.row_stride = field(m, "row_stride", where);
+    if (m.contains("planes") || m.contains("plane_stride")) {  // absent: a 2-D map
+      s.rank = 3;
+      s.planes = field(m, "planes", where);
+      s.plane_stride = field(m, "plane_stride", where);
+    }
 
     const nlohmann::json &dtype = member(m, "dtype");
     std::optional<DType> elem = dtype.is_string() ? dtype_named(dtype.get<std::string>()) : std::nullopt;
-    if (!elem || tensor_map_data_type(*elem) < 0) fail(where + ".dtype", "an element type TMA copies (f16, bf16, f32, i8, u8, i16, i32, u32, i64)", dtype);
+    if (!elem || tensor_map_data_type(*elem) < 0)
+      fail(where + ".dtype", "an element type TMA copies (f16, bf16, f32, f8e4m3, i8, u8, i16, i32, u32, i64)", dtype);
     s.elem = *elem;
 
     const nlohmann::json &box = member(m, "box");
@@ -127,7 +133,7 @@ class Reader {
 
 nlohmann::json tensor_maps_to_json(const std::vector<codegen::TensorMapSpec> &maps) {
   nlohmann::json out = nlohmann::json::array();
-  for (const codegen::TensorMapSpec &s : maps)
+  for (const codegen::TensorMapSpec &s : maps) {
     out.push_back({{"base", s.base},
                    {"rows", field_json(s.rows)},
                    {"cols", field_json(s.cols)},
@@ -136,6 +142,8 @@ nlohmann::json tensor_maps_to_json(const std::vector<codegen::TensorMapSpec> &ma
                    {"box", {s.box_rows, s.box_cols}},
                    {"swizzle", s.swizzle_bytes},
                    {"written", s.written}});
+    if (s.rank == 3) out.back()["planes"] = field_json(s.planes), out.back()["plane_stride"] = field_json(s.plane_stride);
+  }
   return out;
 }
 
