@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <kdsl/error.h>
 
 #include "runtime/backend.h"
@@ -41,6 +43,31 @@ void LaunchRecording::begin(const std::string &device) {
   if (active_.load()) throw Error(fmt::format("LaunchGraph::capture: {} is already capturing; captures do not nest", device));
   launches_.clear();
   active_.store(true, std::memory_order_release);
+}
+
+void StreamCapture::begin(const std::string &device, const std::function<void()> &start) {
+  std::lock_guard lock(mutex_);
+  if (active()) throw Error(fmt::format("LaunchGraph::capture: {} is already capturing; captures do not nest", device));
+  start();
+  captured_ = {};
+  active_.store(true, std::memory_order_release);
+}
+
+void StreamCapture::add(std::shared_ptr<LoadedCode> code) {
+  std::lock_guard lock(mutex_);
+  captured_.code.push_back(std::move(code));
+  ++captured_.launches;
+}
+
+StreamCapture::Captured StreamCapture::end() {
+  std::lock_guard lock(mutex_);
+  active_.store(false, std::memory_order_release);
+  Captured out = std::move(captured_);
+  captured_ = {};
+  // Each module once: a decode step launches the same few kernels hundreds of times.
+  std::sort(out.code.begin(), out.code.end());
+  out.code.erase(std::unique(out.code.begin(), out.code.end()), out.code.end());
+  return out;
 }
 
 void LaunchRecording::add(std::shared_ptr<LoadedCode> code, const LaunchRequest &r) {

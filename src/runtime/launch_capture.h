@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -57,6 +58,29 @@ class LaunchRecording {
 // "copy_to_host is not allowed inside a LaunchGraph capture on <device>: ...": the error for
 // what a capture cannot record (copies, allocations, synchronize) on a GPU.
 [[noreturn]] void capture_refusal(const char *call, const std::string &device);
+
+// The bookkeeping of a capture into a GPU runtime's own graph (CUDA's, HIP's stream capture):
+// whether one is under way, and the code its launches use, which the graph keeps loaded (a
+// graph node names a function that unloading its module would leave dangling).
+class StreamCapture {
+ public:
+  bool active() const { return active_.load(std::memory_order_acquire); }
+  // Runs `start` (the runtime's begin-capture call), then counts the capture as begun. Throws
+  // kdsl::Error naming `device` when one is already under way, and whatever `start` throws.
+  void begin(const std::string &device, const std::function<void()> &start);
+  void add(std::shared_ptr<LoadedCode> code);
+  // Ends the capture: the code its launches used, each module once, and how many launches.
+  struct Captured {
+    std::vector<std::shared_ptr<LoadedCode>> code;
+    size_t launches = 0;
+  };
+  Captured end();
+
+ private:
+  std::mutex mutex_;
+  std::atomic<bool> active_{false};  // read at every launch: no lock there
+  Captured captured_;
+};
 
 // Counts replayed launches in cache_stats() (kernel.cpp), as launches through a Kernel are.
 void count_replayed_launches(size_t launches);

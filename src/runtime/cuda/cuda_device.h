@@ -112,7 +112,7 @@ class CudaDevice final : public Backend {
   // kdsl::LaunchGraph as a CUDA graph (cuda_graph.cpp): the device's stream captured
   // (cuStreamBeginCapture, relaxed mode), instantiated at the end, replayed with cuGraphLaunch.
   void begin_capture() override;
-  bool capturing() const override { return capturing_.load(std::memory_order_acquire); }
+  bool capturing() const override { return capture_.active(); }
   // Launches on the capturing stream (the driver records it) and keeps the code loaded.
   void capture_launch(std::shared_ptr<LoadedCode> code, const LaunchRequest &request) override;
   std::unique_ptr<CapturedLaunches> end_capture() override;
@@ -175,11 +175,7 @@ class CudaDevice final : public Backend {
   };
   std::vector<ProfiledLaunch> profiled_;
   std::vector<cuda::CUevent> spare_events_;
-  // The capture under way: the code its launches use (a graph keeps it loaded) and their count.
-  std::atomic<bool> capturing_{false};
-  std::mutex capture_mutex_;
-  std::vector<std::shared_ptr<LoadedCode>> captured_code_;
-  size_t captured_launches_ = 0;
+  StreamCapture capture_;  // the capture under way
   std::string name_;
   bool embeds_ptx_ = false;
   codegen::TargetDesc target_;

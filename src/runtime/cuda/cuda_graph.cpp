@@ -1,8 +1,6 @@
 // cuda_graph.cpp - kdsl::LaunchGraph on NVIDIA: the device's stream captured into a CUDA graph, replayed with one cuGraphLaunch
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include <kdsl/error.h>
 
 #include "runtime/cuda/cuda_device.h"
@@ -58,28 +56,20 @@ void CudaDevice::begin_capture() {
     throw Error(fmt::format("LaunchGraph::capture on {}: the driver ({}) lacks the CUDA graph entry points (cuStreamBeginCapture_v2, "
                             "cuGraphInstantiateWithFlags, ...); a driver for CUDA 11.4 or newer has them",
                             name_, drv_.library));
-  std::lock_guard lock(capture_mutex_);
-  if (capturing()) throw Error(fmt::format("LaunchGraph::capture: {} is already capturing; captures do not nest", name_));
-  make_current();
-  // The driver's own words, without the last launch's note: a refused capture is no kernel's fault.
-  capture_check(drv_.cuStreamBeginCapture(stream_, cuda::kStreamCaptureModeRelaxed), "cuStreamBeginCapture");
-  captured_code_.clear();
-  captured_launches_ = 0;
-  capturing_.store(true, std::memory_order_release);
+  capture_.begin(name_, [&] {
+    make_current();
+    // The driver's own words, without the last launch's note: a refused capture is no kernel's fault.
+    capture_check(drv_.cuStreamBeginCapture(stream_, cuda::kStreamCaptureModeRelaxed), "cuStreamBeginCapture");
+  });
 }
 
 void CudaDevice::capture_launch(std::shared_ptr<LoadedCode> code, const LaunchRequest &request) {
   launch(*code, request);  // recorded by the driver, not run
-  std::lock_guard lock(capture_mutex_);
-  captured_code_.push_back(std::move(code));
-  ++captured_launches_;
+  capture_.add(std::move(code));
 }
 
 std::unique_ptr<CapturedLaunches> CudaDevice::end_capture() {
-  std::lock_guard lock(capture_mutex_);
-  capturing_.store(false, std::memory_order_release);
-  std::vector<std::shared_ptr<LoadedCode>> code;
-  code.swap(captured_code_);
+  StreamCapture::Captured captured = capture_.end();
   make_current();
   cuda::CUgraph graph = nullptr;
   capture_check(drv_.cuStreamEndCapture(stream_, &graph), "cuStreamEndCapture");
@@ -89,11 +79,8 @@ std::unique_ptr<CapturedLaunches> CudaDevice::end_capture() {
     drv_.cuGraphDestroy(graph);
     capture_check(r, "cuGraphInstantiateWithFlags");
   }
-  // Each module once: a decode step launches the same few kernels hundreds of times.
-  std::sort(code.begin(), code.end());
-  code.erase(std::unique(code.begin(), code.end()), code.end());
-  log_debug("captured a CUDA graph of {} launches over {} kernels on {}", captured_launches_, code.size(), name_);
-  return std::make_unique<CudaGraph>(*this, drv_, graph, exec, std::move(code), captured_launches_);
+  log_debug("captured a CUDA graph of {} launches over {} kernels on {}", captured.launches, captured.code.size(), name_);
+  return std::make_unique<CudaGraph>(*this, drv_, graph, exec, std::move(captured.code), captured.launches);
 }
 
 void CudaDevice::launch_graph(cuda::CUgraphExec graph, const std::string &name) {

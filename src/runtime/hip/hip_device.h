@@ -1,10 +1,8 @@
 // hip_device.h - an AMD GPU as a kdsl device through the HIP runtime: memory, code objects, launches, queries
 #pragma once
-#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <vector>
 
 #include "codegen/target_info.h"
 #include "runtime/backend.h"
@@ -81,11 +79,7 @@ class HipDevice final : public Backend {
   std::string name_;
   codegen::TargetDesc target_;
   codegen::TargetInfo info_;
-  // The capture under way (a HIP graph's): the code its launches use and their count.
-  std::atomic<bool> capturing_{false};
-  std::mutex capture_mutex_;
-  std::vector<std::shared_ptr<LoadedCode>> captured_code_;
-  size_t captured_launches_ = 0;
+  StreamCapture capture_;  // the capture under way (a HIP graph's)
 };
 
 }  // namespace kdsl::detail

@@ -1,8 +1,6 @@
 // hip_graph.cpp - kdsl::LaunchGraph on AMD: the device's stream captured into a HIP graph, replayed with one hipGraphLaunch
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include <kdsl/error.h>
 
 #include "runtime/hip/hip_device.h"
@@ -50,31 +48,23 @@ void HipDevice::capture_check(hip::hipError_t result, const char *call) const {
 
 void HipDevice::begin_capture() {
   if (!rt_.has_graphs()) return Backend::begin_capture();
-  std::lock_guard lock(capture_mutex_);
-  if (capturing_.load(std::memory_order_acquire)) throw Error(fmt::format("LaunchGraph::capture: {} is already capturing; captures do not nest", name_));
-  make_current();
-  capture_check(rt_.hipStreamBeginCapture(stream_, hip::kStreamCaptureModeRelaxed), "hipStreamBeginCapture");
-  captured_code_.clear();
-  captured_launches_ = 0;
-  capturing_.store(true, std::memory_order_release);
+  capture_.begin(name_, [&] {
+    make_current();
+    capture_check(rt_.hipStreamBeginCapture(stream_, hip::kStreamCaptureModeRelaxed), "hipStreamBeginCapture");
+  });
 }
 
-bool HipDevice::capturing() const { return rt_.has_graphs() ? capturing_.load(std::memory_order_acquire) : Backend::capturing(); }
+bool HipDevice::capturing() const { return rt_.has_graphs() ? capture_.active() : Backend::capturing(); }
 
 void HipDevice::capture_launch(std::shared_ptr<LoadedCode> code, const LaunchRequest &request) {
   if (!rt_.has_graphs()) return Backend::capture_launch(std::move(code), request);
   launch(*code, request);  // recorded by the runtime, not run
-  std::lock_guard lock(capture_mutex_);
-  captured_code_.push_back(std::move(code));
-  ++captured_launches_;
+  capture_.add(std::move(code));
 }
 
 std::unique_ptr<CapturedLaunches> HipDevice::end_capture() {
   if (!rt_.has_graphs()) return Backend::end_capture();
-  std::lock_guard lock(capture_mutex_);
-  capturing_.store(false, std::memory_order_release);
-  std::vector<std::shared_ptr<LoadedCode>> code;
-  code.swap(captured_code_);
+  StreamCapture::Captured captured = capture_.end();
   make_current();
   hip::hipGraph_t graph = nullptr;
   capture_check(rt_.hipStreamEndCapture(stream_, &graph), "hipStreamEndCapture");
@@ -83,10 +73,8 @@ std::unique_ptr<CapturedLaunches> HipDevice::end_capture() {
     rt_.hipGraphDestroy(graph);
     capture_check(r, "hipGraphInstantiateWithFlags");
   }
-  std::sort(code.begin(), code.end());  // each module once
-  code.erase(std::unique(code.begin(), code.end()), code.end());
-  log_debug("captured a HIP graph of {} launches over {} kernels on {}", captured_launches_, code.size(), name_);
-  return std::make_unique<HipGraph>(*this, rt_, graph, exec, std::move(code), captured_launches_);
+  log_debug("captured a HIP graph of {} launches over {} kernels on {}", captured.launches, captured.code.size(), name_);
+  return std::make_unique<HipGraph>(*this, rt_, graph, exec, std::move(captured.code), captured.launches);
 }
 
 void HipDevice::launch_graph(hip::hipGraphExec_t graph) {
