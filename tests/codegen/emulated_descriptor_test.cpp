@@ -78,6 +78,18 @@ double compare_matmul(const tools::NamedKernel &k, int bm, int bn, int M, int N,
                  f);
 }
 
+// `k` compiled for sm_90a at 3 stages, as a GPU would take it (arguments aligned); ptxas
+// assembles it where it is installed.
+codegen::CompiledObject compile_sm90a(const tools::NamedKernel &k) {
+  codegen::Options options;
+  options.num_warps = k.num_warps;
+  options.num_stages = 3;
+  codegen::CompiledObject obj =
+      codegen::compile(tools::trace_kernel(k.signature, tools::parse_specialization("aligned", k.signature)), "kdsl_" + k.name, codegen::Target::named("sm_90a"), options);
+  if (!codegen::nvptx::find_ptxas().empty()) CHECK(obj.resources.assembled);
+  return obj;
+}
+
 }  // namespace
 
 // f16 products summed in f32 in another order: the bound of the other emulated tensor-core
@@ -233,13 +245,7 @@ TEST_CASE("emulated TMA: fp8 e4m3 descriptor matmuls on sm_90a (TMA into wgmma .
   }
   // What sm_90a's code does: both NT tiles are TMA copies (one box each a stage, 64 bytes wide)
   // into wgmma .e4m3; no thread copies a tile itself.
-  codegen::Options options;
-  options.num_warps = 4;
-  options.num_stages = 3;
-  const codegen::CompiledObject obj =
-      codegen::compile(tools::trace_kernel(nt.signature, tools::parse_specialization("aligned", nt.signature)), "kdsl_nt_f8", codegen::Target::named("sm_90a"), options);
-  const std::string &ptx = obj.ptx;
-  if (!codegen::nvptx::find_ptxas().empty()) CHECK(obj.resources.assembled);
+  const std::string ptx = compile_sm90a(nt).ptx;
   CHECK(ptx.find("wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3") != std::string::npos);
   CHECK(ptx.find("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes") != std::string::npos);
   CHECK(ptx.find("cp.async.cg.shared.global") == std::string::npos);
@@ -287,13 +293,7 @@ TEST_CASE("emulated TMA: 3-D descriptors (a batched matmul) on sm_90a are 3-D TM
       CHECK(worst <= 2e-2);
     }
   }
-  codegen::Options options;
-  options.num_warps = 4;
-  options.num_stages = 3;
-  const codegen::CompiledObject obj =
-      codegen::compile(tools::trace_kernel(k.signature, tools::parse_specialization("aligned", k.signature)), "kdsl_batched", codegen::Target::named("sm_90a"), options);
-  const std::string &ptx = obj.ptx;
-  if (!codegen::nvptx::find_ptxas().empty()) CHECK(obj.resources.assembled);  // ptxas takes the 3-D forms
+  const std::string ptx = compile_sm90a(k).ptx;  // ptxas takes the 3-D forms
   CHECK(ptx.find("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes") != std::string::npos);
   CHECK(ptx.find("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group") != std::string::npos);
   CHECK(ptx.find("cp.async.bulk.tensor.2d") == std::string::npos);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "tests/codegen/nvptx_test_kernels.h"
 #include "tests/test_util.h"
 
 using namespace kdsl;
@@ -13,35 +14,11 @@ namespace fp8_test {
 
 constexpr int kBlock = 64;
 
-// x rounded to f8e4m3 (stored, and widened back in registers); codes decoded.
-void convert(Ptr<const f32> x, Ptr<f8e4m3> rounded, Ptr<f32> widened, Ptr<const f8e4m3> codes, Ptr<f32> decoded, Scalar<i32> n) {
-  auto offs = program_id(0) * kBlock + arange<kBlock>();
-  auto m = offs < n;
-  auto q = cast<f8e4m3>(load(x + offs, m));
-  store(rounded + offs, q, m);
-  store(widened + offs, cast<f32>(q), m);
-  store(decoded + offs, cast<f32>(load(codes + offs, m)), m);
-}
-
 // Arithmetic on f8e4m3 blocks with an f8e4m3 scalar: x * s + y, each op rounded.
 void scale_add(Ptr<const f8e4m3> x, Ptr<const f8e4m3> y, Scalar<f8e4m3> s, Ptr<f8e4m3> out, Scalar<i32> n) {
   auto offs = program_id(0) * kBlock + arange<kBlock>();
   auto m = offs < n;
   store(out + offs, load(x + offs, m) * s + load(y + offs, m), m);
-}
-
-// C = A B of f8e4m3 [M, K] x [K, N] into f32, masked at every edge.
-template <int BM, int BN, int BK>
-void matmul(Ptr<const f8e4m3> a, Ptr<const f8e4m3> b, Ptr<f32> c, Scalar<i32> M, Scalar<i32> N, Scalar<i32> K) {
-  auto row = expand_dims<1>(program_id(0) * BM + arange<BM>());
-  auto col = expand_dims<0>(program_id(1) * BN + arange<BN>());
-  auto rk = arange<BK>();
-  auto acc = for_range(0, K, BK, zeros<f32, BM, BN>(), [&](auto k, auto acc) {
-    auto ka = expand_dims<0>(k + rk);
-    auto kb = expand_dims<1>(k + rk);
-    return dot(load(a + row * K + ka, row < M && ka < K, 0), load(b + kb * N + col, kb < K && col < N, 0), acc);
-  });
-  store(c + row * N + col, acc, row < M && col < N);
 }
 
 // The value of code c from the format's definition (OCP 8-bit floating point, E4M3): sign,
@@ -88,7 +65,7 @@ TEST_CASE("frontend: f8e4m3 codes decode to their values; f32 rounds to the near
   std::vector<float8_e4m3> rounded(x.size()), codes(x.size());
   std::vector<float> widened(x.size()), decoded(x.size());
   for (int i = 0; i < n; ++i) codes[size_t(i)] = float8_e4m3::from_bits(uint8_t(i % 256));
-  compile<convert>(cpu())(grid(cdiv(n, kBlock)), x.data(), rounded.data(), widened.data(), codes.data(), decoded.data(), n);
+  compile<nvptx_test::f8e4m3_convert<kBlock>>(cpu())(grid(cdiv(n, kBlock)), x.data(), rounded.data(), widened.data(), codes.data(), decoded.data(), n);
 
   size_t bad = 0;
   for (int i = 0; i < n; ++i) {
@@ -128,7 +105,7 @@ TEST_CASE("frontend: f8e4m3 arithmetic computes in f32 and rounds to f8e4m3 afte
 
 TEST_CASE("kernels: an f8e4m3 dot accumulates exact products in f32, against a float64 reference at aligned and ragged sizes (CPU)") {
   KDSL_TEST_RNG(rng);
-  auto kernel = compile<matmul<32, 32, 32>>(cpu());
+  auto kernel = compile<nvptx_test::tiled_matmul<f8e4m3, f32, 32, 32, 32>>(cpu());  // masked at every edge
   for (std::array<int, 3> shape : {std::array<int, 3>{64, 64, 64}, {70, 33, 100}, {1, 45, 7}}) {
     const int M = shape[0], N = shape[1], K = shape[2];
     CAPTURE(M);
