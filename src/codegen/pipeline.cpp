@@ -24,7 +24,6 @@
 #include "codegen/module_steps.h"
 #include "codegen/gpu/lower_gpu.h"
 #include "codegen/gpu/plan_kernel.h"
-#include "codegen/gpu/widen_fp8_dots.h"
 #include "codegen/nvptx/nvptx_target.h"
 #include "codegen/nvptx/ptx_compiler.h"
 #include "codegen/passes/cse.h"
@@ -123,8 +122,7 @@ CompiledObject compile(const ir::Function &traced, const std::string &symbol, co
   run_pipeline(fn);                                                                   // 1. block-IR passes
   gpu::LayoutPlan plan;
   if (gpu) {
-    gpu::widen_fp8_dots(fn, *target.gpu);                                             // 2. GPU: fp8 dots as f16 where only f16 has tensor cores,
-    plan = gpu::plan_gpu_kernel(fn, *target.gpu, options.num_warps, options.num_stages);  //    TMA tiles, layouts, vector widths,
+    plan = gpu::plan_gpu_kernel(fn, *target.gpu, options.num_warps, options.num_stages);  // 2. GPU: TMA tiles, layouts, vector widths,
                                                                                       //    mma dots, async copies for loads feeding them
   } else {
     passes::expand_tile_accesses(fn);                                                 //    host: tile loads and stores as masked ones

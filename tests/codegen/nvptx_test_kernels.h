@@ -202,6 +202,7 @@ inline std::vector<tools::NamedKernel> all_kernels() {
   // fp8 e4m3: wgmma k32 on sm_90a; elsewhere the operands widened to f16 (exact) for mma.sync.
   k.push_back(tools::named_kernel<tiled_matmul<f8e4m3, f32, 64, 64, 64>>("matmul_f8e4m3", 4));
   k.push_back(tools::named_kernel<tiled_matmul<f8e4m3, f32, 128, 128, 64>>("matmul_f8e4m3_128x128_w8", 8));
+  k.push_back(tools::named_kernel<tiled_matmul<f8e4m3, f32, 32, 64, 64>>("matmul_f8e4m3_32_rows", 4));  // too few rows for sm_90a's warpgroups
   k.push_back(tools::named_kernel<matmul_relu_f16<64, 32, 32>>("matmul_relu_f16", 4));
   k.push_back(tools::named_kernel<attention_tile<32, 32, 64>>("attention_tile", 4));
   k.push_back(tools::named_kernel<tiled_matmul<f32, f32, 64, 64, 32, f32, DotPrecision::TF32>>("matmul_tf32", 4));

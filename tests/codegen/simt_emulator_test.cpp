@@ -348,8 +348,9 @@ TEST_CASE("emulator: shared memory written under an in-flight wgmma, or a wgmma 
   machine.fault.clear();
 }
 
-// fp8 e4m3 operands: on sm_90a wgmma m64nNk32 .e4m3 reads the bytes as stored; on sm_80 the
-// operands are widened to f16 (exactly) for mma.sync (as for MFMA on CDNA, which the emulator
+// fp8 e4m3 operands: on sm_90a wgmma m64nNk32 .e4m3 reads the bytes as stored; on sm_80, and
+// on sm_90a for a dot of too few rows for its warpgroups, the operands are widened to f16
+// (exactly) for mma.sync (as for MFMA on CDNA, which the emulator
 // does not run); without tensor cores, FMAs, on NVIDIA's warps and AMD's waves. Every product of two E4M3 values is exact in f32, so the backends differ only in the
 // order the f32 sums are rounded: 1e-4 relative, where a misplaced element is off by O(1).
 TEST_CASE("emulated fp8 e4m3 matmuls: wgmma k32 on sm_90a, widened to f16 tensor cores on sm_80, FMAs; ragged sizes") {
@@ -358,6 +359,7 @@ TEST_CASE("emulated fp8 e4m3 matmuls: wgmma k32 on sm_90a, widened to f16 tensor
     CAPTURE(flavour.arch);
     CAPTURE(flavour.tensor_cores);
     CHECK(compare_matmul<float8_e4m3, float>("matmul_f8e4m3", 64, 64, 100, 70, 200, rng, flavour) <= 1e-4);
+    CHECK(compare_matmul<float8_e4m3, float>("matmul_f8e4m3_32_rows", 32, 64, 45, 70, 100, rng, flavour) <= 1e-4);  // mma.sync f16 on sm_90a
     if (flavour.arch == "gfx942") continue;  // 128 x 128 on FMAs: 66,304 bytes of operand copies, past CDNA's 64 KiB of LDS
     CHECK(compare_matmul<float8_e4m3, float>("matmul_f8e4m3_128x128_w8", 128, 128, 130, 136, 72, rng, flavour) <= 1e-4);
   }

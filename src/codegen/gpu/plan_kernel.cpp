@@ -6,6 +6,7 @@
 
 #include "codegen/gpu/assign_layouts.h"
 #include "codegen/gpu/plan_pipelining.h"
+#include "codegen/gpu/widen_fp8_dots.h"
 #include "codegen/passes/expand_tile_accesses.h"
 
 namespace kdsl::codegen::gpu {
@@ -79,6 +80,7 @@ LayoutPlan plan_gpu_kernel(ir::Function &fn, const TargetInfo &target, int num_w
   passes::expand_tile_accesses(fn, [&](const ir::Op &tile) { return candidates.count(&tile) > 0; });
   for (;;) {  // each round expands at least one tile load, so it ends
     LayoutPlan plan = assign_layouts(fn, target, num_warps);
+    if (widen_fp8_dots_left_on_fmas(fn, target, plan)) continue;  // planned again with their f16 operands
     plan_pipelining(fn, target, num_stages, plan);
     bool all_taken = true;
     ir::walk(fn.body, [&](const ir::Op &op) { all_taken &= op.kind != OpKind::TileLoad || plan.pipelined_load(&op) != nullptr; });

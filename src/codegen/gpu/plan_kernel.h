@@ -18,7 +18,8 @@ namespace kdsl::codegen::gpu {
 // that the pipeliner does not take after all (its dot left on FMAs, say) is expanded and the
 // plan made again. A TileStore is written by TMA (LayoutPlan::tensor_stores) wherever the
 // target has it, its map can be encoded as a load's, and its tile is one box: at most 256 rows
-// and 256 columns, rows a multiple of 16 bytes.
+// and 256 columns, rows a multiple of 16 bytes. An fp8 dot the plan leaves on FMAs is widened
+// to f16 operands (widen_fp8_dots.h) and the plan made again.
 LayoutPlan plan_gpu_kernel(ir::Function &fn, const TargetInfo &target, int num_warps, int num_stages);
 
 // The tensor map fields of a TileLoad or TileStore into `spec` (the base's argument index,

@@ -1,23 +1,29 @@
-// widen_fp8_dots.cpp - casts to f16 in front of f8e4m3 dots where the target multiplies f16 on tensor cores but not fp8
+// widen_fp8_dots.cpp - casts to f16 in front of the f8e4m3 dots a layout plan left on FMAs, where the target has f16 tensor cores
 #include "codegen/gpu/widen_fp8_dots.h"
 
 #include <algorithm>
+#include <functional>
+#include <set>
 
 namespace kdsl::codegen::gpu {
 namespace {
 
-bool has_instruction(const TargetInfo &target, DType operands) {
+bool has_f16_instruction(const TargetInfo &target) {
   return std::any_of(target.matrix_instructions.begin(), target.matrix_instructions.end(),
-                     [&](const MatrixInstruction &mi) { return mi.a == operands && mi.b == operands && mi.acc == DType::F32 && !mi.tf32; });
+                     [&](const MatrixInstruction &mi) { return mi.a == DType::F16 && mi.b == DType::F16 && mi.acc == DType::F32; });
 }
 
-void widen(ir::Function &fn, ir::Region &region) {
+bool is_fp8_dot(const ir::Function &fn, const ir::Op &op) {
+  return op.kind == OpKind::Dot && fn.type(op.operands[0]).elem == DType::F8E4M3 && fn.type(op.operands[1]).elem == DType::F8E4M3 &&
+         fn.type(op.results[0]).elem == DType::F32;
+}
+
+// Casts in front of every fp8 dot for which `chosen` (given its result) is true.
+void widen(ir::Function &fn, ir::Region &region, const std::function<bool(ir::ValueId)> &chosen) {
   for (size_t i = 0; i < region.ops.size(); ++i) {
-    for (ir::Region &inner : region.ops[i].regions) widen(fn, inner);
+    for (ir::Region &inner : region.ops[i].regions) widen(fn, inner, chosen);
     const ir::Op &dot = region.ops[i];
-    if (dot.kind != OpKind::Dot || fn.type(dot.operands[0]).elem != DType::F8E4M3 || fn.type(dot.operands[1]).elem != DType::F8E4M3 ||
-        fn.type(dot.results[0]).elem != DType::F32)
-      continue;
+    if (!is_fp8_dot(fn, dot) || !chosen(dot.results[0])) continue;
     std::vector<ir::Op> casts;
     std::vector<ir::ValueId> operands = dot.operands;
     for (int side = 0; side < 2; ++side) {
@@ -38,9 +44,14 @@ void widen(ir::Function &fn, ir::Region &region) {
 
 }  // namespace
 
-void widen_fp8_dots(ir::Function &fn, const TargetInfo &target) {
-  if (has_instruction(target, DType::F8E4M3) || !has_instruction(target, DType::F16)) return;
-  widen(fn, fn.body);
+bool widen_fp8_dots_left_on_fmas(ir::Function &fn, const TargetInfo &target, const LayoutPlan &plan) {
+  if (!has_f16_instruction(target)) return false;
+  std::set<ir::ValueId> left;  // by result: widening moves the ops the plan points at
+  ir::walk(fn.body, [&](const ir::Op &op) {
+    if (is_fp8_dot(fn, op) && plan.instruction_of(&op) < 0) left.insert(op.results[0]);
+  });
+  if (!left.empty()) widen(fn, fn.body, [&](ir::ValueId v) { return left.count(v) > 0; });
+  return !left.empty();
 }
 
 }  // namespace kdsl::codegen::gpu
