@@ -20,6 +20,7 @@
 
 #include "examples/flash_attention.h"
 #include "examples/matmul_descriptor.h"
+#include "examples/matmul_fp8.h"
 #include "examples/matmul_persistent.h"
 #include "kernels/matmul_narrow.h"
 #include "kernels/matvec.h"
@@ -106,6 +107,14 @@ const MatmulTile kMatmulTiles[] = {
     {128, 128, 64, 8, 4, &detail::kernel_signature<examples::matmul_descriptor<bf16, f32, 128, 128, 64>>, " desc"},
     {128, 128, 64, 8, 3, &detail::kernel_signature<examples::matmul_persistent<bf16, f32, 128, 128, 64>>, " persistent"},
     {128, 256, 64, 8, 3, &detail::kernel_signature<examples::matmul_persistent<bf16, f32, 128, 256, 64>>, " persistent"},
+};
+
+// The fp8 rows (examples/matmul_fp8.h, bf16 out): Triton's and cuBLAS's fp8 tiles are 128 wide
+// with BK 128 (a wgmma k step is 32 bytes either way).
+const MatmulTile kFp8Tiles[] = {
+    {128, 128, 128, 8, 3, &detail::kernel_signature<examples::matmul_fp8<bf16, 128, 128, 128>>, " fp8"},
+    {128, 256, 128, 8, 3, &detail::kernel_signature<examples::matmul_fp8<bf16, 128, 256, 128>>, " fp8"},
+    {128, 128, 64, 8, 4, &detail::kernel_signature<examples::matmul_fp8<bf16, 128, 128, 64>>, " fp8"},
 };
 
 // The decode rows: one bf16 matrix-vector product at Llama-3-8B's largest shapes (W far larger
@@ -336,6 +345,24 @@ int main(int argc, char **argv) {
         double ms = timed_times(3, [&] { detail::launch(*mm, g, args.data(), args.size()); });
         r.value = ms > 0 ? 2.0 * size * size * double(size) / ms / 1e9 : 0;
         std::string key = fmt::format("torch_{}", size);
+        if (baselines.contains(key) && baselines[key].is_number()) r.ceiling = baselines[key].get<double>();
+      });
+    }
+  }
+  fmt::print("\n{:<30} {:>10} {:>14} {:>10}\n", "fp8 e4m3 matmul (bf16 out)", "TFLOP/s", "torch fp8", "vs torch");
+  for (int size : sizes) {
+    fmt::print("({}^3, A [M][K] by W [N][K]: torch._scaled_mm {})\n", size, cell(baselines, fmt::format("torch_fp8_{}", size)));
+    size_t elems = size_t(size) * size;
+    Buffer<float8_e4m3> a(device, std::vector<float8_e4m3>(elems, float8_e4m3(1.0f))), w(device, std::vector<float8_e4m3>(elems, float8_e4m3(0.5f)));
+    Buffer<bfloat16> c(device, elems);
+    std::vector<ArgValue> args = {make_arg(a), make_arg(w), make_arg(c), make_arg(size), make_arg(size), make_arg(size), make_arg(1.0f)};
+    for (const MatmulTile &tile : kFp8Tiles) {
+      if (quick && &tile != &kFp8Tiles[0]) break;
+      row(fmt::format("{}^3 {}", size, tile.label()), "TFLOP/s", [&](Result &r) {
+        auto mm = detail::make_kernel(device, tile.signature(), {tile.warps, tile.stages});
+        double ms = timed_times(3, [&] { detail::launch(*mm, grid(cdiv(size, tile.bm), cdiv(size, tile.bn)), args.data(), args.size()); });
+        r.value = ms > 0 ? 2.0 * size * size * double(size) / ms / 1e9 : 0;
+        std::string key = fmt::format("torch_fp8_{}", size);
         if (baselines.contains(key) && baselines[key].is_number()) r.ceiling = baselines[key].get<double>();
       });
     }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "examples/matmul_fp8.h"
 #include "tests/codegen/nvptx_test_kernels.h"
 #include "tests/test_util.h"
 
@@ -126,5 +127,33 @@ TEST_CASE("kernels: an f8e4m3 dot accumulates exact products in f32, against a f
     };
     expect_close_scaled("f8e4m3 dot", double(K) * 0x1p-24, c.size(), [&](size_t i) { return double(c[i]); }, [&](size_t i) { return ref(i, false); },
                         [](size_t) { return true; }, [&](size_t i) { return ref(i, true); });
+  }
+}
+
+// examples/matmul_fp8.h on the CPU: A W^T scaled, out in bf16. The products are exact, the f32
+// sums round (K 2^-24 of the sum of magnitudes), the bf16 store rounds once more (2^-9).
+TEST_CASE("kernels: the fp8 GEMM example (C = scale * A W^T, bf16 out) against float64 at aligned and ragged sizes (CPU)") {
+  KDSL_TEST_RNG(rng);
+  auto kernel = compile<examples::matmul_fp8<bf16, 32, 32, 32>>(cpu());
+  const float scale = 0.0625f;
+  for (std::array<int, 3> shape : {std::array<int, 3>{64, 64, 64}, {50, 70, 96}, {1, 33, 16}}) {
+    const int M = shape[0], N = shape[1], K = shape[2];
+    CAPTURE(M);
+    CAPTURE(N);
+    CAPTURE(K);
+    auto a = random_values<f8e4m3>(rng, size_t(M) * size_t(K), -16, 16), w = random_values<f8e4m3>(rng, size_t(N) * size_t(K), -16, 16);
+    std::vector<bfloat16> c(size_t(M) * size_t(N));
+    kernel(grid(cdiv(M, 32), cdiv(N, 32)), a.data(), w.data(), c.data(), M, N, K, scale);
+    auto ref = [&](size_t i, bool magnitude) {
+      const size_t r = i / size_t(N), col = i % size_t(N);
+      double sum = 0;
+      for (size_t k = 0; k < size_t(K); ++k) {
+        const double p = as_double(a[r * size_t(K) + k]) * as_double(w[col * size_t(K) + k]);
+        sum += magnitude ? std::fabs(p) : p;
+      }
+      return sum * scale;
+    };
+    expect_close_scaled("fp8 GEMM", 0x1p-8 + double(K) * 0x1p-24, c.size(), [&](size_t i) { return double(float(c[i])); },
+                        [&](size_t i) { return ref(i, false); }, [](size_t) { return true; }, [&](size_t i) { return ref(i, true); });
   }
 }

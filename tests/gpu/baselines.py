@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-# baselines.py - TFLOP/s of torch and Triton for kdsl-bench-cuda's rows, as JSON: bf16 matmul and f16 flash attention.
+# baselines.py - TFLOP/s of torch and Triton for kdsl-bench-cuda's rows, as JSON: bf16 and fp8 matmul and f16 flash attention.
 # Each is measured independently: an error in one (any Exception) is recorded as that one's "error: ..." string and
 # the others' numbers stay. Keys (TFLOP/s or a reason): torch_<n>, triton_<n> (matmul n^3: torch.matmul is cuBLAS,
-# Triton the tutorial's matmul); torch_sdpa[_causal]_<seq>, triton_flash[_causal]_<seq> (attention forward over
+# Triton the tutorial's matmul); torch_fp8_<n> (torch._scaled_mm of fp8 e4m3, per-tensor scales, bf16 out);
+# torch_sdpa[_causal]_<seq>, triton_flash[_causal]_<seq> (attention forward over
 # FLASH_HEADS heads of FLASH_D: torch's scaled_dot_product_attention, and a Triton kernel written here in the
 # tutorial's form and configuration, the loop kdsl's examples/flash_attention.h runs).
 # Usage: baselines.py [--quick] > baselines.json   (--quick: 512^3 and a 512-long sequence, a smoke run)
@@ -133,6 +134,19 @@ def measure_torch(torch):
             out[f"torch_{n}"] = reason(e)
 
 
+def measure_torch_fp8(torch):
+    # C = A W^T in fp8 e4m3 with per-tensor scales, bf16 out: torch._scaled_mm wants B column-major (W^T).
+    for n in SIZES:
+        try:
+            a = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)
+            w = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)
+            one = torch.tensor(1.0, device="cuda")
+            out[f"torch_fp8_{n}"] = tflops(torch, lambda: torch._scaled_mm(a, w.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16), n)
+        except Exception as e:  # noqa: BLE001
+            traceback.print_exc(file=sys.stderr)
+            out[f"torch_fp8_{n}"] = reason(e)
+
+
 def measure_triton(torch):
     import triton
     import triton.language as tl
@@ -166,12 +180,13 @@ def measure_triton(torch):
 
 # The keys each measurement fills, so that one that fails as a whole records its reason in each.
 def keys_of(measure):
-    if measure in ("torch", "triton"):
+    if measure in ("torch", "triton", "torch_fp8"):
         return [f"{measure}_{n}" for n in SIZES]
     return [f"{measure}{causal}_{seq}" for seq in FLASH_SEQS for causal in ("", "_causal")]
 
 
-MEASURES = {"torch": measure_torch, "triton": measure_triton, "torch_sdpa": measure_sdpa, "triton_flash": measure_triton_flash}
+MEASURES = {"torch": measure_torch, "triton": measure_triton, "torch_fp8": measure_torch_fp8, "torch_sdpa": measure_sdpa,
+            "triton_flash": measure_triton_flash}
 
 
 def main():
