@@ -337,7 +337,7 @@ TEST_CASE("fake driver: an unanswered cuFuncGetParamInfo leaves argument checks 
 TEST_CASE("fake driver: static shared memory counts toward the 48 KB that needs no opt-in, and toward the opt-in limit") {
   Device gpu = fake_gpu();
   auto &dev = static_cast<detail::CudaDevice &>(gpu.impl());
-  const std::vector<uint8_t> image = {'/', '/', 0};
+  const std::vector<uint8_t> image = {'/', '/', ' ', 0};  // 4 bytes: the fake compares the first 4 with ELF's magic
   detail::CudaFunction f = dev.load(image, "kdsl_fake_shared", 0, 128);
   fake().set_static_shared(0);
   dev.allow_shared(f, 40 * 1024);
@@ -384,6 +384,7 @@ TEST_CASE("fake driver: a refused launch names kernel, grid, block and shared me
 
 TEST_CASE("fake driver: LaunchGraph captures the device's stream into one CUDA graph, replayed with one cuGraphLaunch; copies inside are refused") {
   ScratchCache cache("fake_cuda_graph");
+  (void)fake();  // loads the fake driver, which the RTLD_NOLOAD below only finds
   void *h = dlopen(fake_libcuda().c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
   REQUIRE(h);
   auto graph_launches = symbol<int (*)()>(h, "fake_cuda_graph_launches");

@@ -88,7 +88,9 @@ struct FakeModule {
   struct ihipModule_t module;
   const unsigned char *image;
   size_t size;
+  struct FakeModule *next; /* every loaded module, so that one kdsl never unloads stays reachable */
 };
+static struct FakeModule *loaded_modules;
 
 static size_t elf_size(const unsigned char *image) {
   /* e_shoff + e_shnum * e_shentsize: the section table ends the file ld.lld writes. */
@@ -111,6 +113,8 @@ hipError_t hipModuleLoadData(struct ihipModule_t **module, const void *image) {
   m->size = elf_size(bytes);
   m->image = malloc(m->size);
   memcpy((void *)m->image, bytes, m->size);
+  m->next = loaded_modules;
+  loaded_modules = m;
   *module = &m->module;
   ++fake.loads;
   return 0;
@@ -118,6 +122,11 @@ hipError_t hipModuleLoadData(struct ihipModule_t **module, const void *image) {
 
 hipError_t hipModuleUnload(struct ihipModule_t *module) {
   struct FakeModule *m = (struct FakeModule *)module;
+  for (struct FakeModule **at = &loaded_modules; *at; at = &(*at)->next)
+    if (*at == m) {
+      *at = m->next;
+      break;
+    }
   for (struct ihipModuleSymbol_t *f = module->functions; f;) {
     struct ihipModuleSymbol_t *next = f->next;
     free(f);

@@ -68,7 +68,8 @@ struct TilePointers {
 // extents, i32 arguments, do not), and TMA's own addressing has no such limit either.
 // A 3-D tensor's plane moves the base by plane * plane_stride (a scalar, i64) and puts the
 // whole tile outside the tensor where the plane is not in [0, planes).
-TilePointers tile_pointers(Emitter &e, ir::Function &fn, const ir::Op &tile, const Shape &shape) {
+// `shape` by value: new values move fn.values, which a reference to a type's shape would point into.
+TilePointers tile_pointers(Emitter &e, ir::Function &fn, const ir::Op &tile, const Shape shape) {
   const ValueId rows = tile.operands[1], cols = tile.operands[2], stride = tile.operands[3];
   ValueId base = tile.operands[0];
   AxisIndex r = axis_index(e, tile.operands[4], rows, shape[0], 0);
