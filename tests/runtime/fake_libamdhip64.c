@@ -17,7 +17,8 @@ static struct {
   char last_function[256];
   unsigned grid[3], block[3], shared;
   int params;                   /* how many parameters a launch records (the kernel's count: the runtime cannot tell) */
-  uint64_t values[32];          /* each parameter's first 8 bytes */
+  uint64_t values[32];          /* each parameter's first 8 bytes (its size, where shorter) */
+  int sizes[32];                /* each parameter's bytes, up to 8 (0: 8) */
   int fail_launch;              /* the next hipModuleLaunchKernel returns this when not 0 */
   char arch[64];                /* gcnArchName; "" reads as gfx942 */
 } fake;
@@ -45,7 +46,15 @@ void fake_hip_last_shape(unsigned grid[3], unsigned block[3], unsigned *shared) 
   memcpy(block, fake.block, sizeof fake.block);
   *shared = fake.shared;
 }
-void fake_hip_record_params(int count) { fake.params = count < 32 ? count : 32; }
+void fake_hip_record_params(int count) {
+  fake.params = count < 32 ? count : 32;
+  memset(fake.sizes, 0, sizeof fake.sizes);
+}
+/* The recorded parameters' sizes, where some are shorter than 8 bytes (a hand-written kernel's
+ * float): the runtime cannot tell, and reading 8 bytes would read past them. */
+void fake_hip_param_sizes(const int *sizes, int count) {
+  for (int i = 0; i < count && i < 32; ++i) fake.sizes[i] = sizes[i];
+}
 void fake_hip_last_params(uint64_t *values) {
   for (int i = 0; i < fake.params; ++i) values[i] = fake.values[i];
 }
@@ -187,7 +196,10 @@ hipError_t hipModuleLaunchKernel(struct ihipModuleSymbol_t *f, unsigned gx, unsi
   fake.grid[0] = gx, fake.grid[1] = gy, fake.grid[2] = gz;
   fake.block[0] = bx, fake.block[1] = by, fake.block[2] = bz;
   fake.shared = shared;
-  for (int i = 0; i < fake.params; ++i) memcpy(&fake.values[i], params[i], 8);
+  for (int i = 0; i < fake.params; ++i) {
+    fake.values[i] = 0;
+    memcpy(&fake.values[i], params[i], fake.sizes[i] > 0 && fake.sizes[i] < 8 ? (size_t)fake.sizes[i] : 8);
+  }
   return 0;
 }
 

@@ -45,6 +45,7 @@ struct Fakes {
   const char *(*last_function)() = nullptr;
   void (*last_shape)(unsigned *, unsigned *, unsigned *) = nullptr;
   void (*record_params)(int) = nullptr;
+  void (*param_sizes)(const int *, int) = nullptr;
   void (*last_params)(uint64_t *) = nullptr;
 };
 
@@ -61,6 +62,7 @@ Fakes &fakes() {
     f.last_function = symbol<const char *(*)()>(hip, "fake_hip_last_function");
     f.last_shape = symbol<void (*)(unsigned *, unsigned *, unsigned *)>(hip, "fake_hip_last_shape");
     f.record_params = symbol<void (*)(int)>(hip, "fake_hip_record_params");
+    f.param_sizes = symbol<void (*)(const int *, int)>(hip, "fake_hip_param_sizes");
     f.last_params = symbol<void (*)(uint64_t *)>(hip, "fake_hip_last_params");
     void *rtc = dlopen(hiprtc::library().path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
     REQUIRE(rtc);
@@ -104,6 +106,8 @@ TEST_CASE("hip_source: hipRTC compiles for the device's gfx arch through the ker
 
   Buffer<float> x(gpu, 1000);
   f.record_params(3);
+  const int sizes[3] = {8, 4, 4};  // a pointer, a float, an int
+  f.param_sizes(sizes, 3);
   k(grid(4, 2), threads(128, 2), x, 2.5f, 1000);
   CHECK(std::string(f.last_function()) == "kdsl_scale");
   unsigned g[3], block[3], shared = 0;
