@@ -53,6 +53,14 @@ void StreamCapture::begin(const std::string &device, const std::function<void()>
   active_.store(true, std::memory_order_release);
 }
 
+void check_capture_call(const std::string &device, const std::function<void()> &check) {
+  try {
+    check();
+  } catch (const Error &e) {
+    throw Error(fmt::format("LaunchGraph::capture on {}: {}", device, e.what()));
+  }
+}
+
 void StreamCapture::add(std::shared_ptr<LoadedCode> code) {
   std::lock_guard lock(mutex_);
   captured_.code.push_back(std::move(code));

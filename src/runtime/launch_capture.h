@@ -82,6 +82,11 @@ class StreamCapture {
   Captured captured_;
 };
 
+// Runs `check` (a GPU runtime's check of one capture call's result) and puts "LaunchGraph::capture
+// on <device>: " in front of what it throws: the runtime's own words, without a kernel's note,
+// since a refused capture is no kernel's fault.
+void check_capture_call(const std::string &device, const std::function<void()> &check);
+
 // Counts replayed launches in cache_stats() (kernel.cpp), as launches through a Kernel are.
 void count_replayed_launches(size_t launches);
 

@@ -45,6 +45,18 @@ int nearest_code(float x) {
   return sign | best;
 }
 
+// Row r of a ([.][K]) times the column b_at(k) gives, in float64; with `magnitude`, the sum of
+// the products' magnitudes, which bounds the rounding of an f32 sum of them.
+template <class A, class B>
+double reference_dot(const A &a, size_t r, int K, B b_at, bool magnitude) {
+  double sum = 0;
+  for (size_t k = 0; k < size_t(K); ++k) {
+    const double p = as_double(a[r * size_t(K) + k]) * b_at(k);
+    sum += magnitude ? std::fabs(p) : p;
+  }
+  return sum;
+}
+
 }  // namespace fp8_test
 
 using namespace fp8_test;
@@ -117,13 +129,7 @@ TEST_CASE("kernels: an f8e4m3 dot accumulates exact products in f32, against a f
     kernel(grid(cdiv(M, 32), cdiv(N, 32)), a.data(), b.data(), c.data(), M, N, K);
     // Each product is exact in f32 (4-bit significands); only the K - 1 f32 sums round.
     auto ref = [&](size_t i, bool magnitude) {
-      const size_t r = i / size_t(N), col = i % size_t(N);
-      double sum = 0;
-      for (size_t k = 0; k < size_t(K); ++k) {
-        const double p = as_double(a[r * size_t(K) + k]) * as_double(b[k * size_t(N) + col]);
-        sum += magnitude ? std::fabs(p) : p;
-      }
-      return sum;
+      return reference_dot(a, i / size_t(N), K, [&](size_t k) { return as_double(b[k * size_t(N) + i % size_t(N)]); }, magnitude);
     };
     expect_close_scaled("f8e4m3 dot", double(K) * 0x1p-24, c.size(), [&](size_t i) { return double(c[i]); }, [&](size_t i) { return ref(i, false); },
                         [](size_t) { return true; }, [&](size_t i) { return ref(i, true); });
@@ -145,13 +151,7 @@ TEST_CASE("kernels: the fp8 GEMM example (C = scale * A W^T, bf16 out) against f
     std::vector<bfloat16> c(size_t(M) * size_t(N));
     kernel(grid(cdiv(M, 32), cdiv(N, 32)), a.data(), w.data(), c.data(), M, N, K, scale);
     auto ref = [&](size_t i, bool magnitude) {
-      const size_t r = i / size_t(N), col = i % size_t(N);
-      double sum = 0;
-      for (size_t k = 0; k < size_t(K); ++k) {
-        const double p = as_double(a[r * size_t(K) + k]) * as_double(w[col * size_t(K) + k]);
-        sum += magnitude ? std::fabs(p) : p;
-      }
-      return sum * scale;
+      return scale * reference_dot(a, i / size_t(N), K, [&](size_t k) { return as_double(w[(i % size_t(N)) * size_t(K) + k]); }, magnitude);
     };
     expect_close_scaled("fp8 GEMM", 0x1p-8 + double(K) * 0x1p-24, c.size(), [&](size_t i) { return double(float(c[i])); },
                         [&](size_t i) { return ref(i, false); }, [](size_t) { return true; }, [&](size_t i) { return ref(i, true); });

@@ -42,12 +42,7 @@ class CudaGraph final : public CapturedLaunches {
 }  // namespace
 
 void CudaDevice::capture_check(cuda::CUresult result, const char *call) const {
-  if (result == 0) return;
-  try {
-    drv_.check(result, call);
-  } catch (const Error &e) {
-    throw Error(fmt::format("LaunchGraph::capture on {}: {}", name_, e.what()));
-  }
+  if (result != 0) check_capture_call(name_, [&] { drv_.check(result, call); });
 }
 
 void CudaDevice::begin_capture() {

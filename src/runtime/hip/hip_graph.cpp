@@ -38,12 +38,7 @@ class HipGraph final : public CapturedLaunches {
 }  // namespace
 
 void HipDevice::capture_check(hip::hipError_t result, const char *call) const {
-  if (result == 0) return;
-  try {
-    rt_.check(result, call);
-  } catch (const Error &e) {
-    throw Error(fmt::format("LaunchGraph::capture on {}: {}", name_, e.what()));
-  }
+  if (result != 0) check_capture_call(name_, [&] { rt_.check(result, call); });
 }
 
 void HipDevice::begin_capture() {
