@@ -40,15 +40,11 @@ llvm::Value *exact_bf16_bits(llvm::IRBuilder<> &b, llvm::Value *v, int depth = 0
   return out;
 }
 
-// The E4M3 byte of `v` where v is a byte widened by emit_e4m3_to_f32 (whose last step ORs the
-// sign, (zext(byte) & 0x80) << 24, into the magnitude's bits), a constant E4M3 holds exactly,
-// or a select or phi of those: storing it again is the byte itself, which LLVM does not see
-// through the conversions' integer operations. Null otherwise.
-llvm::Value *exact_e4m3_bits(llvm::IRBuilder<> &b, llvm::Value *v, int depth = 0) {
-  using namespace llvm::PatternMatch;
-  llvm::Value *x = nullptr;
-  if (match(v, m_BitCast(m_c_Or(m_Value(), m_Shl(m_And(m_ZExt(m_Value(x)), m_SpecificInt(0x80)), m_SpecificInt(24))))) && x->getType()->isIntegerTy(8))
-    return x;
+// The E4M3 byte of `v` where v is a byte widened (`byte_of` finds the byte the target's
+// widening took), a constant E4M3 holds exactly, or a select or phi of those: storing it again
+// is the byte itself, which LLVM does not see through the conversions. Null otherwise.
+llvm::Value *exact_e4m3_bits(llvm::IRBuilder<> &b, llvm::Value *v, llvm::function_ref<llvm::Value *(llvm::Value *)> byte_of, int depth = 0) {
+  if (llvm::Value *x = byte_of(v)) return x;
   if (auto *c = llvm::dyn_cast<llvm::ConstantFP>(v)) {
     const float f = c->getValueAPF().convertToFloat();
     const uint8_t code = f32_to_e4m3_bits(f);
@@ -56,14 +52,15 @@ llvm::Value *exact_e4m3_bits(llvm::IRBuilder<> &b, llvm::Value *v, int depth = 0
   }
   if (depth > 2) return nullptr;
   if (auto *select = llvm::dyn_cast<llvm::SelectInst>(v)) {
-    llvm::Value *t = exact_e4m3_bits(b, select->getTrueValue(), depth + 1), *f = t ? exact_e4m3_bits(b, select->getFalseValue(), depth + 1) : nullptr;
+    llvm::Value *t = exact_e4m3_bits(b, select->getTrueValue(), byte_of, depth + 1);
+    llvm::Value *f = t ? exact_e4m3_bits(b, select->getFalseValue(), byte_of, depth + 1) : nullptr;
     return f ? b.CreateSelect(select->getCondition(), t, f) : nullptr;
   }
   auto *phi = llvm::dyn_cast<llvm::PHINode>(v);
   if (!phi) return nullptr;
   std::vector<llvm::Value *> in;
   for (llvm::Value *incoming : phi->incoming_values()) {
-    llvm::Value *bits = exact_e4m3_bits(b, incoming, depth + 1);
+    llvm::Value *bits = exact_e4m3_bits(b, incoming, byte_of, depth + 1);
     if (!bits) return nullptr;
     in.push_back(bits);
   }
@@ -73,6 +70,10 @@ llvm::Value *exact_e4m3_bits(llvm::IRBuilder<> &b, llvm::Value *v, int depth = 0
 }
 
 }  // namespace
+
+llvm::Value *ElementSemantics::widen_e4m3(llvm::Value *byte) { return emit_e4m3_to_f32(b_, byte); }
+llvm::Value *ElementSemantics::narrow_to_e4m3(llvm::Value *x) { return emit_f32_to_e4m3(b_, x); }
+llvm::Value *ElementSemantics::e4m3_byte_of(llvm::Value *v) { return e4m3_byte_of_widened(v); }
 
 llvm::Type *ElementSemantics::compute_type(DType t) const {
   switch (t) {
@@ -104,7 +105,7 @@ llvm::Value *ElementSemantics::from_storage(llvm::Value *v, DType t) {
   switch (t) {
     case DType::F16: return widen_f16(v);
     case DType::BF16: return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(v, b_.getInt32Ty()), 16), b_.getFloatTy());
-    case DType::F8E4M3: return emit_e4m3_to_f32(b_, v);
+    case DType::F8E4M3: return widen_e4m3(v);
     case DType::Bool: return b_.CreateICmpNE(v, b_.getInt8(0));
     default: return v;
   }
@@ -118,8 +119,9 @@ llvm::Value *ElementSemantics::to_storage(llvm::Value *v, DType t) {
       if (llvm::Value *bits = exact_bf16_bits(b_, v)) return bits;
       return b_.CreateTrunc(b_.CreateLShr(b_.CreateBitCast(emit_round_to_bf16(b_, v), b_.getInt32Ty()), 16), b_.getInt16Ty());
     case DType::F8E4M3:
-      if (llvm::Value *bits = exact_e4m3_bits(b_, v)) return bits;  // a copy, a masked load: its byte
-      return emit_f32_to_e4m3(b_, v);
+      // A copy, a masked load: its byte.
+      if (llvm::Value *bits = exact_e4m3_bits(b_, v, [this](llvm::Value *x) { return e4m3_byte_of(x); })) return bits;
+      return narrow_to_e4m3(v);
     case DType::Bool: return b_.CreateZExt(v, b_.getInt8Ty());
     default: return v;
   }
@@ -128,7 +130,7 @@ llvm::Value *ElementSemantics::to_storage(llvm::Value *v, DType t) {
 llvm::Value *ElementSemantics::round_to(llvm::Value *v, DType t) {
   if (t == DType::F16) return b_.CreateFPExt(b_.CreateFPTrunc(v, b_.getHalfTy()), b_.getFloatTy());
   if (t == DType::BF16) return emit_round_to_bf16(b_, v);
-  if (t == DType::F8E4M3) return emit_e4m3_to_f32(b_, emit_f32_to_e4m3(b_, v));
+  if (t == DType::F8E4M3) return widen_e4m3(narrow_to_e4m3(v));
   return v;
 }
 

@@ -42,6 +42,11 @@ class ElementSemantics {
   virtual llvm::Value *math(OpKind kind, llvm::Value *x, llvm::Value *y) = 0;
   // x / y of f32s: IEEE-rounded unless the target divides otherwise (GpuTarget::divide).
   virtual llvm::Value *divide(llvm::Value *x, llvm::Value *y) { return b_.CreateFDiv(x, y); }
+  // f8e4m3 bytes (i8) to f32 and back, and the byte a widened value came from (null if none):
+  // fp8_conversions.h's integer IR unless the target has instructions (GpuTarget::e4m3_to_f32).
+  virtual llvm::Value *widen_e4m3(llvm::Value *byte);
+  virtual llvm::Value *narrow_to_e4m3(llvm::Value *x);
+  virtual llvm::Value *e4m3_byte_of(llvm::Value *v);
 
   llvm::IRBuilder<> &b_;
   llvm::Module &m_;

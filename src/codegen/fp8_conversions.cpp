@@ -1,6 +1,8 @@
 // fp8_conversions.cpp - FP8 E4M3 <-> f32 in integer IR: no target has to have an fp8 instruction, and every target gets the same bits
 #include "codegen/fp8_conversions.h"
 
+#include <llvm/IR/PatternMatch.h>
+
 namespace kdsl::codegen {
 
 // Bit operations rather than a 256-entry table: they vectorize on the host and need no
@@ -39,6 +41,14 @@ llvm::Value *emit_f32_to_e4m3(llvm::IRBuilder<> &b, llvm::Value *x) {
   code = b.CreateSelect(b.CreateICmpUGE(magnitude, b.getInt32(0x43e00000)), b.getInt32(0x7e), code);  // >= 448, infinity: saturate
   code = b.CreateSelect(b.CreateICmpUGT(magnitude, b.getInt32(0x7f800000)), b.getInt32(0x7f), code);  // NaN
   return b.CreateTrunc(b.CreateOr(code, sign), b.getInt8Ty());
+}
+
+llvm::Value *e4m3_byte_of_widened(llvm::Value *v) {
+  using namespace llvm::PatternMatch;
+  llvm::Value *byte = nullptr;
+  if (match(v, m_BitCast(m_c_Or(m_Value(), m_Shl(m_And(m_ZExt(m_Value(byte)), m_SpecificInt(0x80)), m_SpecificInt(24))))) && byte->getType()->isIntegerTy(8))
+    return byte;
+  return nullptr;
 }
 
 }  // namespace kdsl::codegen

@@ -12,4 +12,8 @@ llvm::Value *emit_e4m3_to_f32(llvm::IRBuilder<> &b, llvm::Value *byte);
 // infinities saturate to +-448 (cvt.rn.satfinite's rule), NaN becomes 0x7F.
 llvm::Value *emit_f32_to_e4m3(llvm::IRBuilder<> &b, llvm::Value *x);
 
+// The byte emit_e4m3_to_f32 widened to `v` (whose last step ORs the sign, (zext(byte) & 0x80)
+// << 24, into the magnitude's bits); null when v is not its result.
+llvm::Value *e4m3_byte_of_widened(llvm::Value *v);
+
 }  // namespace kdsl::codegen

@@ -23,6 +23,19 @@ std::vector<MatrixInstruction> ampere_mma() {
   return list;
 }
 
+// Ada's mma.sync adds fp8: m16n8k32 of e4m3 into f32 (PTX 8.4), with s8's fragments (8-bit
+// elements, 4 to a register). Hopper accepts the instruction but has no fp8 in its mma.sync
+// datapath: ptxas converts the fragments to f16 (CUTLASS's maintainers say so, and ptxas's
+// register counts agree: bench/RESULTS.md), so sm_90 and sm_90a widen fp8 dots to f16
+// themselves, once a staged element, and keep wgmma for fp8.
+std::vector<MatrixInstruction> ada_mma() {
+  std::vector<MatrixInstruction> list = ampere_mma();
+  MatrixInstruction e4m3{"mma.sync.m16n8k32.e4m3", 16, 8, 32, DType::F8E4M3, DType::F8E4M3, DType::F32};
+  e4m3.staged_tiles = true;
+  list.push_back(e4m3);
+  return list;
+}
+
 // Hopper's warpgroup MMA (wgmma.mma_async m64nNk16 of f16/bf16 into f32, m64nNk32 of s8/u8
 // into s32 and of fp8 e4m3 into f32, m64nNk8 of tf32 for TF32 dots): A and B from shared memory through descriptors,
 // the four warps of a warpgroup stacked along m, one instruction over up to 256 columns. Dots
@@ -93,11 +106,23 @@ std::vector<TargetInfo> make_targets() {
   sm80.matrix_instructions = ampere_mma();
   sm80.async_copy = true;
 
+  // Ada (L4, L40S, RTX 40): sm_80's instructions, mma.sync of fp8, and cvt between fp8 and
+  // f32 / f16x2. PTX 8.4 for the fp8 mma.sync.
+  TargetInfo sm89 = sm80;
+  sm89.name = "sm_89";
+  sm89.llvm_features = "+ptx84";
+  sm89.matrix_instructions = ada_mma();
+  sm89.compute_capability = 89;
+  sm89.shared_bytes_optin = 99 * 1024;
+  sm89.fp8_conversions = true;
+
   // sm_90: code any Hopper-class or later GPU runs (newer ones through its PTX); no wgmma,
-  // which exists only in the architecture-specific sm_90a.
-  TargetInfo sm90 = sm80;
+  // which exists only in the architecture-specific sm_90a. fp8 conversions as on sm_89;
+  // sm_80's mma.sync (see ada_mma).
+  TargetInfo sm90 = sm89;
   sm90.name = "sm_90";
   sm90.llvm_features = "+ptx78";
+  sm90.matrix_instructions = ampere_mma();
   sm90.compute_capability = 90;
   sm90.shared_bytes_optin = 227 * 1024;
 
@@ -134,7 +159,7 @@ std::vector<TargetInfo> make_targets() {
   gfx1100.llvm_features = "+wavefrontsize32";
   gfx1100.isa_version = 11000;
   gfx1100.warp_size = 32;
-  return {sm75, sm80, sm90, sm90a, gfx90a, gfx942, gfx1100};
+  return {sm75, sm80, sm89, sm90, sm90a, gfx90a, gfx942, gfx1100};
 }
 
 const std::vector<TargetInfo> &targets() {

@@ -59,6 +59,7 @@ struct TargetInfo {
   int global_vector_bytes = 16;         // widest global load or store per thread
   bool async_copy = false;              // cp.async global -> shared (sm_80+): loads feeding dot are software-pipelined
   bool tensor_copy = false;             // TMA (cp.async.bulk.tensor) and mbarriers (sm_90a here): tile loads feeding wgmma are copied by descriptor
+  bool fp8_conversions = false;         // cvt between f8e4m3 and f32 / f16 pairs (sm_89+): one instruction instead of fp8_conversions.h's integer IR
   int sm_count = 0;                     // filled in from a device query; 0 when compiling offline
   std::vector<MatrixInstruction> matrix_instructions;  // empty: dot multiplies with FMAs
 };

@@ -269,7 +269,7 @@ int main(int argc, char **argv) {
                "with no GPU needed; kdsl-run then compiles nothing"};
   Options o;
   app.add_option("-m,--model", o.model, "model file: GGUF, or a llama2.c checkpoint")->required();
-  app.add_option("--target", o.targets, "targets, comma-separated: host, sm_75, sm_80, sm_90 (Hopper and newer, through PTX), sm_90a (H100/H200, with wgmma), gfx90a, gfx942, gfx1100 (default host)");
+  app.add_option("--target", o.targets, "targets, comma-separated: host, sm_75, sm_80, sm_89 (Ada: fp8), sm_90 (Hopper and newer, through PTX), sm_90a (H100/H200, with wgmma), gfx90a, gfx942, gfx1100 (default host)");
   app.add_option("-b,--batch,--batch-size", o.batches, "kdsl-run -b values (prompt tokens per prefill pass), comma-separated (default 512)");
   app.add_option("-c,--ctx,--ctx-size", o.ctx, "context length the plan covers (default: the model's)")->check(CLI::NonNegativeNumber);
   app.add_flag("--spec-ngram", o.spec_ngram, "as kdsl-run --spec-ngram: the target's speculative checks");

@@ -14,12 +14,15 @@ namespace kdsl_test {
 
 inline bool host_has(const char *feature) { return kdsl::codegen::host_target().has_feature(feature); }
 
+// Whether this CPU has 256-bit vpdpbusd (AVX-VNNI, or AVX512-VNNI with VL): the Vnni path.
+inline bool host_has_vnni() { return host_has("avxvnni") || (host_has("avx512vnni") && host_has("avx512vl")); }
+
 // The forced paths this CPU can run (Auto is what a launch on the CPU device uses).
 inline std::vector<kdsl::codegen::IntDotPath> runnable_int_dot_paths() {
   std::vector<kdsl::codegen::IntDotPath> paths{kdsl::codegen::IntDotPath::Portable};
 #if defined(__x86_64__)
   if (host_has("avx2")) paths.push_back(kdsl::codegen::IntDotPath::Pmaddwd);
-  if (host_has("avxvnni") || (host_has("avx512vnni") && host_has("avx512vl"))) paths.push_back(kdsl::codegen::IntDotPath::Vnni);
+  if (host_has_vnni()) paths.push_back(kdsl::codegen::IntDotPath::Vnni);
 #endif
   return paths;
 }

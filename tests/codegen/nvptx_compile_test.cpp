@@ -244,8 +244,8 @@ TEST_CASE("nvptx: atomics use global atomic instructions") {
 }
 
 TEST_CASE("nvptx: unknown targets and too many warps are user errors naming what is known") {
-  CHECK_THROWS_WITH_AS(codegen::target_info("sm_70"), doctest::Contains("unknown GPU target 'sm_70': kdsl knows sm_75, sm_80, sm_90, sm_90a"), Error);
-  CHECK_THROWS_WITH_AS(codegen::Target::named("sm_70"), "unknown target 'sm_70': kdsl compiles for host, sm_75, sm_80, sm_90, sm_90a, gfx90a, gfx942, gfx1100",
+  CHECK_THROWS_WITH_AS(codegen::target_info("sm_70"), doctest::Contains("unknown GPU target 'sm_70': kdsl knows sm_75, sm_80, sm_89, sm_90, sm_90a"), Error);
+  CHECK_THROWS_WITH_AS(codegen::Target::named("sm_70"), "unknown target 'sm_70': kdsl compiles for host, sm_75, sm_80, sm_89, sm_90, sm_90a, gfx90a, gfx942, gfx1100",
                        Error);
   CHECK(codegen::Target::named("host").is_host());
   CHECK(codegen::Target::named("sm_90").gpu == &codegen::target_info("sm_90"));
@@ -255,7 +255,9 @@ TEST_CASE("nvptx: unknown targets and too many warps are user errors naming what
   CHECK_THROWS_WITH_AS(codegen::compile(tools::trace_kernel(add.signature, tools::parse_specialization("none", add.signature)), "k",
                                         codegen::Target::named("sm_80"), options),
                        doctest::Contains("num_warps = 64"), Error);
-  CHECK(codegen::target_info("sm_90").matrix_instructions.size() == 4);   // mma.sync f16, bf16, i8, tf32
+  CHECK(codegen::target_info("sm_80").matrix_instructions.size() == 4);   // mma.sync f16, bf16, i8, tf32
+  CHECK(codegen::target_info("sm_89").matrix_instructions.size() == 5);   // and e4m3
+  CHECK(codegen::target_info("sm_90").matrix_instructions.size() == 4);   // sm_80's: Hopper's mma.sync has no fp8
   CHECK(codegen::target_info("sm_90a").matrix_instructions.size() == 10);  // wgmma f16, bf16, s8, u8, e4m3, tf32, then sm_80's mma.sync
   CHECK(codegen::target_info("sm_75").matrix_instructions.empty());
   CHECK(codegen::target_info("sm_80").warp_size == 32);

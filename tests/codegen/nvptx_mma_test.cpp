@@ -726,7 +726,7 @@ TEST_CASE("nvptx mma: a dot of f32 blocks with DotPrecision::TF32 is mma.sync m1
   CHECK(plan_for("matmul_f32").plan.dot_instruction.empty());
 }
 
-TEST_CASE("nvptx fp8: f8e4m3 matmuls are wgmma m64nNk32 .e4m3 on sm_90a and f16 mma.sync on operands widened to f16 on sm_80, sm_90 and for dots too small for wgmma; they assemble without spills") {
+TEST_CASE("nvptx fp8: f8e4m3 matmuls are wgmma m64nNk32 .e4m3 on sm_90a, mma.sync m16n8k32 .e4m3 on sm_89, and f16 mma.sync on operands widened to f16 on sm_80, sm_90 and for dots too small for wgmma; they assemble without spills") {
   bool have_ptxas = !codegen::nvptx::find_ptxas().empty();
   struct Case {
     const char *kernel, *arch, *instruction;
@@ -734,7 +734,11 @@ TEST_CASE("nvptx fp8: f8e4m3 matmuls are wgmma m64nNk32 .e4m3 on sm_90a and f16 
   for (Case cs : {Case{"matmul_f8e4m3", "sm_90a", "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3"},
                   Case{"matmul_f8e4m3_128x128_w8", "sm_90a", "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3"},
                   Case{"matmul_f8e4m3", "sm_80", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"},
+                  Case{"matmul_f8e4m3_128x128_w8", "sm_80", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"},
+                  Case{"matmul_f8e4m3_128x128_w8", "sm_89", "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32"},
+                  Case{"matmul_f8e4m3", "sm_89", "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32"},
                   Case{"matmul_f8e4m3", "sm_90", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"},
+                  Case{"matmul_f8e4m3_128x128_w8", "sm_90", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"},
                   // 32 rows: too few for wgmma's warpgroups, so widened to f16 for mma.sync on sm_90a too.
                   Case{"matmul_f8e4m3_32_rows", "sm_90a", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"}}) {
     const std::string kernel = cs.kernel, arch = cs.arch;
@@ -744,6 +748,11 @@ TEST_CASE("nvptx fp8: f8e4m3 matmuls are wgmma m64nNk32 .e4m3 on sm_90a and f16 
     CHECK(contains(obj.ptx, cs.instruction));
     CHECK(obj.warnings.empty());
     if (kernel != "matmul_f8e4m3_32_rows" && arch == "sm_90a") CHECK_FALSE(contains(obj.ptx, "mma.sync"));
+    // Widened operands: by cvt on sm_90 and sm_90a, by integer IR on sm_80; wgmma and sm_89's
+    // mma.sync read the bytes as stored.
+    const bool widened = contains(obj.ptx, ".f16.f16");
+    CHECK(widened == (arch == "sm_80" || arch == "sm_90" || kernel == "matmul_f8e4m3_32_rows"));
+    CHECK(contains(obj.ptx, "cvt.rn.f16x2.e4m3x2") == (widened && arch != "sm_80"));
     if (!have_ptxas) continue;
     REQUIRE(obj.resources.assembled);
     CHECK(obj.resources.spill_store_bytes == 0);
@@ -755,4 +764,24 @@ TEST_CASE("nvptx fp8: f8e4m3 matmuls are wgmma m64nNk32 .e4m3 on sm_90a and f16 
   // On sm_90a the fp8 tiles are copied ahead (cp.async into core matrices: 16 bytes are 16
   // elements), as i8's are; widened to f16 they are loaded into registers first.
   CHECK_FALSE(plan_for("matmul_f8e4m3", "sm_90a", 3).plan.pipelined.empty());
+}
+
+TEST_CASE("nvptx fp8: f8e4m3 converts by cvt on sm_89, sm_90 and sm_90a and by integer IR on sm_80; a copied byte is never converted; ptxas assembles both") {
+  bool have_ptxas = !codegen::nvptx::find_ptxas().empty();
+  const std::string widen = "cvt.rn.f16x2.e4m3x2", narrow = "cvt.rn.satfinite.e4m3x2.f32";
+  for (const std::string arch : {"sm_80", "sm_89", "sm_90", "sm_90a"}) {
+    CAPTURE(arch);
+    const bool hardware = codegen::target_info(arch).fp8_conversions;
+    CHECK(hardware == (arch != "sm_80"));
+    codegen::CompiledObject convert = compile("f8e4m3_convert", arch);
+    CHECK(contains(convert.ptx, widen) == hardware);
+    CHECK(contains(convert.ptx, narrow) == hardware);
+    codegen::CompiledObject copy = compile("f8e4m3_copy", arch);
+    CHECK_FALSE(contains(copy.ptx, widen));
+    CHECK_FALSE(contains(copy.ptx, narrow));
+    CHECK_FALSE(contains(copy.ptx, "cvt.f32.f16"));
+    if (!have_ptxas) continue;
+    CHECK(convert.resources.assembled);
+    CHECK(copy.resources.assembled);
+  }
 }

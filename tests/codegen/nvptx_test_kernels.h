@@ -21,6 +21,15 @@ void f8e4m3_convert(Ptr<f32> x, Ptr<f8e4m3> rounded, Ptr<f32> widened, Ptr<f8e4m
   store(decoded + offs, cast<f32>(load(codes + offs, m)), m);
 }
 
+// f8e4m3 bytes copied through a masked load (a phi or select of the loaded byte and the zero):
+// stored again as the bytes themselves, with no conversion either way.
+template <int B>
+void f8e4m3_copy(Ptr<const f8e4m3> x, Ptr<f8e4m3> y, Scalar<i32> n) {
+  auto offs = program_id(0) * B + arange<B>();
+  auto m = offs < n;
+  store(y + offs, load(x + offs, m), m);
+}
+
 template <int M, int N>
 void row_and_column_sums(Ptr<f32> x, Ptr<f32> rows, Ptr<f32> cols) {
   auto r = expand_dims<1>(arange<M>());
@@ -199,6 +208,7 @@ inline std::vector<tools::NamedKernel> all_kernels() {
   k.push_back(tools::named_kernel<tiled_matmul<i8, i32, 64, 64, 64>>("matmul_i8", 4));
   k.push_back(tools::named_kernel<tiled_matmul<u8, i32, 64, 64, 64>>("matmul_u8", 4));  // mma.sync has no u8 in kdsl's table: FMAs before sm_90a
   k.push_back(tools::named_kernel<f8e4m3_convert<256>>("f8e4m3_convert", 4));
+  k.push_back(tools::named_kernel<f8e4m3_copy<256>>("f8e4m3_copy", 4));
   // fp8 e4m3: wgmma k32 on sm_90a; elsewhere the operands widened to f16 (exact) for mma.sync.
   k.push_back(tools::named_kernel<tiled_matmul<f8e4m3, f32, 64, 64, 64>>("matmul_f8e4m3", 4));
   k.push_back(tools::named_kernel<tiled_matmul<f8e4m3, f32, 128, 128, 64>>("matmul_f8e4m3_128x128_w8", 8));

@@ -348,28 +348,32 @@ TEST_CASE("emulator: shared memory written under an in-flight wgmma, or a wgmma 
   machine.fault.clear();
 }
 
-// fp8 e4m3 operands: on sm_90a wgmma m64nNk32 .e4m3 reads the bytes as stored; on sm_80, and
-// on sm_90a for a dot of too few rows for its warpgroups, the operands are widened to f16
-// (exactly) for mma.sync (as for MFMA on CDNA, which the emulator
+// fp8 e4m3 operands: on sm_90a wgmma m64nNk32 .e4m3 reads the bytes as stored, as mma.sync
+// m16n8k32 .e4m3 does on sm_89; on sm_80 and sm_90, and on sm_90a for a dot of too few rows for
+// its warpgroups, the operands are widened to f16 (exactly; by cvt on sm_90) for mma.sync (as for MFMA on CDNA, which the emulator
 // does not run); without tensor cores, FMAs, on NVIDIA's warps and AMD's waves. Every product of two E4M3 values is exact in f32, so the backends differ only in the
 // order the f32 sums are rounded: 1e-4 relative, where a misplaced element is off by O(1).
-TEST_CASE("emulated fp8 e4m3 matmuls: wgmma k32 on sm_90a, widened to f16 tensor cores on sm_80, FMAs; ragged sizes") {
+TEST_CASE("emulated fp8 e4m3 matmuls: wgmma k32 on sm_90a, mma.sync k32 on sm_89, widened to f16 tensor cores on sm_80 and sm_90, FMAs; ragged sizes") {
   std::mt19937 rng(23);
-  for (const Flavour &flavour : {Flavour{"sm_90a", true, 3}, Flavour{"sm_80", true, 2}, Flavour{"sm_80", false, 2}, Flavour{"gfx942", false, 2}}) {
+  for (const Flavour &flavour :
+       {Flavour{"sm_90a", true, 3}, Flavour{"sm_89", true, 2}, Flavour{"sm_90", true, 2}, Flavour{"sm_80", true, 2}, Flavour{"sm_80", false, 2}, Flavour{"gfx942", false, 2}}) {
     CAPTURE(flavour.arch);
     CAPTURE(flavour.tensor_cores);
     CHECK(compare_matmul<float8_e4m3, float>("matmul_f8e4m3", 64, 64, 100, 70, 200, rng, flavour) <= 1e-4);
-    CHECK(compare_matmul<float8_e4m3, float>("matmul_f8e4m3_32_rows", 32, 64, 45, 70, 100, rng, flavour) <= 1e-4);  // mma.sync f16 on sm_90a
+    CHECK(compare_matmul<float8_e4m3, float>("matmul_f8e4m3_32_rows", 32, 64, 45, 70, 100, rng, flavour) <= 1e-4);  // mma.sync on sm_90a
     if (flavour.arch == "gfx942") continue;  // 128 x 128 on FMAs: 66,304 bytes of operand copies, past CDNA's 64 KiB of LDS
     CHECK(compare_matmul<float8_e4m3, float>("matmul_f8e4m3_128x128_w8", 128, 128, 130, 136, 72, rng, flavour) <= 1e-4);
   }
 }
 
-// The E4M3 conversions are integer IR shared by every backend; here through each GPU
-// lowering's byte loads and stores: value for value what the CPU backend gives, every code and
-// ties, saturation, NaN and signed zeros included.
-TEST_CASE("emulated: f8e4m3 stores, loads and casts give the CPU backend's values") {
-  const Flavour flavour = each_emulated_target();
+// The E4M3 conversions are integer IR shared by every backend, except on sm_89+, which has
+// cvt instructions (emulated as PTX defines them); here through each GPU lowering's byte loads
+// and stores: value for value what the CPU backend gives, every code and ties, saturation, NaN
+// and signed zeros included.
+TEST_CASE("emulated: f8e4m3 stores, loads and casts give the CPU backend's values (integer IR; cvt on sm_89 and sm_90)") {
+  Flavour flavour = each_emulated_target();
+  SUBCASE("sm_89") flavour.arch = "sm_89";
+  SUBCASE("sm_90") flavour.arch = "sm_90";
   std::mt19937 rng(5);
   std::vector<float> x = random_f32(700, rng, -500, 500);
   for (int c = 0; c < 256; ++c) x.push_back(float(e4m3_bits_to_f32(uint8_t(c))) * 1.0625f);  // between codes: ties and near-ties

@@ -513,7 +513,16 @@ TEST_CASE("fake driver: KDSL_CUDA_ARCH picks another target the GPU runs (sm_90 
   }
   {
     Arch a("sm_99");
-    CHECK_THROWS_WITH_AS(fake_gpu(), doctest::Contains("KDSL_CUDA_ARCH=sm_99: not an NVIDIA target kdsl knows (sm_75, sm_80, sm_90, sm_90a)"), Error);
+    CHECK_THROWS_WITH_AS(fake_gpu(), doctest::Contains("KDSL_CUDA_ARCH=sm_99: not an NVIDIA target kdsl knows (sm_75, sm_80, sm_89, sm_90, sm_90a)"), Error);
+  }
+  {
+    fake().set_compute_capability(8, 9);  // Ada: its own target, for the fp8 conversions
+    Device ada = fake_gpu();
+    CHECK(target_of(ada) == "sm_89");
+    fake().set_compute_capability(8, 6);  // Ampere's consumer parts run sm_80's cubins
+    Device ampere = fake_gpu();
+    CHECK(target_of(ampere) == "sm_80");
+    fake().set_compute_capability(9, 0);
   }
   {
     Arch a("gfx942");

@@ -1,6 +1,9 @@
 // host_calls.cpp - the walk over a kernel's calls that each vendor's table (nvvm_on_host.cpp, amdgcn_on_host.cpp) rewrites for the host
 #include "tests/support/host_calls.h"
 
+#include <kdsl/formats/fp8.h>
+#include <kdsl/formats/half.h>
+
 namespace kdsl::simt {
 
 void rewrite_calls(llvm::Module &m, CallRewrite rewrite) {
@@ -34,6 +37,13 @@ int32_t dot4_instruction(uint32_t a, uint32_t b, uint32_t c, uint32_t a_signed, 
   }
   return int32_t(sum);
 }
+
+uint32_t cvt_f16x2_e4m3x2(uint32_t pair) {
+  auto f16 = [](uint32_t byte) { return uint32_t(f32_to_f16_bits(e4m3_bits_to_f32(uint8_t(byte)))); };  // exact: every E4M3 is an f16
+  return f16((pair >> 8) & 0xff) << 16 | f16(pair & 0xff);
+}
+
+uint32_t cvt_e4m3x2_f32(float a, float b) { return uint32_t(f32_to_e4m3_bits(a)) << 8 | f32_to_e4m3_bits(b); }
 
 llvm::Value *stack_words(llvm::CallInst *at, unsigned n) {
   llvm::BasicBlock &entry = at->getFunction()->getEntryBlock();

@@ -24,6 +24,12 @@ llvm::Value *call_host(llvm::IRBuilder<> &b, const void *fn, llvm::Type *ret, co
 // modulo 2^32 (the non-saturating forms).
 int32_t dot4_instruction(uint32_t a, uint32_t b, uint32_t c, uint32_t a_signed, uint32_t b_signed);
 
+// NVIDIA's fp8 conversions (sm_89+) as PTX defines them, through kdsl/formats' exact ones:
+// cvt.rn.f16x2.e4m3x2 takes the two E4M3 bytes in `pair`'s low 16 bits to two f16s, the high
+// byte to the high half; cvt.rn.satfinite.e4m3x2.f32 rounds a to the high byte, b to the low.
+uint32_t cvt_f16x2_e4m3x2(uint32_t pair);
+uint32_t cvt_e4m3x2_f32(float a, float b);
+
 // `n` i32 words on the stack of `at`'s function, allocated once in its entry block (the calls
 // that need them sit in loops).
 llvm::Value *stack_words(llvm::CallInst *at, unsigned n);

@@ -15,15 +15,20 @@ namespace {
 
 using llvm::Intrinsic::ID;
 
-int mma_instruction_index(ID id) {
-  DType a = id == llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32 ? DType::F16
-            : id == llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16  ? DType::BF16
-            : id == llvm::Intrinsic::nvvm_mma_m16n8k8_row_col_tf32   ? DType::F32
-                                                                     : DType::I8;
-  const auto &list = codegen::target_info("sm_80").matrix_instructions;
+// The operand type of an mma.sync intrinsic.
+DType mma_operand_type(ID id) {
+  return id == llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32 ? DType::F16
+         : id == llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16  ? DType::BF16
+         : id == llvm::Intrinsic::nvvm_mma_m16n8k8_row_col_tf32   ? DType::F32
+                                                                  : DType::I8;
+}
+
+// The index in kMmaTableTarget's list of the mma.sync of operand type `a`.
+int mma_instruction_index(DType a) {
+  const auto &list = codegen::target_info(kMmaTableTarget).matrix_instructions;
   for (size_t i = 0; i < list.size(); ++i)
     if (list[i].a == a) return int(i);
-  internal_error("emulator: no sm_80 instruction for an mma intrinsic");
+  internal_error("emulator: no mma.sync instruction for an mma intrinsic");
 }
 
 llvm::Value *ldmatrix_call(llvm::IRBuilder<> &b, llvm::CallInst *c, ID id) {
@@ -37,11 +42,13 @@ llvm::Value *ldmatrix_call(llvm::IRBuilder<> &b, llvm::CallInst *c, ID id) {
   return r;
 }
 
-llvm::Value *mma_call(llvm::IRBuilder<> &b, llvm::CallInst *c, ID id) {
+// mma.sync, the intrinsic's or the inline PTX's (fp8: kMmaE4m3Text), whose operands are the same:
+// A's 4 words, B's 2, C's 4.
+llvm::Value *mma_call(llvm::IRBuilder<> &b, llvm::CallInst *c, int index) {
   llvm::Type *i32 = b.getInt32Ty();
   llvm::Value *in = stack_words(c, 10), *out = stack_words(c, 4);
   for (unsigned i = 0; i < 10; ++i) b.CreateStore(b.CreateBitCast(c->getArgOperand(i), i32), b.CreateConstInBoundsGEP1_32(i32, in, i));
-  call_host(b, reinterpret_cast<const void *>(&mma_sync), b.getVoidTy(), {b.getInt32(uint32_t(mma_instruction_index(id))), in, out});
+  call_host(b, reinterpret_cast<const void *>(&mma_sync), b.getVoidTy(), {b.getInt32(uint32_t(index)), in, out});
   llvm::Value *r = llvm::PoisonValue::get(c->getType());
   for (unsigned i = 0; i < 4; ++i) {
     llvm::Type *elem = llvm::cast<llvm::StructType>(c->getType())->getElementType(i);
@@ -122,13 +129,18 @@ std::optional<llvm::Value *> tma_ptx(llvm::IRBuilder<> &b, llvm::CallInst *c, co
 }
 
 // Inline PTX the NVPTX hooks emit: dp4a.{s32|u32}.{s32|u32} $0, $1, $2, $3 (d = a . b + c),
-// div.full.f32 (an IEEE division here: within its 2 ulp),
+// div.full.f32 (an IEEE division here: within its 2 ulp), the fp8 cvts (host_calls.h),
 // Hopper's wgmma family (nvptx_intrinsics.h), whose fences and waits only order: their
 // outputs are their inputs, and wgmma completes at once here; and its mbarriers and TMA.
 std::optional<llvm::Value *> inline_ptx(llvm::IRBuilder<> &b, llvm::CallInst *c) {
   std::string text = llvm::cast<llvm::InlineAsm>(c->getCalledOperand())->getAsmString();
   if (text == "div.full.f32 $0, $1, $2;") return b.CreateFDiv(c->getArgOperand(0), c->getArgOperand(1));
   if (text == "fence.proxy.async.shared::cta;") return nullptr;
+  if (text == codegen::nvptx::kMmaE4m3Text) return mma_call(b, c, mma_instruction_index(DType::F8E4M3));
+  if (text == codegen::nvptx::kE4m3x2ToF16x2Text)
+    return call_host(b, reinterpret_cast<const void *>(&cvt_f16x2_e4m3x2), b.getInt32Ty(), {b.CreateZExt(c->getArgOperand(0), b.getInt32Ty())});
+  if (text == codegen::nvptx::kF32x2ToE4m3x2Text)
+    return b.CreateTrunc(call_host(b, reinterpret_cast<const void *>(&cvt_e4m3x2_f32), b.getInt32Ty(), {c->getArgOperand(0), c->getArgOperand(1)}), b.getInt16Ty());
   if (text == "wgmma.commit_group.sync.aligned;") {
     call_host(b, reinterpret_cast<const void *>(&wgmma_commit), b.getVoidTy(), {});
     return nullptr;
@@ -182,7 +194,7 @@ std::optional<llvm::Value *> nvvm_on_host(llvm::IRBuilder<> &b, llvm::CallInst *
     case llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32:
     case llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16:
     case llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_s8:
-    case llvm::Intrinsic::nvvm_mma_m16n8k8_row_col_tf32: return mma_call(b, c, id);
+    case llvm::Intrinsic::nvvm_mma_m16n8k8_row_col_tf32: return mma_call(b, c, mma_instruction_index(mma_operand_type(id)));
     case llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s:
       return host(&cp_async_16, none,
                   {b.CreatePtrToInt(c->getArgOperand(0), b.getInt64Ty()), b.CreatePtrToInt(c->getArgOperand(1), b.getInt64Ty()), c->getArgOperand(2)});

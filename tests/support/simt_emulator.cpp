@@ -59,8 +59,7 @@ void fill_dispatch_packet(int threads, const int32_t grid[3]) {
 EmulatedKernel compile_for_emulation(const ir::Function &traced, const std::string &symbol, const Emulation &emulation) {
   codegen::TargetInfo target = codegen::target_info(emulation.arch);
   const bool amd = target.backend == "hip";
-  if (emulation.matrix_instructions && target.name != "sm_80" && target.name != "sm_90a")
-    internal_error("emulator: matrix instructions are emulated for sm_80 and sm_90a only, not " + target.name);
+  if (emulation.matrix_instructions && amd) internal_error("emulator: matrix instructions are emulated on NVIDIA targets only, not " + target.name);
   if (!emulation.matrix_instructions) target.matrix_instructions.clear();
   ir::Function fn = traced;
   codegen::run_pipeline(fn);

@@ -20,8 +20,8 @@ struct Emulation {
   // "sm_80" runs the NVPTX hooks (warp 32), "gfx942" / "gfx90a" the AMDGPU hooks (wave64).
   std::string arch = "sm_80";
   int num_warps = 4;
-  // sm_80 and sm_90a only: dots the plan puts on mma.sync run as emulated ldmatrix and
-  // mma.sync, on wgmma (sm_90a) as wgmma reading shared memory through its descriptors, both
+  // NVIDIA targets only: dots the plan puts on mma.sync run as emulated ldmatrix and
+  // mma.sync (fp8 too on sm_89+), on wgmma (sm_90a) as wgmma reading shared memory through its descriptors, both
   // following the PTX ISA's fragment tables, their loads pipelined over `num_stages` with
   // cp.async (a copy that completes at once, so a missing wait_group goes unnoticed; wgmma
   // likewise, so a missing fence or wait_group does too). On sm_90a, tiles read through

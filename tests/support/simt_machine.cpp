@@ -92,11 +92,11 @@ void ldmatrix(uint64_t address, int32_t count, int32_t trans, uint32_t *out) {
   machine.sync->arrive_and_wait();
 }
 
-// mma.sync for the sm_80 instruction `index`: every lane of the warp contributes its a, b
-// and c registers; each lane computes its d elements from the ISA's fragment tables.
+// mma.sync for kMmaTableTarget's instruction `index`: every lane of the warp contributes its
+// a, b and c registers; each lane computes its d elements from the ISA's fragment tables.
 void mma_sync(int32_t index, const uint32_t *abc, uint32_t *d) {
   using namespace codegen::nvptx;
-  const codegen::MatrixInstruction &mi = codegen::target_info("sm_80").matrix_instructions[size_t(index)];
+  const codegen::MatrixInstruction &mi = codegen::target_info(kMmaTableTarget).matrix_instructions[size_t(index)];
   std::memcpy(machine.fragments[size_t(this_thread)].data(), abc, 40);
   machine.sync->arrive_and_wait();
   int lane = this_thread % 32, warp_base = this_thread - lane;

@@ -50,9 +50,10 @@ float shfl_bfly_f32(float v, int32_t lane_mask);
 // AMD: ds_bpermute_b32 (the value of the lane at byte address `address`, in this wave).
 int32_t ds_bpermute(int32_t address, int32_t v);
 
-// NVIDIA sm_80 tensor cores: ldmatrix.m8n8.x{count}[.trans] into `out`, and mma.sync for
-// target_info("sm_80").matrix_instructions[index] over the warp's a, b, c registers
-// (`abc`, 10 words) into `d` (4 words).
+// NVIDIA's mma.sync tensor cores: ldmatrix.m8n8.x{count}[.trans] into `out`, and mma.sync for
+// target_info(kMmaTableTarget).matrix_instructions[index] over the warp's a, b, c registers
+// (`abc`, 10 words) into `d` (4 words). sm_89's list is sm_80's and the fp8 one.
+inline constexpr const char *kMmaTableTarget = "sm_89";
 void ldmatrix(uint64_t address, int32_t count, int32_t trans, uint32_t *out);
 void mma_sync(int32_t index, const uint32_t *abc, uint32_t *d);
 // wgmma.mma_async.m64n{n}k16 of f16 or bf16 into f32, m64n{n}k32 of s8 or u8 into s32 or of

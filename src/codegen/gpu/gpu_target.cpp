@@ -3,6 +3,8 @@
 
 #include <kdsl/error.h>
 
+#include "codegen/fp8_conversions.h"
+
 namespace kdsl::codegen::gpu {
 
 // The layout plan and the pipelining plan only ask for these where TargetInfo lists matrix
@@ -35,6 +37,10 @@ void GpuTarget::tensor_store_3d(llvm::IRBuilder<> &, llvm::Value *, llvm::Value 
 void GpuTarget::tensor_store_commit(llvm::IRBuilder<> &) { no_tensor_copy(info_); }
 void GpuTarget::tensor_store_wait_read(llvm::IRBuilder<> &) { no_tensor_copy(info_); }
 void GpuTarget::async_proxy_fence(llvm::IRBuilder<> &) { internal_error("GPU lowering: " + info_.name + " has no matrix instructions reading shared memory by descriptor"); }
+
+llvm::Value *GpuTarget::e4m3_to_f32(llvm::IRBuilder<> &b, llvm::Value *byte) { return emit_e4m3_to_f32(b, byte); }
+llvm::Value *GpuTarget::f32_to_e4m3(llvm::IRBuilder<> &b, llvm::Value *x) { return emit_f32_to_e4m3(b, x); }
+llvm::Value *GpuTarget::e4m3_byte_of(llvm::Value *v) { return e4m3_byte_of_widened(v); }
 
 llvm::Value *GpuTarget::dot4(llvm::IRBuilder<> &b, llvm::Value *a, llvm::Value *bw, llvm::Value *acc, bool a_signed, bool b_signed) {
   llvm::Value *sum = acc;

@@ -51,6 +51,14 @@ class GpuTarget {
   // over the whole range, a fraction of div.rn's instructions), as Triton divides.
   virtual llvm::Value *divide(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) { return b.CreateFDiv(x, y); }
 
+  // f8e4m3 bytes (i8) to f32 (exact) and f32 to bytes (nearest even, past 448 saturated, NaN
+  // to NaN), and the byte e4m3_to_f32 widened to `v` (null where v is not its result). The
+  // defaults are fp8_conversions.h's integer IR; NVIDIA's sm_89+ (info().fp8_conversions)
+  // converts with cvt.
+  virtual llvm::Value *e4m3_to_f32(llvm::IRBuilder<> &b, llvm::Value *byte);
+  virtual llvm::Value *f32_to_e4m3(llvm::IRBuilder<> &b, llvm::Value *x);
+  virtual llvm::Value *e4m3_byte_of(llvm::Value *v);
+
   // Makes `f` a kernel entry launched with at most `threads` threads per block.
   virtual void mark_kernel(llvm::Function *f, int threads) = 0;
 

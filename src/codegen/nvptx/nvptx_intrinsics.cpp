@@ -8,6 +8,7 @@
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/Module.h>
+#include <llvm/IR/PatternMatch.h>
 
 #include <kdsl/error.h>
 
@@ -74,6 +75,8 @@ std::vector<llvm::Value *> mma_sync(llvm::IRBuilder<> &b, const MatrixInstructio
     id = llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_s8;
   } else if (mi.m == 16 && mi.n == 8 && mi.k == 8 && mi.tf32 && mi.acc == DType::F32) {
     id = llvm::Intrinsic::nvvm_mma_m16n8k8_row_col_tf32;  // f32 bits; the low 13 of each ignored
+  } else if (mi.m == 16 && mi.n == 8 && mi.k == 32 && mi.a == DType::F8E4M3 && mi.b == DType::F8E4M3 && mi.acc == DType::F32) {
+    id = llvm::Intrinsic::not_intrinsic;  // kMmaE4m3Text
   } else {
     internal_error(std::string("nvptx: no mma.sync intrinsic for ") + mi.name);
   }
@@ -81,7 +84,14 @@ std::vector<llvm::Value *> mma_sync(llvm::IRBuilder<> &b, const MatrixInstructio
   for (llvm::Value *x : a) args.push_back(b.CreateBitCast(x, operand));
   for (llvm::Value *x : bv) args.push_back(b.CreateBitCast(x, operand));
   args.insert(args.end(), c.begin(), c.end());
-  llvm::Value *d = b.CreateIntrinsic(id, {}, args);
+  llvm::Value *d = nullptr;
+  if (id == llvm::Intrinsic::not_intrinsic) {
+    llvm::Type *f32 = b.getFloatTy(), *i32 = b.getInt32Ty();
+    auto *type = llvm::FunctionType::get(llvm::StructType::get(b.getContext(), {f32, f32, f32, f32}), {i32, i32, i32, i32, i32, i32, f32, f32, f32, f32}, false);
+    d = b.CreateCall(llvm::InlineAsm::get(type, kMmaE4m3Text, "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", /*hasSideEffects=*/false), args);
+  } else {
+    d = b.CreateIntrinsic(id, {}, args);
+  }
   std::vector<llvm::Value *> out;
   for (unsigned i = 0; i < c.size(); ++i) out.push_back(b.CreateExtractValue(d, i));
   return out;
@@ -119,6 +129,27 @@ llvm::Value *dp4a(llvm::IRBuilder<> &b, llvm::Value *a, llvm::Value *bw, llvm::V
   auto *type = llvm::FunctionType::get(i32, {i32, i32, i32}, false);
   std::string text = std::string("dp4a.") + (a_signed ? "s32" : "u32") + "." + (b_signed ? "s32" : "u32") + " $0, $1, $2, $3;";
   return b.CreateCall(llvm::InlineAsm::get(type, text, "=r,r,r,r", /*hasSideEffects=*/false), {a, bw, acc});
+}
+
+llvm::Value *e4m3_to_f32(llvm::IRBuilder<> &b, llvm::Value *byte) {
+  auto *type = llvm::FunctionType::get(b.getInt32Ty(), {b.getInt16Ty()}, false);
+  llvm::Value *pair = b.CreateCall(llvm::InlineAsm::get(type, kE4m3x2ToF16x2Text, "=r,h", /*hasSideEffects=*/false), {b.CreateZExt(byte, b.getInt16Ty())});
+  return b.CreateFPExt(b.CreateBitCast(b.CreateTrunc(pair, b.getInt16Ty()), b.getHalfTy()), b.getFloatTy());
+}
+
+llvm::Value *f32_to_e4m3(llvm::IRBuilder<> &b, llvm::Value *x) {
+  auto *type = llvm::FunctionType::get(b.getInt16Ty(), {b.getFloatTy(), b.getFloatTy()}, false);
+  return b.CreateTrunc(b.CreateCall(llvm::InlineAsm::get(type, kF32x2ToE4m3x2Text, "=h,f,f", /*hasSideEffects=*/false), {x, x}), b.getInt8Ty());
+}
+
+llvm::Value *e4m3_byte_of_cvt(llvm::Value *v) {
+  using namespace llvm::PatternMatch;
+  llvm::Value *pair = nullptr, *byte = nullptr;
+  if (!match(v, m_FPExt(m_BitCast(m_Trunc(m_Value(pair)))))) return nullptr;
+  auto *call = llvm::dyn_cast<llvm::CallInst>(pair);
+  if (!call || !call->isInlineAsm() || llvm::cast<llvm::InlineAsm>(call->getCalledOperand())->getAsmString() != kE4m3x2ToF16x2Text) return nullptr;
+  if (!match(call->getArgOperand(0), m_ZExt(m_Value(byte))) || !byte->getType()->isIntegerTy(8)) return nullptr;
+  return byte;
 }
 
 namespace {

@@ -29,9 +29,12 @@ void cp_async_16(llvm::IRBuilder<> &b, llvm::Value *shared, llvm::Value *global,
 void cp_async_commit_group(llvm::IRBuilder<> &b);
 void cp_async_wait_group(llvm::IRBuilder<> &b, int n);
 
-// mma.sync.aligned for `instruction` (m16n8k16 f16 or bf16 into f32, m16n8k32 s8 into s32,
-// m16n8k8 tf32 into f32): returns d = a * b + c for this lane's 4 accumulators; a: 4 i32, b: 2
-// i32 (packed elements; tf32: one f32's bits each).
+// mma.sync.aligned for `instruction` (m16n8k16 f16 or bf16 into f32, m16n8k32 s8 into s32 and
+// fp8 e4m3 into f32, m16n8k8 tf32 into f32): returns d = a * b + c for this lane's 4
+// accumulators; a: 4 i32, b: 2 i32 (packed elements; tf32: one f32's bits each). The e4m3 form
+// (sm_89+, PTX 8.4) has no NVVM intrinsic in LLVM 19: it is inline PTX, kMmaE4m3Text.
+inline constexpr const char *kMmaE4m3Text =
+    "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};";
 std::vector<llvm::Value *> mma_sync(llvm::IRBuilder<> &b, const MatrixInstruction &instruction, const std::vector<llvm::Value *> &a,
                                     const std::vector<llvm::Value *> &bv, const std::vector<llvm::Value *> &c);
 
@@ -131,5 +134,18 @@ llvm::Value *div_full(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y);
 // and b, each byte signed or not. LLVM 19's NVPTX backend has no intrinsic for it, so it is
 // inline PTX; the SIMT emulator recognizes the same text (tests/support/nvvm_on_host.cpp).
 llvm::Value *dp4a(llvm::IRBuilder<> &b, llvm::Value *a, llvm::Value *bw, llvm::Value *acc, bool a_signed, bool b_signed);
+
+// fp8 conversions (sm_89+, PTX 7.8), each on a pair; kdsl uses the low half of each pair.
+// cvt.rn.f16x2.e4m3x2 d, a: a's two E4M3 bytes (b16) to two f16 (b32), exactly; the high byte
+// to the high half. cvt.rn.satfinite.e4m3x2.f32 d, a, b: a to d's high byte, b to its low byte,
+// nearest even, magnitudes past 448 (infinities too) saturated to 448, NaN to NaN.
+inline constexpr const char *kE4m3x2ToF16x2Text = "cvt.rn.f16x2.e4m3x2 $0, $1;";
+inline constexpr const char *kF32x2ToE4m3x2Text = "cvt.rn.satfinite.e4m3x2.f32 $0, $1, $2;";
+// An E4M3 byte (i8) to f32: cvt.rn.f16x2.e4m3x2, then the low f16 widened (cvt.f32.f16).
+llvm::Value *e4m3_to_f32(llvm::IRBuilder<> &b, llvm::Value *byte);
+// An f32 to the nearest E4M3 (i8), by cvt.rn.satfinite.e4m3x2.f32 of the value paired with itself.
+llvm::Value *f32_to_e4m3(llvm::IRBuilder<> &b, llvm::Value *x);
+// The byte e4m3_to_f32 widened to `v`; null when v is not its result.
+llvm::Value *e4m3_byte_of_cvt(llvm::Value *v);
 
 }  // namespace kdsl::codegen::nvptx

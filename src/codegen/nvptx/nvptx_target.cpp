@@ -37,6 +37,15 @@ void NvptxTarget::barrier(llvm::IRBuilder<> &b) { nvptx::barrier(b); }
 llvm::Value *NvptxTarget::shuffle_xor(llvm::IRBuilder<> &b, llvm::Value *v, int lane_mask) { return nvptx::shuffle_xor(b, v, lane_mask); }
 llvm::Value *NvptxTarget::math(llvm::IRBuilder<> &b, llvm::Module &m, OpKind kind, llvm::Value *x, llvm::Value *y) { return emit_math(b, m, kind, x, y); }
 llvm::Value *NvptxTarget::divide(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) { return div_full(b, x, y); }
+// sm_89+ converts fp8 by cvt: 2 instructions to widen (cvt.rn.f16x2.e4m3x2, cvt.f32.f16) and 1
+// to round, where the integer IR takes about a dozen each.
+llvm::Value *NvptxTarget::e4m3_to_f32(llvm::IRBuilder<> &b, llvm::Value *byte) {
+  return info().fp8_conversions ? nvptx::e4m3_to_f32(b, byte) : GpuTarget::e4m3_to_f32(b, byte);
+}
+llvm::Value *NvptxTarget::f32_to_e4m3(llvm::IRBuilder<> &b, llvm::Value *x) {
+  return info().fp8_conversions ? nvptx::f32_to_e4m3(b, x) : GpuTarget::f32_to_e4m3(b, x);
+}
+llvm::Value *NvptxTarget::e4m3_byte_of(llvm::Value *v) { return info().fp8_conversions ? e4m3_byte_of_cvt(v) : GpuTarget::e4m3_byte_of(v); }
 void NvptxTarget::mark_kernel(llvm::Function *f, int threads) { nvptx::mark_kernel(f, threads); }
 llvm::Value *NvptxTarget::dot4(llvm::IRBuilder<> &b, llvm::Value *a, llvm::Value *bw, llvm::Value *acc, bool a_signed, bool b_signed) {
   return nvptx::dp4a(b, a, bw, acc, a_signed, b_signed);

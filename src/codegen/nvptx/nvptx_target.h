@@ -19,6 +19,9 @@ class NvptxTarget final : public gpu::GpuTarget {
   llvm::Value *shuffle_xor(llvm::IRBuilder<> &b, llvm::Value *v, int lane_mask) override;
   llvm::Value *math(llvm::IRBuilder<> &b, llvm::Module &m, OpKind kind, llvm::Value *x, llvm::Value *y) override;
   llvm::Value *divide(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) override;
+  llvm::Value *e4m3_to_f32(llvm::IRBuilder<> &b, llvm::Value *byte) override;
+  llvm::Value *f32_to_e4m3(llvm::IRBuilder<> &b, llvm::Value *x) override;
+  llvm::Value *e4m3_byte_of(llvm::Value *v) override;
   void mark_kernel(llvm::Function *f, int threads) override;
   void print(llvm::IRBuilder<> &b, llvm::Module &m, const std::string &format, const std::vector<llvm::Value *> &args) override;
   void assert_fail(llvm::IRBuilder<> &b, llvm::Module &m, const std::string &format, const std::vector<llvm::Value *> &args,

@@ -15,9 +15,10 @@
 namespace kdsl::detail {
 namespace {
 
-// The code a GPU of compute capability major.minor runs: sm_80 cubins on 8.x (forward
-// compatible within a major), sm_90a on 9.0 (H100, H200: wgmma), sm_90 PTX, which the driver
-// compiles at load, on later majors (sm_90a code runs on 9.0 alone). KDSL_CUDA_ARCH=<target>
+// The code a GPU of compute capability major.minor runs: sm_80 cubins on 8.0-8.7 (forward
+// compatible within a major), sm_89 on 8.9 (Ada: fp8 conversions), sm_90a on 9.0 (H100, H200:
+// wgmma), sm_90 PTX, which the driver compiles at load, on later majors (sm_90a code runs on
+// 9.0 alone). KDSL_CUDA_ARCH=<target>
 // asks for another target the GPU can run (sm_80 or sm_90 on an H200, to set mma.sync against
 // wgmma), as PTX where its cubin would not load.
 struct DeviceCode {
@@ -27,7 +28,11 @@ struct DeviceCode {
 
 DeviceCode code_for(int major, int minor, const std::string &device) {
   const char *asked = std::getenv("KDSL_CUDA_ARCH");
-  if (!asked || !*asked) return major > 9 ? DeviceCode{"sm_90", true} : major == 9 ? DeviceCode{"sm_90a", false} : DeviceCode{"sm_80", false};
+  if (!asked || !*asked) {
+    if (major > 9) return {"sm_90", true};
+    if (major == 9) return {"sm_90a", false};
+    return {minor >= 9 ? "sm_89" : "sm_80", false};
+  }
   std::vector<std::string> nvidia;
   for (const std::string &name : codegen::target_names())
     if (codegen::target_info(name).backend == "cuda") nvidia.push_back(name);
