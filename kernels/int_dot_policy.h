@@ -30,6 +30,9 @@ namespace kdsl::kernels {
 // 16 (ahead of 8 for Q4_K, even for Q6_K: bench/RESULTS.md, 2026-12-05, "Weights grouped by
 // 16 rows for the CPU's decode"). Q8_0 is not grouped: its decode reads at the memory's speed
 // as stored, and grouped it measured the same.
+// without_vnni: the policy the grouped decode and few-row kernels take on a CPU without VNNI,
+// where it is not `type` (Q4_K and Q5_K: sub-blocks scaled by their i32 codes,
+// kquant_int_dot.h).
 // default_rows: the most rows of x a product takes through the integer kernels on a CPU with
 // VNNI unless the Library is told otherwise (Library::set_integer_dot_rows), where the format
 // takes no prefill tiles there (takes_prefill_tiles below: every row does); past it the f32
@@ -75,6 +78,7 @@ struct int_dot_policy<IQ4_NLFormat> {
 template <>
 struct int_dot_policy<Q4_KFormat> {
   using type = Q4_KIntDot;
+  using without_vnni = Q4_KIntDotI32Scales;
   static constexpr const char *name = "q4_k";
   static constexpr int few_rows_launch = 4;
   static constexpr int default_rows = kEveryRow;
@@ -84,6 +88,7 @@ struct int_dot_policy<Q4_KFormat> {
 template <>
 struct int_dot_policy<Q5_KFormat> {
   using type = Q5_KIntDot;
+  using without_vnni = Q5_KIntDotI32Scales;
   static constexpr const char *name = "q5_k";
   static constexpr int few_rows_launch = 4;
   static constexpr int default_rows = kEveryRow;

@@ -71,7 +71,20 @@ auto sub_block_factors(const W &w, const Spread &spread) {
 // Q4_K (kHighBit false) and Q5_K (true): sub-blocks 2c and 2c + 1 are the low and the high
 // nibbles of qs[32c .. 32c + 31]; Q5_K's fifth bit of sub-block j is bit j of qh[l]. The
 // scales and minimums are load_scales_mins_k4's (kquant_formats.h), one [1, BN, 1] each.
-template <class Format, bool kHighBit>
+//
+// kScalesInI32: decode's other order, for a CPU without VNNI (int_dot_policy.h: the policies'
+// `without_vnni`): each sub-block's exact sum is multiplied by its integer scale code in i32
+// and the super-block's total meets d once, as Q6_K's does and as llama.cpp's AVX2 kernels do;
+// the minimums likewise, by their codes against x's group sums, meeting dmin once. A
+// sub-block costs an i32 multiply and add instead of a conversion, an f32 multiply and add and
+// its f32 factor's own conversion and multiply, and the block holds 16 codes where it held 16
+// f32 factors: on AVX2 (16 vector registers) the f32 order spills, and Q4_K's and Q5_K's
+// decode ran at a third of the read stream (bench/RESULTS.md, 2026-12-06, "Q4_K and Q5_K
+// decode without VNNI"). With VNNI the f32 order measured faster (the entry of 2026-12-06
+// 01:40). Exact: |sum| <= 32 * 31 * 127 a sub-block, times a code <= 63, over 8: < 2^26; the
+// minimums' 8 * 63 * 32 * 127 < 2^22. The total rounds once to f32 where the f32 order
+// rounded each sub-block's product.
+template <class Format, bool kHighBit, bool kScalesInI32 = false>
 struct SubBlock32IntDot {
   using Layout = typename Format::Layout;
   static constexpr int kBlockElements = formats::kQK_K, kSumGroup = 16, kBlockBytes = int(sizeof(Layout));
@@ -91,6 +104,8 @@ struct SubBlock32IntDot {
     // multiply: the copies of 28 values for each of BN rows cost a decode step more than they
     // save (bench/RESULTS.md, 2026-12-03, "integer-dot kernels: four rows a vpdpbusd").
     constexpr int SL = BR == 1 ? 1 : L;
+    if constexpr (kScalesInI32) return block_dot_i32_scales<BR, BN>(w, x, xs);
+    else {
     auto [scale, min] = sub_block_factors<Layout>(w, wide(zeros<i32, 1, 1, SL>()));  // [1, BN, SL] each
     // Each sub-block's 32 quants in pieces chained through dot4's accumulator into L lanes.
     auto piece = wide(reshape<1, 1, P>(arange<P>()));
@@ -123,6 +138,43 @@ struct SubBlock32IntDot {
       }
     }
     auto offset = -sum<2>(minimums) * (1.0f / SL);  // the SL equal lanes' sum / SL: exact
+    return BlockSums<decltype(lanes), decltype(offset)>{lanes, offset};
+    }
+  }
+
+  // kScalesInI32's block_dot: the same sums, scaled by the codes in i32 (see above).
+  template <int BR, int BN, class W, class XP, class SP>
+  static auto block_dot_i32_scales(const W &w, const XP &x, const SP &xs) {
+    constexpr int P = W::kPiece, L = P / 4, kPieces = 32 / P;
+    auto codes = sub_block_codes<Layout>(w, wide(zeros<i32, 1, 1, 1>()));  // [1, BN, 1] each
+    auto piece = wide(reshape<1, 1, P>(arange<P>()));
+    auto pieces = [&](int offset) {  // 32 bytes from `offset`, [1, BN, P] each
+      std::vector<decltype(w.bytes(0, piece))> p;
+      for (int i = 0; i < kPieces; ++i) p.push_back(w.bytes(offset + i * P, piece));
+      return p;
+    };
+    auto qh = [&] {
+      if constexpr (kHighBit) return pieces(int(offsetof(Layout, qh)));
+      else return std::vector<decltype(w.bytes(0, piece))>{};
+    }();
+    auto scaled = zeros<i32, BR, BN, L>();  // sum_j sc[j] * (q_j . x_j)
+    auto mins = zeros<i32, BR, BN, 1>();    // sum_j m[j] * (sum of x_j)
+    for (int c = 0; c < 4; ++c) {
+      auto qs = pieces(int(offsetof(Layout, qs)) + c * 32);
+      for (int h = 0; h < 2; ++h) {
+        const int j = 2 * c + h;
+        auto sums = zeros<i32, BR, BN, L>();
+        for (int i = 0; i < kPieces; ++i) {
+          auto q = h == 0 ? (qs[size_t(i)] & 15) : (qs[size_t(i)] >> 4);
+          if constexpr (kHighBit) q = q | (j <= 4 ? ((qh[size_t(i)] << (4 - j)) & 16) : ((qh[size_t(i)] >> (j - 4)) & 16));
+          sums = dot4(q, load(x + (piece + (32 * j + i * P))), sums);  // [BR, BN, L]
+        }
+        scaled = scaled + sums * cast<i32>(codes.scale[size_t(j)]);
+        mins = mins + cast<i32>(codes.min[size_t(j)]) * (load(xs + 2 * j) + load(xs + (2 * j + 1)));
+      }
+    }
+    auto lanes = cast<f32>(scaled) * codes.d;
+    auto offset = -reshape<BR, BN>(cast<f32>(mins) * codes.dmin);
     return BlockSums<decltype(lanes), decltype(offset)>{lanes, offset};
   }
 
@@ -164,6 +216,8 @@ struct SubBlock32IntDot {
 
 using Q4_KIntDot = SubBlock32IntDot<Q4_KFormat, false>;
 using Q5_KIntDot = SubBlock32IntDot<Q5_KFormat, true>;
+using Q4_KIntDotI32Scales = SubBlock32IntDot<Q4_KFormat, false, true>;
+using Q5_KIntDotI32Scales = SubBlock32IntDot<Q5_KFormat, true, true>;
 
 // Q6_K: element h * 128 + qq * 32 + l takes nibble qq / 2 of ql[h * 64 + (qq % 2) * 32 + l]
 // and bits 2qq, 2qq + 1 of qh[h * 32 + l] (kquant_formats.h). Each sub-block s of 16 values

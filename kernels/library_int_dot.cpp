@@ -250,6 +250,12 @@ bool matmul_int_dot_grouped(Library::Impl &im, const float *x, const void *w, co
     return false;
   } else {
     if (!dispatches_for_cpu(im) || rows > std::min(kTileRows, int_dot_rows<F>(im))) return false;
+    if constexpr (requires { typename int_dot_policy<F>::without_vnni; }) {
+      if (!has_vnni(im.device)) {
+        run_int_dot_grouped<F, typename int_dot_policy<F>::without_vnni, R>(im, x, w, bias, out, rows, N, K);
+        return true;
+      }
+    }
     run_int_dot_grouped<F, typename int_dot_policy<F>::type, R>(im, x, w, bias, out, rows, N, K);
     return true;
   }
