@@ -25,6 +25,9 @@ namespace kdsl::kernels {
 // (library_int_dot.cpp) at less than a decode row's cost a row, so any launch is worth it; the
 // k-quants' 4-row kernel is the best of theirs (KDSL_PROFILE; bench/RESULTS.md, 2026-12-03, the
 // few-row launches entry and "integer-dot kernels: four rows a vpdpbusd").
+// row_group_ymm: the k-quants' row_group on a CPU whose integer vectors are 32 bytes (no
+// AVX-512): 8, one 4-byte piece of each row in a ymm, where 16 rows' pieces took two and
+// their kernels spilled (bench/RESULTS.md, 2026-12-06, "Q4_K and Q5_K decode without VNNI").
 // row_group: the rows a matrix of F is grouped by for the CPU's decode and few-row kernels
 // (formats/row_groups.h; matvec_grouped_sums, matvec_grouped_int8), where F has that layout:
 // 16 (ahead of 8 for Q4_K, even for Q6_K: bench/RESULTS.md, 2026-12-05, "Weights grouped by
@@ -84,6 +87,7 @@ struct int_dot_policy<Q4_KFormat> {
   static constexpr int default_rows = kEveryRow;
   using tiles = type;
   static constexpr int row_group = 16;
+  static constexpr int row_group_ymm = 8;
 };
 template <>
 struct int_dot_policy<Q5_KFormat> {
@@ -94,6 +98,7 @@ struct int_dot_policy<Q5_KFormat> {
   static constexpr int default_rows = kEveryRow;
   using tiles = type;
   static constexpr int row_group = 16;
+  static constexpr int row_group_ymm = 8;
 };
 template <>
 struct int_dot_policy<Q6_KFormat> {
@@ -103,6 +108,7 @@ struct int_dot_policy<Q6_KFormat> {
   static constexpr int default_rows = kEveryRow;
   using tiles = type;
   static constexpr int row_group = 16;
+  static constexpr int row_group_ymm = 8;
 };
 template <>
 struct int_dot_policy<Q4_1Format> {
@@ -135,12 +141,17 @@ struct int_dot_policy<Q5_1Format> {
   static constexpr bool tiles_need_vnni = true;
 };
 
-// The rows a matrix of format F is grouped by for its integer-dot kernels (1: as stored).
+// The rows a matrix of format F is grouped by for its integer-dot kernels on `cpu` (1: as
+// stored): the policy's row_group, or its row_group_ymm on a CPU without AVX-512.
 template <class F>
-inline constexpr int row_group_of = [] {
-  if constexpr (requires { int_dot_policy<F>::row_group; }) return int_dot_policy<F>::row_group;
+int row_group_on(const Device &cpu) {
+  using Policy = int_dot_policy<F>;
+  if constexpr (requires { Policy::row_group_ymm; }) {
+    if (!cpu.has_cpu_feature("avx512bw")) return Policy::row_group_ymm;
+  }
+  if constexpr (requires { Policy::row_group; }) return Policy::row_group;
   else return 1;
-}();
+}
 
 // Whether format F's products of more than a few rows take byte-dot tiles
 // (matmul_int_tiles.h with the policy's `tiles`: x's quants by a transposed tile of weight

@@ -96,6 +96,13 @@ struct SubBlock32IntDot {
   // load holds 16 rows' pieces, and each row's one lane is its sum).
   template <int BR, int BN, class W, class XP, class SP>
   static auto block_dot(const W &w, const XP &x, const SP &xs) {
+    if constexpr (kScalesInI32) return block_dot_i32_codes<BR, BN>(w, x, xs);
+    else return block_dot_f32_factors<BR, BN>(w, x, xs);
+  }
+
+  // The f32 order: each sub-block's sum converted and multiplied by its f32 factor d * sc.
+  template <int BR, int BN, class W, class XP, class SP>
+  static auto block_dot_f32_factors(const W &w, const XP &x, const SP &xs) {
     constexpr int P = W::kPiece, L = P / 4, kPieces = 32 / P;
     // Each weight row's scale and minimum of sub-block j as [1, BN, SL]. With several rows of x
     // and 4 lanes a row, SL = 4: every lane holds the row's value, loaded so (a zero-stride
@@ -104,8 +111,6 @@ struct SubBlock32IntDot {
     // multiply: the copies of 28 values for each of BN rows cost a decode step more than they
     // save (bench/RESULTS.md, 2026-12-03, "integer-dot kernels: four rows a vpdpbusd").
     constexpr int SL = BR == 1 ? 1 : L;
-    if constexpr (kScalesInI32) return block_dot_i32_scales<BR, BN>(w, x, xs);
-    else {
     auto [scale, min] = sub_block_factors<Layout>(w, wide(zeros<i32, 1, 1, SL>()));  // [1, BN, SL] each
     // Each sub-block's 32 quants in pieces chained through dot4's accumulator into L lanes.
     auto piece = wide(reshape<1, 1, P>(arange<P>()));
@@ -139,12 +144,11 @@ struct SubBlock32IntDot {
     }
     auto offset = -sum<2>(minimums) * (1.0f / SL);  // the SL equal lanes' sum / SL: exact
     return BlockSums<decltype(lanes), decltype(offset)>{lanes, offset};
-    }
   }
 
-  // kScalesInI32's block_dot: the same sums, scaled by the codes in i32 (see above).
+  // The i32 order (kScalesInI32, above): the same sums times their integer codes.
   template <int BR, int BN, class W, class XP, class SP>
-  static auto block_dot_i32_scales(const W &w, const XP &x, const SP &xs) {
+  static auto block_dot_i32_codes(const W &w, const XP &x, const SP &xs) {
     constexpr int P = W::kPiece, L = P / 4, kPieces = 32 / P;
     auto codes = sub_block_codes<Layout>(w, wide(zeros<i32, 1, 1, 1>()));  // [1, BN, 1] each
     auto piece = wide(reshape<1, 1, P>(arange<P>()));

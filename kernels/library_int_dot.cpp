@@ -238,27 +238,29 @@ void run_int_dot_grouped(Library::Impl &im, const float *x, const void *w, const
 
 template <class F>
 int int_dot_row_group(const Library::Impl &im, int64_t N) {
-  constexpr int R = row_group_of<F>;
+  const int R = row_group_on<F>(im.device);
   if (R == 1 || !im.row_groups || !dispatches_for_cpu(im) || N % R != 0 || int_dot_rows<F>(im) < 1) return 1;
   return R;
 }
 
 template <class F>
 bool matmul_int_dot_grouped(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K) {
-  constexpr int R = row_group_of<F>;
-  if constexpr (R == 1) {
-    return false;
-  } else {
-    if (!dispatches_for_cpu(im) || rows > std::min(kTileRows, int_dot_rows<F>(im))) return false;
-    if constexpr (requires { typename int_dot_policy<F>::without_vnni; }) {
-      if (!has_vnni(im.device)) {
-        run_int_dot_grouped<F, typename int_dot_policy<F>::without_vnni, R>(im, x, w, bias, out, rows, N, K);
-        return true;
+  if (!dispatches_for_cpu(im) || rows > std::min(kTileRows, int_dot_rows<F>(im))) return false;
+  using Policy = int_dot_policy<F>;
+  if constexpr (requires { Policy::row_group; }) {
+    auto run = [&]<int R>() {
+      if constexpr (requires { typename Policy::without_vnni; }) {
+        if (!has_vnni(im.device)) return run_int_dot_grouped<F, typename Policy::without_vnni, R>(im, x, w, bias, out, rows, N, K);
       }
+      run_int_dot_grouped<F, typename Policy::type, R>(im, x, w, bias, out, rows, N, K);
+    };
+    switch (row_group_on<F>(im.device)) {
+      case 8: return run.template operator()<8>(), true;
+      case 16: return run.template operator()<16>(), true;
+      default: break;
     }
-    run_int_dot_grouped<F, typename int_dot_policy<F>::type, R>(im, x, w, bias, out, rows, N, K);
-    return true;
   }
+  return false;
 }
 
 template <class F>

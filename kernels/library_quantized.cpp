@@ -238,9 +238,10 @@ void Library::group_rows(const void *w, WeightType wtype, int64_t N, int64_t K, 
 void Library::matmul(const float *x, const void *w, WeightType wtype, const float *bias, float *out, int rows, int N, int K, int row_group,
                      const void *w_stored) {
   if (row_group == 1) return matmul(x, w, wtype, bias, out, rows, N, K);
-  // The one grouping a format has (int_dot_policy.h), whether or not this Library would now
-  // choose it (a Library told to take the f32 path reads grouped weights through the copy).
-  const int R = with_block_format(wtype, []<class F>() { return row_group_of<F>; }, [] { return 1; });
+  // The grouping a format has on this CPU (int_dot_policy.h), whether or not this Library
+  // would now choose it (a Library told to take the f32 path reads grouped weights through the
+  // copy).
+  const int R = with_block_format(wtype, [&]<class F>() { return row_group_on<F>(impl_->device); }, [] { return 1; });
   detail::require(R > 1 && row_group == R && N % R == 0, "matmul", [&] {
     return "W is grouped by " + std::to_string(row_group) + " rows, but a " + std::string(weight_type_info(wtype).name) + " matrix of " +
            std::to_string(N) + " rows " + (R > 1 ? "is grouped by " + std::to_string(R) + " where N is a multiple of it" : "has no grouped layout");

@@ -307,7 +307,7 @@ int main(int argc, char **argv) {
   app.add_option("--prompt", shape.prompt_tokens, "prompt tokens for prompt processing (0: skip)")->check(CLI::NonNegativeNumber);
   app.add_option("--prompt-repeats", shape.prompt_repeats, "timed prefills after the warm-up one (the best counts)")->check(CLI::PositiveNumber);
   app.add_option("--int-dot-rows", shape.integer_dot_rows, "the most rows a quantized product on the CPU takes through integer dot products (-1: the library's default, 0: none: the f32 dequantize path everywhere, to compare the two)");
-  app.add_flag("--no-row-groups", no_row_groups, "leave every matrix as stored on the CPU (the k-quants are otherwise grouped by 16 rows at load: Library::row_group), to compare the two");
+  app.add_flag("--no-row-groups", no_row_groups, "leave every matrix as stored on the CPU (the integer-dot formats are otherwise grouped by 16 or 8 rows at load: Library::row_group), to compare the two");
   app.add_option("--cache-type-k", cache_type_k,
                  "the KV cache's element type: f16 (the default, as llama-bench's), f32, bf16 or q8_0; with --llama-bench, llama-bench reads the same type");
   app.add_option("--cache-type-v", cache_type_v, "as --cache-type-k (alone it sets both; the two must agree)");
@@ -442,7 +442,7 @@ int main(int argc, char **argv) {
                    ratio(r.decode_mean_tps, r.llama.decode_tps), rate(r.prompt_tps), rate(r.llama.prompt_tps), ratio(r.prompt_tps, r.llama.prompt_tps));
     }
     if (!matvecs.empty()) {
-      fmt::print("\nsingle matrix-vector products (median call; \"/16\": rows grouped by 16, as decode reads them):\n\n");
+      fmt::print("\nsingle matrix-vector products (median call; \"/R\": rows grouped by R, as decode reads them):\n\n");
       fmt::print("| {:<32} | {:>10} | {:>10} | {:>13} | {:>17} | {:>9} |\n", "weights", "bytes", "time", "achieved", "bandwidth", "fraction");
       fmt::print("|{:-<34}|{:->12}|{:->12}|{:->15}|{:->19}|{:->11}|\n", "", "", "", "", "", "");
       for (const MatvecRow &m : matvecs)

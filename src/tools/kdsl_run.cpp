@@ -382,7 +382,7 @@ int main(int argc, char **argv) {
   app.add_flag("--mlock", o.mlock, "lock the model in memory");
   app.add_flag("--no-mmap", o.no_mmap, "read the model into memory instead of mapping it");
   app.add_flag("--no-repack", o.no_repack,
-               "leave the matrices as the file stores them (-nr; on the CPU they are otherwise copied once at load with their rows grouped by 16, "
+               "leave the matrices as the file stores them (-nr; on the CPU they are otherwise copied once at load with their rows grouped by 16 or 8, "
                "which decodes faster and holds a copy of them in memory)");
   tools::add_decode_graph_option(app, o.decode_graph);
   app.add_flag("--log-disable", o.log_disable, "no kdsl log lines on stderr (errors are still printed)");

@@ -1,4 +1,4 @@
-// grouped_rows_test.cpp - k-quant matrices with rows grouped by 16 (formats/row_groups.h): the layout, and Library::matmul over it equal to the same product over rows as stored
+// grouped_rows_test.cpp - quantized matrices with rows grouped by 16, or 8 (formats/row_groups.h): the layout, and Library::matmul over it equal to the same product over rows as stored
 #include <doctest/doctest.h>
 
 #include <kdsl/formats/row_groups.h>
@@ -13,6 +13,13 @@ using kdsl::kernels::WeightType;
 
 const WeightType kGroupedTypes[] = {WeightType::Q4_K, WeightType::Q5_K, WeightType::Q6_K, WeightType::Q4_0, WeightType::IQ4_NL, WeightType::Q4_1, WeightType::Q5_0, WeightType::Q5_1};
 
+// The rows the CPU's Library groups a matrix of t by (int_dot_policy.h: the k-quants by 8 on
+// a CPU without AVX-512, one 4-byte piece of each row in a 32-byte vector).
+int group_of(WeightType t) {
+  const bool kquant = t == WeightType::Q4_K || t == WeightType::Q5_K || t == WeightType::Q6_K;
+  return kquant && !kdsl_test::cpu().has_cpu_feature("avx512bw") ? 8 : 16;
+}
+
 // Library::matmul over W grouped and over W as stored, `rows` rows of x. Decode and few rows:
 // the integer sums are exact both ways, but a grouped row keeps one lane where a stored one
 // keeps dot4's four (each scaled in f32, summed after the loop), so the two differ by f32
@@ -25,7 +32,7 @@ void check_grouped_equals_stored(kdsl::kernels::Library &lib, std::mt19937 &rng,
   CAPTURE(N);
   CAPTURE(K);
   const std::vector<uint8_t> w = random_quantized(rng, t, N, K);
-  REQUIRE(lib.row_group(t, N) == 16);
+  REQUIRE(lib.row_group(t, N) == group_of(t));
   std::vector<uint8_t> grouped(w.size());
   lib.group_rows(w.data(), t, N, K, grouped.data());
   CHECK(grouped != w);
@@ -33,7 +40,7 @@ void check_grouped_equals_stored(kdsl::kernels::Library &lib, std::mt19937 &rng,
   const float *b = with_bias ? bias.data() : nullptr;
   std::vector<float> stored_out(size_t(rows) * size_t(N), -7.0f), grouped_out(stored_out.size() + 16, -7.0f);
   lib.matmul(x.data(), w.data(), t, b, stored_out.data(), rows, N, K);
-  lib.matmul(x.data(), grouped.data(), t, b, grouped_out.data(), rows, N, K, 16);
+  lib.matmul(x.data(), grouped.data(), t, b, grouped_out.data(), rows, N, K, group_of(t));
   const bool put_back = rows > 16;
   float largest = 0;
   for (float v : stored_out) largest = std::max(largest, std::fabs(v));
@@ -91,16 +98,16 @@ TEST_CASE("row groups: Q5_0 and Q5_1's fifth bits permuted so that lane l of a r
 TEST_CASE("row groups: which matrices the CPU's Library groups, and grouped products refused where they cannot be") {
   kdsl::kernels::Library &lib = library();
   for (WeightType t : kGroupedTypes) {
-    CHECK(lib.row_group(t, 64) == 16);
-    CHECK(lib.row_group(t, 40) == 1);  // not a multiple of 16: left as stored
+    CHECK(lib.row_group(t, 64) == group_of(t));
+    CHECK(lib.row_group(t, 36) == 1);  // not a multiple of 8 or 16: left as stored
   }
   CHECK(lib.row_group(WeightType::Q8_0, 64) == 1);
   CHECK(lib.row_group(WeightType::F16, 64) == 1);
   std::vector<float> x(256, 1.0f), out(64);
   std::vector<uint8_t> w(size_t(64 * kdsl::kernels::weight_bytes(WeightType::Q4_K, 256)));
-  std::string text = kdsl_test::error_text([&] { lib.matmul(x.data(), w.data(), WeightType::Q4_K, nullptr, out.data(), 1, 64, 256, 8); });
-  CHECK(text.find("grouped by 8 rows") != std::string::npos);
-  CHECK(text.find("by 16") != std::string::npos);
+  std::string text = kdsl_test::error_text([&] { lib.matmul(x.data(), w.data(), WeightType::Q4_K, nullptr, out.data(), 1, 64, 256, 4); });
+  CHECK(text.find("grouped by 4 rows") != std::string::npos);
+  CHECK(text.find("is grouped by " + std::to_string(group_of(WeightType::Q4_K))) != std::string::npos);
   text = kdsl_test::error_text([&] { lib.matmul(x.data(), w.data(), WeightType::Q8_0, nullptr, out.data(), 1, 64, 256, 16); });
   CHECK(text.find("q8_0") != std::string::npos);
   CHECK(text.find("no grouped layout") != std::string::npos);
@@ -135,7 +142,7 @@ TEST_CASE("row groups: given W as stored, a prefill reads it, and decode the gro
       const std::vector<float> x = random_floats(rng, size_t(rows) * size_t(K));
       std::vector<float> want(size_t(rows) * size_t(N)), got(want.size());
       lib.matmul(x.data(), rows > 16 ? other.data() : w.data(), t, nullptr, want.data(), rows, N, K);
-      lib.matmul(x.data(), grouped.data(), t, nullptr, got.data(), rows, N, K, 16, other.data());
+      lib.matmul(x.data(), grouped.data(), t, nullptr, got.data(), rows, N, K, group_of(t), other.data());
       float largest = 0;
       for (float v : want) largest = std::max(largest, std::fabs(v));
       size_t differ = 0;
@@ -155,6 +162,6 @@ TEST_CASE("row groups: a Library with integer dot products off reads grouped row
   const std::vector<float> x = random_floats(rng, 512);
   std::vector<float> a(32), b(32);
   lib.matmul(x.data(), w.data(), WeightType::Q4_K, nullptr, a.data(), 1, 32, 512);
-  lib.matmul(x.data(), grouped.data(), WeightType::Q4_K, nullptr, b.data(), 1, 32, 512, 16);
+  lib.matmul(x.data(), grouped.data(), WeightType::Q4_K, nullptr, b.data(), 1, 32, 512, group_of(WeightType::Q4_K));
   CHECK(a == b);  // both the f32 path over rows as stored
 }

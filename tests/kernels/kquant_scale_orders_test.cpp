@@ -16,17 +16,17 @@ using kdsl::kernels::WeightType;
 // The Library takes one order per host (the i32 codes without VNNI: int_dot_policy.h), so its
 // own tests see only that one; here both run on the CPU backend whatever the host has.
 // `rows` rows of quantized x (int8, a scale per 256 values, the sums of each 16) by N weight
-// rows grouped by 16, against sum over blocks of d_x * sum(x_q * w) in float64 from the
+// rows grouped by R (16, or 8 as a CPU without AVX-512 groups them), against sum over blocks of d_x * sum(x_q * w) in float64 from the
 // reference dequantizer's weights. Both orders' integer sums are exact; they differ from the
 // reference by f32 rounding: within 1e-5 of the largest output (a wrong scale code, minimum,
 // fifth bit or row moves an output by a fraction of the largest one).
-template <auto Kernel>
+template <auto Kernel, int R>
 void check_against_reference(std::mt19937 &rng, const char *name, WeightType t, int rows, int br, int N, int K) {
   CAPTURE(std::string(name));
+  CAPTURE(R);
   CAPTURE(rows);
   CAPTURE(N);
   CAPTURE(K);
-  constexpr int R = 16;
   const int blocks = K / 256;
   const std::vector<uint8_t> w = kernels_test::random_quantized(rng, t, N, K);
   std::vector<uint8_t> grouped(w.size());
@@ -79,13 +79,17 @@ TEST_CASE("kernels: Q4_K and Q5_K grouped decode and few-row kernels, sub-blocks
   KDSL_TEST_RNG(rng);
   using kdsl::kernels::matvec_grouped_sums;
   namespace k = kdsl::kernels;
-  for (int K : {256, 768}) {
-    check_against_reference<matvec_grouped_sums<k::Q4_KIntDot, 1, 16, false>>(rng, "q4_k_f32_scales", WeightType::Q4_K, 1, 1, 48, K);
-    check_against_reference<matvec_grouped_sums<k::Q4_KIntDotI32Scales, 1, 16, false>>(rng, "q4_k_i32_scales", WeightType::Q4_K, 1, 1, 48, K);
-    check_against_reference<matvec_grouped_sums<k::Q5_KIntDot, 1, 16, false>>(rng, "q5_k_f32_scales", WeightType::Q5_K, 1, 1, 32, K);
-    check_against_reference<matvec_grouped_sums<k::Q5_KIntDotI32Scales, 1, 16, false>>(rng, "q5_k_i32_scales", WeightType::Q5_K, 1, 1, 32, K);
-    // Few rows: 4 a program, the last program's fourth row clamped and not stored.
-    check_against_reference<matvec_grouped_sums<k::Q4_KIntDotI32Scales, 4, 16, false>>(rng, "q4_k_i32_scales_rows", WeightType::Q4_K, 7, 4, 32, K);
-    check_against_reference<matvec_grouped_sums<k::Q5_KIntDotI32Scales, 4, 16, false>>(rng, "q5_k_i32_scales_rows", WeightType::Q5_K, 3, 4, 48, K);
-  }
+  auto both_groupings = [&]<int R>() {
+    for (int K : {256, 768}) {
+      check_against_reference<matvec_grouped_sums<k::Q4_KIntDot, 1, R, false>, R>(rng, "q4_k_f32_scales", WeightType::Q4_K, 1, 1, 48, K);
+      check_against_reference<matvec_grouped_sums<k::Q4_KIntDotI32Scales, 1, R, false>, R>(rng, "q4_k_i32_scales", WeightType::Q4_K, 1, 1, 48, K);
+      check_against_reference<matvec_grouped_sums<k::Q5_KIntDot, 1, R, false>, R>(rng, "q5_k_f32_scales", WeightType::Q5_K, 1, 1, 32, K);
+      check_against_reference<matvec_grouped_sums<k::Q5_KIntDotI32Scales, 1, R, false>, R>(rng, "q5_k_i32_scales", WeightType::Q5_K, 1, 1, 32, K);
+      // Few rows: 4 a program, the last program's rows past `rows` clamped and not stored.
+      check_against_reference<matvec_grouped_sums<k::Q4_KIntDotI32Scales, 4, R, false>, R>(rng, "q4_k_i32_scales_rows", WeightType::Q4_K, 7, 4, 32, K);
+      check_against_reference<matvec_grouped_sums<k::Q5_KIntDotI32Scales, 4, R, false>, R>(rng, "q5_k_i32_scales_rows", WeightType::Q5_K, 3, 4, 48, K);
+    }
+  };
+  both_groupings.template operator()<16>();
+  both_groupings.template operator()<8>();
 }
