@@ -100,19 +100,11 @@ struct SubBlock32IntDot {
     else return block_dot_f32_factors<BR, BN>(w, x, xs);
   }
 
-  // The f32 order: each sub-block's sum converted and multiplied by its f32 factor d * sc.
-  template <int BR, int BN, class W, class XP, class SP>
-  static auto block_dot_f32_factors(const W &w, const XP &x, const SP &xs) {
+  // Each sub-block j's exact sum q_j . x_j, [BR, BN, W::kPiece / 4] i32 (its 32 quants in
+  // pieces chained through dot4's accumulator), handed to use(j, sums) for j = 0..7 in turn.
+  template <int BR, int BN, class W, class XP, class Use>
+  static void sub_block_sums(const W &w, const XP &x, Use use) {
     constexpr int P = W::kPiece, L = P / 4, kPieces = 32 / P;
-    // Each weight row's scale and minimum of sub-block j as [1, BN, SL]. With several rows of x
-    // and 4 lanes a row, SL = 4: every lane holds the row's value, loaded so (a zero-stride
-    // run), so that it meets dot4's [.., 4] lanes without moving between vector lanes (the
-    // host backend vectorizes along the last axis). With one (decode), SL = 1, broadcast in the
-    // multiply: the copies of 28 values for each of BN rows cost a decode step more than they
-    // save (bench/RESULTS.md, 2026-12-03, "integer-dot kernels: four rows a vpdpbusd").
-    constexpr int SL = BR == 1 ? 1 : L;
-    auto [scale, min] = sub_block_factors<Layout>(w, wide(zeros<i32, 1, 1, SL>()));  // [1, BN, SL] each
-    // Each sub-block's 32 quants in pieces chained through dot4's accumulator into L lanes.
     auto piece = wide(reshape<1, 1, P>(arange<P>()));
     auto pieces = [&](int offset) {  // 32 bytes from `offset`, [1, BN, P] each
       std::vector<decltype(w.bytes(0, piece))> p;
@@ -124,8 +116,6 @@ struct SubBlock32IntDot {
       if constexpr (kHighBit) return pieces(int(offsetof(Layout, qh)));
       else return std::vector<decltype(w.bytes(0, piece))>{};
     }();
-    auto lanes = zeros<f32, BR, BN, L>();
-    auto minimums = zeros<f32, BR, BN, SL>();  // every lane the same: sum_j dmin * m[j] * (sum of x_j)
     for (int c = 0; c < 4; ++c) {
       auto qs = pieces(int(offsetof(Layout, qs)) + c * 32);
       for (int h = 0; h < 2; ++h) {
@@ -137,11 +127,30 @@ struct SubBlock32IntDot {
           if constexpr (kHighBit) q = q | (j <= 4 ? ((qh[size_t(i)] << (4 - j)) & 16) : ((qh[size_t(i)] >> (j - 4)) & 16));
           sums = dot4(q, load(x + (piece + (32 * j + i * P))), sums);  // [BR, BN, L]
         }
-        lanes = lanes + cast<f32>(sums) * scale[size_t(j)];
-        auto group = load(xs + 2 * j) + load(xs + (2 * j + 1));  // [BR, 1, 1]: the sub-block's sum of x
-        minimums = minimums + min[size_t(j)] * cast<f32>(group);
+        use(j, sums);
       }
     }
+  }
+
+  // The f32 order: each sub-block's sum converted and multiplied by its f32 factor d * sc.
+  template <int BR, int BN, class W, class XP, class SP>
+  static auto block_dot_f32_factors(const W &w, const XP &x, const SP &xs) {
+    constexpr int L = W::kPiece / 4;
+    // Each weight row's scale and minimum of sub-block j as [1, BN, SL]. With several rows of x
+    // and 4 lanes a row, SL = 4: every lane holds the row's value, loaded so (a zero-stride
+    // run), so that it meets dot4's [.., 4] lanes without moving between vector lanes (the
+    // host backend vectorizes along the last axis). With one (decode), SL = 1, broadcast in the
+    // multiply: the copies of 28 values for each of BN rows cost a decode step more than they
+    // save (bench/RESULTS.md, 2026-12-03, "integer-dot kernels: four rows a vpdpbusd").
+    constexpr int SL = BR == 1 ? 1 : L;
+    auto [scale, min] = sub_block_factors<Layout>(w, wide(zeros<i32, 1, 1, SL>()));  // [1, BN, SL] each
+    auto lanes = zeros<f32, BR, BN, L>();
+    auto minimums = zeros<f32, BR, BN, SL>();  // every lane the same: sum_j dmin * m[j] * (sum of x_j)
+    sub_block_sums<BR, BN>(w, x, [&](int j, const auto &sums) {
+      lanes = lanes + cast<f32>(sums) * scale[size_t(j)];
+      auto group = load(xs + 2 * j) + load(xs + (2 * j + 1));  // [BR, 1, 1]: the sub-block's sum of x
+      minimums = minimums + min[size_t(j)] * cast<f32>(group);
+    });
     auto offset = -sum<2>(minimums) * (1.0f / SL);  // the SL equal lanes' sum / SL: exact
     return BlockSums<decltype(lanes), decltype(offset)>{lanes, offset};
   }
@@ -149,34 +158,13 @@ struct SubBlock32IntDot {
   // The i32 order (kScalesInI32, above): the same sums times their integer codes.
   template <int BR, int BN, class W, class XP, class SP>
   static auto block_dot_i32_codes(const W &w, const XP &x, const SP &xs) {
-    constexpr int P = W::kPiece, L = P / 4, kPieces = 32 / P;
     auto codes = sub_block_codes<Layout>(w, wide(zeros<i32, 1, 1, 1>()));  // [1, BN, 1] each
-    auto piece = wide(reshape<1, 1, P>(arange<P>()));
-    auto pieces = [&](int offset) {  // 32 bytes from `offset`, [1, BN, P] each
-      std::vector<decltype(w.bytes(0, piece))> p;
-      for (int i = 0; i < kPieces; ++i) p.push_back(w.bytes(offset + i * P, piece));
-      return p;
-    };
-    auto qh = [&] {
-      if constexpr (kHighBit) return pieces(int(offsetof(Layout, qh)));
-      else return std::vector<decltype(w.bytes(0, piece))>{};
-    }();
-    auto scaled = zeros<i32, BR, BN, L>();  // sum_j sc[j] * (q_j . x_j)
-    auto mins = zeros<i32, BR, BN, 1>();    // sum_j m[j] * (sum of x_j)
-    for (int c = 0; c < 4; ++c) {
-      auto qs = pieces(int(offsetof(Layout, qs)) + c * 32);
-      for (int h = 0; h < 2; ++h) {
-        const int j = 2 * c + h;
-        auto sums = zeros<i32, BR, BN, L>();
-        for (int i = 0; i < kPieces; ++i) {
-          auto q = h == 0 ? (qs[size_t(i)] & 15) : (qs[size_t(i)] >> 4);
-          if constexpr (kHighBit) q = q | (j <= 4 ? ((qh[size_t(i)] << (4 - j)) & 16) : ((qh[size_t(i)] >> (j - 4)) & 16));
-          sums = dot4(q, load(x + (piece + (32 * j + i * P))), sums);  // [BR, BN, L]
-        }
-        scaled = scaled + sums * cast<i32>(codes.scale[size_t(j)]);
-        mins = mins + cast<i32>(codes.min[size_t(j)]) * (load(xs + 2 * j) + load(xs + (2 * j + 1)));
-      }
-    }
+    auto scaled = zeros<i32, BR, BN, W::kPiece / 4>();  // sum_j sc[j] * (q_j . x_j)
+    auto mins = zeros<i32, BR, BN, 1>();                // sum_j m[j] * (sum of x_j)
+    sub_block_sums<BR, BN>(w, x, [&](int j, const auto &sums) {
+      scaled = scaled + sums * cast<i32>(codes.scale[size_t(j)]);
+      mins = mins + cast<i32>(codes.min[size_t(j)]) * (load(xs + 2 * j) + load(xs + (2 * j + 1)));
+    });
     auto lanes = cast<f32>(scaled) * codes.d;
     auto offset = -reshape<BR, BN>(cast<f32>(mins) * codes.dmin);
     return BlockSums<decltype(lanes), decltype(offset)>{lanes, offset};
