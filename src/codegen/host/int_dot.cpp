@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <llvm/IR/Instructions.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsX86.h>
 
@@ -77,6 +78,15 @@ llvm::Value *IntDotEmitter::correction(llvm::Value *b, ByteKind a_kind, ByteKind
   return vpdpbusd(zero, b, splat_byte(n, 0x80));
 }
 
+// Whether v repeats a shorter vector across its lanes (a shuffle of fewer elements than it
+// has): the lowering's broadcast of one row's bytes to a group of rows.
+static bool is_broadcast(const llvm::Value *v) {
+  const auto *shuffle = llvm::dyn_cast<llvm::ShuffleVectorInst>(v);
+  if (!shuffle) return false;
+  const auto *source = llvm::cast<llvm::FixedVectorType>(shuffle->getOperand(0)->getType());
+  return source->getNumElements() < llvm::cast<llvm::FixedVectorType>(shuffle->getType())->getNumElements();
+}
+
 llvm::Value *IntDotEmitter::dot4(llvm::Value *acc, llvm::Value *a, ByteKind a_kind, llvm::Value *b, ByteKind b_kind, llvm::Value *corr) {
   const int n = int(llvm::cast<llvm::FixedVectorType>(a->getType())->getNumElements());
   if (path_ == IntDotPath::Vnni && vnni_width(n)) {
@@ -94,8 +104,12 @@ llvm::Value *IntDotEmitter::dot4(llvm::Value *acc, llvm::Value *a, ByteKind a_ki
     const int pair_bound = 2 * magnitude(a_kind) * magnitude(b_kind);
     if (a_kind.below_128() && b_kind.reads_as_s8()) return maddubs_dot4(acc, a, b, pair_bound);
     if (b_kind.below_128() && a_kind.reads_as_s8()) return maddubs_dot4(acc, b, a, pair_bound);
-    if (a_kind.reads_as_s8() && b_kind.within_127()) return signed_maddubs_dot4(acc, a, b, pair_bound);
-    if (b_kind.reads_as_s8() && a_kind.within_127()) return signed_maddubs_dot4(acc, b, a, pair_bound);
+    // s8 x s8: either operand may give its magnitude where the other is within +-127. A
+    // broadcast one (x's bytes repeated for every weight row of a group) gives it once for all
+    // its uses, where the other's is one vpabsb a vector.
+    const bool a_gives = a_kind.reads_as_s8() && b_kind.within_127(), b_gives = b_kind.reads_as_s8() && a_kind.within_127();
+    if (a_gives && (!b_gives || !is_broadcast(b) || is_broadcast(a))) return signed_maddubs_dot4(acc, a, b, pair_bound);
+    if (b_gives) return signed_maddubs_dot4(acc, b, a, pair_bound);
     return pmaddwd_dot4(acc, a, a_kind.is_signed, b, b_kind.is_signed);
   }
   return portable_dot4(acc, a, a_kind.is_signed, b, b_kind.is_signed);
