@@ -2,8 +2,11 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <algorithm>
 #include <map>
 #include <mutex>
+#include <set>
+#include <string>
 
 #include <kdsl/error.h>
 
@@ -72,7 +75,20 @@ void Device::synchronize() const {
 }
 
 bool Device::has_cpu_feature(std::string_view feature) const {
-  return kind() == Kind::Cpu && impl_->target().has_feature(feature);
+  if (kind() != Kind::Cpu) return false;
+  // Every CPU device compiles for the one host target (host_backend.h); its enabled features
+  // are read into a set once, since the kernel library asks per product (int_dot_policy.h).
+  static const std::set<std::string, std::less<>> enabled = [&] {
+    std::set<std::string, std::less<>> names;
+    std::string_view list = impl_->target().features;
+    while (!list.empty()) {
+      const std::string_view item = list.substr(0, list.find(','));
+      if (item.size() > 1 && item[0] == '+') names.emplace(item.substr(1));
+      list.remove_prefix(std::min(list.size(), item.size() + 1));
+    }
+    return names;
+  }();
+  return enabled.contains(feature);
 }
 
 }  // namespace kdsl

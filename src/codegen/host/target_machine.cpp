@@ -51,7 +51,15 @@ const TargetDesc &host_target() {
 }
 
 bool TargetDesc::has_feature(std::string_view name) const {
-  return ("," + features + ",").find(",+" + std::string(name) + ",") != std::string::npos;
+  // "+name" as a whole item of "+a,-b,...", found in place: the kernel library asks per product
+  // (Device::has_cpu_feature), where copying the list of a few hundred features cost ~0.8 us.
+  const std::string_view list = features;
+  for (size_t at = list.find(name); at != std::string_view::npos; at = list.find(name, at + 1)) {
+    const size_t end = at + name.size();
+    const bool enabled = at >= 1 && list[at - 1] == '+' && (at == 1 || list[at - 2] == ',');
+    if (enabled && (end == list.size() || list[end] == ',')) return true;
+  }
+  return false;
 }
 
 bool host_has_feature(const char *feature) { return host_target().has_feature(feature); }
