@@ -38,39 +38,56 @@ double best_gbs(int repeats, double bytes_moved, F &&run) {
 }
 
 // Sums `streams` interleaved runs of [p, p + n): run s is [s * n / streams, (s + 1) * n / streams),
-// read 256 bytes from each in turn (n a multiple of 64 * streams floats), with four independent
-// accumulators so the loop is bound by loads in flight rather than by the add latency. Several
-// runs per thread keep more DRAM pages and prefetch streams busy than one (bench/RESULTS.md,
+// read 256 bytes from each in turn (n a multiple of 64 * streams floats), into one accumulator a
+// vector of the 256 bytes so the loop is bound by loads in flight rather than by the add latency.
+// Several runs per thread keep more DRAM pages and prefetch streams busy than one (bench/RESULTS.md,
 // the engine entry whose read stream is "the best of 1, 2, 4 and 8 interleaved runs"). The decode
 // products read 8 rows far apart per thread (kernels/common.h, spread_rows), so the ceiling
-// they are judged by includes 8 runs. The vector width is a GCC
-// vector type; the AVX-512 and AVX2 clones are picked at run time.
-using f32x16 = float __attribute__((vector_size(64)));
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#define KDSL_READ_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define KDSL_READ_CLONES
-#endif
-
-KDSL_READ_CLONES float sum_stream(const float *p, size_t n, int streams) {
-  f32x16 a{}, b{}, c{}, d{};
+// they are judged by includes 8 runs.
+//
+// V is a GCC vector of the target's own register width. A vector wider than the registers is
+// moved through the stack: a 64-byte vector on AVX2 made this loop a shuffle through memory that
+// read at most ~30 GB/s on 2 cores where the memory gave 50 (the RESULTS entry of 2026-12-06
+// on the read stream's AVX2 code), and every "fraction of the stream" judged against it read high.
+template <class V>
+[[gnu::always_inline]] inline float sum_runs(const float *p, size_t n, int streams) {
+  constexpr size_t kLanes = sizeof(V) / sizeof(float), kStep = 64;  // floats a run a turn
+  V acc[kStep / kLanes] = {};
   const size_t run = n / size_t(streams);
-  for (size_t i = 0; i < run; i += 64) {
+  for (size_t i = 0; i < run; i += kStep) {
     for (int s = 0; s < streams; ++s) {
       const float *q = p + size_t(s) * run + i;
-      f32x16 va, vb, vc, vd;
-      std::memcpy(&va, q, 64);
-      std::memcpy(&vb, q + 16, 64);
-      std::memcpy(&vc, q + 32, 64);
-      std::memcpy(&vd, q + 48, 64);
-      a += va, b += vb, c += vc, d += vd;
+      for (size_t k = 0; k < kStep / kLanes; ++k) {
+        V v;
+        std::memcpy(&v, q + k * kLanes, sizeof(V));
+        acc[k] += v;
+      }
     }
   }
-  f32x16 total4 = (a + b) + (c + d);
   float total = 0;
-  for (int i = 0; i < 16; ++i) total += total4[i];
+  for (size_t k = 0; k < kStep / kLanes; ++k)
+    for (size_t l = 0; l < kLanes; ++l) total += acc[k][l];
   return total;
+}
+
+using f32x4 = float __attribute__((vector_size(16)));
+#if defined(__x86_64__) && defined(__GNUC__)
+using f32x8 = float __attribute__((vector_size(32)));
+using f32x16 = float __attribute__((vector_size(64)));
+[[gnu::target("avx512f")]] float sum_runs_avx512(const float *p, size_t n, int streams) {
+  return sum_runs<f32x16>(p, n, streams);
+}
+[[gnu::target("avx2")]] float sum_runs_avx2(const float *p, size_t n, int streams) {
+  return sum_runs<f32x8>(p, n, streams);
+}
+#endif
+
+float sum_stream(const float *p, size_t n, int streams) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx512f")) return sum_runs_avx512(p, n, streams);
+  if (__builtin_cpu_supports("avx2")) return sum_runs_avx2(p, n, streams);
+#endif
+  return sum_runs<f32x4>(p, n, streams);
 }
 
 }  // namespace
