@@ -1,5 +1,6 @@
 // kquant_int_dot.h - how Q4_K, Q5_K and Q6_K super-blocks meet Q8_K-style activation blocks in dot4: exact integer sums per sub-block, scaled in f32 lanes
 #pragma once
+#include <array>
 #include <cstddef>
 #include <utility>
 #include <vector>
@@ -234,6 +235,33 @@ struct Q6_KIntDot {
     auto d = w.half(offsetof(Layout, d), one);  // [1, BN, 1]
     auto scaled = zeros<i32, BR, BN, L>();
     auto offset = zeros<i32, BR, BN, 1>();  // sum over sub-blocks of scale * (sum of x)
+    auto at = [&](int h, int qq, int part, int i) { return load(x + (piece + (128 * h + 32 * qq + 16 * part + i * P))); };
+    // Sub-block 8h + 2qq + part's sums meet its scale, and x's sums under it the same scale.
+    auto add_scaled = [&](auto sums, int h, int qq, int part) {
+      const int sub = 8 * h + 2 * qq + part;
+      auto scale = cast<i32>(bitcast<i8>(w.bytes(int(offsetof(Layout, scales)) + sub, one)));  // [1, BN, 1]
+      scaled = scaled + sums * scale;
+      offset = offset + scale * load(xs + sub);
+    };
+    if constexpr (W::kBlockBits == formats::BlockBits::SixBitBytes) {
+      // Grouped rows (formats::q6_k_six_bit_bytes): the three bytes at (h, l) hold quarters
+      // 0, 1 and 2's values in their low 6 bits and quarter 3's in their top bit pairs.
+      for (int h = 0; h < 2; ++h)
+        for (int part = 0; part < 2; ++part) {
+          std::array<Block<i32, BR, BN, L>, 4> sums{zeros<i32, BR, BN, L>(), zeros<i32, BR, BN, L>(), zeros<i32, BR, BN, L>(), zeros<i32, BR, BN, L>()};
+          for (int i = 0; i < kPieces; ++i) {
+            const int l = 16 * part + i * P;
+            auto e0 = w.bytes(int(offsetof(Layout, ql)) + h * 64 + l, piece), e1 = w.bytes(int(offsetof(Layout, ql)) + h * 64 + 32 + l, piece);
+            auto e2 = w.bytes(int(offsetof(Layout, qh)) + h * 32 + l, piece);
+            sums[0] = dot4(e0 & 63, at(h, 0, part, i), sums[0]);
+            sums[1] = dot4(e1 & 63, at(h, 1, part, i), sums[1]);
+            sums[2] = dot4(e2 & 63, at(h, 2, part, i), sums[2]);
+            sums[3] = dot4((e0 >> 6) | ((e1 >> 4) & 12) | ((e2 >> 2) & 48), at(h, 3, part, i), sums[3]);
+          }
+          for (int qq = 0; qq < 4; ++qq) add_scaled(sums[size_t(qq)], h, qq, part);
+        }
+      return finish(scaled, offset, d);
+    }
     // Each ql piece loaded once, for both quarters whose nibbles it holds (qq and qq + 2), and
     // each qh piece once a half, for the four quarters whose bits it holds. The i32 sums are
     // exact, so the order changes no value.
@@ -250,20 +278,22 @@ struct Q6_KIntDot {
             // bits 2qq, 2qq + 1 of qh to bits 4, 5: qq = a (0 or 1) and qq = a + 2
             auto low = (ql & 15) | ((hb << (4 - 2 * a)) & 48);
             auto high = (ql >> 4) | (a == 0 ? (hb & 48) : ((hb >> 2) & 48));
-            auto at = [&](int qq) { return load(x + (piece + (128 * h + 32 * qq + 16 * part + i * P))); };
-            low_sums = dot4(low, at(a), low_sums);  // [BR, BN, L]
-            high_sums = dot4(high, at(a + 2), high_sums);
+            low_sums = dot4(low, at(h, a, part, i), low_sums);  // [BR, BN, L]
+            high_sums = dot4(high, at(h, a + 2, part, i), high_sums);
           }
-          for (int qq : {a, a + 2}) {
-            const int sub = 8 * h + 2 * qq + part;
-            auto scale = cast<i32>(bitcast<i8>(w.bytes(int(offsetof(Layout, scales)) + sub, one)));  // [1, BN, 1]
-            scaled = scaled + (qq == a ? low_sums : high_sums) * scale;
-            offset = offset + scale * load(xs + sub);
-          }
+          add_scaled(low_sums, h, a, part);
+          add_scaled(high_sums, h, a + 2, part);
         }
     }
+    return finish(scaled, offset, d);
+  }
+
+  // The block's scaled sums in f32 lanes, and the -32 of every quant through each sub-block's
+  // sum of x: exact in i32 (|offset| < 2^22).
+  template <class Scaled, class Offset, class D>
+  static auto finish(const Scaled &scaled, const Offset &offset, const D &d) {
+    constexpr int BR = Scaled::dims[0], BN = Scaled::dims[1];
     auto lanes = cast<f32>(scaled) * d;
-    // The -32 of every quant, through each sub-block's sum of x: exact in i32 (|offset| < 2^22).
     auto minus_32 = cast<f32>(offset) * (d * -32.0f);
     return BlockSums<decltype(lanes), Block<f32, BR, BN>>{lanes, reshape<BR, BN>(minus_32)};
   }

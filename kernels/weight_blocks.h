@@ -19,13 +19,15 @@ namespace kdsl::kernels {
 //                         bytes along the last axis, or zeros that spread the row's value
 //                         along it), u8;
 //   half(offset):         the f16 at byte `offset` of the row's block, as f32,
-// shaped as the rows' index with the piece's axes.
+// shaped as the rows' index with the piece's axes, and kBlockBits, how those bytes are written
+// (formats::BlockBits: Q6_K's grouped quants are six-bit bytes).
 
 // Row after row, as GGUF stores a matrix: block `block` (counted over the matrix) at
 // block * sizeof(Layout).
 template <class Layout, class BlockIndex>
 struct StoredBlocks {
   static constexpr int kPiece = 16;
+  static constexpr formats::BlockBits kBlockBits = formats::BlockBits::AsStored;
   Ptr<const u8> wq;
   BlockIndex block;
 
@@ -49,6 +51,7 @@ struct StoredBlocks {
 template <class Layout, int R>
 struct GroupedBlocks {
   static constexpr int kPiece = formats::kGroupedQuantGrain;
+  static constexpr formats::BlockBits kBlockBits = formats::row_group_plan<Layout>().block_bits;  // how the bytes read are written
   static constexpr int64_t kGroupBytes = int64_t(R) * int64_t(sizeof(Layout));
   static_assert(kGroupBytes % 2 == 0, "a group's f16 factors are addressed in halves");
   Ptr<const u8> wq;

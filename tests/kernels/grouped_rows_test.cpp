@@ -1,6 +1,10 @@
 // grouped_rows_test.cpp - quantized matrices with rows grouped by 16, or 8 (formats/row_groups.h): the layout, and Library::matmul over it equal to the same product over rows as stored
 #include <doctest/doctest.h>
 
+#include <cstring>
+#include <random>
+#include <vector>
+
 #include <kdsl/formats/row_groups.h>
 
 #include "kernels/library.h"
@@ -93,6 +97,51 @@ TEST_CASE("row groups: Q5_0 and Q5_1's fifth bits permuted so that lane l of a r
     CHECK(fifth_bits_stored(fifth_bit_lanes(qh)) == qh);
     CHECK(__builtin_popcount(fifth_bit_lanes(qh)) == __builtin_popcount(qh));
   }
+}
+
+TEST_CASE("row groups: Q6_K's quants as six-bit bytes, each value where the decode kernel reads it, and back as stored") {
+  using kdsl::formats::BlockQ6_K;
+  std::mt19937 rng(11);
+  for (int t = 0; t < 200; ++t) {
+    BlockQ6_K stored;
+    auto *bytes = reinterpret_cast<uint8_t *>(&stored);
+    for (size_t i = 0; i < sizeof stored; ++i) bytes[i] = uint8_t(rng());
+    BlockQ6_K six = stored;
+    kdsl::formats::q6_k_six_bit_bytes(reinterpret_cast<uint8_t *>(&six));
+    CHECK(std::memcmp(six.scales, stored.scales, sizeof stored.scales) == 0);
+    CHECK(six.d == stored.d);
+    for (int h = 0; h < 2; ++h)
+      for (int qq = 0; qq < 4; ++qq)
+        for (int l = 0; l < 32; ++l) {
+          // ggml: the nibble of ql, bits 2qq and 2qq + 1 of qh above it.
+          const uint8_t ql = stored.ql[64 * h + 32 * (qq % 2) + l], qh = stored.qh[32 * h + l];
+          const int value = ((qq < 2 ? ql : ql >> 4) & 15) | ((qh >> (2 * qq)) & 3) << 4;
+          const uint8_t e0 = six.ql[64 * h + l], e1 = six.ql[64 * h + 32 + l], e2 = six.qh[32 * h + l];
+          const int read = qq == 0 ? e0 & 63 : qq == 1 ? e1 & 63 : qq == 2 ? e2 & 63 : (e0 >> 6) | ((e1 >> 4) & 12) | ((e2 >> 2) & 48);
+          CHECK_MESSAGE(read == value, "half " << h << ", quarter " << qq << ", l " << l);
+        }
+    kdsl::formats::q6_k_stored_bits(reinterpret_cast<uint8_t *>(&six));
+    CHECK(std::memcmp(&six, &stored, sizeof stored) == 0);
+  }
+  // Grouped, the rewritten bytes are what a group holds; ungrouped, the file's bytes again.
+  constexpr int R = 8;
+  constexpr int64_t S = sizeof(BlockQ6_K), rows = 11, blocks = 2;
+  std::vector<uint8_t> matrix(size_t(rows * blocks * S));
+  for (uint8_t &b : matrix) b = uint8_t(rng());
+  std::vector<uint8_t> grouped(size_t(kdsl::formats::grouped_bytes<BlockQ6_K>(rows, blocks, R)));
+  kdsl::formats::group_rows<BlockQ6_K>(matrix.data(), grouped.data(), rows, blocks, R);
+  BlockQ6_K row9;  // row 9, block 1: group 1, row 1 in it
+  std::memcpy(&row9, matrix.data() + (9 * blocks + 1) * S, S);
+  kdsl::formats::q6_k_six_bit_bytes(reinterpret_cast<uint8_t *>(&row9));
+  constexpr kdsl::formats::RowGroupPlan plan = kdsl::formats::row_group_plan<BlockQ6_K>();
+  const uint8_t *group_block = grouped.data() + (1 * blocks + 1) * R * S;
+  for (int offset : {int(offsetof(BlockQ6_K, ql)) + 5, int(offsetof(BlockQ6_K, ql)) + 100, int(offsetof(BlockQ6_K, qh)) + 40}) {
+    const kdsl::formats::GroupedPlace p = plan.place(R, offset);
+    CHECK(group_block[p.first + 1 * p.grain] == reinterpret_cast<const uint8_t *>(&row9)[offset]);
+  }
+  std::vector<uint8_t> back(matrix.size(), 0);
+  kdsl::formats::ungroup_rows<BlockQ6_K>(grouped.data(), back.data(), rows, blocks, R);
+  CHECK(back == matrix);
 }
 
 TEST_CASE("row groups: which matrices the CPU's Library groups, and grouped products refused where they cannot be") {

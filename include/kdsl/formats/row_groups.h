@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 
 #include <kdsl/formats/quant_blocks.h>
@@ -30,6 +31,11 @@ namespace kdsl::formats {
 // the fifth bit of element 16h + 4i + l: the bits a kernel reading the quants 4 bytes at a time
 // (piece i, lane l, low or high nibble h) needs in lane l, each piece's at one constant bit.
 enum class FieldBits { AsStored, FifthBitLanes };
+// How a row's whole block is written before its fields are moved: as it is, or (SixBitBytes,
+// Q6_K's) with each value's 6 bits gathered into one byte where they were spread over a nibble
+// of ql and two bits of qh (q6_k_six_bit_bytes below): 3 operations a vector of 32 values
+// fewer for the decode kernel, which is bound by its instructions on AVX2.
+enum class BlockBits { AsStored, SixBitBytes };
 struct GroupedField {
   int offset, bytes, grain;  // in the block as stored
   FieldBits bits = FieldBits::AsStored;
@@ -75,6 +81,7 @@ struct GroupedPlace {
 struct RowGroupPlan {
   std::array<GroupedField, 8> fields{};
   int count = 0;
+  BlockBits block_bits = BlockBits::AsStored;
   // Field i's first byte in a group's block of R rows.
   constexpr int start(int R, int i) const {
     int bytes = 0;
@@ -146,8 +153,39 @@ constexpr RowGroupPlan row_group_plan<BlockQ5_1>() {
           4};
 }
 
+// Q6_K's six-bit bytes (BlockBits::SixBitBytes). As stored, value 128h + 32qq + l (half h,
+// quarter qq, l < 32) is the low (qq 0, 1) or high (qq 2, 3) nibble of ql[64h + 32(qq % 2) + l]
+// with bits 2qq, 2qq + 1 of qh[32h + l] above it: the 4 values at (h, l) take 12 bits of
+// three bytes. Rewritten, the same three bytes hold
+//   ql[64h + l]      = v0 | (bits 0-1 of v3) << 6
+//   ql[64h + 32 + l] = v1 | (bits 2-3 of v3) << 6
+//   qh[32h + l]      = v2 | (bits 4-5 of v3) << 6
+// so that v0, v1 and v2 are a byte's low 6 bits (one AND) and v3 its three top bit pairs.
+// The scales and d are untouched.
+inline void q6_k_six_bit_bytes(uint8_t *block) {
+  for (int h = 0; h < 2; ++h)
+    for (int l = 0; l < 32; ++l) {
+      uint8_t &a = block[offsetof(BlockQ6_K, ql) + 64 * h + l], &b = block[offsetof(BlockQ6_K, ql) + 64 * h + 32 + l];
+      uint8_t &c = block[offsetof(BlockQ6_K, qh) + 32 * h + l];
+      const int v0 = (a & 15) | (c & 3) << 4, v1 = (b & 15) | (c >> 2 & 3) << 4;
+      const int v2 = (a >> 4) | (c >> 4 & 3) << 4, v3 = (b >> 4) | (c >> 6) << 4;
+      a = uint8_t(v0 | (v3 & 3) << 6), b = uint8_t(v1 | (v3 >> 2 & 3) << 6), c = uint8_t(v2 | (v3 >> 4) << 6);
+    }
+}
+// The inverse: a block's ql and qh as ggml stores them again.
+inline void q6_k_stored_bits(uint8_t *block) {
+  for (int h = 0; h < 2; ++h)
+    for (int l = 0; l < 32; ++l) {
+      uint8_t &a = block[offsetof(BlockQ6_K, ql) + 64 * h + l], &b = block[offsetof(BlockQ6_K, ql) + 64 * h + 32 + l];
+      uint8_t &c = block[offsetof(BlockQ6_K, qh) + 32 * h + l];
+      const int v0 = a & 63, v1 = b & 63, v2 = c & 63, v3 = (a >> 6) | (b >> 6) << 2 | (c >> 6) << 4;
+      a = uint8_t((v0 & 15) | (v2 & 15) << 4), b = uint8_t((v1 & 15) | (v3 & 15) << 4);
+      c = uint8_t((v0 >> 4) | (v1 >> 4) << 2 | (v2 >> 4) << 4 | (v3 >> 4) << 6);
+    }
+}
+
 // Q6_K's fields in the order its block_dot (kquant_int_dot.h) reads them: the scale codes and
-// d, then for each half (128 values) its qh bytes and then its ql bytes.
+// d, then for each half (128 values) its qh bytes and then its ql bytes, all in six-bit bytes.
 template <>
 constexpr RowGroupPlan row_group_plan<BlockQ6_K>() {
   constexpr int ql = offsetof(BlockQ6_K, ql), qh = offsetof(BlockQ6_K, qh), g = kGroupedQuantGrain;
@@ -157,7 +195,8 @@ constexpr RowGroupPlan row_group_plan<BlockQ6_K>() {
             {ql, kQK_K / 4, g},
             {qh + kQK_K / 8, kQK_K / 8, g},
             {ql + kQK_K / 4, kQK_K / 4, g}}},
-          6};
+          6,
+          BlockBits::SixBitBytes};
 }
 
 namespace detail {
@@ -225,13 +264,29 @@ void move_groups(uint8_t *stored, uint8_t *grouped, int64_t rows, int64_t blocks
   constexpr int64_t S = sizeof(Layout);
   std::array<uint8_t *, 64> row_block{};
   if (R > int(row_block.size())) throw std::logic_error("row_groups.h: groups of more than 64 rows");
+  constexpr bool rewritten = plan.block_bits != BlockBits::AsStored;
+  static_assert(!rewritten || std::is_same_v<Layout, BlockQ6_K>, "row_groups.h: six-bit bytes are Q6_K's");
+  // Where a block is rewritten on its way to the group, each row's goes through a copy (the
+  // stored matrix is the caller's, read only); on the way back it is rewritten in place.
+  std::array<std::array<uint8_t, rewritten ? S : 1>, 64> copies;
   for (int64_t g = first; g < last; ++g) {
     const int n = int(std::min<int64_t>(R, rows - g * R));
-    for (int r = 0; r < n; ++r) row_block[size_t(r)] = stored + (g * R + r) * blocks * S;
     uint8_t *group_block = grouped + g * blocks * R * S;
     for (int64_t b = 0; b < blocks; ++b) {
+      for (int r = 0; r < n; ++r) row_block[size_t(r)] = stored + ((g * R + r) * blocks + b) * S;
+      if constexpr (rewritten) {
+        if (to_groups)
+          for (int r = 0; r < n; ++r) {
+            std::memcpy(copies[size_t(r)].data(), row_block[size_t(r)], S);
+            q6_k_six_bit_bytes(copies[size_t(r)].data());
+            row_block[size_t(r)] = copies[size_t(r)].data();
+          }
+      }
       move_block<Layout>(std::make_index_sequence<size_t(plan.count)>(), row_block.data(), group_block, R, n, to_groups);
-      for (int r = 0; r < n; ++r) row_block[size_t(r)] += S;  // each row's next block
+      if constexpr (rewritten) {
+        if (!to_groups)
+          for (int r = 0; r < n; ++r) q6_k_stored_bits(row_block[size_t(r)]);
+      }
       group_block += R * S;
     }
   }
