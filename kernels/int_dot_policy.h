@@ -31,8 +31,9 @@ namespace kdsl::kernels {
 // row_group: the rows a matrix of F is grouped by for the CPU's decode and few-row kernels
 // (formats/row_groups.h; matvec_grouped_sums, matvec_grouped_int8), where F has that layout:
 // 16 (ahead of 8 for Q4_K, even for Q6_K: bench/RESULTS.md, 2026-12-05, "Weights grouped by
-// 16 rows for the CPU's decode"). Q8_0 is not grouped: its decode reads at the memory's speed
-// as stored, and grouped it measured the same.
+// 16 rows for the CPU's decode"). Q8_0 too: with VNNI its decode measured the same either way,
+// and on AVX2 alone its products run 1.6-1.8x faster grouped, from cache (bench/RESULTS.md,
+// 2026-12-06, "Q8_0 grouped by 16 rows").
 // without_vnni: the policy the grouped decode and few-row kernels take on a CPU without VNNI,
 // where it is not `type` (Q4_K and Q5_K: sub-blocks scaled by their i32 codes,
 // kquant_int_dot.h).
@@ -54,6 +55,7 @@ struct int_dot_policy<Q8_0Format> {
   using type = Q8_0IntDot;
   static constexpr const char *name = "q8_0";
   static constexpr int few_rows_launch = 16;
+  static constexpr int row_group = 16;
   static constexpr int default_rows = kEveryRow;
   using tiles = Q8_0Tiles;
   static constexpr bool tiles_need_vnni = true;

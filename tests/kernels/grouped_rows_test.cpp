@@ -15,7 +15,7 @@ namespace {
 using namespace kernels_test;
 using kdsl::kernels::WeightType;
 
-const WeightType kGroupedTypes[] = {WeightType::Q4_K, WeightType::Q5_K, WeightType::Q6_K, WeightType::Q4_0, WeightType::IQ4_NL, WeightType::Q4_1, WeightType::Q5_0, WeightType::Q5_1};
+const WeightType kGroupedTypes[] = {WeightType::Q4_K, WeightType::Q5_K, WeightType::Q6_K, WeightType::Q8_0, WeightType::Q4_0, WeightType::IQ4_NL, WeightType::Q4_1, WeightType::Q5_0, WeightType::Q5_1};
 
 // The rows the CPU's Library groups a matrix of t by (int_dot_policy.h: the k-quants by 8 on
 // a CPU without AVX-512, one 4-byte piece of each row in a 32-byte vector).
@@ -150,22 +150,22 @@ TEST_CASE("row groups: which matrices the CPU's Library groups, and grouped prod
     CHECK(lib.row_group(t, 64) == group_of(t));
     CHECK(lib.row_group(t, 36) == 1);  // not a multiple of 8 or 16: left as stored
   }
-  CHECK(lib.row_group(WeightType::Q8_0, 64) == 1);
+  CHECK(lib.row_group(WeightType::F8_E4M3, 64) == 1);
   CHECK(lib.row_group(WeightType::F16, 64) == 1);
   std::vector<float> x(256, 1.0f), out(64);
   std::vector<uint8_t> w(size_t(64 * kdsl::kernels::weight_bytes(WeightType::Q4_K, 256)));
   std::string text = kdsl_test::error_text([&] { lib.matmul(x.data(), w.data(), WeightType::Q4_K, nullptr, out.data(), 1, 64, 256, 4); });
   CHECK(text.find("grouped by 4 rows") != std::string::npos);
   CHECK(text.find("is grouped by " + std::to_string(group_of(WeightType::Q4_K))) != std::string::npos);
-  text = kdsl_test::error_text([&] { lib.matmul(x.data(), w.data(), WeightType::Q8_0, nullptr, out.data(), 1, 64, 256, 16); });
-  CHECK(text.find("q8_0") != std::string::npos);
+  text = kdsl_test::error_text([&] { lib.matmul(x.data(), w.data(), WeightType::F8_E4M3, nullptr, out.data(), 1, 64, 256, 16); });
+  CHECK(text.find("f8_e4m3") != std::string::npos);
   CHECK(text.find("no grouped layout") != std::string::npos);
   kdsl::kernels::Library gpu_like(kdsl_test::cpu());
   gpu_like.set_gpu_forms(true);
   CHECK(gpu_like.row_group(WeightType::Q4_K, 64) == 1);
 }
 
-TEST_CASE("row groups: Q4_K, Q5_K, Q6_K, Q4_0, IQ4_NL, Q4_1, Q5_0 and Q5_1 products over grouped rows equal those over rows as stored: decode, few rows, prefill") {
+TEST_CASE("row groups: Q4_K, Q5_K, Q6_K, Q8_0, Q4_0, IQ4_NL, Q4_1, Q5_0 and Q5_1 products over grouped rows equal those over rows as stored: decode, few rows, prefill") {
   KDSL_TEST_RNG(rng);
   kdsl::kernels::Library &lib = library();
   for (WeightType t : kGroupedTypes) {

@@ -121,7 +121,11 @@ constexpr RowGroupPlan row_group_plan<BlockQ5_K>() {
             {offsetof(BlockQ5_K, qh), kQK_K / 8, kGroupedQuantGrain}, {offsetof(BlockQ5_K, qs), kQK_K / 2, kGroupedQuantGrain}}},
           5};
 }
-// Q4_0 and IQ4_NL: the scales, then the quants.
+// Q8_0, Q4_0 and IQ4_NL: the scales, then the quants.
+template <>
+constexpr RowGroupPlan row_group_plan<BlockQ8_0>() {
+  return {{{{offsetof(BlockQ8_0, d), 2, 2}, {offsetof(BlockQ8_0, qs), kQK8_0, kGroupedQuantGrain}}}, 2};
+}
 template <>
 constexpr RowGroupPlan row_group_plan<BlockQ4_0>() {
   return {{{{offsetof(BlockQ4_0, d), 2, 2}, {offsetof(BlockQ4_0, qs), kQK4_0 / 2, kGroupedQuantGrain}}}, 2};
