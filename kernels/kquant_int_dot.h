@@ -123,9 +123,21 @@ struct SubBlock32IntDot {
         const int j = 2 * c + h;
         auto sums = zeros<i32, BR, BN, L>();
         for (int i = 0; i < kPieces; ++i) {
-          auto q = h == 0 ? (qs[size_t(i)] & 15) : (qs[size_t(i)] >> 4);
-          // bit j of qh moved to bit 4 with one constant shift and one mask
-          if constexpr (kHighBit) q = q | (j <= 4 ? ((qh[size_t(i)] << (4 - j)) & 16) : ((qh[size_t(i)] >> (j - 4)) & 16));
+          auto q = [&] {
+            const auto &b = qs[size_t(i)];
+            if constexpr (kHighBit && W::kBlockBits == formats::BlockBits::FiveBitBytes) {
+              // Grouped Q5_K (formats::q5_k_five_bit_bytes): an even sub-block's value is the
+              // byte's low 5 bits; an odd one's, its top 3 below bits 2c, 2c + 1 of qh moved to 3, 4.
+              if (h == 0) return b & 31;
+              const auto &e = qh[size_t(i)];
+              return (b >> 5) | (c < 2 ? ((e << (3 - 2 * c)) & 24) : ((e >> (2 * c - 3)) & 24));
+            } else {
+              auto nibble = h == 0 ? (b & 15) : (b >> 4);
+              // bit j of qh moved to bit 4 with one constant shift and one mask
+              if constexpr (kHighBit) return nibble | (j <= 4 ? ((qh[size_t(i)] << (4 - j)) & 16) : ((qh[size_t(i)] >> (j - 4)) & 16));
+              else return nibble;
+            }
+          }();
           sums = dot4(q, load(x + (piece + (32 * j + i * P))), sums);  // [BR, BN, L]
         }
         use(j, sums);

@@ -144,6 +144,40 @@ TEST_CASE("row groups: Q6_K's quants as six-bit bytes, each value where the deco
   CHECK(back == matrix);
 }
 
+TEST_CASE("row groups: Q5_K's quants as five-bit bytes, each value where the decode kernel reads it, and back as stored") {
+  using kdsl::formats::BlockQ5_K;
+  std::mt19937 rng(13);
+  for (int t = 0; t < 200; ++t) {
+    BlockQ5_K stored;
+    auto *bytes = reinterpret_cast<uint8_t *>(&stored);
+    for (size_t i = 0; i < sizeof stored; ++i) bytes[i] = uint8_t(rng());
+    BlockQ5_K five = stored;
+    kdsl::formats::q5_k_five_bit_bytes(reinterpret_cast<uint8_t *>(&five));
+    CHECK(std::memcmp(five.scales, stored.scales, sizeof stored.scales) == 0);
+    CHECK((five.d == stored.d && five.dmin == stored.dmin));
+    for (int j = 0; j < 8; ++j)
+      for (int l = 0; l < 32; ++l) {
+        // ggml: the nibble of qs, bit j of qh above it.
+        const uint8_t qs = stored.qs[32 * (j / 2) + l];
+        const int value = ((j % 2 ? qs >> 4 : qs) & 15) | ((stored.qh[l] >> j) & 1) << 4;
+        const int c = j / 2;
+        const uint8_t b = five.qs[32 * c + l], e = five.qh[l];
+        const int read = j % 2 == 0 ? b & 31 : (b >> 5) | (c < 2 ? (e << (3 - 2 * c)) & 24 : (e >> (2 * c - 3)) & 24);
+        CHECK_MESSAGE(read == value, "sub-block " << j << ", l " << l);
+      }
+    kdsl::formats::q5_k_stored_bits(reinterpret_cast<uint8_t *>(&five));
+    CHECK(std::memcmp(&five, &stored, sizeof stored) == 0);
+  }
+  constexpr int R = 8;
+  constexpr int64_t S = sizeof(BlockQ5_K), rows = 13, blocks = 2;
+  std::vector<uint8_t> matrix(size_t(rows * blocks * S));
+  for (uint8_t &b : matrix) b = uint8_t(rng());
+  std::vector<uint8_t> grouped(size_t(kdsl::formats::grouped_bytes<BlockQ5_K>(rows, blocks, R))), back(matrix.size(), 0);
+  kdsl::formats::group_rows<BlockQ5_K>(matrix.data(), grouped.data(), rows, blocks, R);
+  kdsl::formats::ungroup_rows<BlockQ5_K>(grouped.data(), back.data(), rows, blocks, R);
+  CHECK(back == matrix);
+}
+
 TEST_CASE("row groups: which matrices the CPU's Library groups, and grouped products refused where they cannot be") {
   kdsl::kernels::Library &lib = library();
   for (WeightType t : kGroupedTypes) {

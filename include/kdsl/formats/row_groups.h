@@ -31,11 +31,13 @@ namespace kdsl::formats {
 // the fifth bit of element 16h + 4i + l: the bits a kernel reading the quants 4 bytes at a time
 // (piece i, lane l, low or high nibble h) needs in lane l, each piece's at one constant bit.
 enum class FieldBits { AsStored, FifthBitLanes };
-// How a row's whole block is written before its fields are moved: as it is, or (SixBitBytes,
-// Q6_K's) with each value's 6 bits gathered into one byte where they were spread over a nibble
-// of ql and two bits of qh (q6_k_six_bit_bytes below): 3 operations a vector of 32 values
-// fewer for the decode kernel, which is bound by its instructions on AVX2.
-enum class BlockBits { AsStored, SixBitBytes };
+// How a row's whole block is written before its fields are moved: as it is, or with its
+// quants' bits moved so that most values are one byte's low bits, where as stored each value
+// is a nibble of one byte and one or two bits of another: SixBitBytes (Q6_K,
+// q6_k_six_bit_bytes below), FiveBitBytes (Q5_K, q5_k_five_bit_bytes). The decode kernels
+// are bound by their instructions on AVX2, and each such value costs one AND instead of 3-4
+// operations. The bytes stay where they were, so the fields and their grains do not change.
+enum class BlockBits { AsStored, SixBitBytes, FiveBitBytes };
 struct GroupedField {
   int offset, bytes, grain;  // in the block as stored
   FieldBits bits = FieldBits::AsStored;
@@ -119,7 +121,8 @@ template <>
 constexpr RowGroupPlan row_group_plan<BlockQ5_K>() {
   return {{{{offsetof(BlockQ5_K, d), 2, 2}, {offsetof(BlockQ5_K, dmin), 2, 2}, {offsetof(BlockQ5_K, scales), kKScaleSize, 1},
             {offsetof(BlockQ5_K, qh), kQK_K / 8, kGroupedQuantGrain}, {offsetof(BlockQ5_K, qs), kQK_K / 2, kGroupedQuantGrain}}},
-          5};
+          5,
+          BlockBits::FiveBitBytes};
 }
 // Q8_0, Q4_0 and IQ4_NL: the scales, then the quants.
 template <>
@@ -186,6 +189,51 @@ inline void q6_k_stored_bits(uint8_t *block) {
       a = uint8_t((v0 & 15) | (v2 & 15) << 4), b = uint8_t((v1 & 15) | (v3 & 15) << 4);
       c = uint8_t((v0 >> 4) | (v1 >> 4) << 2 | (v2 >> 4) << 4 | (v3 >> 4) << 6);
     }
+}
+
+// Q5_K's five-bit bytes (BlockBits::FiveBitBytes). As stored, sub-block j's value at l
+// (l < 32) is the low (j even) or high (j odd) nibble of qs[32(j / 2) + l], with bit j of
+// qh[l] above it. Rewritten, the same bytes hold, for c < 4,
+//   qs[32c + l] = v(2c) | (bits 0-2 of v(2c + 1)) << 5
+//   qh[l]       = bits 3-4 of v(2c + 1) at bits 2c, 2c + 1
+// so that an even sub-block's value is a byte's low 5 bits, and an odd one's the top 3 bits of
+// that byte below 2 bits of qh.
+inline void q5_k_five_bit_bytes(uint8_t *block) {
+  for (int l = 0; l < 32; ++l) {
+    uint8_t &qh = block[offsetof(BlockQ5_K, qh) + l];
+    uint8_t high = 0;
+    for (int c = 0; c < 4; ++c) {
+      uint8_t &qs = block[offsetof(BlockQ5_K, qs) + 32 * c + l];
+      const int even = (qs & 15) | (qh >> (2 * c) & 1) << 4, odd = (qs >> 4) | (qh >> (2 * c + 1) & 1) << 4;
+      qs = uint8_t(even | (odd & 7) << 5);
+      high = uint8_t(high | (odd >> 3) << (2 * c));
+    }
+    qh = high;
+  }
+}
+// The inverse: a block's qs and qh as ggml stores them again.
+inline void q5_k_stored_bits(uint8_t *block) {
+  for (int l = 0; l < 32; ++l) {
+    uint8_t &qh = block[offsetof(BlockQ5_K, qh) + l];
+    uint8_t fifth = 0;
+    for (int c = 0; c < 4; ++c) {
+      uint8_t &qs = block[offsetof(BlockQ5_K, qs) + 32 * c + l];
+      const int even = qs & 31, odd = (qs >> 5) | (qh >> (2 * c) & 3) << 3;
+      qs = uint8_t((even & 15) | (odd & 15) << 4);
+      fifth = uint8_t(fifth | (even >> 4) << (2 * c) | (odd >> 4) << (2 * c + 1));
+    }
+    qh = fifth;
+  }
+}
+// A row's block to its rewritten bits (to_rewritten) or back as stored, where its plan says so.
+template <class Layout>
+void rewrite_block_bits(uint8_t *block, BlockBits bits, bool to_rewritten) {
+  if constexpr (std::is_same_v<Layout, BlockQ6_K>) {
+    if (bits == BlockBits::SixBitBytes) return to_rewritten ? q6_k_six_bit_bytes(block) : q6_k_stored_bits(block);
+  } else if constexpr (std::is_same_v<Layout, BlockQ5_K>) {
+    if (bits == BlockBits::FiveBitBytes) return to_rewritten ? q5_k_five_bit_bytes(block) : q5_k_stored_bits(block);
+  }
+  if (bits != BlockBits::AsStored) throw std::logic_error("row_groups.h: a block rewrite of another format");
 }
 
 // Q6_K's fields in the order its block_dot (kquant_int_dot.h) reads them: the scale codes and
@@ -269,7 +317,6 @@ void move_groups(uint8_t *stored, uint8_t *grouped, int64_t rows, int64_t blocks
   std::array<uint8_t *, 64> row_block{};
   if (R > int(row_block.size())) throw std::logic_error("row_groups.h: groups of more than 64 rows");
   constexpr bool rewritten = plan.block_bits != BlockBits::AsStored;
-  static_assert(!rewritten || std::is_same_v<Layout, BlockQ6_K>, "row_groups.h: six-bit bytes are Q6_K's");
   // Where a block is rewritten on its way to the group, each row's goes through a copy (the
   // stored matrix is the caller's, read only); on the way back it is rewritten in place.
   std::array<std::array<uint8_t, rewritten ? S : 1>, 64> copies;
@@ -282,14 +329,14 @@ void move_groups(uint8_t *stored, uint8_t *grouped, int64_t rows, int64_t blocks
         if (to_groups)
           for (int r = 0; r < n; ++r) {
             std::memcpy(copies[size_t(r)].data(), row_block[size_t(r)], S);
-            q6_k_six_bit_bytes(copies[size_t(r)].data());
+            rewrite_block_bits<Layout>(copies[size_t(r)].data(), plan.block_bits, true);
             row_block[size_t(r)] = copies[size_t(r)].data();
           }
       }
       move_block<Layout>(std::make_index_sequence<size_t(plan.count)>(), row_block.data(), group_block, R, n, to_groups);
       if constexpr (rewritten) {
         if (!to_groups)
-          for (int r = 0; r < n; ++r) q6_k_stored_bits(row_block[size_t(r)]);
+          for (int r = 0; r < n; ++r) rewrite_block_bits<Layout>(row_block[size_t(r)], plan.block_bits, false);
       }
       group_block += R * S;
     }
