@@ -57,10 +57,10 @@ struct HalfPartIntDot {
   }
 
   // Rows grouped by R (GroupedBlocks, formats/row_groups.h): the quants 4 bytes of each of the
-  // R rows at a time (piece i: low nibbles elements 4i .. 4i + 3, high ones 16 + 4i ..), each
-  // row's sum in one lane. The grouped qh has its bits permuted (FieldBits::FifthBitLanes):
-  // lane l of a row's 4 bytes holds the fifth bit of element 16h + 4i + l at bit 2i + h, so a
-  // piece's fifth bits are one mask, the same for every lane, of bytes loaded once a block.
+  // R rows at a time (piece i: elements 4i .. 4i + 3 and 16 + 4i ..), each row's sum in one
+  // lane. Q5_0's and Q5_1's grouped quants are five-bit bytes (formats::five_bit_bytes_32):
+  // the low elements a byte's low 5 bits, a high one its top 3 below bits 2i, 2i + 1 of qh's
+  // byte in the same lane, moved to bits 3, 4 by one shift and one mask for the whole piece.
   template <int BR, int R, class XP, class SP>
   static auto block_dot(const GroupedBlocks<Layout, R> &w, const XP &x, const SP &xs) {
     constexpr int P = GroupedBlocks<Layout, R>::kPiece;
@@ -75,11 +75,15 @@ struct HalfPartIntDot {
       if constexpr (kHasHighBit) return w.run_of_16(int(offsetof(Layout, qh)));
       else return zeros<u8, 1, R / 4, 16>();
     }();
+    static_assert(!kHasHighBit || GroupedBlocks<Layout, R>::kBlockBits == formats::BlockBits::FiveBitBytes, "Q5_0 and Q5_1 are grouped as five-bit bytes");
     for (int i = 0; i < 16; i += P) {
       auto qs = w.run_of_16(int(offsetof(Layout, qs)) + i);
+      const int k = i / P;  // the piece
       for (int h = 0; h < 2; ++h) {
-        auto q = h == 0 ? (qs & 15) : (qs >> 4);
-        if constexpr (kHasHighBit) q = q | (minimum(fifth_bits & (1 << (2 * (i / P) + h)), 1) << 4);
+        auto q = [&] {
+          if constexpr (kHasHighBit) return h == 0 ? (qs & 31) : (qs >> 5) | (k < 2 ? ((fifth_bits << (3 - 2 * k)) & 24) : ((fifth_bits >> (2 * k - 3)) & 24));
+          else return h == 0 ? (qs & 15) : (qs >> 4);
+        }();
         sums = dot4(reshape<1, R, P>(q), load(x + (piece + (16 * h + i))), sums);  // [BR, R, 1]
       }
     }

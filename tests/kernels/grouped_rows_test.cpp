@@ -82,21 +82,43 @@ TEST_CASE("row groups: a block's fields of 16 rows side by side at their grains,
   CHECK(back == stored);
 }
 
-TEST_CASE("row groups: Q5_0 and Q5_1's fifth bits permuted so that lane l of a row's 4 bytes holds its elements' bits") {
-  using kdsl::formats::fifth_bit_lanes;
-  using kdsl::formats::fifth_bits_stored;
-  // Element 21: the high nibble (h 1) of quant byte 5, piece 1 (i), lane 1 (l): bit 2i + h = 3
-  // of byte 1.
-  CHECK(fifth_bit_lanes(1u << 21) == 1u << (8 + 3));
-  CHECK(fifth_bit_lanes(1u << 0) == 1u);           // element 0: byte 0, bit 0
-  CHECK(fifth_bit_lanes(1u << 31) == 1u << 31);    // element 31: h 1, i 3, l 3: byte 3, bit 7
-  CHECK(fifth_bit_lanes(1u << 4) == 1u << 2);      // element 4: piece 1, lane 0: bit 2 of byte 0
-  std::mt19937 rng(7);
-  for (int t = 0; t < 1000; ++t) {
-    const uint32_t qh = uint32_t(rng());
-    CHECK(fifth_bits_stored(fifth_bit_lanes(qh)) == qh);
-    CHECK(__builtin_popcount(fifth_bit_lanes(qh)) == __builtin_popcount(qh));
+// Q5_0's and Q5_1's five-bit bytes against ggml's definition of every element, and back.
+template <class Layout>
+void check_five_bit_bytes_32(std::mt19937 &rng) {
+  for (int t = 0; t < 300; ++t) {
+    Layout stored;
+    auto *bytes = reinterpret_cast<uint8_t *>(&stored);
+    for (size_t i = 0; i < sizeof stored; ++i) bytes[i] = uint8_t(rng());
+    Layout five = stored;
+    kdsl::formats::five_bit_bytes_32<Layout>(reinterpret_cast<uint8_t *>(&five));
+    CHECK(five.d == stored.d);
+    uint32_t qh;
+    std::memcpy(&qh, stored.qh, 4);
+    for (int e = 0; e < 32; ++e) {
+      // ggml: element e < 16 the low nibble of qs[e], else the high one of qs[e - 16]; bit e of qh above it.
+      const int value = ((e < 16 ? stored.qs[e] : stored.qs[e - 16] >> 4) & 15) | int(qh >> e & 1) << 4;
+      const int l = e % 16, i = l / 4, b = l % 4;
+      const int read = e < 16 ? five.qs[l] & 31 : (five.qs[l] >> 5) | (i < 2 ? (five.qh[b] << (3 - 2 * i)) & 24 : (five.qh[b] >> (2 * i - 3)) & 24);
+      CHECK_MESSAGE(read == value, "element " << e);
+    }
+    kdsl::formats::five_bit_bytes_32_stored<Layout>(reinterpret_cast<uint8_t *>(&five));
+    CHECK(std::memcmp(&five, &stored, sizeof stored) == 0);
   }
+}
+
+TEST_CASE("row groups: Q5_0's and Q5_1's quants as five-bit bytes, each element where the decode kernel reads it, and back as stored") {
+  std::mt19937 rng(7);
+  check_five_bit_bytes_32<kdsl::formats::BlockQ5_0>(rng);
+  check_five_bit_bytes_32<kdsl::formats::BlockQ5_1>(rng);
+  using kdsl::formats::BlockQ5_1;
+  constexpr int R = 16;
+  constexpr int64_t S = sizeof(BlockQ5_1), rows = 19, blocks = 3;
+  std::vector<uint8_t> matrix(size_t(rows * blocks * S));
+  for (uint8_t &b : matrix) b = uint8_t(rng());
+  std::vector<uint8_t> grouped(size_t(kdsl::formats::grouped_bytes<BlockQ5_1>(rows, blocks, R))), back(matrix.size(), 0);
+  kdsl::formats::group_rows<BlockQ5_1>(matrix.data(), grouped.data(), rows, blocks, R);
+  kdsl::formats::ungroup_rows<BlockQ5_1>(grouped.data(), back.data(), rows, blocks, R);
+  CHECK(back == matrix);
 }
 
 TEST_CASE("row groups: Q6_K's quants as six-bit bytes, each value where the decode kernel reads it, and back as stored") {

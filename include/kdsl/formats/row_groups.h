@@ -26,51 +26,17 @@ namespace kdsl::formats {
 // bytes, one vector of rows); the fields lie in the order the kernel reads them, so that it
 // walks each group's block forward. llama.cpp's CPU back end repacks Q4_0 and Q4_K weights at
 // load time for the same reason.
-// How a field's bytes are written in the grouped block: as they are, or (FifthBitLanes, Q5_0's
-// and Q5_1's qh) with their 32 bits permuted so that byte l of a row's 4 holds, at bit 2i + h,
-// the fifth bit of element 16h + 4i + l: the bits a kernel reading the quants 4 bytes at a time
-// (piece i, lane l, low or high nibble h) needs in lane l, each piece's at one constant bit.
-enum class FieldBits { AsStored, FifthBitLanes };
 // How a row's whole block is written before its fields are moved: as it is, or with its
 // quants' bits moved so that most values are one byte's low bits, where as stored each value
 // is a nibble of one byte and one or two bits of another: SixBitBytes (Q6_K,
-// q6_k_six_bit_bytes below), FiveBitBytes (Q5_K, q5_k_five_bit_bytes). The decode kernels
-// are bound by their instructions on AVX2, and each such value costs one AND instead of 3-4
-// operations. The bytes stay where they were, so the fields and their grains do not change.
+// q6_k_six_bit_bytes below), FiveBitBytes (Q5_K, Q5_0 and Q5_1: q5_k_five_bit_bytes,
+// five_bit_bytes_32). The decode kernels are bound by their instructions on AVX2, and each
+// such value costs one AND instead of 3-6 operations. The bytes stay where they were, so the
+// fields and their grains do not change.
 enum class BlockBits { AsStored, SixBitBytes, FiveBitBytes };
 struct GroupedField {
   int offset, bytes, grain;  // in the block as stored
-  FieldBits bits = FieldBits::AsStored;
 };
-// The FifthBitLanes permutation of a 32-bit qh word and its inverse, a byte at a time through
-// tables (a prompt puts every grouped matrix back, so this runs over all of Q5_0's qh words
-// for each of its products).
-namespace detail {
-// Where bit j of a qh word goes: element j = 16h + 4i + l.
-constexpr int fifth_bit_lane_position(int j) { return 8 * (j % 4) + 2 * ((j % 16) / 4) + j / 16; }
-// table[k][v]: the bits byte k of a word with value v contributes, moved (to_lanes) or put back.
-constexpr std::array<std::array<uint32_t, 256>, 4> fifth_bit_tables(bool to_lanes) {
-  std::array<std::array<uint32_t, 256>, 4> table{};
-  for (int k = 0; k < 4; ++k)
-    for (int v = 0; v < 256; ++v)
-      for (int b = 0; b < 8; ++b) {
-        if (!((v >> b) & 1)) continue;
-        if (to_lanes) {
-          table[size_t(k)][size_t(v)] |= 1u << fifth_bit_lane_position(8 * k + b);
-        } else {
-          for (int j = 0; j < 32; ++j)
-            if (fifth_bit_lane_position(j) == 8 * k + b) table[size_t(k)][size_t(v)] |= 1u << j;
-        }
-      }
-  return table;
-}
-inline constexpr auto kFifthBitsToLanes = fifth_bit_tables(true), kFifthBitsFromLanes = fifth_bit_tables(false);
-constexpr uint32_t permute_bytes(const std::array<std::array<uint32_t, 256>, 4> &table, uint32_t w) {
-  return table[0][w & 255] | table[1][(w >> 8) & 255] | table[2][(w >> 16) & 255] | table[3][w >> 24];
-}
-}  // namespace detail
-constexpr uint32_t fifth_bit_lanes(uint32_t qh) { return detail::permute_bytes(detail::kFifthBitsToLanes, qh); }
-constexpr uint32_t fifth_bits_stored(uint32_t t) { return detail::permute_bytes(detail::kFifthBitsFromLanes, t); }
 // The quants' grain: 4 bytes a row, so that one 64-byte vector holds 16 rows' 4 bytes and one
 // vpdpbusd against 4 broadcast activation bytes gives each row's sum in its own lane.
 inline constexpr int kGroupedQuantGrain = 4;
@@ -138,26 +104,59 @@ constexpr RowGroupPlan row_group_plan<BlockIQ4_NL>() {
   return {{{{offsetof(BlockIQ4_NL, d), 2, 2}, {offsetof(BlockIQ4_NL, qs), kQK4_NL / 2, kGroupedQuantGrain}}}, 2};
 }
 
-// Q4_1, Q5_0 and Q5_1: the f16 factors, the fifth bits (each row's 4 bytes permuted:
-// FifthBitLanes), then the quants.
+// Q4_1, Q5_0 and Q5_1: the f16 factors, the fifth bits (Q5_0 and Q5_1 in five-bit bytes,
+// five_bit_bytes_32 below), then the quants.
 template <>
 constexpr RowGroupPlan row_group_plan<BlockQ4_1>() {
   return {{{{offsetof(BlockQ4_1, d), 2, 2}, {offsetof(BlockQ4_1, m), 2, 2}, {offsetof(BlockQ4_1, qs), kQK4_1 / 2, kGroupedQuantGrain}}}, 3};
 }
 template <>
 constexpr RowGroupPlan row_group_plan<BlockQ5_0>() {
-  return {{{{offsetof(BlockQ5_0, d), 2, 2},
-            {offsetof(BlockQ5_0, qh), 4, 4, FieldBits::FifthBitLanes},
-            {offsetof(BlockQ5_0, qs), kQK5_0 / 2, kGroupedQuantGrain}}},
-          3};
+  return {{{{offsetof(BlockQ5_0, d), 2, 2}, {offsetof(BlockQ5_0, qh), 4, 4}, {offsetof(BlockQ5_0, qs), kQK5_0 / 2, kGroupedQuantGrain}}},
+          3,
+          BlockBits::FiveBitBytes};
 }
 template <>
 constexpr RowGroupPlan row_group_plan<BlockQ5_1>() {
   return {{{{offsetof(BlockQ5_1, d), 2, 2},
             {offsetof(BlockQ5_1, m), 2, 2},
-            {offsetof(BlockQ5_1, qh), 4, 4, FieldBits::FifthBitLanes},
+            {offsetof(BlockQ5_1, qh), 4, 4},
             {offsetof(BlockQ5_1, qs), kQK5_1 / 2, kGroupedQuantGrain}}},
-          4};
+          4,
+          BlockBits::FiveBitBytes};
+}
+
+// Q5_0's and Q5_1's five-bit bytes (BlockBits::FiveBitBytes). As stored, element l (l < 16)
+// is the low nibble of qs[l] and element 16 + l its high one, each with bit l or 16 + l of qh
+// (a little-endian 32-bit word) above it. Rewritten, for l = 4i + b (piece i, byte lane b of
+// the 4 bytes a grouped kernel reads a row at a time),
+//   qs[l] = v(l) | (bits 0-2 of v(16 + l)) << 5
+//   qh    = bits 3-4 of v(16 + l) at bits 2i, 2i + 1 of byte b
+// so that the low elements are a byte's low 5 bits and a high one is its top 3 below two bits
+// of qh in the same lane, at one place for every lane of a piece.
+template <class Layout>
+void five_bit_bytes_32(uint8_t *block) {
+  uint8_t *qs = block + offsetof(Layout, qs), *qh = block + offsetof(Layout, qh);
+  const uint32_t fifth = uint32_t(qh[0]) | uint32_t(qh[1]) << 8 | uint32_t(qh[2]) << 16 | uint32_t(qh[3]) << 24;
+  uint8_t high[4] = {};
+  for (int l = 0; l < 16; ++l) {
+    const int low = (qs[l] & 15) | int(fifth >> l & 1) << 4, up = (qs[l] >> 4) | int(fifth >> (16 + l) & 1) << 4;
+    qs[l] = uint8_t(low | (up & 7) << 5);
+    high[l % 4] = uint8_t(high[l % 4] | (up >> 3) << (2 * (l / 4)));
+  }
+  std::memcpy(qh, high, 4);
+}
+// The inverse: qs and qh as ggml stores them again.
+template <class Layout>
+void five_bit_bytes_32_stored(uint8_t *block) {
+  uint8_t *qs = block + offsetof(Layout, qs), *qh = block + offsetof(Layout, qh);
+  uint32_t fifth = 0;
+  for (int l = 0; l < 16; ++l) {
+    const int low = qs[l] & 31, up = (qs[l] >> 5) | (qh[l % 4] >> (2 * (l / 4)) & 3) << 3;
+    qs[l] = uint8_t((low & 15) | (up & 15) << 4);
+    fifth |= uint32_t(low >> 4) << l | uint32_t(up >> 4) << (16 + l);
+  }
+  for (int k = 0; k < 4; ++k) qh[k] = uint8_t(fifth >> (8 * k));
 }
 
 // Q6_K's six-bit bytes (BlockBits::SixBitBytes). As stored, value 128h + 32qq + l (half h,
@@ -232,6 +231,8 @@ void rewrite_block_bits(uint8_t *block, BlockBits bits, bool to_rewritten) {
     if (bits == BlockBits::SixBitBytes) return to_rewritten ? q6_k_six_bit_bytes(block) : q6_k_stored_bits(block);
   } else if constexpr (std::is_same_v<Layout, BlockQ5_K>) {
     if (bits == BlockBits::FiveBitBytes) return to_rewritten ? q5_k_five_bit_bytes(block) : q5_k_stored_bits(block);
+  } else if constexpr (std::is_same_v<Layout, BlockQ5_0> || std::is_same_v<Layout, BlockQ5_1>) {
+    if (bits == BlockBits::FiveBitBytes) return to_rewritten ? five_bit_bytes_32<Layout>(block) : five_bit_bytes_32_stored<Layout>(block);
   }
   if (bits != BlockBits::AsStored) throw std::logic_error("row_groups.h: a block rewrite of another format");
 }
@@ -269,38 +270,15 @@ void move_field(uint8_t *const *row_block, uint8_t *group_field, int offset, int
   }
 }
 
-// A FifthBitLanes field (4 bytes, grain 4) of `rows` rows, permuted on the way (qh is a
-// little-endian 32-bit word, as ggml reads it).
-inline void move_fifth_bits(uint8_t *const *row_block, uint8_t *group_field, int offset, int rows, bool to_groups) {
-  for (int r = 0; r < rows; ++r) {
-    uint8_t *stored = row_block[r] + offset, *grouped = group_field + r * 4;
-    uint32_t word;
-    if (to_groups) {
-      std::memcpy(&word, stored, 4);
-      word = fifth_bit_lanes(word);
-      std::memcpy(grouped, &word, 4);
-    } else {
-      std::memcpy(&word, grouped, 4);
-      word = fifth_bits_stored(word);
-      std::memcpy(stored, &word, 4);
-    }
-  }
-}
-
-// Field I of one block of a group, its grain, bit order and place constants (the plan is
+// Field I of one block of a group, its grain and place constants (the plan is
 // constexpr), so that each move is a fixed-size load and store.
 template <class Layout, size_t I>
 void move_block_field(uint8_t *const *row_block, uint8_t *group_block, int R, int rows, bool to_groups) {
   constexpr RowGroupPlan plan = row_group_plan<Layout>();
   constexpr GroupedField f = plan.fields[I];
   uint8_t *field = group_block + plan.start(1, int(I)) * R;
-  if constexpr (f.bits == FieldBits::FifthBitLanes) {
-    static_assert(f.bytes == 4 && f.grain == 4, "the fifth bits are one 32-bit word a row");
-    move_fifth_bits(row_block, field, f.offset, rows, to_groups);
-  } else {
-    static_assert(f.grain == 1 || f.grain == 2 || f.grain == 4, "row_groups.h: grains of 1, 2 or 4 bytes");
-    move_field<f.grain>(row_block, field, f.offset, f.bytes, R, rows, to_groups);
-  }
+  static_assert(f.grain == 1 || f.grain == 2 || f.grain == 4, "row_groups.h: grains of 1, 2 or 4 bytes");
+  move_field<f.grain>(row_block, field, f.offset, f.bytes, R, rows, to_groups);
 }
 template <class Layout, size_t... I>
 void move_block(std::index_sequence<I...>, uint8_t *const *row_block, uint8_t *group_block, int R, int rows, bool to_groups) {
