@@ -101,7 +101,7 @@ void check_five_bit_bytes_32(std::mt19937 &rng) {
       const int read = e < 16 ? five.qs[l] & 31 : (five.qs[l] >> 5) | (i < 2 ? (five.qh[b] << (3 - 2 * i)) & 24 : (five.qh[b] >> (2 * i - 3)) & 24);
       CHECK_MESSAGE(read == value, "element " << e);
     }
-    kdsl::formats::five_bit_bytes_32_stored<Layout>(reinterpret_cast<uint8_t *>(&five));
+    kdsl::formats::stored_bits_32<Layout>(reinterpret_cast<uint8_t *>(&five));
     CHECK(std::memcmp(&five, &stored, sizeof stored) == 0);
   }
 }
