@@ -616,7 +616,8 @@ class HostLowering {
     if (!root) {  // a fused value's answer does not change: each is found once, however often it is shared
       if (regroups_.size() < fn_.values.size()) regroups_.resize(fn_.values.size(), -1);
       if (regroups_[size_t(v)] >= 0) return regroups_[size_t(v)];
-      return regroups_[size_t(v)] = int8_t(regroups_lanes_of(*def, v));
+      regroups_[size_t(v)] = int8_t(regroups_lanes_of(*def, v));
+      return regroups_[size_t(v)] != 0;
     }
     return regroups_lanes_of(*def, v);
   }
