@@ -20,6 +20,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// How the ceiling is measured, written into each record: a record of another method is
+// measured anew. 2: the read stream sums vectors of each target's own width; method 1's AVX2
+// code went through the stack and read low wherever memory gave more than ~30 GB/s
+// (bench/RESULTS.md, 2026-12-06, "The read stream's AVX2 code").
+constexpr int kMeasurementMethod = 2;
+
 fs::path record_path(const Device &device, const fs::path &dir) {
   std::string name = device.name();
   return dir / "bandwidth" / fmt::format("{:016x}.json", XXH3_64bits(name.data(), name.size()));
@@ -40,6 +46,7 @@ std::optional<MeasuredBandwidth> read_record(const fs::path &path, const Device 
   // json::value() throws on a field of another type; a damaged record is only a re-measure.
   auto text_of = [&](const char *field) { return j.is_object() && j.contains(field) && j[field].is_string() ? j[field].get<std::string>() : std::string(); };
   if (text_of("device") != device.name() || !j.contains("gbs") || !j["gbs"].is_number()) return std::nullopt;
+  if (!j.contains("method") || !j["method"].is_number_integer() || j["method"].get<int>() != kMeasurementMethod) return std::nullopt;
   double gbs = j["gbs"].get<double>();
   if (!(gbs > 0 && gbs < 1e6)) return std::nullopt;
   return MeasuredBandwidth{gbs, fmt::format("{}, recorded {}", text_of("what"), text_of("date"))};
@@ -50,7 +57,7 @@ void write_record(const fs::path &path, const Device &device, const MeasuredBand
   fs::create_directories(path.parent_path(), ec);
   if (ec) return;
   fs::permissions(path.parent_path(), fs::perms::owner_all, ec);
-  nlohmann::json j = {{"device", device.name()}, {"gbs", m.gbs}, {"what", m.what}, {"date", date}};
+  nlohmann::json j = {{"device", device.name()}, {"gbs", m.gbs}, {"what", m.what}, {"date", date}, {"method", kMeasurementMethod}};
   std::string text = j.dump() + "\n";
   fs::path tmp = path;
   tmp += fmt::format(".{}.{:x}.tmp", ::getpid(), std::random_device{}());

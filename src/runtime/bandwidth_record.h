@@ -11,7 +11,8 @@ namespace kdsl::runtime {
 // machine is noisy; so it is measured once per device (its name: CPU model and threads, or GPU)
 // and kept as a small JSON record in `dir` (the kernel cache directory), and read back on later
 // runs. `remeasure` measures again and replaces the record. A record that is missing, unreadable,
-// not this user's, or for another device is measured anew; a failure to store it is not an error.
+// not this user's, for another device or from another way of measuring (an earlier kdsl's) is
+// measured anew; a failure to store it is not an error.
 MeasuredBandwidth recorded_device_bandwidth(const Device &device, const std::filesystem::path &dir, bool remeasure = false);
 
 }  // namespace kdsl::runtime

@@ -36,14 +36,21 @@ TEST_CASE("kdsl-run: the bandwidth ceiling is recorded in the cache directory an
   CHECK(std::string(summary({"--bandwidth"})["bandwidth_measured_by"]).find("measured now") != std::string::npos);
 }
 
-TEST_CASE("runtime: a bandwidth record that is corrupt or for another device is measured anew") {
+TEST_CASE("runtime: a bandwidth record that is corrupt, for another device or from another way of measuring is measured anew") {
   std::filesystem::path dir = kdsl::test::scratch_path("bandwidth_records");
   std::filesystem::remove_all(dir);
   const kdsl::Device &cpu = kdsl_test::cpu();
   kdsl::runtime::MeasuredBandwidth a = kdsl::runtime::recorded_device_bandwidth(cpu, dir);
   CHECK(a.gbs > 0);
   CHECK(kdsl::runtime::recorded_device_bandwidth(cpu, dir).gbs == a.gbs);
-  for (const char *record : {"{\"device\": \"another\", \"gbs\": 1e9}", "{\"device\": 5, \"gbs\": \"x\"}", "[1, 2]", "not json", ""}) {
+  // This device's record as an earlier kdsl wrote it (no method: the read stream whose AVX2
+  // code read low), and one of a later method.
+  const std::string device = nlohmann::json(cpu.name()).dump();
+  const std::string earlier = "{\"device\": " + device + ", \"gbs\": 12.5, \"what\": \"read stream\", \"date\": \"2026-12-05\"}";
+  const std::string later = "{\"device\": " + device + ", \"gbs\": 12.5, \"what\": \"read stream\", \"date\": \"2026-12-05\", \"method\": 99}";
+  for (const std::string &record :
+       {std::string("{\"device\": \"another\", \"gbs\": 1e9}"), std::string("{\"device\": 5, \"gbs\": \"x\"}"), std::string("[1, 2]"), std::string("not json"),
+        std::string(), earlier, later}) {
     CAPTURE(record);
     for (const auto &entry : std::filesystem::directory_iterator(dir / "bandwidth")) std::ofstream(entry.path()) << record;
     kdsl::runtime::MeasuredBandwidth b = kdsl::runtime::recorded_device_bandwidth(cpu, dir);
