@@ -32,7 +32,7 @@ namespace kdsl::kernels {
 // (formats/row_groups.h; matvec_grouped_sums, matvec_grouped_int8), where F has that layout:
 // 16 (ahead of 8 for Q4_K, even for Q6_K: bench/RESULTS.md, 2026-12-05, "Weights grouped by
 // 16 rows for the CPU's decode"). Q8_0 too: with VNNI its decode measured the same either way,
-// and on AVX2 alone its products run 1.6-1.8x faster grouped, from cache (bench/RESULTS.md,
+// and on AVX2 alone its products measured faster grouped, from cache (bench/RESULTS.md,
 // 2026-12-06, "Q8_0 grouped by 16 rows").
 // without_vnni: the policy the grouped decode and few-row kernels take on a CPU without VNNI,
 // where it is not `type` (Q4_K and Q5_K: sub-blocks scaled by their i32 codes,

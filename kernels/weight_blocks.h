@@ -20,7 +20,8 @@ namespace kdsl::kernels {
 //                         along it), u8;
 //   half(offset):         the f16 at byte `offset` of the row's block, as f32,
 // shaped as the rows' index with the piece's axes, and kBlockBits, how those bytes are written
-// (formats::BlockBits: Q6_K's grouped quants are six-bit bytes).
+// (formats::BlockBits: Q6_K's grouped quants are six-bit bytes, Q5_K's, Q5_0's and Q5_1's
+// five-bit bytes).
 
 // Row after row, as GGUF stores a matrix: block `block` (counted over the matrix) at
 // block * sizeof(Layout).

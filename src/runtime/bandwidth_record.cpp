@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 
 // How the ceiling is measured, written into each record: a record of another method is
 // measured anew. 2: the read stream sums vectors of each target's own width; method 1's AVX2
-// code went through the stack and read low wherever memory gave more than ~30 GB/s
+// code went through the stack and read low wherever memory was faster than that code
 // (bench/RESULTS.md, 2026-12-06, "The read stream's AVX2 code").
 constexpr int kMeasurementMethod = 2;
 

@@ -46,9 +46,9 @@ double best_gbs(int repeats, double bytes_moved, F &&run) {
 // they are judged by includes 8 runs.
 //
 // V is a GCC vector of the target's own register width. A vector wider than the registers is
-// moved through the stack: a 64-byte vector on AVX2 made this loop a shuffle through memory that
-// read at most ~30 GB/s on 2 cores where the memory gave 50 (the RESULTS entry of 2026-12-06
-// on the read stream's AVX2 code), and every "fraction of the stream" judged against it read high.
+// moved through the stack: a 64-byte vector on AVX2 made this loop a shuffle through memory,
+// slower than the memory it was to measure (the RESULTS entry of 2026-12-06 on the read
+// stream's AVX2 code), and every "fraction of the stream" judged against it read high.
 template <class V>
 [[gnu::always_inline]] inline float sum_runs(const float *p, size_t n, int streams) {
   constexpr size_t kLanes = sizeof(V) / sizeof(float), kStep = 64;  // floats a run a turn

@@ -99,8 +99,8 @@ Row bench_model(const std::string &path, const std::string &label, const Device 
   row.warmup_ms += ms_since(t);
   // The ceiling decode is judged by, measured next to its steps. A VM's memory can move by
   // half between minutes (bench/RESULTS.md, the entry of 2026-12-06 on the read stream's AVX2
-  // code: 33 to 58 GB/s on the 2-core VM), so a figure from the start or the end of a run of
-  // several models judges some of them against a machine they never ran on.
+  // code), so a figure from the start or the end of a run of several models judges some of
+  // them against a machine they never ran on.
   row.stream_before_gbs = runtime::measure_device_bandwidth(dev, kBandwidthBytes, 2).gbs;
   // Each step timed alone; the median step sets the rate, so a burst of other work on a
   // shared machine does not decide the figure (the copy bandwidth is a best-of too).

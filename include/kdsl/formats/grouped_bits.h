@@ -127,7 +127,7 @@ void rewrite_block_bits(uint8_t *block, BlockBits bits, bool to_rewritten) {
   } else if constexpr (std::is_same_v<Layout, BlockQ5_0> || std::is_same_v<Layout, BlockQ5_1>) {
     if (bits == BlockBits::FiveBitBytes) return to_rewritten ? five_bit_bytes_32<Layout>(block) : stored_bits_32<Layout>(block);
   }
-  if (bits != BlockBits::AsStored) throw std::logic_error("row_groups.h: a block rewrite of another format");
+  if (bits != BlockBits::AsStored) throw std::logic_error("grouped_bits.h: a block rewrite of another format");
 }
 
 }  // namespace kdsl::formats
