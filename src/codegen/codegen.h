@@ -20,8 +20,10 @@ struct TargetDesc {
   std::string features;  // host CPU features ("+avx2,+fma,..."); GPUs: the toolchain's versions (ptxas, libdevice; ld.lld, device libraries)
   std::string triple;
 
-  // Whether `features` lists LLVM feature `name` as enabled ("+avx2"): for the host, what its
-  // kernels are compiled for.
+  // The LLVM features `features` lists as enabled ("+avx2" gives "avx2"), in its order: for the
+  // host, what its kernels are compiled for. Views into `features`.
+  std::vector<std::string_view> enabled_features() const;
+  // Whether `name` is one of them.
   bool has_feature(std::string_view name) const;
 };
 

@@ -1,12 +1,14 @@
 // device.cpp - Device handles (CPU, CUDA, HIP, the best present), each answered by its Backend
 #include <fmt/format.h>
 
-#include <cstdlib>
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <kdsl/error.h>
 
@@ -79,14 +81,8 @@ bool Device::has_cpu_feature(std::string_view feature) const {
   // Every CPU device compiles for the one host target (host_backend.h); its enabled features
   // are read into a set once, since the kernel library asks per product (int_dot_policy.h).
   static const std::set<std::string, std::less<>> enabled = [&] {
-    std::set<std::string, std::less<>> names;
-    std::string_view list = impl_->target().features;
-    while (!list.empty()) {
-      const std::string_view item = list.substr(0, list.find(','));
-      if (item.size() > 1 && item[0] == '+') names.emplace(item.substr(1));
-      list.remove_prefix(std::min(list.size(), item.size() + 1));
-    }
-    return names;
+    const std::vector<std::string_view> names = impl_->target().enabled_features();
+    return std::set<std::string, std::less<>>(names.begin(), names.end());
   }();
   return enabled.contains(feature);
 }

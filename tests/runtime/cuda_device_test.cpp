@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -198,6 +199,18 @@ TEST_CASE("runtime: Device::has_cpu_feature agrees with /proc/cpuinfo's flags on
   CHECK_FALSE(cpu.has_cpu_feature("no-such-feature"));
 }
 #endif
+
+TEST_CASE("codegen: a target's enabled features are the whole '+' items of its list, and nothing else") {
+  const codegen::TargetDesc t{"host", "znver4", "+avx2,-avx512f,+fma,+avx512vl,-x87,+", "x86_64-unknown-linux-gnu"};
+  CHECK(t.enabled_features() == std::vector<std::string_view>{"avx2", "fma", "avx512vl"});
+  CHECK(t.has_feature("avx2"));
+  CHECK(t.has_feature("avx512vl"));
+  CHECK_FALSE(t.has_feature("avx512f"));  // listed, but disabled
+  CHECK_FALSE(t.has_feature("avx512"));   // a prefix of an item, not an item
+  CHECK_FALSE(t.has_feature("vx2"));      // a suffix
+  CHECK_FALSE(t.has_feature(""));
+  CHECK(codegen::TargetDesc{}.enabled_features().empty());
+}
 
 TEST_CASE("runtime: a Buffer on a device with memory of its own is allocated, copied, freed and synchronized through its backend") {
   auto fake = std::make_shared<FakeGpu>();
