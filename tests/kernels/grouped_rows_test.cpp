@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include <kdsl/formats/row_groups.h>
@@ -82,54 +83,65 @@ TEST_CASE("row groups: a block's fields of 16 rows side by side at their grains,
   CHECK(back == stored);
 }
 
-// Q5_0's and Q5_1's five-bit bytes against ggml's definition of every element, and back.
-template <class Layout>
-void check_five_bit_bytes_32(std::mt19937 &rng) {
-  for (int t = 0; t < 300; ++t) {
+// `trials` blocks of random bytes (any bytes are a block of these formats), each rewritten by
+// `rewrite`, its values checked by check(stored, rewritten), then put back by `restore`: the
+// block as stored again, byte for byte.
+template <class Layout, class Rewrite, class Restore, class Check>
+void check_block_rewrite(std::mt19937 &rng, int trials, Rewrite rewrite, Restore restore, Check check) {
+  for (int t = 0; t < trials; ++t) {
     Layout stored;
     auto *bytes = reinterpret_cast<uint8_t *>(&stored);
     for (size_t i = 0; i < sizeof stored; ++i) bytes[i] = uint8_t(rng());
-    Layout five = stored;
-    kdsl::formats::five_bit_bytes_32<Layout>(reinterpret_cast<uint8_t *>(&five));
-    CHECK(five.d == stored.d);
-    uint32_t qh;
-    std::memcpy(&qh, stored.qh, 4);
-    for (int e = 0; e < 32; ++e) {
-      // ggml: element e < 16 the low nibble of qs[e], else the high one of qs[e - 16]; bit e of qh above it.
-      const int value = ((e < 16 ? stored.qs[e] : stored.qs[e - 16] >> 4) & 15) | int(qh >> e & 1) << 4;
-      const int l = e % 16, i = l / 4, b = l % 4;
-      const int read = e < 16 ? five.qs[l] & 31 : (five.qs[l] >> 5) | (i < 2 ? (five.qh[b] << (3 - 2 * i)) & 24 : (five.qh[b] >> (2 * i - 3)) & 24);
-      CHECK_MESSAGE(read == value, "element " << e);
-    }
-    kdsl::formats::stored_bits_32<Layout>(reinterpret_cast<uint8_t *>(&five));
-    CHECK(std::memcmp(&five, &stored, sizeof stored) == 0);
+    Layout rewritten = stored;
+    rewrite(reinterpret_cast<uint8_t *>(&rewritten));
+    check(stored, rewritten);
+    restore(reinterpret_cast<uint8_t *>(&rewritten));
+    CHECK(std::memcmp(&rewritten, &stored, sizeof stored) == 0);
   }
+}
+
+// A [rows][blocks] matrix of Layout blocks of random bytes, and it grouped by R; ungrouped, the
+// grouped copy must be the matrix again.
+template <class Layout>
+std::pair<std::vector<uint8_t>, std::vector<uint8_t>> grouped_random_matrix(std::mt19937 &rng, int R, int64_t rows, int64_t blocks) {
+  std::vector<uint8_t> matrix(size_t(rows * blocks * int64_t(sizeof(Layout))));
+  for (uint8_t &b : matrix) b = uint8_t(rng());
+  std::vector<uint8_t> grouped(size_t(kdsl::formats::grouped_bytes<Layout>(rows, blocks, R))), back(matrix.size(), 0);
+  kdsl::formats::group_rows<Layout>(matrix.data(), grouped.data(), rows, blocks, R);
+  kdsl::formats::ungroup_rows<Layout>(grouped.data(), back.data(), rows, blocks, R);
+  CHECK(back == matrix);
+  return {matrix, grouped};
+}
+
+// Q5_0's and Q5_1's five-bit bytes against ggml's definition of every element.
+template <class Layout>
+void check_five_bit_bytes_32(std::mt19937 &rng) {
+  check_block_rewrite<Layout>(
+      rng, 300, kdsl::formats::five_bit_bytes_32<Layout>, kdsl::formats::stored_bits_32<Layout>, [](const Layout &stored, const Layout &five) {
+        CHECK(five.d == stored.d);
+        uint32_t qh;
+        std::memcpy(&qh, stored.qh, 4);
+        for (int e = 0; e < 32; ++e) {
+          // ggml: element e < 16 the low nibble of qs[e], else the high one of qs[e - 16]; bit e of qh above it.
+          const int value = ((e < 16 ? stored.qs[e] : stored.qs[e - 16] >> 4) & 15) | int(qh >> e & 1) << 4;
+          const int l = e % 16, i = l / 4, b = l % 4;
+          const int read = e < 16 ? five.qs[l] & 31 : (five.qs[l] >> 5) | (i < 2 ? (five.qh[b] << (3 - 2 * i)) & 24 : (five.qh[b] >> (2 * i - 3)) & 24);
+          CHECK_MESSAGE(read == value, "element " << e);
+        }
+      });
 }
 
 TEST_CASE("row groups: Q5_0's and Q5_1's quants as five-bit bytes, each element where the decode kernel reads it, and back as stored") {
   std::mt19937 rng(7);
   check_five_bit_bytes_32<kdsl::formats::BlockQ5_0>(rng);
   check_five_bit_bytes_32<kdsl::formats::BlockQ5_1>(rng);
-  using kdsl::formats::BlockQ5_1;
-  constexpr int R = 16;
-  constexpr int64_t S = sizeof(BlockQ5_1), rows = 19, blocks = 3;
-  std::vector<uint8_t> matrix(size_t(rows * blocks * S));
-  for (uint8_t &b : matrix) b = uint8_t(rng());
-  std::vector<uint8_t> grouped(size_t(kdsl::formats::grouped_bytes<BlockQ5_1>(rows, blocks, R))), back(matrix.size(), 0);
-  kdsl::formats::group_rows<BlockQ5_1>(matrix.data(), grouped.data(), rows, blocks, R);
-  kdsl::formats::ungroup_rows<BlockQ5_1>(grouped.data(), back.data(), rows, blocks, R);
-  CHECK(back == matrix);
+  grouped_random_matrix<kdsl::formats::BlockQ5_1>(rng, 16, 19, 3);
 }
 
 TEST_CASE("row groups: Q6_K's quants as six-bit bytes, each value where the decode kernel reads it, and back as stored") {
   using kdsl::formats::BlockQ6_K;
   std::mt19937 rng(11);
-  for (int t = 0; t < 200; ++t) {
-    BlockQ6_K stored;
-    auto *bytes = reinterpret_cast<uint8_t *>(&stored);
-    for (size_t i = 0; i < sizeof stored; ++i) bytes[i] = uint8_t(rng());
-    BlockQ6_K six = stored;
-    kdsl::formats::q6_k_six_bit_bytes(reinterpret_cast<uint8_t *>(&six));
+  check_block_rewrite<BlockQ6_K>(rng, 200, kdsl::formats::q6_k_six_bit_bytes, kdsl::formats::q6_k_stored_bits, [](const BlockQ6_K &stored, const BlockQ6_K &six) {
     CHECK(std::memcmp(six.scales, stored.scales, sizeof stored.scales) == 0);
     CHECK(six.d == stored.d);
     for (int h = 0; h < 2; ++h)
@@ -142,16 +154,11 @@ TEST_CASE("row groups: Q6_K's quants as six-bit bytes, each value where the deco
           const int read = qq == 0 ? e0 & 63 : qq == 1 ? e1 & 63 : qq == 2 ? e2 & 63 : (e0 >> 6) | ((e1 >> 4) & 12) | ((e2 >> 2) & 48);
           CHECK_MESSAGE(read == value, "half " << h << ", quarter " << qq << ", l " << l);
         }
-    kdsl::formats::q6_k_stored_bits(reinterpret_cast<uint8_t *>(&six));
-    CHECK(std::memcmp(&six, &stored, sizeof stored) == 0);
-  }
-  // Grouped, the rewritten bytes are what a group holds; ungrouped, the file's bytes again.
+  });
+  // Grouped, the rewritten bytes are what a group holds.
   constexpr int R = 8;
-  constexpr int64_t S = sizeof(BlockQ6_K), rows = 11, blocks = 2;
-  std::vector<uint8_t> matrix(size_t(rows * blocks * S));
-  for (uint8_t &b : matrix) b = uint8_t(rng());
-  std::vector<uint8_t> grouped(size_t(kdsl::formats::grouped_bytes<BlockQ6_K>(rows, blocks, R)));
-  kdsl::formats::group_rows<BlockQ6_K>(matrix.data(), grouped.data(), rows, blocks, R);
+  constexpr int64_t S = sizeof(BlockQ6_K), blocks = 2;
+  const auto [matrix, grouped] = grouped_random_matrix<BlockQ6_K>(rng, R, 11, blocks);
   BlockQ6_K row9;  // row 9, block 1: group 1, row 1 in it
   std::memcpy(&row9, matrix.data() + (9 * blocks + 1) * S, S);
   kdsl::formats::q6_k_six_bit_bytes(reinterpret_cast<uint8_t *>(&row9));
@@ -161,20 +168,12 @@ TEST_CASE("row groups: Q6_K's quants as six-bit bytes, each value where the deco
     const kdsl::formats::GroupedPlace p = plan.place(R, offset);
     CHECK(group_block[p.first + 1 * p.grain] == reinterpret_cast<const uint8_t *>(&row9)[offset]);
   }
-  std::vector<uint8_t> back(matrix.size(), 0);
-  kdsl::formats::ungroup_rows<BlockQ6_K>(grouped.data(), back.data(), rows, blocks, R);
-  CHECK(back == matrix);
 }
 
 TEST_CASE("row groups: Q5_K's quants as five-bit bytes, each value where the decode kernel reads it, and back as stored") {
   using kdsl::formats::BlockQ5_K;
   std::mt19937 rng(13);
-  for (int t = 0; t < 200; ++t) {
-    BlockQ5_K stored;
-    auto *bytes = reinterpret_cast<uint8_t *>(&stored);
-    for (size_t i = 0; i < sizeof stored; ++i) bytes[i] = uint8_t(rng());
-    BlockQ5_K five = stored;
-    kdsl::formats::q5_k_five_bit_bytes(reinterpret_cast<uint8_t *>(&five));
+  check_block_rewrite<BlockQ5_K>(rng, 200, kdsl::formats::q5_k_five_bit_bytes, kdsl::formats::q5_k_stored_bits, [](const BlockQ5_K &stored, const BlockQ5_K &five) {
     CHECK(std::memcmp(five.scales, stored.scales, sizeof stored.scales) == 0);
     CHECK((five.d == stored.d && five.dmin == stored.dmin));
     for (int j = 0; j < 8; ++j)
@@ -187,17 +186,8 @@ TEST_CASE("row groups: Q5_K's quants as five-bit bytes, each value where the dec
         const int read = j % 2 == 0 ? b & 31 : (b >> 5) | (c < 2 ? (e << (3 - 2 * c)) & 24 : (e >> (2 * c - 3)) & 24);
         CHECK_MESSAGE(read == value, "sub-block " << j << ", l " << l);
       }
-    kdsl::formats::q5_k_stored_bits(reinterpret_cast<uint8_t *>(&five));
-    CHECK(std::memcmp(&five, &stored, sizeof stored) == 0);
-  }
-  constexpr int R = 8;
-  constexpr int64_t S = sizeof(BlockQ5_K), rows = 13, blocks = 2;
-  std::vector<uint8_t> matrix(size_t(rows * blocks * S));
-  for (uint8_t &b : matrix) b = uint8_t(rng());
-  std::vector<uint8_t> grouped(size_t(kdsl::formats::grouped_bytes<BlockQ5_K>(rows, blocks, R))), back(matrix.size(), 0);
-  kdsl::formats::group_rows<BlockQ5_K>(matrix.data(), grouped.data(), rows, blocks, R);
-  kdsl::formats::ungroup_rows<BlockQ5_K>(grouped.data(), back.data(), rows, blocks, R);
-  CHECK(back == matrix);
+  });
+  grouped_random_matrix<BlockQ5_K>(rng, 8, 13, 2);
 }
 
 TEST_CASE("row groups: which matrices the CPU's Library groups, and grouped products refused where they cannot be") {
