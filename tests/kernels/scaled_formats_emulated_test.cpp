@@ -25,9 +25,11 @@ void check_decode(std::mt19937 &rng, const char *name, WeightType t, int n, int 
                         array(std::vector<float>(size_t(n), -7.0f)), value(int32_t(n)), value(int32_t(k))};
   const tools::NamedKernel kernel = tools::named_kernel<kernels::matvec_quantized<F, kRows, false>>(name, 4);
   // f32 sums whose lanes are added in another order there: an output that cancels to near zero
-  // differs in its last bits against compare's 1e-3 floor (seed 1885778910: 1.6e-4); a
-  // misplaced or misdecoded element is off by O(1).
-  CHECK(compare(kernel, grid(cdiv(n, kRows)), args, flavour) <= 1e-3);
+  // differs in its last bits far above its own size (KDSL_TEST_SEED=1913048616, the wide
+  // product: want 2.041e-4, got 2.023e-4, 1.5e-3 elementwise against compare's 1e-3 floor), so
+  // the difference is measured against the largest output (Metric::Normwise); a misplaced or
+  // misdecoded element moves an output by a sizeable fraction of that.
+  CHECK(compare(kernel, grid(cdiv(n, kRows)), args, flavour, Metric::Normwise) <= 1e-4);
 }
 
 // matvec_quantized_wide (a GPU's decode) on the CPU backend against the float64 product of the
@@ -48,7 +50,7 @@ void check_decode_wide(std::mt19937 &rng, const char *name, WeightType t, int n,
     kernel(grid(cdiv(n, kRows)), x.data(), reinterpret_cast<const typename F::Quant::storage *>(w.data()), bias.data(), out.data(), n, k);
     std::vector<Arg> args{array(x), array(w), array(bias), array(std::vector<float>(size_t(n), -7.0f)), value(int32_t(n)), value(int32_t(k))};
     const tools::NamedKernel named = tools::named_kernel<kernels::matvec_quantized_wide<F, kRows, kBlocks, B>>(name, 4);
-    CHECK(compare(named, grid(cdiv(n, kRows)), args, flavour) <= 1e-3);  // as check_decode says
+    CHECK(compare(named, grid(cdiv(n, kRows)), args, flavour, Metric::Normwise) <= 1e-4);  // as check_decode says
   };
   if (with_bias) run.template operator()<true>();
   else run.template operator()<false>();
