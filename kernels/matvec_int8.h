@@ -18,13 +18,19 @@ auto quant_piece() {
   return reshape<1, 1, P>(arange<P>());
 }
 
-// A block's activations, elements first .. first + P - 1 ([BR, 1, P]). The quantizer never
-// writes -128 (quantize_activations.h: |q| <= 127); the max says so to the lowering, where it
-// lets s8 weights meet them through vpsignb and vpmaddubsw on a CPU without VNNI
-// (src/codegen/host/int_dot.h), and costs one vpmaxsb shared by every weight row.
-template <int P, class XP>
+// A block's activations, elements first .. first + P - 1 ([BR, 1, P]). On a CPU without VNNI
+// two s8 operands meet through vpsignb and vpmaddubsw only where one of them is within +-127
+// (src/codegen/host/int_dot.h). Weights stored as bytes (Q8_0's) may hold -128, so
+// CLAMP_TO_127 says of the activations what the quantizer guarantees (quantize_activations.h:
+// |q| <= 127) by a max, a vpmaxsb shared by every weight row. Weights looked up in a table of
+// levels within +-127 (IQ4_NL's grid) carry that range themselves (the lowering reads it from
+// the table), and there the max would only cost a load, a vpmaxsb and a register broadcast
+// where the broadcast reads memory.
+template <int P, bool CLAMP_TO_127, class XP>
 auto activation_piece(const XP &x_block, int first) {
-  return maximum(load(x_block + (quant_piece<P>() + first)), full<i8, 1, 1, P>(-127));
+  auto x = load(x_block + (quant_piece<P>() + first));
+  if constexpr (CLAMP_TO_127) return maximum(x, full<i8, 1, 1, P>(-127));
+  else return x;
 }
 
 // The policies below read a block's quant bytes through `quants(offset)`: every weight row's
@@ -42,13 +48,15 @@ auto as_pieces(const Q &rows_of_16) {
 
 // A block's sums from its signed int8 weights, elements 0..15 (`low`) and 16..31 (`high`) a
 // piece at a time, against the same pieces of the activations; `value` makes a piece's weights
-// from its quant bytes (as rows of 16).
-template <int P, int BR, int BN, class QS, class XP, class V>
+// from its quant bytes (as rows of 16). WEIGHTS_WITHIN_127: `value` never makes -128
+// (activation_piece says why that matters).
+template <int P, int BR, int BN, bool WEIGHTS_WITHIN_127, class QS, class XP, class V>
 auto int8_halves_sums(const QS &quants, const XP &x_block, V &&value) {
+  constexpr bool clamp = !WEIGHTS_WITHIN_127;
   auto sums = zeros<i32, BR, BN, P / 4>();
   for (int i = 0; i < 16; i += P) {
     auto low = as_pieces<P, BN>(value(i)), high = as_pieces<P, BN>(value(16 + i));
-    sums = dot4(high, activation_piece<P>(x_block, 16 + i), dot4(low, activation_piece<P>(x_block, i), sums));
+    sums = dot4(high, activation_piece<P, clamp>(x_block, 16 + i), dot4(low, activation_piece<P, clamp>(x_block, i), sums));
   }
   return sums;
 }
@@ -59,7 +67,7 @@ struct Q8_0IntDot {
 
   template <int P, int BR, int BN, class QS, class XP>
   static auto sums(const QS &quants, const XP &x_block) {
-    return int8_halves_sums<P, BR, BN>(quants, x_block, [&](int e) { return quants(e); });
+    return int8_halves_sums<P, BR, BN, false>(quants, x_block, [&](int e) { return quants(e); });
   }
 };
 
@@ -105,7 +113,7 @@ struct IQ4_NLIntDot {
     constexpr int kRows = BN * P / 16;
     static_assert(BN * P % 16 == 0, "IQ4_NL's lookup takes whole rows of 16 nibbles");
     auto grid = broadcast_to<1, kRows, 16>(Format::levels<i8>(cast<u8>(reshape<1, 1, 16>(arange<16>()))));
-    return int8_halves_sums<P, BR, BN>(quants, x_block, [&](int e) {
+    return int8_halves_sums<P, BR, BN, true>(quants, x_block, [&](int e) {  // levels -127..113
       auto q = quants(e % 16);
       return gather(grid, e < 16 ? (q & 15) : (q >> 4), 2);
     });
