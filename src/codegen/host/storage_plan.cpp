@@ -94,17 +94,20 @@ class Planner {
       if (t.elem == DType::I32 && is_elementwise(op.kind) && is_lane_block(t) && is_data(v)) continue;
       if (is_index_math(op, t)) {
         plan_.storage[size_t(v)] = Storage::Fused;
-        continue;  // eval position stays "many places"
+        // A view of float data that neither copies nor drops elements (a reshape, an
+        // expand_dims) is evaluated where its one elementwise reader is, so that what it
+        // views can be fused there too: the decode attention's scores read each key tile
+        // through expand_dims, and its f16 keys were converted into a stack array first
+        // and read back (bench/RESULTS.md, 2026-12-06, "keys read where the scores use
+        // them"). Otherwise its eval position stays "many places".
+        if (is_one_to_one_view(op) && !t.is_ptr && is_float(t.elem)) place_at_single_reader(v, r);
+        continue;
       }
       bool fusable = is_elementwise(op.kind) || op.kind == OpKind::Load;
-      if (!fusable || uses_[size_t(v)].size() != 1) continue;
-      const Use &use = uses_[size_t(v)][0];
-      if (use.region != &r || !ir::reads_operand_elementwise(*use.user, use.operand) || use.user->kind == OpKind::Yield) continue;
-      ir::ValueId user_value = use.user->results.empty() ? ir::kNoValue : use.user->results[0];
-      bool user_fused = user_value != ir::kNoValue && plan_.storage[size_t(user_value)] == Storage::Fused;
-      int place = user_fused ? eval_position_[size_t(user_value)] : use.position;
-      if (place == kManyPlaces) continue;  // the user is recomputed in many places
-      bool into_write = user_fused ? into_write_[size_t(user_value)] : has_effect(use.user->kind);
+      if (!fusable) continue;
+      int place = 0;
+      bool into_write = false;
+      if (!single_reader_place(v, r, place, into_write)) continue;
       // A load fused into a store's loop would read elements the same loop already wrote
       // when the two ranges overlap (an in-place shift), so loads feed only pure roots.
       if (op.kind == OpKind::Load && (into_write || effects[size_t(place)] != effects[i])) continue;
@@ -112,6 +115,35 @@ class Planner {
       eval_position_[size_t(v)] = place;
       into_write_[size_t(v)] = into_write;
     }
+  }
+
+  // Where v would be evaluated fused into its one user, an op of region r that reads it
+  // elementwise (at the user's own place, or where the user itself is fused), and whether that
+  // chain ends in a write; false where v has other users or the user is recomputed in many places.
+  bool single_reader_place(ValueId v, const Region &r, int &place, bool &into_write) const {
+    if (uses_[size_t(v)].size() != 1) return false;
+    const Use &use = uses_[size_t(v)][0];
+    const bool reads_each_once = ir::reads_operand_elementwise(*use.user, use.operand) || is_one_to_one_view(*use.user);
+    if (use.region != &r || !reads_each_once || use.user->kind == OpKind::Yield) return false;
+    ir::ValueId user_value = use.user->results.empty() ? ir::kNoValue : use.user->results[0];
+    bool user_fused = user_value != ir::kNoValue && plan_.storage[size_t(user_value)] == Storage::Fused;
+    place = user_fused ? eval_position_[size_t(user_value)] : use.position;
+    into_write = user_fused ? into_write_[size_t(user_value)] : has_effect(use.user->kind);
+    return place != kManyPlaces;
+  }
+
+  // A view that reads each element of its operand once: as many elements in as out.
+  bool is_one_to_one_view(const Op &op) const {
+    return is_view(op.kind) && op.operands.size() == 1 && !op.results.empty() &&
+           fn_.type(op.operands[0]).shape.numel() == fn_.type(op.results[0]).shape.numel();
+  }
+
+  void place_at_single_reader(ValueId v, const Region &r) {
+    int place = 0;
+    bool into_write = false;
+    if (!single_reader_place(v, r, place, into_write)) return;
+    eval_position_[size_t(v)] = place;
+    into_write_[size_t(v)] = into_write;
   }
 
   // Does v's fused elementwise computation read `arg` directly (at v's own index)?
