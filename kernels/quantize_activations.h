@@ -4,6 +4,22 @@
 
 namespace kdsl::kernels {
 
+// A program of BB blocks masks the blocks past the row's end. One block a program (BB 1, as
+// the Library launches them) never passes it: the grid has one program a block. Unmasked, its
+// int8 quants store as vectors; masked, each byte's store was a compare and a branch (AVX2 has
+// no masked byte store), and a 512-row prefill spent 8.5% of its time quantizing
+// (bench/RESULTS.md, 2026-12-06, "activations quantized unmasked").
+template <int BB, class P, class M>
+auto load_in_row(const P &ptrs, const M &mask) {
+  if constexpr (BB == 1) return load(ptrs);
+  else return load(ptrs, mask, 0.0f);
+}
+template <int BB, class P, class V, class M>
+void store_in_row(const P &ptrs, const V &values, const M &mask) {
+  if constexpr (BB == 1) store(ptrs, values);
+  else store(ptrs, values, mask);
+}
+
 // The activation blocks of one row of K (a multiple of 32) values: block b of row r holds
 // xq[r*K + 32b .. +31] (int8) and its scale xd[r*K/32 + b] (f32), so that x ~ xd * xq, as
 // ggml's quantize_row_q8_0 makes them (d = amax / 127, q = round(x * 127 / amax), one block
@@ -19,11 +35,11 @@ void quantize_activations_q8(Ptr<const f32> x, Ptr<i8> xq, Ptr<f32> xd, Scalar<i
   auto row_start = wide(program_id(1)) * wide(K);
   auto idx = row_start + col(wide(rb)) * 32 + row(wide(arange<32>()));  // [BB, 32]
   auto in_row = col(rb) * 32 + row(arange<32>()) < K;                   // whole blocks past the row's end are masked
-  auto v = load(x + idx, in_row, 0.0f);
+  auto v = load_in_row<BB>(x + idx, in_row);
   auto amax = max<1>(abs(v));  // [BB]
   auto inverse = where(amax > 0.0f, 127.0f / amax, 0.0f);
-  store(xq + idx, cast<i8>(floor(v * col(inverse) + 0.5f)), in_row);
-  store(xd + wide(program_id(1)) * wide(blocks) + wide(rb), amax / 127.0f, rb < blocks);
+  store_in_row<BB>(xq + idx, cast<i8>(floor(v * col(inverse) + 0.5f)), in_row);
+  store_in_row<BB>(xd + wide(program_id(1)) * wide(blocks) + wide(rb), amax / 127.0f, rb < blocks);
 }
 
 // The activation blocks of the formats whose weights carry an offset or a minimum (the
@@ -43,16 +59,20 @@ void quantize_activations_sums(Ptr<const f32> x, Ptr<i8> xq, Ptr<f32> xd, Ptr<i3
   auto blocks = K / BLOCK;
   auto rb = program_id(0) * BB + arange<BB>();  // this program's blocks of the row
   auto row_start = wide(program_id(1)) * wide(K);
-  auto at = reshape<BB, 1, 1>(rb) * BLOCK + reshape<1, G, GROUP>(arange<BLOCK>());  // [BB, G, GROUP]: each value's column
-  auto in_row = at < K;  // whole blocks past the row's end are masked
-  auto v = load(x + (row_start + wide(at)), in_row, 0.0f);
+  // [BB, G, GROUP]: each value's column, in i64 and affine in each axis, so that the host
+  // lowering sees each group's 16 addresses as consecutive. Computed in i32 from a reshaped
+  // arange<BLOCK>, the column met the row's start only after its widening, and the loads and
+  // stores went element by element.
+  auto at = reshape<BB, 1, 1>(wide(rb)) * BLOCK + reshape<1, G, 1>(wide(arange<G>())) * GROUP + reshape<1, 1, GROUP>(wide(arange<GROUP>()));
+  auto in_row = at < wide(K);  // whole blocks past the row's end are masked (load_in_row above)
+  auto v = load_in_row<BB>(x + (row_start + at), in_row);
   auto amax = max<1>(max<2>(abs(v)));  // [BB]
   auto inverse = where(amax > 0.0f, 127.0f / amax, 0.0f);
   auto q = floor(v * reshape<BB, 1, 1>(inverse) + 0.5f);  // integers in [-127, 127], exact in f32
-  store(xq + (row_start + wide(at)), cast<i8>(q), in_row);
-  store(xd + wide(program_id(1)) * wide(blocks) + wide(rb), amax / 127.0f, rb < blocks);
+  store_in_row<BB>(xq + (row_start + at), cast<i8>(q), in_row);
+  store_in_row<BB>(xd + wide(program_id(1)) * wide(blocks) + wide(rb), amax / 127.0f, rb < blocks);
   auto group = col(rb) * G + row(arange<G>());  // [BB, G]: each group's index within the row
-  store(xs + (wide(program_id(1)) * wide(K / GROUP) + wide(group)), cast<i32>(sum<2>(q)), group < K / GROUP);
+  store_in_row<BB>(xs + (wide(program_id(1)) * wide(K / GROUP) + wide(group)), cast<i32>(sum<2>(q)), group < K / GROUP);
 }
 
 }  // namespace kdsl::kernels
