@@ -132,9 +132,11 @@ class Planner {
     return place != kManyPlaces;
   }
 
-  // A view that reads each element of its operand once: as many elements in as out.
+  // A view that reads each element of its operand once and in row-major order: as many
+  // elements in as out, not a transpose (fused through one, a tile's loads would go down its
+  // columns).
   bool is_one_to_one_view(const Op &op) const {
-    return is_view(op.kind) && op.operands.size() == 1 && !op.results.empty() &&
+    return is_view(op.kind) && op.kind != OpKind::Trans && op.operands.size() == 1 && !op.results.empty() &&
            fn_.type(op.operands[0]).shape.numel() == fn_.type(op.results[0]).shape.numel();
   }
 
