@@ -20,17 +20,17 @@ auto quant_piece() {
 
 // A block's activations, elements first .. first + P - 1 ([BR, 1, P]). On a CPU without VNNI
 // two s8 operands meet through vpsignb and vpmaddubsw only where one of them is within +-127
-// (src/codegen/host/int_dot.h). Weights stored as bytes (Q8_0's) may hold -128, so
-// CLAMP_TO_127 says of the activations what the quantizer guarantees (quantize_activations.h:
-// |q| <= 127) by a max, a vpmaxsb shared by every weight row. Weights looked up in a table of
-// levels within +-127 (IQ4_NL's grid) carry that range themselves (the lowering reads it from
-// the table), and there the max would only cost a load, a vpmaxsb and a register broadcast
-// where the broadcast reads memory.
-template <int P, bool CLAMP_TO_127, class XP>
+// (src/codegen/host/int_dot.h). Weights stored as bytes (Q8_0's) may hold -128, so unless
+// WEIGHTS_WITHIN_127 a max says of the activations what the quantizer guarantees
+// (quantize_activations.h: |q| <= 127), a vpmaxsb shared by every weight row. Weights looked up
+// in a table of levels within +-127 (IQ4_NL's grid) carry that range themselves (the lowering
+// reads it from the table), and there the max would only cost a load, a vpmaxsb and a register
+// broadcast where the broadcast reads memory.
+template <int P, bool WEIGHTS_WITHIN_127, class XP>
 auto activation_piece(const XP &x_block, int first) {
   auto x = load(x_block + (quant_piece<P>() + first));
-  if constexpr (CLAMP_TO_127) return maximum(x, full<i8, 1, 1, P>(-127));
-  else return x;
+  if constexpr (WEIGHTS_WITHIN_127) return x;
+  else return maximum(x, full<i8, 1, 1, P>(-127));
 }
 
 // The policies below read a block's quant bytes through `quants(offset)`: every weight row's
@@ -52,11 +52,10 @@ auto as_pieces(const Q &rows_of_16) {
 // (activation_piece says why that matters).
 template <int P, int BR, int BN, bool WEIGHTS_WITHIN_127, class QS, class XP, class V>
 auto int8_halves_sums(const QS &quants, const XP &x_block, V &&value) {
-  constexpr bool clamp = !WEIGHTS_WITHIN_127;
   auto sums = zeros<i32, BR, BN, P / 4>();
   for (int i = 0; i < 16; i += P) {
     auto low = as_pieces<P, BN>(value(i)), high = as_pieces<P, BN>(value(16 + i));
-    sums = dot4(high, activation_piece<P, clamp>(x_block, 16 + i), dot4(low, activation_piece<P, clamp>(x_block, i), sums));
+    sums = dot4(high, activation_piece<P, WEIGHTS_WITHIN_127>(x_block, 16 + i), dot4(low, activation_piece<P, WEIGHTS_WITHIN_127>(x_block, i), sums));
   }
   return sums;
 }

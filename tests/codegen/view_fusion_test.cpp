@@ -7,25 +7,19 @@
 #include <vector>
 
 #include "codegen/host/storage_plan.h"
+#include "kernels/common.h"
 #include "tests/test_util.h"
 #include "tests/traced.h"
 
 namespace view_fusion_test {
 using namespace kdsl;
+using kdsl::kernels::col;
+using kdsl::kernels::row;
 
 // The decode attention's scores in miniature: R rows of D f16 values, each row's dot product
 // with one query row, the rows read through expand_dims (a view that copies nothing). G > 1
 // reads every row for G queries: the view then broadcasts, and the rows are kept in an array
 // rather than loaded and converted G times.
-template <class X>
-auto col(const X &x) {
-  return expand_dims<1>(x);
-}
-template <class X>
-auto row(const X &x) {
-  return expand_dims<0>(x);
-}
-
 template <int G, int R, int D>
 void scores(Ptr<const f32> q, Ptr<const f16> rows, Ptr<f32> out) {
   auto r = arange<R>();
@@ -46,7 +40,7 @@ void load_then_overwrite(Ptr<f32> x, Ptr<f32> out) {
   store(out + reshape<N / 4, 4>(i), kept + 1.0f);
 }
 
-// The storage of the value a kernel's (only) op of `kind` with result shape `rows x cols` gives.
+// The storage of the value the kernel's one op of `kind` with a 2-D `elem` result gives.
 codegen::Storage storage_of(const ir::Function &fn, const codegen::StoragePlan &plan, ir::OpKind kind, DType elem) {
   std::vector<codegen::Storage> found;
   ir::walk(fn.body, [&](const ir::Op &op) {
