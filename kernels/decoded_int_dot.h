@@ -97,7 +97,7 @@ struct HalfPartIntDot {
     return BlockSums<decltype(lanes), decltype(offset)>{lanes, offset};
   }
 
-  // Prefill (matmul_int_tiles.h; int_dot_policy.h takes it on CPUs with VNNI): x's [BM, 32]
+  // Prefill (matmul_int_tiles.h; int_dot_policy.h's takes_prefill_tiles): x's [BM, 32]
   // quants (`x`: each row's first, [BM, 1]; `xs` the block's sum, `xd` its scale) by one block
   // of BN weight rows (`block`: [BN]):
   //   d_x * (d * (x . q) + c * (sum of x)),   c as block_dot's

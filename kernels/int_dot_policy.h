@@ -1,6 +1,5 @@
 // int_dot_policy.h - which weight formats the CPU multiplies by integer dot products, and with which policy
 #pragma once
-#include <algorithm>
 #include <type_traits>
 
 #include <kdsl/device.h>
@@ -37,14 +36,8 @@ namespace kdsl::kernels {
 // without_vnni: the policy the grouped decode and few-row kernels take on a CPU without VNNI,
 // where it is not `type` (Q4_K and Q5_K: sub-blocks scaled by their i32 codes,
 // kquant_int_dot.h).
-// default_rows: the most rows of x a product takes through the integer kernels on a CPU with
-// VNNI unless the Library is told otherwise (Library::set_integer_dot_rows), where the format
-// takes no prefill tiles there (takes_prefill_tiles below: every row does); past it the f32
-// tiles take the product. Q8_0's and Q4_0's 2-row programs beat the f32 tiles on a
-// 512-token prompt there (bench/RESULTS.md, 2026-12-03, "integer-dot kernels: four rows a
-// vpdpbusd"), and their byte-dot tiles beat the programs (2026-12-05, "Every 32-value
-// format's prefill on byte-dot tiles with VNNI"). Without VNNI, see default_int_dot_rows below.
-inline constexpr int kEveryRow = 1 << 30;
+// tiles: the format's prefill tiles (has_prefill_tiles below).
+inline constexpr int kEveryRow = 1 << 30;  // default_int_dot_rows' "every row"
 
 template <class F>
 struct int_dot_policy {
@@ -56,9 +49,7 @@ struct int_dot_policy<Q8_0Format> {
   static constexpr const char *name = "q8_0";
   static constexpr int few_rows_launch = 16;
   static constexpr int row_group = 16;
-  static constexpr int default_rows = kEveryRow;
   using tiles = Q8_0Tiles;
-  static constexpr bool tiles_need_vnni = true;
 };
 template <>
 struct int_dot_policy<Q4_0Format> {
@@ -66,9 +57,7 @@ struct int_dot_policy<Q4_0Format> {
   static constexpr const char *name = "q4_0";
   static constexpr int few_rows_launch = 16;
   static constexpr int row_group = 16;
-  static constexpr int default_rows = kEveryRow;
   using tiles = Q4_0Tiles;
-  static constexpr bool tiles_need_vnni = true;
 };
 template <>
 struct int_dot_policy<IQ4_NLFormat> {
@@ -76,9 +65,7 @@ struct int_dot_policy<IQ4_NLFormat> {
   static constexpr const char *name = "iq4_nl";
   static constexpr int few_rows_launch = 16;
   static constexpr int row_group = 16;
-  static constexpr int default_rows = 16;
   using tiles = IQ4_NLTiles;
-  static constexpr bool tiles_need_vnni = true;
 };
 template <>
 struct int_dot_policy<Q4_KFormat> {
@@ -86,7 +73,6 @@ struct int_dot_policy<Q4_KFormat> {
   using without_vnni = Q4_KIntDotI32Scales;
   static constexpr const char *name = "q4_k";
   static constexpr int few_rows_launch = 4;
-  static constexpr int default_rows = kEveryRow;
   using tiles = type;
   static constexpr int row_group = 16;
   static constexpr int row_group_ymm = 8;
@@ -97,7 +83,6 @@ struct int_dot_policy<Q5_KFormat> {
   using without_vnni = Q5_KIntDotI32Scales;
   static constexpr const char *name = "q5_k";
   static constexpr int few_rows_launch = 4;
-  static constexpr int default_rows = kEveryRow;
   using tiles = type;
   static constexpr int row_group = 16;
   static constexpr int row_group_ymm = 8;
@@ -107,7 +92,6 @@ struct int_dot_policy<Q6_KFormat> {
   using type = Q6_KIntDot;
   static constexpr const char *name = "q6_k";
   static constexpr int few_rows_launch = 4;
-  static constexpr int default_rows = kEveryRow;
   using tiles = type;
   static constexpr int row_group = 16;
   static constexpr int row_group_ymm = 8;
@@ -118,9 +102,7 @@ struct int_dot_policy<Q4_1Format> {
   static constexpr const char *name = "q4_1";
   static constexpr int few_rows_launch = 4;
   static constexpr int row_group = 16;
-  static constexpr int default_rows = 16;
   using tiles = type;
-  static constexpr bool tiles_need_vnni = true;
 };
 template <>
 struct int_dot_policy<Q5_0Format> {
@@ -128,9 +110,7 @@ struct int_dot_policy<Q5_0Format> {
   static constexpr const char *name = "q5_0";
   static constexpr int few_rows_launch = 4;
   static constexpr int row_group = 16;
-  static constexpr int default_rows = 16;
   using tiles = type;
-  static constexpr bool tiles_need_vnni = true;
 };
 template <>
 struct int_dot_policy<Q5_1Format> {
@@ -138,9 +118,7 @@ struct int_dot_policy<Q5_1Format> {
   static constexpr const char *name = "q5_1";
   static constexpr int few_rows_launch = 4;
   static constexpr int row_group = 16;
-  static constexpr int default_rows = 16;
   using tiles = type;
-  static constexpr bool tiles_need_vnni = true;
 };
 
 // The rows a matrix of format F is grouped by for its integer-dot kernels on `cpu` (1: as
@@ -155,14 +133,10 @@ int row_group_on(const Device &cpu) {
   else return 1;
 }
 
-// Whether format F's products of more than a few rows take byte-dot tiles
-// (matmul_int_tiles.h with the policy's `tiles`: x's quants by a transposed tile of weight
-// quants, the host's register tiles of vpmaddubsw or vpdpbusd) rather than its dot4
-// programs: Q4_K, Q5_K and Q6_K, whose tiles beat the f32 tiles on a CPU without VNNI too
-// (bench/RESULTS.md, 2026-12-05, "byte dots as register tiles" and "sub-blocks scaled where
-// the products widen"), and the 32-value formats on a CPU with VNNI (takes_prefill_tiles
-// below). A tiles policy is the format's integer-dot policy where that has a tile_dot, or one
-// of its own.
+// Whether format F has byte-dot prefill tiles (matmul_int_tiles.h with the policy's `tiles`:
+// x's quants by a transposed tile of weight quants, the host's register tiles of vpmaddubsw or
+// vpdpbusd). A tiles policy is the format's integer-dot policy where that has a tile_dot, or
+// one of its own. Every format with an integer-dot policy has them.
 template <class F>
 inline constexpr bool has_prefill_tiles = requires { typename int_dot_policy<F>::tiles; };
 
@@ -172,34 +146,37 @@ inline bool has_vnni(const Device &cpu) {
   return cpu.has_cpu_feature("avxvnni") || (cpu.has_cpu_feature("avx512vnni") && cpu.has_cpu_feature("avx512vl"));
 }
 
-// Whether format F's products of more than a few rows take its tiles on `cpu`: where it has
-// them, and, where its policy says its tiles need VNNI (the 32-value formats:
-// block32_int_tiles.h, decoded_int_dot.h), on a CPU with it.
+// Whether the host lowering gives byte dots vector code on this CPU: vpmaddubsw (AVX2) or
+// vpdpbusd (VNNI) (src/codegen/host/int_dot.cpp, int_dot_tile.cpp). Without AVX2 they go
+// element by element.
+inline bool has_byte_dot_vectors(const Device &cpu) { return cpu.has_cpu_feature("avx2"); }
+
+// Whether format F's products of more than a few rows take its tiles on `cpu` rather than the
+// f32 tiles: where it has them and the CPU has byte dots' vector code. Every format's tiles
+// beat the f32 tiles with VNNI (bench/RESULTS.md, 2026-12-05, "Every 32-value format's prefill
+// on byte-dot tiles with VNNI") and with AVX2 alone: the k-quants' (2026-12-05, "byte dots as
+// register tiles"), and since s8 x s8 has vpsignb and vpmaddubsw there (int_dot_tile.h,
+// SignedMaddubs) the 32-value formats' too (2026-12-06, "Every format's prefill on byte-dot
+// tiles without VNNI").
 template <class F>
 bool takes_prefill_tiles(const Device &cpu) {
   if constexpr (!has_prefill_tiles<F>) return false;
-  else if constexpr (requires { int_dot_policy<F>::tiles_need_vnni; }) return !int_dot_policy<F>::tiles_need_vnni || has_vnni(cpu);
-  else return true;
+  else return has_byte_dot_vectors(cpu);
 }
 
-// Without VNNI, dot4 takes two or more instructions a vector (vpmaddubsw and vpmaddwd where
-// one operand is proved below 128, widening to i16 otherwise), and past 16 rows the f32 tiles
-// beat the dot4 prefill programs of Q8_0, Q4_K and Q6_K, and Q4_0's on long prompts
-// (bench/RESULTS.md, 2026-12-04, "Integer-dot prefill without VNNI"); decode and few-row
-// products stay integer, where they win, and so do the formats with prefill tiles.
-inline constexpr int kIntDotRowsWithoutVnni = 16;
+// Where a format takes no tiles, its integer kernels take decode and few-row products (up to
+// 16 rows, where they win) and the f32 tiles the rest: past 16 rows the f32 tiles beat the
+// dot4 prefill programs without VNNI (bench/RESULTS.md, 2026-12-04, "Integer-dot prefill
+// without VNNI").
+inline constexpr int kIntDotRowsWithoutTiles = 16;
 
 // The most rows of x a default Library on `cpu` sends through format F's integer kernels (0:
-// F has none). The Library and the tests read this one rule.
+// F has none): every row where F takes its tiles, else kIntDotRowsWithoutTiles. The Library
+// and the tests read this one rule.
 template <class F>
 int default_int_dot_rows(const Device &cpu) {
-  using Policy = int_dot_policy<F>;
-  if constexpr (std::is_void_v<typename Policy::type>) {
-    return 0;
-  } else {
-    if (takes_prefill_tiles<F>(cpu)) return kEveryRow;  // past a few rows, its tiles
-    return has_vnni(cpu) ? Policy::default_rows : std::min(Policy::default_rows, kIntDotRowsWithoutVnni);
-  }
+  if constexpr (std::is_void_v<typename int_dot_policy<F>::type>) return 0;
+  else return takes_prefill_tiles<F>(cpu) ? kEveryRow : kIntDotRowsWithoutTiles;
 }
 
 }  // namespace kdsl::kernels

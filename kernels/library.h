@@ -97,14 +97,14 @@ class Library {
   // CPU; products of more rows, and every product with 0, dequantize the weights to f32 as on a
   // GPU: for the tests of that path and for benchmarks that compare the two. The default,
   // kDefaultIntegerDotRows, leaves it to each format and the CPU (int_dot_policy.h's
-  // default_int_dot_rows: every row for a format that takes byte-dot prefill tiles there, the
-  // k-quants anywhere and every format with VNNI; else 16 rows at most without VNNI).
+  // default_int_dot_rows: every row on a CPU with AVX2, where every such format takes its
+  // byte-dot prefill tiles; else 16 rows at most).
   static constexpr int kDefaultIntegerDotRows = -1;
   void set_integer_dot_rows(int max_rows);
   // Whether those integer products of more than a few rows take a format's byte-dot prefill
-  // tiles on a CPU without VNNI too, where its policy takes them only with VNNI (the 32-value
-  // formats: int_dot_policy.h's tiles_need_vnni): for the tests of the tiles' arithmetic on
-  // any CPU. Off by default.
+  // tiles on a CPU without AVX2 too (element by element there), where the default takes the
+  // f32 tiles (int_dot_policy.h's takes_prefill_tiles): for the tests of the tiles'
+  // arithmetic on any CPU. Off by default.
   void set_prefill_tiles_everywhere(bool on);
   // Whether a CPU Library dispatches as a GPU's does (the kernels a GPU takes, its fused decode
   // products: matvec_fused), run on the CPU: the engine's GPU path checked against the

@@ -117,10 +117,21 @@ TEST_CASE("byte dot as register tiles: the u8 side in a, b not transposed, group
   check<i8, 7, 33, 64, kNibble, kFull, false, false>(rng);     // a is the u8 operand
   check<i8, 5, 8, 20, kFull, kBelow128, false, true>(rng);     // pairs up to 2 * 127 * 128: one quad a group
   check<u8, 6, 24, 48, kBelow128, kNibble, true, false>(rng);  // u8 x u8, both below 128
-  check<i8, 6, 16, 32, kFull, kAbove128, true, false>(rng);    // s8 x s8: element by element, or with VNNI B flipped and corrected
+  check<i8, 6, 16, 32, kFull, kAbove128, true, false>(rng);    // s8 x s8: without VNNI |a| by b signed as a; with VNNI B flipped and corrected
   check<i8, 7, 33, 64, kFull, kFull, true, true>(rng);         // s8 x s8 at -128 both sides, ragged N, B transposed (Q8_0's tiles)
   check<i8, 5, 9, 70, kFull, kFull, false, false>(rng);        // and K not whole quads, B packed element by element
   check<u8, 4, 16, 32, kFull, kFull, false, false>(rng);       // u8 x u8 over 127
+}
+
+TEST_CASE("byte dot as register tiles: s8 x s8 with one side within +-127 (Q8_0's and IQ4_NL's tiles), its sign moved onto the other's magnitude") {
+  KDSL_TEST_RNG(rng);
+  // a within +-127 (x's quants, as the tiles clamp them): |b| by a signed as b, b at -128.
+  check<i8, 128, 32, 32, kAbove128, kFull, true, true>(rng);
+  check<i8, 13, 40, 37, kAbove128, kFull, true, false>(rng);  // ragged rows, columns, k
+  check<i8, 1, 17, 16, kAbove128, kFull, true, true>(rng);    // one row
+  check<i8, 5, 9, 70, kAbove128, kFull, false, false>(rng);   // b packed element by element
+  // b within +-127 (IQ4_NL's levels): |a| by b signed as a, a at -128.
+  check<i8, 9, 24, 64, kFull, kAbove128, true, true>(rng);
 }
 
 TEST_CASE("byte dot as register tiles: the plan's groups and tile, and one vpmaddubsw a quad in the AVX2 code") {
@@ -137,7 +148,20 @@ TEST_CASE("byte dot as register tiles: the plan's groups and tile, and one vpmad
   CHECK(plan->tile.rows * plan->tile.vectors >= 8);
   CHECK(codegen::plan_int_dot_tile(128, 32, 32, s8, six_bits, codegen::IntDotPath::Pmaddwd)->group_quads == 2);
   CHECK(codegen::plan_int_dot_tile(128, 32, 32, below_128, s8, codegen::IntDotPath::Pmaddwd)->b_is_u8 == false);
-  CHECK_FALSE(codegen::plan_int_dot_tile(128, 32, 32, s8, s8, codegen::IntDotPath::Pmaddwd));
+  CHECK_FALSE(codegen::plan_int_dot_tile(128, 32, 32, s8, s8, codegen::IntDotPath::Pmaddwd));  // both reach -128
+  // s8 x s8 with one side within +-127: vpsignb and vpmaddubsw, widened every quad (no group).
+  const codegen::ByteKind within_127{true, -127, 127};
+  for (bool a_within : {true, false}) {
+    auto signed_plan = codegen::plan_int_dot_tile(128, 32, 32, a_within ? within_127 : s8, a_within ? s8 : within_127, codegen::IntDotPath::Pmaddwd);
+    REQUIRE(signed_plan);
+    CHECK(signed_plan->kind == codegen::IntDotTilePlan::Kind::SignedMaddubs);
+    CHECK(signed_plan->magnitude_of_b == a_within);  // the magnitude of the side that may be -128
+    // Accumulators, B (with its magnitude where that is taken), A's broadcast (with its
+    // magnitude otherwise), and the signed operand and the pair sums before they are used.
+    const int b_registers = signed_plan->tile.vectors * (a_within ? 2 : 1), a_registers = a_within ? 1 : 2;
+    CHECK(signed_plan->tile.rows * signed_plan->tile.vectors + b_registers + a_registers + 2 <= registers);
+    CHECK(signed_plan->tile.rows * signed_plan->tile.vectors >= 8);
+  }
   // With VNNI, s8 x s8 (Q8_0's tiles) goes in with B's bytes flipped to u8 and a correction.
   // (Asking for VNNI on a CPU without it is refused: an AVX2-only host skips this part.)
   if (kdsl_test::host_has_vnni()) {

@@ -100,9 +100,9 @@ TEST_CASE("kernels: integer-dot products of prefill size (40 and 67 rows), by de
   }
 }
 
-// Every format's prefill tiles (matmul_int_tiles.h), on any CPU: the 32-value formats' take
-// them only with VNNI by default; here they run on the host's other paths too (the s8 x s8
-// ones, Q8_0's and IQ4_NL's, element by element without VNNI), against the same reference.
+// Every format's prefill tiles (matmul_int_tiles.h), on any CPU: taken by default where the
+// CPU has AVX2; here on a CPU without it too (element by element), against the same reference.
+// The s8 x s8 ones, Q8_0's and IQ4_NL's, run through vpsignb and vpmaddubsw without VNNI.
 TEST_CASE("kernels: every format's byte-dot prefill tiles (33 and 67 rows, ragged N) on any CPU, against the integer reference") {
   KDSL_TEST_RNG(rng);
   kdsl::kernels::Library tiles(kdsl_test::cpu());

@@ -32,7 +32,7 @@ DotTile choose_dot_tile(int64_t M, int64_t N, const DotMachine &machine) {
     for (int64_t rows = 1; rows <= M; ++rows) {
       // Accumulators, a broadcast, and the row of B, which a one-row tile reads straight into
       // its FMAs (each B vector is used once) rather than keeping in registers.
-      const int64_t b_registers = rows > 1 ? vectors : 0;
+      const int64_t b_registers = rows > 1 ? vectors * machine.registers_per_b_vector : 0;
       if (rows * vectors + b_registers + 1 > machine.registers) break;
       const DotTile t{int(rows), int(vectors)};
       const double c = cycles_per_k(M, chunks, t, machine);

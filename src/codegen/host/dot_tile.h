@@ -14,6 +14,7 @@ struct DotMachine {
   // 5 on Zen 2 (4 on recent Intel cores), but 10 chains, exactly enough at 5, measured slower
   // than 12 there (bench/RESULTS.md, 2026-12-05, the host dot's register tiles).
   int fma_latency = 6;
+  int registers_per_b_vector = 1;  // a row of B's registers a vector (2: a byte dot's B and its magnitude)
 };
 
 // C[M, N] += A[M, K] . B[K, N] is computed as tiles of `rows` rows of C by `vectors` registers

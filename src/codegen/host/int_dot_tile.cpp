@@ -15,6 +15,23 @@
 
 namespace kdsl::codegen {
 
+namespace {
+
+// s8 x s8 without VNNI, one operand within +-127 (int_dot_tile.h, SignedMaddubs).
+IntDotTilePlan signed_maddubs_plan(int64_t M, int64_t N, ByteKind a, DotMachine machine) {
+  IntDotTilePlan plan;
+  plan.kind = IntDotTilePlan::Kind::SignedMaddubs;
+  plan.b_is_u8 = plan.magnitude_of_b = a.within_127();
+  machine.fma_latency = 2;   // the chains are vpaddd's; the products are independent
+  machine.registers -= 2;    // the signed operand and vpmaddubsw's result before they are used
+  if (plan.magnitude_of_b) machine.registers_per_b_vector = 2;  // B and |B|
+  else machine.registers -= 1;                                   // |A| beside A's broadcast
+  plan.tile = choose_dot_tile(M, N, machine);
+  return plan;
+}
+
+}  // namespace
+
 std::optional<IntDotTilePlan> plan_int_dot_tile(int64_t M, int64_t N, int64_t K, ByteKind a, ByteKind b, IntDotPath path) {
   path = resolve_int_dot_path(path);
   IntDotTilePlan plan;
@@ -34,6 +51,7 @@ std::optional<IntDotTilePlan> plan_int_dot_tile(int64_t M, int64_t N, int64_t K,
   } else if (path == IntDotPath::Pmaddwd) {
     if (b.below_128() && a.reads_as_s8()) plan.b_is_u8 = true;
     else if (a.below_128() && b.reads_as_s8()) plan.b_is_u8 = false;
+    else if (a.reads_as_s8() && b.reads_as_s8() && (a.within_127() || b.within_127())) return signed_maddubs_plan(M, N, a, machine);
     else return std::nullopt;
     plan.kind = IntDotTilePlan::Kind::Maddubs;
     u = plan.b_is_u8 ? b : a, s = plan.b_is_u8 ? a : b;
@@ -76,9 +94,11 @@ class TileEmitter {
     }, "idot.loop");
   }
 
+  bool accumulates_i32() const { return plan_.kind != IntDotTilePlan::Kind::Maddubs; }
   llvm::Type *acc_type() {
-    return plan_.kind == IntDotTilePlan::Kind::Vnni ? llvm::FixedVectorType::get(b_.getInt32Ty(), 8) : llvm::FixedVectorType::get(b_.getInt16Ty(), 16);
+    return accumulates_i32() ? llvm::FixedVectorType::get(b_.getInt32Ty(), 8) : llvm::FixedVectorType::get(b_.getInt16Ty(), 16);
   }
+  llvm::Value *magnitude(llvm::Value *bytes) { return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, bytes, b_.getFalse()); }
 
   // acc + the quad's products of u (u8) and s (s8), both <32 x i8>.
   llvm::Value *step(llvm::Value *acc, llvm::Value *u, llvm::Value *s) {
@@ -89,6 +109,13 @@ class TileEmitter {
     }
     return b_.CreateAdd(acc, b_.CreateIntrinsic(llvm::Intrinsic::x86_avx2_pmadd_ub_sw, {}, {u, s}));
   }
+  // SignedMaddubs: acc (i32) + the quad's products of `any` and `within_127` (both s8), given
+  // |any| as `magnitude_of_any`.
+  llvm::Value *signed_step(llvm::Value *acc, llvm::Value *magnitude_of_any, llvm::Value *any, llvm::Value *within_127) {
+    llvm::Value *signed_bytes = b_.CreateIntrinsic(llvm::Intrinsic::x86_avx2_psign_b, {}, {within_127, any});
+    llvm::Value *pairs = b_.CreateIntrinsic(llvm::Intrinsic::x86_avx2_pmadd_ub_sw, {}, {magnitude_of_any, signed_bytes});
+    return b_.CreateAdd(acc, b_.CreateIntrinsic(llvm::Intrinsic::x86_avx2_pmadd_wd, {}, {pairs, llvm::ConstantInt::get(pairs->getType(), 1)}));
+  }
   // The accumulator of vector `vector` of columns as 8 i32 column sums, times the columns'
   // scales where the dot has them. Exact either way: a vpmaddwd lane is at most
   // 2 * 32767 * 32768 < 2^31, and the i32 multiply wraps as the unfused product does.
@@ -96,7 +123,7 @@ class TileEmitter {
     llvm::Value *scales = nullptr;
     if (ops_.column_scales)
       scales = b_.CreateAlignedLoad(llvm::FixedVectorType::get(b_.getInt32Ty(), 8), b_.CreateConstInBoundsGEP1_64(b_.getInt32Ty(), ops_.column_scales, uint64_t(vector * 8)), llvm::Align(4));
-    if (plan_.kind == IntDotTilePlan::Kind::Vnni) return scales ? b_.CreateMul(acc, scales) : acc;
+    if (accumulates_i32()) return scales ? b_.CreateMul(acc, scales) : acc;
     if (scales && ops_.scales_as_i16_pairs) return b_.CreateIntrinsic(llvm::Intrinsic::x86_avx2_pmadd_wd, {}, {acc, b_.CreateBitCast(scales, acc->getType())});
     llvm::Value *sums = b_.CreateIntrinsic(llvm::Intrinsic::x86_avx2_pmadd_wd, {}, {acc, llvm::ConstantInt::get(acc->getType(), 1)});
     return scales ? b_.CreateMul(sums, scales) : sums;
@@ -110,10 +137,12 @@ class TileEmitter {
     const CarriedValues zeros(size_t(rows * vectors), llvm::Constant::getNullValue(acc_type()));
     auto quad = [&](llvm::Value *i, const CarriedValues &acc) {
       llvm::Value *q = b_.CreateAdd(q0, i);
-      std::vector<llvm::Value *> bv;
+      const bool signed_pairs = plan_.kind == IntDotTilePlan::Kind::SignedMaddubs;
+      std::vector<llvm::Value *> bv, b_magnitude;
       for (int64_t j = 0; j < vectors; ++j) {
         llvm::Value *at = b_.CreateAdd(b_.CreateMul(q, b_.getInt64(columns_)), b_.getInt64((j0 + j) * 8));
         bv.push_back(b_.CreateAlignedLoad(bytes, b_.CreateInBoundsGEP(i32, ops_.b_packed, at), llvm::Align(4)));
+        if (signed_pairs && plan_.magnitude_of_b) b_magnitude.push_back(magnitude(bv.back()));
       }
       CarriedValues next(acc.size());
       // Row m0's quad; the tile's other rows at constant offsets from it, which instruction
@@ -123,9 +152,13 @@ class TileEmitter {
       for (int64_t r = 0; r < rows; ++r) {
         llvm::Value *word = b_.CreateAlignedLoad(i32, b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), first_row, uint64_t(r * ops_.a_stride)), llvm::Align(1));
         llvm::Value *av = b_.CreateBitCast(b_.CreateVectorSplat(8, word), bytes);
+        llvm::Value *a_magnitude = signed_pairs && !plan_.magnitude_of_b ? magnitude(av) : nullptr;
         for (int64_t j = 0; j < vectors; ++j) {
           const size_t k = size_t(r * vectors + j);
-          next[k] = plan_.b_is_u8 ? step(acc[k], bv[size_t(j)], av) : step(acc[k], av, bv[size_t(j)]);
+          if (signed_pairs)
+            next[k] = plan_.magnitude_of_b ? signed_step(acc[k], b_magnitude[size_t(j)], bv[size_t(j)], av) : signed_step(acc[k], a_magnitude, av, bv[size_t(j)]);
+          else
+            next[k] = plan_.b_is_u8 ? step(acc[k], bv[size_t(j)], av) : step(acc[k], av, bv[size_t(j)]);
         }
       }
       return next;
@@ -148,9 +181,9 @@ class TileEmitter {
     }
   }
 
-  // One tile over all of K: whole groups of group_quads (Vnni: one group, all of K), then the rest.
+  // One tile over all of K: whole groups of group_quads (i32 accumulators: one group, all of K), then the rest.
   void tile(llvm::Value *m0, int64_t rows, int64_t j0, int64_t vectors) {
-    const int64_t g = plan_.kind == IntDotTilePlan::Kind::Vnni ? quads_ : std::min(plan_.group_quads, quads_);
+    const int64_t g = accumulates_i32() ? quads_ : std::min(plan_.group_quads, quads_);
     const int64_t groups = quads_ / g, rest = quads_ % g;
     group(m0, rows, j0, vectors, b_.getInt64(0), g, true);
     if (groups > 1)

@@ -25,9 +25,17 @@ namespace kdsl::codegen {
 //            4-bit operand against s8: 8 quads, 32 k), and no pair can saturate (the u8 side
 //            is below 128). One multiply-port instruction per 32 products where dot4's
 //            vpmaddubsw + vpmaddwd by ones take two, and an f32 dot's FMAs take four.
+//   SignedMaddubs: s8 x s8 without VNNI (Q8_0's and IQ4_NL's weights against x), where one
+//            operand is within +-127: vpmaddubsw of the other's magnitude (vpabsb, u8: 128 for
+//            -128) by the first with the other's sign moved onto it (vpsignb; negating stays in
+//            s8), widened at once by vpmaddwd by ones into i32 accumulators, since one pair
+//            sum (up to 2 * 128 * 127) leaves no room in i16 for a second. The magnitude is
+//            taken of B where A is within +-127 (once a quad for each vector of B, shared by
+//            the tile's rows), else of A (once a quad for each row).
 struct IntDotTilePlan {
-  enum class Kind { Vnni, Maddubs } kind = Kind::Maddubs;
+  enum class Kind { Vnni, Maddubs, SignedMaddubs } kind = Kind::Maddubs;
   bool b_is_u8 = true;   // B is the instruction's u8 operand (A the s8 one); else the reverse
+  bool magnitude_of_b = true;  // SignedMaddubs: |B| by A signed as B; else |A| by B signed as A
   // Vnni with both operands s8 (Q8_0's and IQ4_NL's weights against x): B goes in as B + 128
   // (its sign bit flipped: u8), and C takes 128 times each row of A's sum off after,
   // A . B = A . (B + 128) - 128 * sum(A); the caller packs and corrects (lower_host.cpp).
@@ -36,9 +44,9 @@ struct IntDotTilePlan {
   DotTile tile;          // rows of C by vectors of 8 columns
 };
 
-// The plan for these operands on the host, or nullopt where neither fast path takes them
-// exactly (s8 x s8 or u8 above 127 against s8 without VNNI, a CPU without AVX2 or a forced
-// portable path): the caller then multiplies element by element.
+// The plan for these operands on the host, or nullopt where no fast path takes them exactly
+// (u8 above 127 against s8, or s8 x s8 with both reaching -128, without VNNI; a CPU without
+// AVX2 or a forced portable path): the caller then multiplies element by element.
 std::optional<IntDotTilePlan> plan_int_dot_tile(int64_t M, int64_t N, int64_t K, ByteKind a, ByteKind b, IntDotPath path);
 
 // The operands in memory. A: M rows of `a_stride` bytes (at least K rounded up to 4, the bytes
