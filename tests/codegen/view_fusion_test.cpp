@@ -1,4 +1,4 @@
-// view_fusion_test.cpp - the host storage plan fuses a load and its cast through a one-to-one view into the reader (the decode attention's keys), and only there
+// view_fusion_test.cpp - the host storage plan reads a load and its cast where their one reader is: through a one-to-one view (the decode attention's keys), as a one-row dot's B (its values), and only there
 #include <doctest/doctest.h>
 #include <kdsl/kdsl.h>
 
@@ -15,6 +15,7 @@ namespace view_fusion_test {
 using namespace kdsl;
 using kdsl::kernels::col;
 using kdsl::kernels::row;
+using kdsl_test::storage_t;
 
 // The decode attention's scores in miniature: R rows of D f16 values, each row's dot product
 // with one query row, the rows read through expand_dims (a view that copies nothing). G > 1
@@ -38,6 +39,17 @@ void load_then_overwrite(Ptr<f32> x, Ptr<f32> out) {
   auto kept = reshape<N / 4, 4>(load(x + i) * 2.0f);
   store(x + i, zeros<f32, N>());
   store(out + reshape<N / 4, 4>(i), kept + 1.0f);
+}
+
+// The decode attention's values in miniature: out[M, N] = p[M, K] . V, V's K rows of N values
+// of type E read through a table of rows (as the paged cache's slots are), widened to f32.
+template <int M, int K, int N, class E>
+void weighted_rows(Ptr<const f32> p, Ptr<const E> values, Ptr<const i32> rows_at, Ptr<f32> out) {
+  auto k = arange<K>();
+  auto n = arange<N>();
+  auto vt = cast<f32>(load(values + (col(kernels::wide(load(rows_at + k)) * N) + row(kernels::wide(n)))));  // [K, N]
+  auto pv = load(p + (col(arange<M>() * K) + row(k)));                                                     // [M, K]
+  store(out + (col(arange<M>() * N) + row(n)), dot(pv, vt));
 }
 
 // The storage of the value the kernel's one op of `kind` with a 2-D `elem` result gives.
@@ -74,6 +86,32 @@ void check_scores(std::mt19937 &rng) {
     }
 }
 
+template <int M, int K, int N, class E>
+void check_weighted_rows(std::mt19937 &rng) {
+  INFO(M, " x ", K, " by ", K, " x ", N, " ", detail::element_traits<E>::name);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  std::vector<float> p(size_t(M * K));
+  for (float &v : p) v = value(rng);
+  const int stored_rows = K + 3;
+  std::vector<storage_t<E>> values(size_t(stored_rows * N));
+  for (auto &v : values) v = kdsl_test::to_storage<E>(value(rng));
+  std::vector<int32_t> rows_at(static_cast<size_t>(K));
+  for (int32_t &r : rows_at) r = int32_t(rng() % uint32_t(stored_rows));
+  std::vector<float> out(size_t(M * N), -7.0f);
+  compile<weighted_rows<M, K, N, E>>(kdsl_test::cpu())(grid(1), p.data(), values.data(), rows_at.data(), out.data());
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      double want = 0, magnitude = 0;
+      for (int k = 0; k < K; ++k) {
+        const double term = double(p[size_t(m * K + k)]) * kdsl_test::as_double(values[size_t(rows_at[size_t(k)] * N + n)]);
+        want += term, magnitude += std::fabs(term);
+      }
+      CAPTURE(m);
+      CAPTURE(n);
+      CHECK(std::fabs(out[size_t(m * N + n)] - want) <= 1e-6 * magnitude + 1e-30);
+    }
+}
+
 }  // namespace view_fusion_test
 
 using namespace view_fusion_test;
@@ -106,4 +144,24 @@ TEST_CASE("view fusion: a load read through a reshape is not moved past a store 
     CHECK(out[size_t(i)] == before[size_t(i)] * 2.0f + 1.0f);
     CHECK(x[size_t(i)] == 0.0f);
   }
+}
+
+TEST_CASE("view fusion: a one-row dot reads its B's rows where it multiplies them (f32, f16, bf16 loads through a table of rows), ragged; more rows keep B in an array") {
+  {
+    ir::Function fn = kdsl_test::traced<weighted_rows<1, 32, 64, f16>>();
+    const codegen::StoragePlan plan = codegen::plan_storage(fn);
+    CHECK(storage_of(fn, plan, ir::OpKind::Load, DType::F16) == codegen::Storage::Fused);
+    CHECK(storage_of(fn, plan, ir::OpKind::Cast, DType::F32) == codegen::Storage::Fused);
+  }
+  {
+    ir::Function fn = kdsl_test::traced<weighted_rows<3, 32, 64, f16>>();
+    const codegen::StoragePlan plan = codegen::plan_storage(fn);
+    CHECK(storage_of(fn, plan, ir::OpKind::Cast, DType::F32) == codegen::Storage::Array);
+  }
+  KDSL_TEST_RNG(rng);
+  check_weighted_rows<1, 32, 64, f16>(rng);
+  check_weighted_rows<1, 7, 37, f16>(rng);  // a last vector of 5 columns
+  check_weighted_rows<1, 9, 20, bf16>(rng);
+  check_weighted_rows<1, 5, 12, f32>(rng);
+  check_weighted_rows<3, 7, 37, f16>(rng);
 }

@@ -1292,9 +1292,12 @@ class HostLowering {
     const ir::Type &ct = fn_.type(op.results[0]);
     const ir::Type &bt = fn_.type(op.operands[1]);
     llvm::Type *f32 = b_.getFloatTy();
-    // B as an f32 array: the operand's own storage when it has one, else computed once here.
+    // B as an f32 array: the operand's own storage when it has one, else its rows straight
+    // from memory where it is a load read where the dot is (one row of C: each element of B
+    // is used once), else computed once here.
     llvm::AllocaInst *b_array = state_[size_t(op.operands[1])].array;
-    if (!b_array) {
+    const std::optional<RowsInMemory> b_rows = b_array || M != 1 ? std::nullopt : rows_in_memory(op.operands[1]);
+    if (!b_array && !b_rows) {
       b_array = alloca_array(bt, "dot.b");
       materialize(op.operands[1], b_array);
     }
@@ -1322,7 +1325,8 @@ class HostLowering {
       auto step = [&](llvm::Value *k, const CarriedValues &acc) {
         std::vector<llvm::Value *> b_row;
         for (size_t j = j0; j < j0 + nr; ++j)
-          b_row.push_back(b_.CreateAlignedLoad(vector_type(chunks[j].second), vector_ptr(b_array, bt, k, chunks[j].first), llvm::Align(4)));
+          b_row.push_back(b_rows ? row_vector(*b_rows, k, chunks[j].first, chunks[j].second)
+                                 : b_.CreateAlignedLoad(vector_type(chunks[j].second), vector_ptr(b_array, bt, k, chunks[j].first), llvm::Align(4)));
         CarriedValues next(acc.size());
         for (int64_t r = 0; r < mr; ++r) {
           llvm::Value *a = element(op.operands[0], {b_.CreateAdd(m0, b_.getInt64(r)), k});
@@ -1351,6 +1355,36 @@ class HostLowering {
     const int64_t full = M / tile.rows, rest = M % tile.rows;
     loop(full, [&](llvm::Value *s) { strip(b_.CreateMul(s, b_.getInt64(tile.rows)), tile.rows); });
     if (rest) strip(b_.getInt64(full * tile.rows), rest);
+  }
+
+  // A rank-2 f32 value read straight from memory a row at a time: an unmasked load of f32,
+  // f16 or bf16 (or its widening to f32) evaluated where it is read, its addresses consecutive
+  // along each row.
+  struct RowsInMemory {
+    const ir::Op *load = nullptr;
+    DType elem = DType::F32;
+  };
+  std::optional<RowsInMemory> rows_in_memory(ir::ValueId v) {
+    auto fused = [&](ir::ValueId x) { return !state_[size_t(x)].array && plan_.storage[size_t(x)] == Storage::Fused; };
+    if (checks_ || fn_.type(v).shape.rank != 2 || fn_.type(v).elem != DType::F32 || !fused(v)) return std::nullopt;
+    const ir::Op *def = plan_.def[size_t(v)];
+    if (def && def->kind == OpKind::Cast && fused(def->operands[0])) def = plan_.def[size_t(def->operands[0])];
+    if (!def || def->kind != OpKind::Load || def->operands.size() != 1) return std::nullopt;
+    const DType elem = fn_.type(def->results[0]).elem;
+    if ((elem != DType::F32 && elem != DType::F16 && elem != DType::BF16) || last_axis_stride(def->operands[0]) != 1) return std::nullopt;
+    return RowsInMemory{def, elem};
+  }
+  // Elements [first, first + width) of row `row` of such a value, as f32.
+  llvm::Value *row_vector(const RowsInMemory &r, llvm::Value *row, int64_t first, int64_t width) {
+    llvm::Value *at = element(r.load->operands[0], {row, b_.getInt64(first)});
+    auto *stored = llvm::FixedVectorType::get(storage_type(r.elem), unsigned(width));
+    llvm::Value *values = b_.CreateAlignedLoad(stored, at, llvm::Align(dtype_bytes(r.elem)));
+    auto *f32 = llvm::FixedVectorType::get(b_.getFloatTy(), unsigned(width));
+    switch (r.elem) {
+      case DType::F16: return b_.CreateFPExt(values, f32);
+      case DType::BF16: return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(values, llvm::FixedVectorType::get(b_.getInt32Ty(), unsigned(width))), 16), f32);
+      default: return values;
+    }
   }
 
   // The integer dot (i8 or u8 operands, i32 accumulator), element by element with C in memory.

@@ -123,13 +123,26 @@ class Planner {
   bool single_reader_place(ValueId v, const Region &r, int &place, bool &into_write) const {
     if (uses_[size_t(v)].size() != 1) return false;
     const Use &use = uses_[size_t(v)][0];
-    const bool reads_each_once = ir::reads_operand_elementwise(*use.user, use.operand) || is_one_to_one_view(*use.user);
+    const bool reads_each_once =
+        ir::reads_operand_elementwise(*use.user, use.operand) || is_one_to_one_view(*use.user) || reads_b_rows_once(*use.user, use.operand);
     if (use.region != &r || !reads_each_once || use.user->kind == OpKind::Yield) return false;
     ir::ValueId user_value = use.user->results.empty() ? ir::kNoValue : use.user->results[0];
     bool user_fused = user_value != ir::kNoValue && plan_.storage[size_t(user_value)] == Storage::Fused;
     place = user_fused ? eval_position_[size_t(user_value)] : use.position;
     into_write = user_fused ? into_write_[size_t(user_value)] : has_effect(use.user->kind);
     return place != kManyPlaces;
+  }
+
+  // An f32 dot of one row of C reads each element of its B once, a row of B a k: B (a load,
+  // or the widening of one) is then read where the dot is, its rows loaded inside the dot's
+  // k loop (lower_host.cpp, emit_dot_strips), where it was staged into an array first. The
+  // decode attention's values are such a B: the staging took 30% of its time
+  // (bench/RESULTS.md, 2026-12-06, "the decode attention's values read where the dot uses
+  // them").
+  bool reads_b_rows_once(const Op &user, size_t operand) const {
+    if (user.kind != OpKind::Dot || operand != 1 || user.results.empty()) return false;
+    const ir::Type &c = fn_.type(user.results[0]);
+    return c.elem == DType::F32 && c.shape.rank == 2 && c.shape[0] == 1;
   }
 
   // A view that reads each element of its operand once and in row-major order: as many
