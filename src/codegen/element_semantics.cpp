@@ -104,7 +104,10 @@ llvm::Type *ElementSemantics::storage_type(DType t) const {
 llvm::Value *ElementSemantics::from_storage(llvm::Value *v, DType t) {
   switch (t) {
     case DType::F16: return widen_f16(v);
-    case DType::BF16: return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(v, b_.getInt32Ty()), 16), b_.getFloatTy());
+    case DType::BF16: {  // a scalar, or a vector of them (the host's rows of a dot's B)
+      llvm::Type *type = v->getType();
+      return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(v, type->getWithNewType(b_.getInt32Ty())), 16), type->getWithNewType(b_.getFloatTy()));
+    }
     case DType::F8E4M3: return widen_e4m3(v);
     case DType::Bool: return b_.CreateICmpNE(v, b_.getInt8(0));
     default: return v;

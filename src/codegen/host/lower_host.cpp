@@ -70,11 +70,14 @@ class HostElements final : public ElementSemantics {
   // Bumped on each f16 widening emitted, so a loop can tell whether its body widened any.
   int64_t f16_widenings() const { return f16_widenings_; }
   int forced_f16_width() const { return f16_.forced_width; }
+  // Whether from_storage widens a vector of `t` as one (else element by element only): f16
+  // without F16C goes through integer code written for one element.
+  bool widens_vectors_of(DType t) const { return t != DType::F16 || f16_.native; }
 
  protected:
   llvm::Value *widen_f16(llvm::Value *half_value) override {
     ++f16_widenings_;
-    if (f16_.native) return b_.CreateFPExt(half_value, b_.getFloatTy());
+    if (f16_.native) return b_.CreateFPExt(half_value, half_value->getType()->getWithNewType(b_.getFloatTy()));
     return emit_f16_bits_to_f32(b_, b_.CreateBitCast(half_value, b_.getInt16Ty()));
   }
 
@@ -1359,7 +1362,7 @@ class HostLowering {
 
   // A rank-2 f32 value read straight from memory a row at a time: an unmasked load of f32,
   // f16 or bf16 (or its widening to f32) evaluated where it is read, its addresses consecutive
-  // along each row.
+  // along each row, of a type the host widens as vectors.
   struct RowsInMemory {
     const ir::Op *load = nullptr;
     DType elem = DType::F32;
@@ -1371,20 +1374,16 @@ class HostLowering {
     if (def && def->kind == OpKind::Cast && fused(def->operands[0])) def = plan_.def[size_t(def->operands[0])];
     if (!def || def->kind != OpKind::Load || def->operands.size() != 1) return std::nullopt;
     const DType elem = fn_.type(def->results[0]).elem;
-    if ((elem != DType::F32 && elem != DType::F16 && elem != DType::BF16) || last_axis_stride(def->operands[0]) != 1) return std::nullopt;
+    if ((elem != DType::F32 && elem != DType::F16 && elem != DType::BF16) || !el_.widens_vectors_of(elem) || last_axis_stride(def->operands[0]) != 1)
+      return std::nullopt;
     return RowsInMemory{def, elem};
   }
-  // Elements [first, first + width) of row `row` of such a value, as f32.
+  // Elements [first, first + width) of row `row` of such a value, as f32 (widened as the
+  // element semantics widen one).
   llvm::Value *row_vector(const RowsInMemory &r, llvm::Value *row, int64_t first, int64_t width) {
     llvm::Value *at = element(r.load->operands[0], {row, b_.getInt64(first)});
     auto *stored = llvm::FixedVectorType::get(storage_type(r.elem), unsigned(width));
-    llvm::Value *values = b_.CreateAlignedLoad(stored, at, llvm::Align(dtype_bytes(r.elem)));
-    auto *f32 = llvm::FixedVectorType::get(b_.getFloatTy(), unsigned(width));
-    switch (r.elem) {
-      case DType::F16: return b_.CreateFPExt(values, f32);
-      case DType::BF16: return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(values, llvm::FixedVectorType::get(b_.getInt32Ty(), unsigned(width))), 16), f32);
-      default: return values;
-    }
+    return from_storage(b_.CreateAlignedLoad(stored, at, llvm::Align(dtype_bytes(r.elem))), r.elem);
   }
 
   // The integer dot (i8 or u8 operands, i32 accumulator), element by element with C in memory.
