@@ -4,6 +4,7 @@
 
 #include "kernels/matvec_int8_sums.h"
 #include "kernels/quant_formats.h"
+#include "kernels/quantize_activations.h"
 
 namespace kdsl::kernels {
 
@@ -30,14 +31,11 @@ struct Q4_0Tiles {
   }
 };
 
-// x's quants of a 32-value block, [BM, W] from column `first`, with the -127 floor the quantizer
-// keeps them above (quantize_activations.h) said to the lowering: a vpmaxsb a tile row that
-// changes nothing, and lets s8 x s8 byte dots without VNNI move x's sign onto the weights and
-// take the weights' magnitude (src/codegen/host/int_dot_tile.h, SignedMaddubs).
+// x's quants of a 32-value block, [BM, W] from column `first`, within +-127 as the quantizer
+// writes them (a vpmaxsb a tile row; see quants_within_127).
 template <int W, class XP>
 auto activations_within_127(const XP &x, int first) {
-  auto quants = load(x + (row(wide(arange<W>())) + first));  // [BM, W]
-  return maximum(quants, full<i8, 1, W>(-127));
+  return quants_within_127(load(x + (row(wide(arange<W>())) + first)));  // [BM, W]
 }
 
 // Q8_0's: one block's contribution is d_x * d * (x . q), q the block's int8 quants: one byte

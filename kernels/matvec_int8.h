@@ -1,6 +1,7 @@
 // matvec_int8.h - decode and few-row products out[r,n] = x[r,:] . W[n,:] (+ bias[n]) over Q8_0 / Q4_0 / IQ4_NL weights by integer dot products with quantized activations
 #pragma once
 #include "kernels/quant_formats.h"
+#include "kernels/quantize_activations.h"
 #include "kernels/weight_blocks.h"
 
 namespace kdsl::kernels {
@@ -30,7 +31,7 @@ template <int P, bool WEIGHTS_WITHIN_127, class XP>
 auto activation_piece(const XP &x_block, int first) {
   auto x = load(x_block + (quant_piece<P>() + first));
   if constexpr (WEIGHTS_WITHIN_127) return x;
-  else return maximum(x, full<i8, 1, 1, P>(-127));
+  else return quants_within_127(x);
 }
 
 // The policies below read a block's quant bytes through `quants(offset)`: every weight row's

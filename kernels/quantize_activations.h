@@ -20,6 +20,15 @@ void store_in_row(const P &ptrs, const V &values, const M &mask) {
   else store(ptrs, values, mask);
 }
 
+// Quants these kernels wrote, with the floor they keep them above said to the compiler: a
+// max that changes nothing, and lets the host's s8 x s8 byte dots without VNNI move x's sign
+// onto the other operand and take that one's magnitude, which needs x within +-127
+// (src/codegen/host/int_dot.h, int_dot_tile.h: SignedMaddubs).
+template <int... D>
+Block<i8, D...> quants_within_127(const Block<i8, D...> &quants) {
+  return maximum(quants, full<i8, D...>(-127));
+}
+
 // The activation blocks of one row of K (a multiple of 32) values: block b of row r holds
 // xq[r*K + 32b .. +31] (int8) and its scale xd[r*K/32 + b] (f32), so that x ~ xd * xq, as
 // ggml's quantize_row_q8_0 makes them (d = amax / 127, q = round(x * 127 / amax), one block
