@@ -99,9 +99,8 @@ void run_rows(Library::Impl &im, const IntDotPoints &points, int rows, int N, in
 // program, BM the rows there are, from kPrefillTileLo up to kPrefillTileM.
 constexpr int kPrefillTileLo = 32, kPrefillTileM = 128, kPrefillTileN = 32;
 
-// x's rows quantized into the Library's scratch: int8 quants, an f32 scale per BE values and,
-// with GS > 0, the integer sum of each GS quants (quantize_activations_sums); with GS 0, none
-// (quantize_activations_q8, BE 32).
+// x's rows quantized into the Library's scratch: int8 quants, an f32 scale per BE values and
+// the integer sum of each GS quants (quantize_activations_sums).
 struct QuantizedX {
   int8_t *quants;
   float *scales;
@@ -112,20 +111,16 @@ QuantizedX quantize_x(Library::Impl &im, const float *x, int rows, int K) {
   const int blocks = K / BE;
   const auto g = grid(cdiv(blocks, kQuantizeBlocks), rows);
   QuantizedX q{reserve(im, im.activation_quants, size_t(rows) * size_t(K)), reserve(im, im.activation_scales, size_t(rows) * size_t(blocks)),
-               nullptr};
-  if constexpr (GS > 0) {
-    q.sums = reserve(im, im.activation_sums, size_t(rows) * size_t(K / GS));
-    im.kernel<quantize_activations_sums<BE, GS, kQuantizeBlocks>>()(g, x, q.quants, q.scales, q.sums, K);
-  } else {
-    static_assert(BE == 32, "activation blocks without sums are Q8_0's, of 32");
-    im.kernel<quantize_activations_q8<kQuantizeBlocks>>()(g, x, q.quants, q.scales, K);
-  }
+               reserve(im, im.activation_sums, size_t(rows) * size_t(K / GS))};
+  im.kernel<quantize_activations_sums<BE, GS, kQuantizeBlocks>>()(g, x, q.quants, q.scales, q.sums, K);
   return q;
 }
 
-// How integer-dot policy P's activations are quantized: blocks of kElements values, with the
-// integer sum of every kSumGroup of them where kSums (the formats whose blocks have offsets:
-// matvec_int8_sums.h), none (kSumGroup 0) for Q8_0, Q4_0 and IQ4_NL (matvec_int8.h).
+// How integer-dot policy P's activations are quantized: blocks of kElements values with the
+// integer sum of every kSumGroup of them. kSums: the formats whose blocks have offsets
+// (matvec_int8_sums.h), in their groups. The others (matvec_int8.h) take ggml's Q8_1 blocks,
+// 32 values and their sum: Q4_0 takes its -8 off against the sum, Q8_0 and IQ4_NL leave it
+// unread (as their prefill tiles do), so that the 32-value formats share one quantizer.
 template <class P>
 struct ActivationBlocks {
   static constexpr bool kSums = requires { P::kSumGroup; };
@@ -135,7 +130,7 @@ struct ActivationBlocks {
   }();
   static constexpr int kSumGroup = [] {
     if constexpr (kSums) return P::kSumGroup;
-    else return 0;
+    else return 32;
   }();
 };
 
@@ -166,27 +161,27 @@ void run_int_dot(Library::Impl &im, const float *x, const void *w, const float *
       return run_prefill_tiles<typename int_dot_policy<F>::tiles>(im, x, w, bias, out, rows, N, K);
   }
   constexpr bool kSums = ActivationBlocks<P>::kSums;
-  constexpr int BE = ActivationBlocks<P>::kElements, GS = kSums ? ActivationBlocks<P>::kSumGroup : BE;
+  constexpr int BE = ActivationBlocks<P>::kElements, GS = ActivationBlocks<P>::kSumGroup;
   constexpr bool kSuper = BE > 32;
   constexpr int kPrefetch = kSuper ? kKQuantPrefetchBytes : kPrefetchBytes;
   [[maybe_unused]] constexpr int kLines = kSuper ? kKQuantLines : 1;  // the formats with sums only
   const float *b = bias ? bias : out;  // unread without a bias
   const int blocks = K / BE;
-  const QuantizedX xq = quantize_x<BE, ActivationBlocks<P>::kSumGroup>(im, x, rows, K);
+  const QuantizedX xq = quantize_x<BE, GS>(im, x, rows, K);
   auto run = [&]<int BR, int BN, class Use>(int first, int count, Use use) {
     auto g = grid(cdiv(N, BN), cdiv(count, BR));
     const int8_t *q = xq.quants + int64_t(first) * K;
     const float *d = xq.scales + int64_t(first) * blocks;
+    const int32_t *sums = xq.sums + int64_t(first) * (K / GS);
     float *o = out + int64_t(first) * N;
     if constexpr (kSums) {
       auto wq = static_cast<const uint8_t *>(w);
-      const int32_t *sums = xq.sums + int64_t(first) * (K / GS);
       if (bias) use(im.kernel<matvec_int8_sums<P, BR, BN, true, kPrefetch, kLines>>(), g, q, d, sums, wq, b, o, count, N, K);
       else use(im.kernel<matvec_int8_sums<P, BR, BN, false, kPrefetch, kLines>>(), g, q, d, sums, wq, b, o, count, N, K);
     } else {
       auto wq = static_cast<const typename P::Format::Quant::storage *>(w);
-      if (bias) use(im.kernel<matvec_int8<P, BR, BN, true, kPrefetch>>(), g, q, d, wq, b, o, count, N, K);
-      else use(im.kernel<matvec_int8<P, BR, BN, false, kPrefetch>>(), g, q, d, wq, b, o, count, N, K);
+      if (bias) use(im.kernel<matvec_int8<P, BR, BN, true, kPrefetch>>(), g, q, d, sums, wq, b, o, count, N, K);
+      else use(im.kernel<matvec_int8<P, BR, BN, false, kPrefetch>>(), g, q, d, sums, wq, b, o, count, N, K);
     }
   };
   if constexpr (kSums) run_rows<4, kIntDotFewSumsCandidates>(im, points, rows, N, K, few_rows_launch, run);
@@ -215,14 +210,14 @@ void run_int_dot_grouped(Library::Impl &im, const float *x, const void *w, const
     auto g = grid(N / R, cdiv(count, BR));
     const int8_t *q = xq.quants + int64_t(first) * K;
     const float *d = xq.scales + int64_t(first) * blocks;
+    const int32_t *sums = xq.sums + int64_t(first) * (K / GS);
     float *o = out + int64_t(first) * N;
     if constexpr (kSums) {
-      const int32_t *sums = xq.sums + int64_t(first) * (K / GS);
       if (bias) im.kernel<matvec_grouped_sums<P, BR, R, true>>()(g, q, d, sums, wq, b, o, count, N, K);
       else im.kernel<matvec_grouped_sums<P, BR, R, false>>()(g, q, d, sums, wq, b, o, count, N, K);
     } else {
-      if (bias) im.kernel<matvec_grouped_int8<P, BR, R, true>>()(g, q, d, wq, b, o, count, N, K);
-      else im.kernel<matvec_grouped_int8<P, BR, R, false>>()(g, q, d, wq, b, o, count, N, K);
+      if (bias) im.kernel<matvec_grouped_int8<P, BR, R, true>>()(g, q, d, sums, wq, b, o, count, N, K);
+      else im.kernel<matvec_grouped_int8<P, BR, R, false>>()(g, q, d, sums, wq, b, o, count, N, K);
     }
   };
   for_few_row_launches(

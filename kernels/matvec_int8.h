@@ -7,9 +7,10 @@
 namespace kdsl::kernels {
 
 // How a weight format meets the activation blocks (quantize_activations.h) in dot4: from the
-// quant bytes of one block of each weight row (below) and each row of x's block ([BR, 1, 1]
-// pointers to its 32 int8), exact i32 partial sums per (x row, weight row) whose total is the
-// block's integer dot product. The host lowering puts as many weight rows' pieces side by
+// quant bytes of one block of each weight row (below), each row of x's block ([BR, 1, 1]
+// pointers to its 32 int8) and that block's integer sum (Q8_1-style blocks: a [BR, 1, 1]
+// pointer, read where the format has an offset), exact i32 partial sums per (x row, weight
+// row) whose total is the block's integer dot product. The host lowering puts as many weight rows' pieces side by
 // side in one 64-byte vpdpbusd as fit (lower_host.cpp, emit_packed_dot4), and the sums a row
 // keeps are the lanes its f32 accumulator keeps across the loop (matvec_int8 below).
 
@@ -65,28 +66,27 @@ auto int8_halves_sums(const QS &quants, const XP &x_block, V &&value) {
 struct Q8_0IntDot {
   using Format = Q8_0Format;
 
-  template <int P, int BR, int BN, class QS, class XP>
-  static auto sums(const QS &quants, const XP &x_block) {
+  template <int P, int BR, int BN, class QS, class XP, class SP>
+  static auto sums(const QS &quants, const XP &x_block, const SP &) {
     return int8_halves_sums<P, BR, BN, false>(quants, x_block, [&](int e) { return quants(e); });
   }
 };
 
 // Q4_0: w = d * (nibble - 8), low nibbles elements 0..15, high nibbles 16..31. The nibbles
 // (u8, 0..15) take the activations as they are (u8 x i8: one vpdpbusd, no correction), and the
-// -8 comes off once per block as 8 * the activations' group sums, which depend on x alone: the
-// sums start from it.
+// -8 comes off once per block as 8 * the block's sum of activations, which the quantizer makes
+// (as the prefill tiles read it): the sums start from it (in the first lane where a row keeps
+// four). Summed here from the block's quants it cost two byte dots, a horizontal sum and a
+// broadcast a block: 10 of the 107 instructions of a 16-row group's block on AVX2.
 struct Q4_0IntDot {
   using Format = Q4_0Format;
 
-  template <int P, int BR, int BN, class QS, class XP>
-  static auto sums(const QS &quants, const XP &x_block) {
-    auto j = quant_piece<16>();
-    auto x_low = load(x_block + j), x_high = load(x_block + (j + 16));  // [BR, 1, 16]
-    auto eights = full<u8, 1, 1, 16>(8);
-    auto offset = dot4(eights, x_low) + dot4(eights, x_high);  // [BR, 1, 4]
+  template <int P, int BR, int BN, class QS, class XP, class SP>
+  static auto sums(const QS &quants, const XP &x_block, const SP &x_sum) {
+    auto eight_sums = load(x_sum) * 8;  // [BR, 1, 1], |8 * sum| <= 8 * 32 * 127
     auto acc = [&] {
-      if constexpr (P == 16) return zeros<i32, BR, BN, 4>() - offset;  // [BR, BN, 4]
-      else return zeros<i32, BR, BN, P / 4>() - reshape<BR, 1, 1>(sum<2>(offset));
+      if constexpr (P == 16) return zeros<i32, BR, BN, 4>() - where(quant_piece<4>() == 0, eight_sums, 0);  // [BR, BN, 4]
+      else return zeros<i32, BR, BN, P / 4>() - eight_sums;
     }();
     for (int i = 0; i < 16; i += P) {
       auto q = quants(i);  // rows of 16
@@ -103,8 +103,8 @@ struct Q4_0IntDot {
 struct IQ4_NLIntDot {
   using Format = IQ4_NLFormat;
 
-  template <int P, int BR, int BN, class QS, class XP>
-  static auto sums(const QS &quants, const XP &x_block) {
+  template <int P, int BR, int BN, class QS, class XP, class SP>
+  static auto sums(const QS &quants, const XP &x_block, const SP &) {
     // The grid's 16 levels as a row, from constants alone (the selects fold away), looked up
     // by each nibble in rows of 16: one vpshufb for 16 on the host
     // (src/codegen/host/lower_host.cpp, lookup_bytes_in_table), where picking each level by
@@ -127,8 +127,8 @@ auto stored_quants(const QP &wq, const B &block) {
   return [=](int offset) { return load((wq + (block * F::kBlockBytes + F::kQuantOffset)) + (quant_piece<16>() + offset)); };
 }
 
-// W is [N][K] in P's format, K a multiple of 32; x arrives as activation blocks xq / xd of
-// `rows` rows (1 for decode, up to BR per program: program (i, j) takes rows j*BR .. j*BR +
+// W is [N][K] in P's format, K a multiple of 32; x arrives as activation blocks xq / xd / xs
+// (quants, scale and sum: quantize_activations_sums<32, 32>) of `rows` rows (1 for decode, up to BR per program: program (i, j) takes rows j*BR .. j*BR +
 // BR - 1, so a grid of cdiv(rows, BR) along axis 1 covers a prefill). One program per BN weight rows spread N/BN apart
 // (spread_rows in common.h), one block of each per step: its quant bytes are read once for
 // every row of x and turned into [BR, BN, 4] integer sums by dot4, which a [BR, BN, 4] f32
@@ -146,8 +146,8 @@ auto stored_quants(const QP &wq, const B &block) {
 // Against the f32 dequantize path the difference is the activations' quantization:
 // |y_int8 - y_f32| <= sum over blocks of (d_x / 2) * sum |w| over the block, plus f32 rounding.
 template <class P, int BR, int BN, bool HAS_BIAS, int PREFETCH = 0>
-void matvec_int8(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const typename P::Format::Quant> wq, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> rows,
-                 Scalar<i32> N, Scalar<i32> K) {
+void matvec_int8(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs, Ptr<const typename P::Format::Quant> wq, Ptr<const f32> bias, Ptr<f32> out,
+                 Scalar<i32> rows, Scalar<i32> N, Scalar<i32> K) {
   using F = typename P::Format;
   auto wd = reinterpret<f16>(wq);  // the weight scales, at half index block * kScaleStride
   auto blocks = K / F::kBlockElements;
@@ -161,7 +161,7 @@ void matvec_int8(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const typename P::Form
     auto d_w = cast<f32>(load(wd + block * F::kScaleStride));  // [1, BN, 1]
     auto x_block = x_row * wide(blocks) + wide(b);             // [BR, 1, 1]
     auto d_x = load(xd + x_block);
-    auto s = P::template sums<16, BR, BN>(stored_quants<F>(wq, block), xq + x_block * F::kBlockElements);  // [BR, BN, 4]
+    auto s = P::template sums<16, BR, BN>(stored_quants<F>(wq, block), xq + x_block * F::kBlockElements, xs + x_block);  // [BR, BN, 4]
     return acc + cast<f32>(s) * (d_w * d_x);
   });
   auto y = sum<2>(acc);
@@ -174,8 +174,8 @@ void matvec_int8(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const typename P::Form
 // R rows as one run and its quants 4 bytes a row, 16 rows to a vpdpbusd, each row's sum in its
 // own lane. W holds N / R groups (N a multiple of R: Library::row_group).
 template <class P, int BR, int R, bool HAS_BIAS>
-void matvec_grouped_int8(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const u8> wq, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> rows, Scalar<i32> N,
-                         Scalar<i32> K) {
+void matvec_grouped_int8(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs, Ptr<const u8> wq, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> rows,
+                         Scalar<i32> N, Scalar<i32> K) {
   using F = typename P::Format;
   using Blocks = GroupedBlocks<typename F::Layout, R>;
   constexpr int L = Blocks::kPiece / 4;
@@ -194,7 +194,7 @@ void matvec_grouped_int8(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const u8> wq, 
       if constexpr (std::is_same_v<typename F::Quant, u8>) return bytes;
       else return bitcast<typename F::Quant>(bytes);
     };
-    auto s = P::template sums<Blocks::kPiece, BR, R>(quants, xq + x_block * F::kBlockElements);  // [BR, R, L]
+    auto s = P::template sums<Blocks::kPiece, BR, R>(quants, xq + x_block * F::kBlockElements, xs + x_block);  // [BR, R, L]
     return acc + cast<f32>(s) * (d_w * d_x);
   });
   auto y = sum<2>(acc);

@@ -29,36 +29,19 @@ Block<i8, D...> quants_within_127(const Block<i8, D...> &quants) {
   return maximum(quants, full<i8, D...>(-127));
 }
 
-// The activation blocks of one row of K (a multiple of 32) values: block b of row r holds
-// xq[r*K + 32b .. +31] (int8) and its scale xd[r*K/32 + b] (f32), so that x ~ xd * xq, as
-// ggml's quantize_row_q8_0 makes them (d = amax / 127, q = round(x * 127 / amax), one block
-// of zeros where amax is 0). Two differences, both for precision: the scale stays f32 (ggml
-// rounds it to f16), and ties round half up (floor(v + 0.5), exact here: |v| <= 127); so
-// |x - xd * xq| <= xd / 2 (plus f32 rounding of x * 127 / amax), and q is never -128: every
-// value lies in [-127, 127].
-// Grid (cdiv(K/32, BB), rows): BB blocks of one row per program.
-template <int BB>
-void quantize_activations_q8(Ptr<const f32> x, Ptr<i8> xq, Ptr<f32> xd, Scalar<i32> K) {
-  auto blocks = K / 32;
-  auto rb = program_id(0) * BB + arange<BB>();  // this program's blocks of the row
-  auto row_start = wide(program_id(1)) * wide(K);
-  auto idx = row_start + col(wide(rb)) * 32 + row(wide(arange<32>()));  // [BB, 32]
-  auto in_row = col(rb) * 32 + row(arange<32>()) < K;                   // whole blocks past the row's end are masked
-  auto v = load_in_row<BB>(x + idx, in_row);
-  auto amax = max<1>(abs(v));  // [BB]
-  auto inverse = where(amax > 0.0f, 127.0f / amax, 0.0f);
-  store_in_row<BB>(xq + idx, cast<i8>(floor(v * col(inverse) + 0.5f)), in_row);
-  store_in_row<BB>(xd + wide(program_id(1)) * wide(blocks) + wide(rb), amax / 127.0f, rb < blocks);
-}
-
-// The activation blocks of the formats whose weights carry an offset or a minimum (the
-// k-quants' dmin * m and Q6_K's -32, Q4_1's and Q5_1's m, Q5_0's -16): BLOCK values per f32
-// scale, quantized exactly as quantize_activations_q8 quantizes its 32, plus the integer sum of
-// every GROUP consecutive quants. An offset o shared by a group then meets the activations once,
-// o * d_x * (sum of the group's quants), instead of once per value. BLOCK 256 with GROUP 16
-// is ggml's Q8_K (the k-quants: Q6_K's scales cover 16 values, Q4_K's and Q5_K's 32 = two
-// groups), BLOCK 32 with GROUP 32 its Q8_1 (the 32-element formats); the sums stay i32 (ggml
-// keeps Q8_1's as d * sum in f16), so the offset term is exact until it is scaled. Row r's block b
+// The activation blocks the integer-dot kernels read: BLOCK values of a row per f32 scale, as
+// ggml's quantize_row_q8_0 makes its 32 (d = amax / 127, q = round(x * 127 / amax), a block
+// of zeros where amax is 0), plus the integer sum of every GROUP consecutive quants. Two
+// differences from ggml, both for precision: the scale stays f32 (ggml rounds it to f16), and
+// ties round half up (floor(v + 0.5), exact here: |v| <= 127); so |x - d * q| <= d / 2 (plus
+// f32 rounding of x * 127 / amax), and q is never -128: every value lies in [-127, 127].
+// The sums serve the formats whose weights carry an offset or a minimum (the k-quants' dmin *
+// m and Q6_K's -32, Q4_0's -8, Q5_0's -16, Q4_1's and Q5_1's m): an offset o shared by a group
+// meets the activations once, o * d_x * (sum of the group's quants), instead of once per value.
+// BLOCK 256 with GROUP 16 is ggml's Q8_K (the k-quants: Q6_K's scales cover 16 values, Q4_K's
+// and Q5_K's 32 = two groups), BLOCK 32 with GROUP 32 its Q8_1 (every 32-value format; Q8_0's
+// and IQ4_NL's kernels leave the sums unread); the sums stay i32 (ggml keeps Q8_1's as d * sum
+// in f16), so the offset term is exact until it is scaled. Row r's block b
 // is xq[r*K + BLOCK*b ..] and xd[r*K/BLOCK + b], its groups xs[r*K/GROUP + (BLOCK/GROUP)*b ..].
 // K is a multiple of BLOCK. Grid (cdiv(K/BLOCK, BB), rows): BB blocks of one row per program.
 template <int BLOCK, int GROUP, int BB>

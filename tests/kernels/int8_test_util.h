@@ -38,14 +38,12 @@ inline int int_dot_default_rows(WeightType t) {
 inline bool has_int_dot(WeightType t) { return int_dot_default_rows(t) > 0; }
 
 // The activation blocks each format meets: 256 values per scale with sums of 16 for the
-// k-quants (ggml's Q8_K), 32 with one sum for the 32-element formats with an offset (Q8_1), 32
-// with none for Q8_0, Q4_0 and IQ4_NL (group 0).
+// k-quants (ggml's Q8_K), 32 with one sum (ggml's Q8_1) for the 32-value formats.
 struct ActivationBlocks {
   int block, group;
 };
 inline ActivationBlocks activation_blocks(WeightType t) {
   if (kdsl::kernels::weight_type_info(t).block_elements == kdsl::formats::kQK_K) return {256, 16};
-  if (t == WeightType::Q8_0 || t == WeightType::Q4_0 || t == WeightType::IQ4_NL) return {32, 0};
   return {32, 32};
 }
 
