@@ -20,13 +20,13 @@ namespace {
 // decode kernels do, library_quantized.cpp), products of up to kTileRows rows of x are cut
 // into few-row launches (run_rows, below), and the kernels prefetch a
 // block's bytes kPrefetchBytes ahead: one line for the 32-element formats, kKQuantLines for a
-// k-quant super-block (Q6_K's 210 bytes span up to 5 lines); a quantize program takes one
-// block, of 32 or 256 values. With 8 blocks of 32 a program, the vectorizer laid the blocks
-// across lanes and gathered their values: a 512-row prompt's quantization took 2-3x as long
-// (bench/RESULTS.md, the entry "Activation quantization one block a program").
+// k-quant super-block (Q6_K's 210 bytes span up to 5 lines); a quantize program takes a row,
+// one block of 32 or 256 values a step (quantize_activations.h). With 8 blocks of 32 side by
+// side, the vectorizer laid the blocks across lanes and gathered their values: a 512-row
+// prompt's quantization took 2-3x as long (bench/RESULTS.md, the entry "Activation
+// quantization one block a program").
 constexpr int kRows = 8, kTileRows = 16;
 constexpr int kPrefetchBytes = 512, kKQuantPrefetchBytes = 1024, kKQuantLines = 4;
-constexpr int kQuantizeBlocks = 1;
 
 // The weight rows a single-row (decode) program takes, a tuned point per format and shape:
 // kRows is the hand-set default (the few-row and prefill launches keep it), and 4 or 16 rows
@@ -109,10 +109,10 @@ struct QuantizedX {
 template <int BE, int GS>
 QuantizedX quantize_x(Library::Impl &im, const float *x, int rows, int K) {
   const int blocks = K / BE;
-  const auto g = grid(cdiv(blocks, kQuantizeBlocks), rows);
+  const auto g = grid(rows);
   QuantizedX q{reserve(im, im.activation_quants, size_t(rows) * size_t(K)), reserve(im, im.activation_scales, size_t(rows) * size_t(blocks)),
                reserve(im, im.activation_sums, size_t(rows) * size_t(K / GS))};
-  im.kernel<quantize_activations_sums<BE, GS, kQuantizeBlocks>>()(g, x, q.quants, q.scales, q.sums, K);
+  im.kernel<quantize_activations_sums<BE, GS>>()(g, x, q.quants, q.scales, q.sums, K);
   return q;
 }
 
