@@ -65,16 +65,18 @@ void matvec_grouped_sums(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs,
   auto rn = program_id(0) * R + arange<R>();   // the group's weight rows
   auto x_row = reshape<BR, 1, 1>(wide(minimum(r, rows - 1)));
   auto first_block = wide(program_id(0)) * wide(blocks);  // the group's first block
-  constexpr int kLanes = GroupedBlocks<typename P::Layout, R>::kPiece / 4;  // 1: a row's sum in one lane
-  auto [lanes, offsets] = for_range(0, blocks, 1, zeros<f32, BR, R, kLanes>(), zeros<f32, BR, R>(), [&](auto b, auto l, auto o) {
+  static_assert(GroupedBlocks<typename P::Layout, R>::kPiece == 4, "a grouped row's sum is one lane");
+  // A row's one lane and its offset meet before d_x, so one accumulator of [BR, R] is carried:
+  // carried apart, the two took twice the registers, and LLVM rotated Q4_1's four accumulators
+  // through five registers and the stack every step (10 of its 117 instructions a block).
+  auto acc = for_range(0, blocks, 1, zeros<f32, BR, R, 1>(), [&](auto b, auto acc) {
     auto group = first_block + wide(b);
     auto x_block = x_row * wide(blocks) + wide(b);  // [BR, 1, 1]
     auto d_x = load(xd + x_block);                  // [BR, 1, 1]
     auto s = P::template block_dot<BR, R>(GroupedBlocks<typename P::Layout, R>{wq, group}, xq + x_block * BE, xs + x_block * G);
-    return std::tuple(l + s.lanes * d_x, o + s.offset * reshape<BR, 1>(d_x));
+    return acc + (s.lanes + reshape<BR, R, 1>(s.offset)) * d_x;
   });
-  auto y = sum<2>(lanes) + offsets;
-  store_product<HAS_BIAS>(out, bias, y, r, rn, rows, N);
+  store_product<HAS_BIAS>(out, bias, reshape<BR, R>(acc), r, rn, rows, N);
 }
 
 // What a policy's block_dot returns for one block of each (x row, weight row): the block's
