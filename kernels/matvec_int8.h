@@ -77,7 +77,7 @@ struct Q8_0IntDot {
 // -8 comes off once per block as 8 * the block's sum of activations, which the quantizer makes
 // (as the prefill tiles read it): the sums start from it (in the first lane where a row keeps
 // four). Summed here from the block's quants it cost two byte dots, a horizontal sum and a
-// broadcast a block: 10 of the 107 instructions of a 16-row group's block on AVX2.
+// broadcast every block (bench/RESULTS.md, 2026-12-07, the loop's instructions before and after).
 struct Q4_0IntDot {
   using Format = Q4_0Format;
 

@@ -68,7 +68,7 @@ void matvec_grouped_sums(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs,
   static_assert(GroupedBlocks<typename P::Layout, R>::kPiece == 4, "a grouped row's sum is one lane");
   // A row's one lane and its offset meet before d_x, so one accumulator of [BR, R] is carried:
   // carried apart, the two took twice the registers, and LLVM rotated Q4_1's four accumulators
-  // through five registers and the stack every step (10 of its 117 instructions a block).
+  // through five registers and the stack every step (bench/RESULTS.md, 2026-12-07).
   auto acc = for_range(0, blocks, 1, zeros<f32, BR, R, 1>(), [&](auto b, auto acc) {
     auto group = first_block + wide(b);
     auto x_block = x_row * wide(blocks) + wide(b);  // [BR, 1, 1]
