@@ -26,27 +26,65 @@ void Library::set_gpu_forms(bool on) { impl_->gpu_forms = on; }
 void Library::set_row_groups(bool on) { impl_->row_groups = on; }
 bool Library::dispatches_for_gpu() const { return !detail::dispatches_for_cpu(*impl_); }
 
-void Library::rmsnorm(const float *x, const float *w, float *y, int rows, int dim, float eps) {
+namespace {
+
+// Calls f.template operator()<E>() for the element type E of the rows a producer writes (f32,
+// f16 or bf16), `what` naming the operation and argument in the error for any other.
+template <class F>
+void with_row_type(const char *op, const char *what, DType type, F &&f) {
+  switch (type) {
+    case DType::F32: return f.template operator()<f32>();
+    case DType::F16: return f.template operator()<f16>();
+    case DType::BF16: return f.template operator()<bf16>();
+    default:
+      require(false, op, [&] { return std::string(what) + " type " + std::string(dtype_name(type)) + " is not supported (f32, f16 or bf16)"; });
+  }
+}
+
+}  // namespace
+
+void Library::rmsnorm(const float *x, const float *w, float *y, int rows, int dim, float eps) { rmsnorm(x, w, y, DType::F32, rows, dim, eps); }
+
+void Library::rmsnorm(const float *x, const float *w, void *y, DType ytype, int rows, int dim, float eps) {
   require(rows >= 0 && dim > 0, "rmsnorm",
           [&] { return "rows and dim must be positive (got rows " + std::to_string(rows) + ", dim " + std::to_string(dim) + ")"; });
   if (rows == 0) return;
-  with_block<16, 8192>("rmsnorm", "dim", dim,
-                       [&]<int B>() { impl_->kernel<kernels::rmsnorm<B, false>>()(grid(rows), x, x, w, y, dim, eps); });
+  with_row_type("rmsnorm", "y", ytype, [&]<class Y>() {
+    with_block<16, 8192>("rmsnorm", "dim", dim, [&]<int B>() {
+      impl_->kernel<kernels::rmsnorm<B, false, Y>>()(grid(rows), x, x, w, static_cast<typename Y::storage *>(y), dim, eps);
+    });
+  });
 }
 
 void Library::add_rmsnorm(float *x, const float *residual, const float *w, float *y, int rows, int dim, float eps) {
+  add_rmsnorm(x, residual, w, y, DType::F32, rows, dim, eps);
+}
+
+void Library::add_rmsnorm(float *x, const float *residual, const float *w, void *y, DType ytype, int rows, int dim, float eps) {
   require(rows >= 0 && dim > 0, "add_rmsnorm",
           [&] { return "rows and dim must be positive (got rows " + std::to_string(rows) + ", dim " + std::to_string(dim) + ")"; });
   if (rows == 0) return;
-  with_block<16, 8192>("add_rmsnorm", "dim", dim,
-                       [&]<int B>() { impl_->kernel<kernels::rmsnorm<B, true>>()(grid(rows), x, residual, w, y, dim, eps); });
+  with_row_type("add_rmsnorm", "y", ytype, [&]<class Y>() {
+    with_block<16, 8192>("add_rmsnorm", "dim", dim, [&]<int B>() {
+      impl_->kernel<kernels::rmsnorm<B, true, Y>>()(grid(rows), x, residual, w, static_cast<typename Y::storage *>(y), dim, eps);
+    });
+  });
 }
 
-void Library::swiglu(const float *gate, const float *up, float *out, int64_t n) {
+DType Library::product_input_type(WeightType wtype) const {
+  const bool narrow = wtype == WeightType::F16 || wtype == WeightType::BF16;
+  return narrow && dispatches_for_gpu() ? *dtype_of(wtype) : DType::F32;
+}
+
+void Library::swiglu(const float *gate, const float *up, float *out, int64_t n) { swiglu(gate, up, out, DType::F32, n); }
+
+void Library::swiglu(const float *gate, const float *up, void *out, DType otype, int64_t n) {
   require(n >= 0 && n < (int64_t(1) << 31), "swiglu", [&] { return "n must be in [0, 2^31) (got " + std::to_string(n) + ")"; });
   if (n == 0) return;
   constexpr int kBlock = 1024;
-  impl_->kernel<kernels::swiglu<kBlock>>()(grid(cdiv(n, int64_t(kBlock))), gate, up, out, int(n));
+  with_row_type("swiglu", "out", otype, [&]<class O>() {
+    impl_->kernel<kernels::swiglu<kBlock, O>>()(grid(cdiv(n, int64_t(kBlock))), gate, up, static_cast<typename O::storage *>(out), int(n));
+  });
 }
 
 void Library::embedding(const int32_t *ids, const void *table, DType ttype, float *out, int rows, int dim) {

@@ -46,6 +46,17 @@ class Library {
   void rmsnorm(const float *x, const float *w, float *y, int rows, int dim, float eps);
   // Fused residual: x[r,:] += residual[r,:] (written back); then y = rmsnorm(x) as above.
   void add_rmsnorm(float *x, const float *residual, const float *w, float *y, int rows, int dim, float eps);
+  // The two with y of ytype (F32, F16 or BF16, rounded to nearest even): the rows a product
+  // whose product_input_type is ytype reads. A 16-bit y may not alias x.
+  void rmsnorm(const float *x, const float *w, void *y, DType ytype, int rows, int dim, float eps);
+  void add_rmsnorm(float *x, const float *residual, const float *w, void *y, DType ytype, int rows, int dim, float eps);
+  // The element type in which a product over `wtype` weights best reads its rows of x, which
+  // their producers (the norms, swiglu) then write: on a GPU, f16 and bf16 weights' own type,
+  // which its tensor cores multiply as stored and whose prefill tiles are copied ahead of the
+  // loop as W's are (cp.async; f32 rows are loaded and rounded in registers first); F32
+  // elsewhere. The products round x to that type on a GPU anyway (matmul_narrow), so giving it
+  // rounded changes no prefill product; decode's and a few rows' then multiply the rounded x too.
+  DType product_input_type(WeightType wtype) const;
   // out[r,n] = sum_k x[r,k] * W[n,k] (+ bias[n] when bias != nullptr). W row-major [N][K] of
   // dtype wtype (F32, F16 or BF16: kdsl::half / kdsl::bfloat16 storage). rows == 1 runs the
   // matrix-vector kernel (decode), 2..8 rows a variant that streams W once for all of them
@@ -76,6 +87,11 @@ class Library {
   // field of 16 rows as one vector instead of putting it together row by row); 1 (leave it as
   // stored) elsewhere: other types, GPUs, a Library with integer dot products off.
   int row_group(WeightType wtype, int64_t N) const;
+  // The product with x of xtype: F32 is the overload above; F16 or BF16 where
+  // product_input_type(wtype) is that type (a GPU's own f16 / bf16 weights, row_group 1);
+  // anything else is a user error naming both types.
+  void matmul(const void *x, DType xtype, const void *w, WeightType wtype, const float *bias, float *out, int rows, int N, int K, int row_group = 1,
+              const void *w_stored = nullptr);
   // W ([N][K] of wtype, as stored) grouped by row_group(wtype, N) rows into `out`, which has
   // W's bytes; where that is 1, a plain copy.
   void group_rows(const void *w, WeightType wtype, int64_t N, int64_t K, void *out) const;
@@ -131,6 +147,9 @@ class Library {
                const float *freq_divisors = nullptr, float magnitude = 1.0f);
   // out[i] = silu(gate[i]) * up[i] for i < n (out may equal gate or up); n < 2^31.
   void swiglu(const float *gate, const float *up, float *out, int64_t n);
+  // The same with out of otype (F32, F16 or BF16, rounded to nearest even); a 16-bit out may
+  // not alias gate or up.
+  void swiglu(const float *gate, const float *up, void *out, DType otype, int64_t n);
   // out[r,:] = table[ids[r], :] converted to f32; table [vocab][dim] of dtype ttype (F32, F16,
   // BF16). ids are not range-checked.
   void embedding(const int32_t *ids, const void *table, DType ttype, float *out, int rows, int dim);

@@ -108,6 +108,45 @@ const std::string &dense_point_name(DensePoint point, bool bias) {
   return names[int(point)][bias];
 }
 
+// A GPU's products over T weights, x in X (f32, or T itself where x's producer wrote T:
+// Library::product_input_type): one row takes matvec_wide, up to kMaxFewRows rows matvec_rows
+// (one program of all the rows, BR a power of two, per kGpuFewRows.rows weight rows), more rows
+// over f16/bf16 weights matmul_narrow on the tensor cores. False where none of them applies
+// (f32 weights' prefill, which takes the dot tiles of run_dense_matmul).
+template <class T, class X>
+bool run_gpu_dense_matmul(Library::Impl &im, const typename X::storage *x, const typename T::storage *w, const float *bias, float *out, int rows, int N,
+                          int K) {
+  const float *b = bias ? bias : out;  // without a bias the kernels get `out` for it, unread
+  const bool has_bias = bias != nullptr;
+  if (rows == 1) {
+    with_gpu_decode_tile(K, [&]<MatvecConfig C>() {
+      auto g = grid(cdiv(N, C.rows));
+      if (has_bias) im.kernel<matvec_wide<T, C.rows, C.cols, true, X>>()(g, x, w, b, out, N, K);
+      else im.kernel<matvec_wide<T, C.rows, C.cols, false, X>>()(g, x, w, b, out, N, K);
+    });
+    return true;
+  }
+  if (rows <= kMaxFewRows) {
+    with_block<2, kMaxFewRows>("matmul", "rows", rows, [&]<int BR>() {
+      constexpr MatvecConfig C = kGpuFewRows;
+      auto g = grid(cdiv(N, C.rows));
+      if (has_bias) im.kernel<matvec_rows<T, BR, C.rows, C.cols, true, C.cols, X>>()(g, x, w, b, out, rows, N, K);
+      else im.kernel<matvec_rows<T, BR, C.rows, C.cols, false, C.cols, X>>()(g, x, w, b, out, rows, N, K);
+    });
+    return true;
+  }
+  if constexpr (std::is_same_v<T, f32>) {
+    return false;
+  } else {
+    constexpr TileConfig C = kGpuNarrowTile;
+    constexpr int W = kGpuNarrowWarps, S = kGpuNarrowStages;
+    auto g = grid(cdiv(rows, C.m), cdiv(N, C.n));
+    if (has_bias) im.kernel_with<kernels::matmul_narrow<T, C.m, C.n, C.k, true, X>, W, S>()(g, x, w, b, out, rows, N, K);
+    else im.kernel_with<kernels::matmul_narrow<T, C.m, C.n, C.k, false, X>, W, S>()(g, x, w, b, out, rows, N, K);
+    return true;
+  }
+}
+
 template <class T>
 void run_dense_matmul(Library::Impl &im, const float *x, const typename T::storage *w, const float *bias, float *out, int rows, int N, int K) {
   // Without a bias the kernels get `out` for it, unread.
@@ -124,13 +163,7 @@ void run_dense_matmul(Library::Impl &im, const float *x, const typename T::stora
     });
   };
   const bool gpu = !dispatches_for_cpu(im);
-  if (rows == 1 && gpu) {
-    return with_gpu_decode_tile(K, [&]<MatvecConfig C>() {
-      auto g = grid(cdiv(N, C.rows));
-      if (has_bias) im.kernel<matvec_wide<T, C.rows, C.cols, true>>()(g, x, w, b, out, N, K);
-      else im.kernel<matvec_wide<T, C.rows, C.cols, false>>()(g, x, w, b, out, N, K);
-    });
-  }
+  if (gpu && run_gpu_dense_matmul<T, f32>(im, x, w, bias, out, rows, N, K)) return;
   if (rows == 1) return decode(x, out);
   if (dispatches_for_cpu(im) && rows <= kMaxFewRowsCpu) {
     // One launch for all the rows: matvec_lanes computes at most RB - 1 clamped rows, where a
@@ -148,26 +181,6 @@ void run_dense_matmul(Library::Impl &im, const float *x, const typename T::stora
     });
     return;
   }
-  if (gpu && rows <= kMaxFewRows) {
-    // One program of all the rows (BR, a power of two) per kGpuFewRows.rows weight rows.
-    with_block<2, kMaxFewRows>("matmul", "rows", rows, [&]<int BR>() {
-      constexpr MatvecConfig C = kGpuFewRows;
-      auto g = grid(cdiv(N, C.rows));
-      if (has_bias) im.kernel<matvec_rows<T, BR, C.rows, C.cols, true, C.cols>>()(g, x, w, b, out, rows, N, K);
-      else im.kernel<matvec_rows<T, BR, C.rows, C.cols, false, C.cols>>()(g, x, w, b, out, rows, N, K);
-    });
-    return;
-  }
-  if constexpr (!std::is_same_v<T, f32>) {
-    if (gpu) {
-      constexpr TileConfig C = kGpuNarrowTile;
-      constexpr int W = kGpuNarrowWarps, S = kGpuNarrowStages;
-      auto g = grid(cdiv(rows, C.m), cdiv(N, C.n));
-      if (has_bias) im.kernel_with<kernels::matmul_narrow<T, C.m, C.n, C.k, true>, W, S>()(g, x, w, b, out, rows, N, K);
-      else im.kernel_with<kernels::matmul_narrow<T, C.m, C.n, C.k, false>, W, S>()(g, x, w, b, out, rows, N, K);
-      return;
-    }
-  }
   auto tiles = [&]<const auto &Cs>() {
     launch_tuned<Cs>(im, dense_point_name<T>(DensePoint::Prefill, has_bias), "rows,N,K", tune_bucket(rows), nb, kb, [&]<class Use>(int i, Use use) {
       with_candidate<Cs>(i, [&]<TileConfig C>() {
@@ -184,5 +197,8 @@ void run_dense_matmul(Library::Impl &im, const float *x, const typename T::stora
 extern template void run_dense_matmul<f32>(Library::Impl &, const float *, const float *, const float *, float *, int, int, int);
 extern template void run_dense_matmul<f16>(Library::Impl &, const float *, const half *, const float *, float *, int, int, int);
 extern template void run_dense_matmul<bf16>(Library::Impl &, const float *, const bfloat16 *, const float *, float *, int, int, int);
+// x rounded by its producer to the weights' type (Library::product_input_type): a GPU's alone.
+extern template bool run_gpu_dense_matmul<f16, f16>(Library::Impl &, const half *, const half *, const float *, float *, int, int, int);
+extern template bool run_gpu_dense_matmul<bf16, bf16>(Library::Impl &, const bfloat16 *, const bfloat16 *, const float *, float *, int, int, int);
 
 }  // namespace kdsl::kernels::detail

@@ -3,4 +3,5 @@
 
 namespace kdsl::kernels::detail {
 template void run_dense_matmul<bf16>(Library::Impl &, const float *, const bfloat16 *, const float *, float *, int, int, int);
+template bool run_gpu_dense_matmul<bf16, bf16>(Library::Impl &, const bfloat16 *, const bfloat16 *, const float *, float *, int, int, int);
 }

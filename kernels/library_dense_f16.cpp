@@ -3,4 +3,5 @@
 
 namespace kdsl::kernels::detail {
 template void run_dense_matmul<f16>(Library::Impl &, const float *, const half *, const float *, float *, int, int, int);
+template bool run_gpu_dense_matmul<f16, f16>(Library::Impl &, const half *, const half *, const float *, float *, int, int, int);
 }

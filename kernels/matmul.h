@@ -4,14 +4,15 @@
 
 namespace kdsl::kernels {
 
-// One program per BM x BN output tile; x is [M][K] f32 and W is [N][K] of T, both K-major.
+// One program per BM x BN output tile; x is [M][K] of X (f32; on a GPU also W's f16 / bf16)
+// and W is [N][K] of T, both K-major.
 // Each step loads a [BM, BK] tile of x and a [BN, BK] tile of W, both contiguous along K, and
 // `product(a, wt, k_ok, acc)` adds their product to the [BM, BN] f32 accumulator (k_ok: the
 // step's columns inside K, [1, BK]). Rows past M and columns past N are clamped for loading
 // (stores are masked); the K loop runs unmasked up to the last whole BK block and the ragged
 // rest is one masked step after it. matmul (below) and matmul_narrow.h differ in the product.
-template <int BM, int BN, int BK, bool HAS_BIAS, class T, class Product>
-void prefill_tiles(Ptr<const f32> x, Ptr<const T> w, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> M, Scalar<i32> N, Scalar<i32> K,
+template <int BM, int BN, int BK, bool HAS_BIAS, class X, class T, class Product>
+void prefill_tiles(Ptr<const X> x, Ptr<const T> w, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> M, Scalar<i32> N, Scalar<i32> K,
                    Product product) {
   auto rm = program_id(0) * BM + arange<BM>();
   auto rn = program_id(1) * BN + arange<BN>();

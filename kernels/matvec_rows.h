@@ -10,8 +10,10 @@ namespace kdsl::kernels {
 // [BR, BN, BK] products over BK straight into the [BR, BN] accumulator. Rows of x past
 // `rows` and rows of W past N are clamped for loading; stores are masked. The BN rows of W
 // are spread as in matvec.h, and PREFETCH is as there.
-template <class T, int BR, int BN, int BK, bool HAS_BIAS, int PREFETCH = 0>
-void matvec_rows(Ptr<const f32> x, Ptr<const T> w, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> rows, Scalar<i32> N, Scalar<i32> K) {
+// x's elements are X: f32, or the weights' f16 / bf16 where x's producer wrote those
+// (Library::product_input_type), widened to f32 as they are loaded.
+template <class T, int BR, int BN, int BK, bool HAS_BIAS, int PREFETCH = 0, class X = f32>
+void matvec_rows(Ptr<const X> x, Ptr<const T> w, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> rows, Scalar<i32> N, Scalar<i32> K) {
   auto r = arange<BR>();
   auto rn = spread_rows<BN>(N);
   auto rk = arange<BK>();
@@ -20,7 +22,7 @@ void matvec_rows(Ptr<const f32> x, Ptr<const T> w, Ptr<const f32> bias, Ptr<f32>
   auto step = [&](auto acc, auto kk, bool masked) {
     if (PREFETCH > 0 && !masked) prefetch(w_rows + row(kk) + PREFETCH);
     auto k_ok = row(kk < K);
-    auto xs = masked ? load(x_rows + row(kk), k_ok, 0) : load(x_rows + row(kk));              // [BR, BK]
+    auto xs = cast<f32>(masked ? load(x_rows + row(kk), k_ok, 0) : load(x_rows + row(kk)));  // [BR, BK]
     auto ws = cast<f32>(masked ? load(w_rows + row(kk), k_ok, 0) : load(w_rows + row(kk)));  // [BN, BK]
     return acc + sum<2>(expand_dims<1>(xs) * expand_dims<0>(ws));
   };

@@ -42,8 +42,11 @@ void finish_fused_decode(Y y, Up up, const Squares &squares, Ptr<const f32> bias
 //   SWIGLU: W holds 2N rows, the gate's then the up product's (placed back to back), and
 //     out[n] = silu(W[n,:] . y) * (W[N + n,:] . y) for n < N: the feed-forward's gate, up and
 //     SwiGLU in one launch.
-template <class T, int BN, int BK, bool HAS_BIAS, bool NORMED, bool ADD, bool SWIGLU = false>
-void matvec_wide_fused(Ptr<const f32> x, Ptr<const f32> norm_w, Ptr<const T> w, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> N, Scalar<i32> K,
+//
+// x's elements are X: f32, or the weights' f16 / bf16 where the producer of x wrote those
+// (Library::product_input_type); each is widened to f32 as it is loaded.
+template <class T, int BN, int BK, bool HAS_BIAS, bool NORMED, bool ADD, bool SWIGLU = false, class X = f32>
+void matvec_wide_fused(Ptr<const X> x, Ptr<const f32> norm_w, Ptr<const T> w, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> N, Scalar<i32> K,
                        Scalar<f32> eps) {
   auto rn = program_id(0) * BN + arange<BN>();
   auto rows = w + col(wide(minimum(rn, N - 1)) * wide(K));  // [BN, 1] row starts
@@ -55,7 +58,7 @@ void matvec_wide_fused(Ptr<const f32> x, Ptr<const f32> norm_w, Ptr<const T> w, 
   auto step = [&](auto k, auto partial, auto partial_up, auto squares, bool masked) {
     auto kk = row(k + rk);
     auto in_k = kk < K;
-    auto xs = masked ? load(x + kk, in_k, 0) : load(x + kk);
+    auto xs = cast<f32>(masked ? load(x + kk, in_k, 0) : load(x + kk));
     auto wt = cast<f32>(masked ? load(rows + kk, in_k, 0) : load(rows + kk));
     if constexpr (NORMED) {
       squares = squares + xs * xs;
@@ -73,9 +76,9 @@ void matvec_wide_fused(Ptr<const f32> x, Ptr<const f32> norm_w, Ptr<const T> w, 
 }
 
 // The plain product: out[n] = W[n,:] . x (+ bias[n]).
-template <class T, int BN, int BK, bool HAS_BIAS>
-void matvec_wide(Ptr<const f32> x, Ptr<const T> w, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> N, Scalar<i32> K) {
-  matvec_wide_fused<T, BN, BK, HAS_BIAS, false, false>(x, x, w, bias, out, N, K, full<f32>(0.0f));  // no norm: x stands for its unread weights
+template <class T, int BN, int BK, bool HAS_BIAS, class X = f32>
+void matvec_wide(Ptr<const X> x, Ptr<const T> w, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> N, Scalar<i32> K) {
+  matvec_wide_fused<T, BN, BK, HAS_BIAS, false, false, false, X>(x, bias, w, bias, out, N, K, full<f32>(0.0f));  // no norm: the bias stands for its unread weights
 }
 
 }  // namespace kdsl::kernels

@@ -10,14 +10,15 @@ auto silu_times(const G &gate, const U &up) {
   return gate * sigmoid(gate) * up;
 }
 
-// One program per BLOCK elements; out may alias gate (or up): both inputs are read first.
-template <int BLOCK>
-void swiglu(Ptr<const f32> gate, Ptr<const f32> up, Ptr<f32> out, Scalar<i32> n) {
+// One program per BLOCK elements, out rounded to O (f32, or the f16 / bf16 a GPU's down product
+// reads); an f32 out may alias gate (or up): both inputs are read first.
+template <int BLOCK, class O = f32>
+void swiglu(Ptr<const f32> gate, Ptr<const f32> up, Ptr<O> out, Scalar<i32> n) {
   auto offs = program_id(0) * BLOCK + arange<BLOCK>();
   auto mask = offs < n;
   auto g = load(gate + offs, mask, 0);
   auto u = load(up + offs, mask, 0);
-  store(out + offs, silu_times(g, u), mask);
+  store(out + offs, cast<O>(silu_times(g, u)), mask);
 }
 
 }  // namespace kdsl::kernels

@@ -241,6 +241,17 @@ Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions op
   up_ = Buffer<float>(device, b * size_t(ff_));
   qkv_ = Buffer<float>(device, size_t(q_dim_ + 2 * kv_dim_));
   gate_up_ = Buffer<float>(device, 2 * size_t(ff_));
+  auto common_input = [&](std::initializer_list<const Weight *> products) {
+    const DType type = kernels_.product_input_type(products.begin()[0]->type);
+    for (const Weight *w : products)
+      if (kernels_.product_input_type(w->type) != type) return DType::F32;
+    return type;
+  };
+  for (const LayerWeights &l : weights_.layers) {
+    product_inputs_.push_back({common_input({&l.wq, &l.wk, &l.wv}), common_input({&l.w_gate, &l.w_up}), common_input({&l.w_down})});
+    if (product_inputs_.back().down != DType::F32 && !down_in_.data()) down_in_ = Buffer<uint8_t>(device, b * size_t(ff_) * sizeof(uint16_t));
+  }
+  output_input_ = common_input({&weights_.output});
   logits_ = Buffer<float>(device, size_t(options.max_logit_rows) * size_t(vocab_));
   if (logits_.on_device()) logits_host_.resize(logits_.size());
   ids_ = Buffer<int32_t>(device, b);
@@ -353,7 +364,7 @@ void Engine::run_chunk(const int32_t *ids, int n, int start, RowPositions where,
   kernels_.embedding(ids, weights_.token_embd.data, weights_.token_embd.type, x_.data(), n, dim_);
   // One row on a GPU takes the products with the norms and residual adds fused in (layer()).
   const bool fused = n == 1 && fuses_norms_ && !observer_;
-  if (!fused) kernels_.rmsnorm(x_.data(), weights_.layers[0].attn_norm.f32(), xb_.data(), n, dim_, h.rms_eps);
+  if (!fused) kernels_.rmsnorm(x_.data(), weights_.layers[0].attn_norm.f32(), xb_.data(), input_type(product_inputs_[0].attn), n, dim_, h.rms_eps);
   for (int l = 0; l < int(weights_.layers.size()); ++l) layer(l, n, where, fused);
   // After the last layer xb holds the final norm of every row (fused: x, not yet normed);
   // only the wanted rows' logits are computed (a prompt's prefill wants its last row alone).
@@ -364,9 +375,10 @@ void Engine::run_chunk(const int32_t *ids, int n, int start, RowPositions where,
   if (fused) {
     kernels_.matvec_fused(x_.data(), weights_.output_norm.f32(), h.rms_eps, o.data, o.type, nullptr, out, AfterProduct::Store, vocab_, dim_);
   } else {
-    const float *rows = xb_.data() + size_t(from - start) * size_t(dim_);
+    const DType type = input_type(output_input_);
+    const void *rows = reinterpret_cast<const uint8_t *>(xb_.data()) + size_t(from - start) * size_t(dim_) * dtype_bytes(type);
     show_input(TensorName::Output, -1, xb_, from - start, start + n - from, dim_);
-    kernels_.matmul(rows, o.data, o.type, nullptr, out, start + n - from, vocab_, dim_, o.row_group, o.stored);
+    kernels_.matmul(rows, type, o.data, o.type, nullptr, out, start + n - from, vocab_, dim_, o.row_group, o.stored);
   }
 }
 
@@ -438,10 +450,16 @@ void Engine::layer(int l, int n, RowPositions where, bool fused) {
   const LayerWeights &w = weights_.layers[size_t(l)];
   int hd = int(h.head_dim), heads = int(h.n_head), kv_heads = int(h.n_head_kv);
   auto bias = [](const Weight &b) { return b ? b.f32() : nullptr; };
-  // A product of the normed residual stream: of xb, or of x with `norm` fused in.
-  auto product_in = [&](const Weight &wt, const Weight &b, const Weight &norm, float *out, int N) {
+  // The types in which this layer's producers write the products' rows; decode's fused
+  // products read f32 x and write f32 (SwiGLU inside the gate and up product).
+  const ProductInputs &inputs = product_inputs_[size_t(l)];
+  const DType attn_in = input_type(inputs.attn), ffn_in = input_type(inputs.ffn), down_in = fused ? DType::F32 : input_type(inputs.down);
+  const bool last = l + 1 == int(weights_.layers.size());
+  const DType next_in = input_type(last ? output_input_ : product_inputs_[size_t(l + 1)].attn);
+  // A product of the normed residual stream: of xb (rows of xb_type), or of x with `norm` fused in.
+  auto product_in = [&](const Weight &wt, const Weight &b, const Weight &norm, float *out, int N, DType xb_type) {
     if (fused) kernels_.matvec_fused(x_.data(), norm.f32(), h.rms_eps, wt.data, wt.type, bias(b), out, AfterProduct::Store, N, dim_);
-    else kernels_.matmul(xb_.data(), wt.data, wt.type, bias(b), out, n, N, dim_, wt.row_group, wt.stored);
+    else kernels_.matmul(xb_.data(), xb_type, wt.data, wt.type, bias(b), out, n, N, dim_, wt.row_group, wt.stored);
   };
   // The first of weights that lie back to back, read as one: the rows as the file stores them
   // need not be back to back there, so the view has none.
@@ -449,11 +467,13 @@ void Engine::layer(int l, int n, RowPositions where, bool fused) {
     first.stored = nullptr;
     return first;
   };
-  // A product added to the residual stream, then normed by `next_norm` into xb (unfused).
-  auto product_out = [&](const float *in, const Weight &wt, int K, const float *next_norm) {
-    if (fused) return kernels_.matvec_fused(in, nullptr, 0.0f, wt.data, wt.type, nullptr, x_.data(), AfterProduct::AddToOut, dim_, K);
-    kernels_.matmul(in, wt.data, wt.type, nullptr, proj_.data(), n, dim_, K, wt.row_group, wt.stored);
-    kernels_.add_rmsnorm(x_.data(), proj_.data(), next_norm, xb_.data(), n, dim_, h.rms_eps);
+  // A product of `in` (rows of in_type) added to the residual stream, then normed by
+  // `next_norm` into xb as rows of xb_type (unfused).
+  auto product_out = [&](const void *in, DType in_type, const Weight &wt, int K, const float *next_norm, DType xb_type) {
+    if (fused)
+      return kernels_.matvec_fused(static_cast<const float *>(in), nullptr, 0.0f, wt.data, wt.type, nullptr, x_.data(), AfterProduct::AddToOut, dim_, K);
+    kernels_.matmul(in, in_type, wt.data, wt.type, nullptr, proj_.data(), n, dim_, K, wt.row_group, wt.stored);
+    kernels_.add_rmsnorm(x_.data(), proj_.data(), next_norm, xb_.data(), xb_type, n, dim_, h.rms_eps);
   };
 
   // Decode multiplies one row by q, k and v (and by gate and up) in one product where their
@@ -465,11 +485,11 @@ void Engine::layer(int l, int n, RowPositions where, bool fused) {
   const bool qkv_biases = !w.bq && !w.bk && !w.bv ? true : back_to_back(w.bq, w.bk) && back_to_back(w.bk, w.bv);
   if (n == 1 && back_to_back(w.wq, w.wk) && back_to_back(w.wk, w.wv) && qkv_biases) {
     q = qkv_.data(), k = q + q_dim_, v = k + kv_dim_;
-    product_in(stacked(w.wq), w.bq, w.attn_norm, q, q_dim_ + 2 * kv_dim_);
+    product_in(stacked(w.wq), w.bq, w.attn_norm, q, q_dim_ + 2 * kv_dim_, attn_in);
   } else {
-    product_in(w.wq, w.bq, w.attn_norm, q, q_dim_);
-    product_in(w.wk, w.bk, w.attn_norm, k, kv_dim_);
-    product_in(w.wv, w.bv, w.attn_norm, v, kv_dim_);
+    product_in(w.wq, w.bq, w.attn_norm, q, q_dim_, attn_in);
+    product_in(w.wk, w.bk, w.attn_norm, k, kv_dim_, attn_in);
+    product_in(w.wv, w.bv, w.attn_norm, v, kv_dim_, attn_in);
   }
   if (w.q_norm) kernels_.rmsnorm(q, w.q_norm.f32(), q, n * heads, hd, h.rms_eps);
   if (w.k_norm) kernels_.rmsnorm(k, w.k_norm.f32(), k, n * kv_heads, hd, h.rms_eps);
@@ -499,24 +519,24 @@ void Engine::layer(int l, int n, RowPositions where, bool fused) {
     kernels_.attention(q, k_pages, v_pages, block_table_.data(), att_.data(), n, pos, heads, kv_heads, hd, options_.page_size, scale,
                        options_.kv_types);
   show_input(TensorName::AttnOutput, l, att_, 0, n, q_dim_);
-  product_out(att_.data(), w.wo, q_dim_, w.ffn_norm.f32());
+  product_out(att_.data(), DType::F32, w.wo, q_dim_, w.ffn_norm.f32(), ffn_in);
 
   for (TensorName t : {TensorName::FfnGate, TensorName::FfnUp}) show_input(t, l, xb_, 0, n, dim_);
+  void *down_rows = down_in == DType::F32 ? static_cast<void *>(gate_.data()) : down_in_.data();
   if (fused && back_to_back(w.w_gate, w.w_up)) {  // gate, up and SwiGLU in one launch
     kernels_.matvec_fused(x_.data(), w.ffn_norm.f32(), h.rms_eps, w.w_gate.data, w.w_gate.type, nullptr, gate_.data(), AfterProduct::Swiglu, ff_, dim_);
   } else if (n == 1 && back_to_back(w.w_gate, w.w_up)) {
     float *gate_up = gate_up_.data();
-    product_in(stacked(w.w_gate), Weight{}, w.ffn_norm, gate_up, 2 * ff_);
-    kernels_.swiglu(gate_up, gate_up + ff_, gate_.data(), ff_);
+    product_in(stacked(w.w_gate), Weight{}, w.ffn_norm, gate_up, 2 * ff_, ffn_in);
+    kernels_.swiglu(gate_up, gate_up + ff_, down_rows, down_in, ff_);
   } else {
-    product_in(w.w_gate, Weight{}, w.ffn_norm, gate_.data(), ff_);
-    product_in(w.w_up, Weight{}, w.ffn_norm, up_.data(), ff_);
-    kernels_.swiglu(gate_.data(), up_.data(), gate_.data(), int64_t(n) * ff_);
+    product_in(w.w_gate, Weight{}, w.ffn_norm, gate_.data(), ff_, ffn_in);
+    product_in(w.w_up, Weight{}, w.ffn_norm, up_.data(), ff_, ffn_in);
+    kernels_.swiglu(gate_.data(), up_.data(), down_rows, down_in, int64_t(n) * ff_);
   }
   show_input(TensorName::FfnDown, l, gate_, 0, n, ff_);
-  bool last = l + 1 == int(weights_.layers.size());
   const float *next_norm = last ? weights_.output_norm.f32() : weights_.layers[size_t(l + 1)].attn_norm.f32();
-  product_out(gate_.data(), w.w_down, ff_, next_norm);
+  product_out(down_rows, down_in, w.w_down, ff_, next_norm, next_in);
 }
 
 }  // namespace kdsl::models

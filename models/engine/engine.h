@@ -182,6 +182,21 @@ class Engine {
   // Whether every product's weights have a kernel here that fuses the norm before it and the
   // residual add after it (Library::fuses_norm_and_add: on a GPU), so decode takes them.
   bool fuses_norms_ = false;
+  // The element types in which the unfused steps' producers write the rows the products read
+  // (Library::product_input_type: on a GPU, the f16 / bf16 of the weights that follow, which the
+  // tensor cores take as stored; F32 elsewhere): per layer, the attention norm's (q, k, v), the
+  // FFN norm's (gate, up) and SwiGLU's (down); after the last layer, the final norm's (output).
+  // Rows of several products take F32 unless all of them read the same type.
+  struct ProductInputs {
+    DType attn = DType::F32, ffn = DType::F32, down = DType::F32;
+  };
+  std::vector<ProductInputs> product_inputs_;
+  DType output_input_ = DType::F32;
+  // A planned type, or F32 while an observer is set (it is shown the f32 rows).
+  DType input_type(DType planned) const { return observer_ ? DType::F32 : planned; }
+  // SwiGLU's rows where the down product reads them in 16 bits (in gate_ where f32): a narrower
+  // type cannot be written over its own f32 inputs in place.
+  Buffer<uint8_t> down_in_;
 };
 
 }  // namespace kdsl::models

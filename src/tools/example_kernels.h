@@ -64,6 +64,7 @@ inline std::vector<NamedKernel> example_kernels() {
       named_kernel<kernels::matmul<f16, 64, 64, 32, false>>("matmul_f16_prefill"),
       named_kernel<kernels::matvec_wide<bf16, 4, 512, false>>("matvec_bf16_gpu_decode"),  // and on a GPU
       named_kernel<kernels::matmul_narrow<bf16, 64, 128, 64, false>>("matmul_bf16_gpu_prefill"),
+      named_kernel<kernels::matmul_narrow<bf16, 64, 128, 64, false, bf16>>("matmul_bf16_gpu_prefill_bf16_x"),  // x as its producer rounded it
       named_kernel<kernels::matvec_quantized_wide<kernels::Q8_0Format, 4, 32, false>>("matvec_q8_0_gpu_decode"),
       named_kernel<kernels::matvec_quantized_wide<kernels::Q4_0Format, 4, 32, false>>("matvec_q4_0_gpu_decode"),
       // The fused decode's heaviest forms: gate, up and SwiGLU after the norm (two rows' sums each)

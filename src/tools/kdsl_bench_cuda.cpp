@@ -52,7 +52,7 @@ void matmul_bf16(Ptr<bf16> a, Ptr<bf16> b, Ptr<f32> c, Scalar<i32> M, Scalar<i32
 // A timed tile of a matrix product: its shape, warps, pipeline stages and kernel; `form` says
 // how it reads its tiles where that is not pointers and masks (" desc": tensor descriptors,
 // TMA on Hopper; " persistent": the same on one program per multiprocessor, which walks the
-// tiles: examples/matmul_persistent.h).
+// tiles: examples/matmul_persistent.h; " bf16 x": matmul_narrow's x already in bf16).
 struct MatmulTile {
   int bm, bn, bk, warps, stages;
   detail::KernelSignature (*make)();
@@ -85,8 +85,10 @@ const FlashTile kFlashTiles[] = {
 };
 
 // The prefill rows: the Library's GPU prefill (matmul_narrow: f32 x rounded to bf16, bf16 W
-// [N][K]) at a 512-token prompt's shapes of Llama-3-8B, by tile.
+// [N][K]) at a 512-token prompt's shapes of Llama-3-8B, by tile; " bf16 x": the engine's tile
+// over x its norms and SwiGLU wrote in bf16 (Library::product_input_type), copied ahead as W is.
 const MatmulTile kNarrowTiles[] = {
+    {64, 128, 64, 4, 3, &detail::kernel_signature<kernels::matmul_narrow<bf16, 64, 128, 64, false, bf16>>, " bf16 x"},
     {128, 128, 64, 8, 3, &detail::kernel_signature<kernels::matmul_narrow<bf16, 128, 128, 64, false>>},
     {128, 128, 32, 4, 3, &detail::kernel_signature<kernels::matmul_narrow<bf16, 128, 128, 32, false>>},
     {64, 128, 64, 4, 3, &detail::kernel_signature<kernels::matmul_narrow<bf16, 64, 128, 64, false>>},
@@ -417,12 +419,15 @@ int main(int argc, char **argv) {
     for (int N : {4096, 14336}) {
       if (quick) N = 128;
       Buffer<float> x(device, std::vector<float>(size_t(M) * K, 0.5f)), out(device, size_t(M) * N);
+      Buffer<bfloat16> x16(device, std::vector<bfloat16>(size_t(M) * K, bfloat16(0.5f)));
       Buffer<bfloat16> w(device, std::vector<bfloat16>(size_t(N) * K, bfloat16(0.25f)));
       std::vector<ArgValue> args = {make_arg(x), make_arg(w), make_arg(out), make_arg(out), make_arg(M), make_arg(N), make_arg(K)};
       for (const MatmulTile &tile : kNarrowTiles) {
         row(fmt::format("{}x{}x{} {}", M, N, K, tile.label()), "TFLOP/s", [&](Result &r) {
           auto mm = detail::make_kernel(device, tile.signature(), {tile.warps, tile.stages});
-          double ms = timed([&] { detail::launch(*mm, grid(cdiv(M, tile.bm), cdiv(N, tile.bn)), args.data(), args.size()); });
+          std::vector<ArgValue> a = args;
+          if (std::string_view(tile.form) == " bf16 x") a[0] = make_arg(x16);
+          double ms = timed([&] { detail::launch(*mm, grid(cdiv(M, tile.bm), cdiv(N, tile.bn)), a.data(), a.size()); });
           r.value = ms > 0 ? 2.0 * M * N * double(K) / ms / 1e9 : 0;
         });
         if (quick) break;

@@ -100,6 +100,28 @@ TEST_CASE("nvptx: a dot's B given as trans(W[N][K]) is copied as stored ([n][k],
   CHECK_FALSE(contains(ptx, ".trans"));  // neither a transposing fragment load nor a transposed copy of W
 }
 
+// The GPU prefill's tile over x its producer wrote in bf16 (Library::product_input_type): x's
+// tiles are copied ahead as W's are, where f32 rows are loaded in the loop, rounded and stored
+// to shared memory by the threads, and on sm_90a the next k-step's wgmma overlaps this one's.
+TEST_CASE("nvptx: the GPU prefill over bf16 x copies x's tiles ahead (cp.async) and on sm_90a overlaps wgmma k-steps; f32 x loads them in the loop") {
+  if (!have_libdevice()) return;
+  auto narrow_x = tools::named_kernel<kernels::matmul_narrow<bf16, 64, 128, 64, false, bf16>>("matmul_narrow_bf16_x", 4);
+  auto f32_x = tools::named_kernel<kernels::matmul_narrow<bf16, 64, 128, 64, false>>("matmul_narrow_f32_x", 4);
+  for (const char *arch : {"sm_80", "sm_90a"}) {
+    CAPTURE(arch);
+    codegen::CompiledObject narrow = compile(narrow_x, arch, "aligned", 3), wide = compile(f32_x, arch, "aligned", 3);
+    CHECK_FALSE(contains(narrow.ptx, "ld.global.v4.f32"));
+    CHECK(contains(wide.ptx, "ld.global.v4.f32"));  // x's f32 tile, every step
+    CHECK(narrow.resources.spill_store_bytes == 0);
+    MESSAGE(std::string(arch), " bf16 x: ", narrow.resources.registers, " registers, ", narrow.resources.dynamic_shared_bytes, " bytes of shared memory; f32 x: ",
+            wide.resources.registers, " registers, ", wide.resources.dynamic_shared_bytes, " bytes");
+  }
+  const std::string hopper = compile(narrow_x, "sm_90a", "aligned", 3).ptx;
+  CHECK(contains(hopper, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"));
+  CHECK(contains(hopper, "wgmma.wait_group.sync.aligned 1;"));
+  CHECK_FALSE(contains(compile(f32_x, "sm_90a", "aligned", 3).ptx, "wgmma.wait_group.sync.aligned 1;"));
+}
+
 // The engine's prefill attention over a GPU's f16 cache: both dots on tensor cores, the scores'
 // B the keys' tile transposed, P fed to the second from registers; no spills.
 TEST_CASE("nvptx: prefill attention over an f16 KV cache takes both dots on mma.sync, without spills") {

@@ -374,3 +374,52 @@ TEST_CASE("engine vs float64 reference: a GPU's dispatch and fused decode, on th
   check_against_reference(qwen2, "ref-gpu-forms-qwen2.gguf", kFloatTolerance, -1, true);
   check_against_reference(synth_preset("qwen3-tiny"), "ref-gpu-forms-qwen3.gguf", kFloatTolerance, -1, true);
 }
+
+namespace {
+// Keeps the rows shown for one product in one layer.
+struct RowsOf : MatmulInputObserver {
+  TensorName weight;
+  int layer;
+  std::vector<float> rows;
+  RowsOf(TensorName w, int l) : weight(w), layer(l) {}
+  void observe(TensorName w, int l, std::span<const float> r, int) override {
+    if (w == weight && l == layer) rows.insert(rows.end(), r.begin(), r.end());
+  }
+};
+}  // namespace
+
+// A GPU's bf16 and f16 models through prefill chunks of more than a few rows (matmul_narrow over
+// the rows the norms and SwiGLU write in the weights' type: Library::product_input_type), on
+// the CPU. An observer is shown f32 rows all the same: while one is set the producers write f32.
+TEST_CASE("engine vs float64 reference: a GPU's 16-bit models prefill 40-row chunks from rows in the weights' type; an observer still sees f32 rows") {
+  for (GgmlType type : {GgmlType::BF16, GgmlType::F16}) {
+    SynthConfig c = synth_preset("tiny");
+    c.weight_type = c.embedding_type = type;
+    const std::string path = test::scratch_path(std::string("ref-gpu-forms-prefill-") + (type == GgmlType::BF16 ? "bf16" : "f16") + ".gguf");
+    write_synthetic_model(c, path);
+    ModelWeights model = load_model_weights(path);
+    CAPTURE(path);
+    std::vector<int> prompt;
+    for (int i = 0; i < 45; ++i) prompt.push_back((i * 53 + 7) % int(model.hparams.n_vocab));
+    test::ReferenceForward reference(model);
+    std::vector<double> down_in;  // the reference's FFN-down input of layer 0, every position
+    reference.observe = [&](TensorName t, int layer, const std::vector<double> &x) {
+      if (t == TensorName::FfnDown && layer == 0) down_in.insert(down_in.end(), x.begin(), x.end());
+    };
+    std::vector<double> want;
+    for (int p = 0; p < int(prompt.size()); ++p) want = reference.forward(prompt[size_t(p)], p);
+    // The activations' rounding to the weights' type (2^-9 relative for bf16, 2^-12 for f16) in every product.
+    const double bound = type == GgmlType::BF16 ? 1e-2 : 2e-3;
+    for (bool observed : {false, true}) {
+      CAPTURE(observed);
+      Engine engine(model, Device::cpu(), EngineOptions{.context = 64, .page_size = 16, .max_batch = 40, .gpu_forms = true});
+      RowsOf rows(TensorName::FfnDown, 0);
+      if (observed) engine.observe_inputs(&rows);
+      CHECK(relative_error(engine.forward(prompt, 0), want) < bound);
+      if (!observed) continue;
+      std::vector<float> got = rows.rows;
+      REQUIRE(got.size() == down_in.size());
+      CHECK(relative_error(std::span<const float>(got), down_in) < bound);
+    }
+  }
+}

@@ -239,3 +239,25 @@ TEST_CASE("kernel plan: options out of range are refused by name") {
   CHECK(kdsl_test::error_text([&] { plan_kernels(model, cpu, {.gpu = true}); }).find("multiprocessors") != std::string::npos);
   CHECK(kdsl_test::error_text([&] { plan_kernels(model, cpu, {.draft_model = &model}); }).find("--draft-max") != std::string::npos);
 }
+
+// A GPU's bf16 model: the norms and SwiGLU write bf16 rows, which the prefill products read as
+// stored (Library::product_input_type); the attention's output stays f32, and so does the
+// CPU's plan for the same model.
+TEST_CASE("kernel plan: a GPU's bf16 products read bf16 rows, written so by the norms and SwiGLU; the CPU's stay f32") {
+  std::string path = synthetic("tiny", GgmlType::BF16, "plan-gpu-bf16.gguf");
+  ModelWeights model = load_model_weights(path);
+  auto planned = [&](bool gpu) { return texts(plan_kernels(model, kdsl_test::cpu(), {.batch_sizes = {32}, .context = 64, .gpu = gpu, .threads = 4}).kernels); };
+  auto count = [](const std::set<std::string> &kernels, const std::string &name) {
+    return std::count_if(kernels.begin(), kernels.end(), [&](const std::string &k) { return k.find(name) != std::string::npos; });
+  };
+  const std::set<std::string> gpu = planned(true), cpu = planned(false);
+  CHECK(count(gpu, "matmul_narrow<kdsl::BF16_tag, 64, 128, 64, false, kdsl::BF16_tag>") > 0);  // q, k, v, gate, up, down
+  CHECK(count(gpu, "matmul_narrow<kdsl::BF16_tag, 64, 128, 64, false>") > 0);                  // the attention's output
+  CHECK(count(gpu, "matvec_wide<kdsl::BF16_tag, 8, 256, false, kdsl::BF16_tag>") > 0);        // a prompt's logits
+  CHECK(count(gpu, "rmsnorm<64, false, kdsl::BF16_tag>") == 1);
+  CHECK(count(gpu, "rmsnorm<64, true, kdsl::BF16_tag>") == 1);
+  CHECK(count(gpu, "swiglu<1024, kdsl::BF16_tag>") == 1);
+  CHECK(count(gpu, "rmsnorm<64, true>") == 0);  // every norm before a product writes bf16
+  CHECK(count(cpu, "BF16_tag>") == 0);          // no kernel of the CPU's writes or reads bf16 rows (its weights are bf16: `BF16_tag,`)
+  CHECK(count(cpu, "swiglu<1024>") == 1);
+}
