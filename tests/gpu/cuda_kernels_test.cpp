@@ -262,7 +262,8 @@ TEST_CASE("gpu: flash attention matches the CPU backend, aligned and ragged sequ
 }
 
 // The products a GPU's Library runs (kernels/library_dense.h): decode by matvec_wide, 16-bit
-// prefill by matmul_narrow on the tensor cores, at aligned and ragged N and K.
+// prefill by matmul_narrow on the tensor cores (over f32 x, and over x already in bf16), at
+// aligned and ragged N and K.
 TEST_CASE("gpu: the Library's GPU decode (matvec_wide) and prefill (matmul_narrow) products match the CPU backend, aligned and ragged") {
   if (!gpu()) return;
   std::mt19937 rng(3);
@@ -287,6 +288,11 @@ TEST_CASE("gpu: the Library's GPU decode (matvec_wide) and prefill (matmul_narro
     std::vector<float> unread(static_cast<size_t>(N)), out(static_cast<size_t>(M) * N);
     check_on_gpu(kernel("matmul_bf16_gpu_prefill"), grid(cdiv(M, 64), cdiv(N, 128)),
                  {Arg::array(x), Arg::array(bf16_weights(size_t(N) * K)), Arg::array(unread), Arg::array(out), Arg::value(M), Arg::value(N), Arg::value(K)},
+                 kTensorCoreDot);
+    // x as the engine's norms and SwiGLU write it over bf16 weights (Library::product_input_type).
+    check_on_gpu(kernel("matmul_bf16_gpu_prefill_bf16_x"), grid(cdiv(M, 64), cdiv(N, 128)),
+                 {Arg::array(bf16_weights(size_t(M) * K)), Arg::array(bf16_weights(size_t(N) * K)), Arg::array(unread), Arg::array(out), Arg::value(M),
+                  Arg::value(N), Arg::value(K)},
                  kTensorCoreDot);
   }
 }
