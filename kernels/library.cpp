@@ -41,6 +41,17 @@ void with_row_type(const char *op, const char *what, DType type, F &&f) {
   }
 }
 
+// A 16-bit output written over f32 inputs would overwrite inputs that other programs have yet
+// to read (its elements are half as wide): refused where the two ranges meet.
+void require_apart(const char *op, const char *out_name, const void *out, DType type, const char *in_name, const void *in, int64_t n) {
+  if (type == DType::F32 || n == 0) return;
+  const auto o = reinterpret_cast<uintptr_t>(out), i = reinterpret_cast<uintptr_t>(in);
+  const bool meet = o < i + uintptr_t(n) * sizeof(float) && i < o + uintptr_t(n) * dtype_bytes(type);
+  require(!meet, op, [&] {
+    return std::string(out_name) + " of " + std::string(dtype_name(type)) + " overlaps " + in_name + ": a 16-bit output cannot be written over its f32 input";
+  });
+}
+
 }  // namespace
 
 void Library::rmsnorm(const float *x, const float *w, float *y, int rows, int dim, float eps) { rmsnorm(x, w, y, DType::F32, rows, dim, eps); }
@@ -50,6 +61,7 @@ void Library::rmsnorm(const float *x, const float *w, void *y, DType ytype, int 
           [&] { return "rows and dim must be positive (got rows " + std::to_string(rows) + ", dim " + std::to_string(dim) + ")"; });
   if (rows == 0) return;
   with_row_type("rmsnorm", "y", ytype, [&]<class Y>() {
+    require_apart("rmsnorm", "y", y, ytype, "x", x, int64_t(rows) * dim);
     with_block<16, 8192>("rmsnorm", "dim", dim, [&]<int B>() {
       impl_->kernel<kernels::rmsnorm<B, false, Y>>()(grid(rows), x, x, w, static_cast<typename Y::storage *>(y), dim, eps);
     });
@@ -65,6 +77,8 @@ void Library::add_rmsnorm(float *x, const float *residual, const float *w, void 
           [&] { return "rows and dim must be positive (got rows " + std::to_string(rows) + ", dim " + std::to_string(dim) + ")"; });
   if (rows == 0) return;
   with_row_type("add_rmsnorm", "y", ytype, [&]<class Y>() {
+    require_apart("add_rmsnorm", "y", y, ytype, "x", x, int64_t(rows) * dim);
+    require_apart("add_rmsnorm", "y", y, ytype, "residual", residual, int64_t(rows) * dim);
     with_block<16, 8192>("add_rmsnorm", "dim", dim, [&]<int B>() {
       impl_->kernel<kernels::rmsnorm<B, true, Y>>()(grid(rows), x, residual, w, static_cast<typename Y::storage *>(y), dim, eps);
     });
@@ -83,6 +97,8 @@ void Library::swiglu(const float *gate, const float *up, void *out, DType otype,
   if (n == 0) return;
   constexpr int kBlock = 1024;
   with_row_type("swiglu", "out", otype, [&]<class O>() {
+    require_apart("swiglu", "out", out, otype, "gate", gate, n);
+    require_apart("swiglu", "out", out, otype, "up", up, n);
     impl_->kernel<kernels::swiglu<kBlock, O>>()(grid(cdiv(n, int64_t(kBlock))), gate, up, static_cast<typename O::storage *>(out), int(n));
   });
 }

@@ -47,7 +47,7 @@ class Library {
   // Fused residual: x[r,:] += residual[r,:] (written back); then y = rmsnorm(x) as above.
   void add_rmsnorm(float *x, const float *residual, const float *w, float *y, int rows, int dim, float eps);
   // The two with y of ytype (F32, F16 or BF16, rounded to nearest even): the rows a product
-  // whose product_input_type is ytype reads. A 16-bit y may not alias x.
+  // whose product_input_type is ytype reads. A 16-bit y may not overlap x (or residual): a user error.
   void rmsnorm(const float *x, const float *w, void *y, DType ytype, int rows, int dim, float eps);
   void add_rmsnorm(float *x, const float *residual, const float *w, void *y, DType ytype, int rows, int dim, float eps);
   // The element type in which a product over `wtype` weights best reads its rows of x, which
@@ -148,7 +148,7 @@ class Library {
   // out[i] = silu(gate[i]) * up[i] for i < n (out may equal gate or up); n < 2^31.
   void swiglu(const float *gate, const float *up, float *out, int64_t n);
   // The same with out of otype (F32, F16 or BF16, rounded to nearest even); a 16-bit out may
-  // not alias gate or up.
+  // not overlap gate or up (a user error).
   void swiglu(const float *gate, const float *up, void *out, DType otype, int64_t n);
   // out[r,:] = table[ids[r], :] converted to f32; table [vocab][dim] of dtype ttype (F32, F16,
   // BF16). ids are not range-checked.

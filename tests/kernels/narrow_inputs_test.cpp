@@ -196,4 +196,14 @@ TEST_CASE("kernels: product_input_type is the weights' f16 / bf16 on a GPU's dis
   text = kdsl_test::error_text([&] { lib.rmsnorm(out.data(), out.data(), out.data(), DType::I32, 1, 8, 1e-5f); });
   CHECK(kdsl_test::contains(text, "rmsnorm"));
   CHECK(kdsl_test::contains(text, "y type i32 is not supported (f32, f16 or bf16)"));
+  // 16-bit rows written over their f32 inputs: refused, naming both (f32 in place stays allowed).
+  std::vector<float> rows(4 * 64, 1.0f), norm(64, 1.0f);
+  text = kdsl_test::error_text([&] { lib.rmsnorm(rows.data(), norm.data(), rows.data() + 64, DType::BF16, 4, 64, 1e-5f); });
+  CHECK(kdsl_test::contains(text, "y of bf16 overlaps x"));
+  text = kdsl_test::error_text([&] { lib.swiglu(rows.data(), rows.data() + 128, rows.data() + 40, DType::F16, 64); });
+  CHECK(kdsl_test::contains(text, "out of f16 overlaps gate"));
+  text = kdsl_test::error_text([&] { lib.add_rmsnorm(rows.data(), rows.data() + 128, norm.data(), rows.data() + 160, DType::BF16, 1, 64, 1e-5f); });
+  CHECK(kdsl_test::contains(text, "y of bf16 overlaps residual"));
+  lib.rmsnorm(rows.data(), norm.data(), rows.data(), 4, 64, 1e-5f);
+  lib.swiglu(rows.data(), rows.data() + 128, rows.data(), DType::F32, 64);
 }
