@@ -21,6 +21,7 @@
 #include "kernels/matmul_narrow.h"
 #include "kernels/matvec.h"
 #include "kernels/matvec_quantized_wide.h"
+#include "kernels/matvec_rows.h"
 #include "kernels/matvec_wide.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
@@ -65,6 +66,11 @@ inline std::vector<NamedKernel> example_kernels() {
       named_kernel<kernels::matvec_wide<bf16, 4, 512, false>>("matvec_bf16_gpu_decode"),  // and on a GPU
       named_kernel<kernels::matmul_narrow<bf16, 64, 128, 64, false>>("matmul_bf16_gpu_prefill"),
       named_kernel<kernels::matmul_narrow<bf16, 64, 128, 64, false, bf16>>("matmul_bf16_gpu_prefill_bf16_x"),  // x as its producer rounded it
+      // The rest of a GPU's bf16 rows (Library::product_input_type): their producers, and one and a few rows' products of them
+      named_kernel<kernels::rmsnorm<1024, true, bf16>>("rmsnorm_residual_bf16_out"),
+      named_kernel<kernels::swiglu<1024, bf16>>("swiglu_bf16_out"),
+      named_kernel<kernels::matvec_wide<bf16, 8, 256, false, bf16>>("matvec_bf16_gpu_bf16_x"),
+      named_kernel<kernels::matvec_rows<bf16, 16, 8, 128, false, 128, bf16>>("matvec_rows_bf16_gpu_bf16_x"),
       named_kernel<kernels::matvec_quantized_wide<kernels::Q8_0Format, 4, 32, false>>("matvec_q8_0_gpu_decode"),
       named_kernel<kernels::matvec_quantized_wide<kernels::Q4_0Format, 4, 32, false>>("matvec_q4_0_gpu_decode"),
       // The fused decode's heaviest forms: gate, up and SwiGLU after the norm (two rows' sums each)
