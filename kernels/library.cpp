@@ -28,8 +28,9 @@ bool Library::dispatches_for_gpu() const { return !detail::dispatches_for_cpu(*i
 
 namespace {
 
-// Calls f.template operator()<E>() for the element type E of the rows a producer writes (f32,
-// f16 or bf16), `what` naming the operation and argument in the error for any other.
+// Calls f.template operator()<E>() for the float element type E of a row's storage (f32, f16 or
+// bf16: the rows a producer writes, an embedding table's), `what` naming the operation's
+// argument in the error for any other.
 template <class F>
 void with_row_type(const char *op, const char *what, DType type, F &&f) {
   switch (type) {
@@ -107,19 +108,10 @@ void Library::embedding(const int32_t *ids, const void *table, DType ttype, floa
   require(rows >= 0 && dim > 0, "embedding",
           [&] { return "rows and dim must be positive (got rows " + std::to_string(rows) + ", dim " + std::to_string(dim) + ")"; });
   if (rows == 0) return;
-  with_block<16, 1024>("embedding", "dim", std::min(dim, 1024), [&]<int B>() {
-    auto g = grid(rows, cdiv(dim, B));
-    switch (ttype) {
-      case DType::F32:
-        return impl_->kernel<kernels::embedding<f32, B>>()(g, ids, static_cast<const float *>(table), out, dim);
-      case DType::F16:
-        return impl_->kernel<kernels::embedding<f16, B>>()(g, ids, static_cast<const half *>(table), out, dim);
-      case DType::BF16:
-        return impl_->kernel<kernels::embedding<bf16, B>>()(g, ids, static_cast<const bfloat16 *>(table), out, dim);
-      default:
-        require(false, "embedding",
-                [&] { return "table type " + std::string(dtype_name(ttype)) + " is not supported (f32, f16 or bf16)"; });
-    }
+  with_row_type("embedding", "table", ttype, [&]<class T>() {
+    with_block<16, 1024>("embedding", "dim", std::min(dim, 1024), [&]<int B>() {
+      impl_->kernel<kernels::embedding<T, B>>()(grid(rows, cdiv(dim, B)), ids, static_cast<const typename T::storage *>(table), out, dim);
+    });
   });
 }
 
