@@ -92,6 +92,20 @@ class Library {
   // anything else is a user error naming both types.
   void matmul(const void *x, DType xtype, const void *w, WeightType wtype, const float *bias, float *out, int rows, int N, int K, int row_group = 1,
               const void *w_stored = nullptr);
+  // A product of rows that the step before it makes, as the matmul above (W of wtype, grouped
+  // by row_group, w_stored as stored):
+  //   matmul_normed: out = W . rmsnorm(x) * norm_w, rmsnorm as rmsnorm() computes it over rows
+  //     of K; with a residual, x += residual first (written back), as add_rmsnorm();
+  //   matmul_swiglu: out = W . (silu(gate) * up), gate and up rows of K.
+  // Where the CPU's integer-dot products take the rows (library_int_dot.h), the step runs in the
+  // quantizer's launch (quantize_activations.h's quantize_made_rows): a decode step's norms, residual
+  // adds and SwiGLU cost no launch and no pass of their own. Elsewhere the step writes the rows
+  // into scratch, in product_input_type(wtype), and the product reads them there. out may not
+  // overlap x (a user error) or gate and up.
+  void matmul_normed(float *x, const float *residual, const float *norm_w, float eps, const void *w, WeightType wtype, const float *bias, float *out,
+                     int rows, int N, int K, int row_group = 1, const void *w_stored = nullptr);
+  void matmul_swiglu(const float *gate, const float *up, const void *w, WeightType wtype, const float *bias, float *out, int rows, int N, int K,
+                     int row_group = 1, const void *w_stored = nullptr);
   // W ([N][K] of wtype, as stored) grouped by row_group(wtype, N) rows into `out`, which has
   // W's bytes; where that is 1, a plain copy.
   void group_rows(const void *w, WeightType wtype, int64_t N, int64_t K, void *out) const;

@@ -96,6 +96,7 @@ struct Library::Impl {
   bool row_groups = true;  // Library::set_row_groups
   Buffer<int32_t> activation_sums;    // their integer group sums (quantize_activations_sums)
   Buffer<uint8_t> ungrouped_weights;  // a grouped matrix's rows as stored, for a prefill (Library::matmul)
+  Buffer<uint8_t> made_rows;          // matmul_normed's and matmul_swiglu's rows, where no quantizer makes them
   uint64_t scratch_generation = 0;    // Library::scratch_generation
 
  private:

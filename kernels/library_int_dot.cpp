@@ -106,13 +106,29 @@ struct QuantizedX {
   float *scales;
   int32_t *sums;
 };
+// Rows made by a step (ActivationRows::made) are made in the same launch.
 template <int BE, int GS>
-QuantizedX quantize_x(Library::Impl &im, const float *x, int rows, int K) {
+QuantizedX quantize_x(Library::Impl &im, const ActivationRows &x, int rows, int K) {
   const int blocks = K / BE;
   const auto g = grid(rows);
   QuantizedX q{reserve(im, im.activation_quants, size_t(rows) * size_t(K)), reserve(im, im.activation_scales, size_t(rows) * size_t(blocks)),
                reserve(im, im.activation_sums, size_t(rows) * size_t(K / GS))};
-  im.kernel<quantize_activations_sums<BE, GS>>()(g, x, q.quants, q.scales, q.sums, K);
+  if (!x.made) {
+    im.kernel<quantize_activations_sums<BE, GS>>()(g, x.x, q.quants, q.scales, q.sums, K);
+    return q;
+  }
+  switch (*x.made) {
+    case MadeRows::RmsNorm:
+      im.kernel<quantize_made_rows<BE, GS, MadeRows::RmsNorm>>()(g, x.x, x.norm_w, x.norm_w, q.quants, q.scales, q.sums, K, x.eps);
+      break;
+    case MadeRows::AddRmsNorm:
+      im.kernel<quantize_made_rows<BE, GS, MadeRows::AddRmsNorm>>()(g, x.written, x.other, x.norm_w, q.quants, q.scales, q.sums, K, x.eps);
+      break;
+    case MadeRows::Swiglu:
+      // norm_w unread: the gate stands in for it.
+      im.kernel<quantize_made_rows<BE, GS, MadeRows::Swiglu>>()(g, x.x, x.other, x.x, q.quants, q.scales, q.sums, K, x.eps);
+      break;
+  }
   return q;
 }
 
@@ -137,7 +153,7 @@ struct ActivationBlocks {
 // x quantized as tiles policy T's activation blocks ask (its block, its sum group), then the
 // tiles over all its rows.
 template <class T>
-void run_prefill_tiles(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K) {
+void run_prefill_tiles(Library::Impl &im, const ActivationRows &x, const void *w, const float *bias, float *out, int rows, int N, int K) {
   const QuantizedX q = quantize_x<T::kBlockElements, T::kSumGroup>(im, x, rows, K);
   const float *b = bias ? bias : out;  // unread without a bias
   auto wq = static_cast<const uint8_t *>(w);
@@ -154,7 +170,7 @@ void run_prefill_tiles(Library::Impl &im, const float *x, const void *w, const f
 // in programs of 4 rows (2 rows or 16 measured slower for them: bench/RESULTS.md,
 // 2026-12-03, "integer-dot kernels: four rows a vpdpbusd").
 template <class F, class P>
-void run_int_dot(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K, int few_rows_launch,
+void run_int_dot(Library::Impl &im, const ActivationRows &x, const void *w, const float *bias, float *out, int rows, int N, int K, int few_rows_launch,
                  const IntDotPoints &points) {
   if constexpr (has_prefill_tiles<F>) {
     if (rows > kTileRows && (takes_prefill_tiles<F>(im.device) || im.prefill_tiles_everywhere))
@@ -198,7 +214,7 @@ int int_dot_rows(const Library::Impl &im) {
 // (the formats with sums' best few-row programs as stored: run_int_dot's; 2-row ones for Q8_0,
 // Q4_0 and IQ4_NL, as theirs) over the groups.
 template <class F, class P, int R>
-void run_int_dot_grouped(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K) {
+void run_int_dot_grouped(Library::Impl &im, const ActivationRows &x, const void *w, const float *bias, float *out, int rows, int N, int K) {
   constexpr bool kSums = ActivationBlocks<P>::kSums;
   constexpr int BE = ActivationBlocks<P>::kElements, GS = ActivationBlocks<P>::kSumGroup;
   constexpr int kFewRows = kSums ? 4 : 2;
@@ -239,7 +255,7 @@ int int_dot_row_group(const Library::Impl &im, int64_t N) {
 }
 
 template <class F>
-bool matmul_int_dot_grouped(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K) {
+bool matmul_int_dot_grouped(Library::Impl &im, const ActivationRows &x, const void *w, const float *bias, float *out, int rows, int N, int K) {
   if (!dispatches_for_cpu(im) || rows > std::min(kTileRows, int_dot_rows<F>(im))) return false;
   using Policy = int_dot_policy<F>;
   if constexpr (requires { Policy::row_group; }) {
@@ -259,7 +275,7 @@ bool matmul_int_dot_grouped(Library::Impl &im, const float *x, const void *w, co
 }
 
 template <class F>
-bool matmul_int_dot(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K) {
+bool matmul_int_dot(Library::Impl &im, const ActivationRows &x, const void *w, const float *bias, float *out, int rows, int N, int K) {
   using P = typename int_dot_policy<F>::type;
   if constexpr (std::is_void_v<P>) {
     return false;
@@ -280,8 +296,8 @@ bool matmul_int_dot(Library::Impl &im, const float *x, const void *w, const floa
 #define KDSL_INT_DOT_None(Name)
 #define KDSL_INT_DOT_Plain(Name)
 #define KDSL_INT_DOT_Scaled(Name)                                                                                                   \
-  template bool matmul_int_dot<Name##Format>(Library::Impl &, const float *, const void *, const float *, float *, int, int, int);         \
-  template bool matmul_int_dot_grouped<Name##Format>(Library::Impl &, const float *, const void *, const float *, float *, int, int, int); \
+  template bool matmul_int_dot<Name##Format>(Library::Impl &, const ActivationRows &, const void *, const float *, float *, int, int, int);         \
+  template bool matmul_int_dot_grouped<Name##Format>(Library::Impl &, const ActivationRows &, const void *, const float *, float *, int, int, int); \
   template int int_dot_row_group<Name##Format>(const Library::Impl &, int64_t);
 #define KDSL_INT_DOT_Decoded(Name) KDSL_INT_DOT_Scaled(Name)
 #define KDSL_WEIGHT_TYPE(Name, id, name, elements, bytes, Layout, kernels, ftype) KDSL_INT_DOT_##kernels(Name)

@@ -1,21 +1,41 @@
 // library_int_dot.h - the Library's integer-dot products on the CPU (library_int_dot.cpp), for the quantized matmul dispatch
 #pragma once
+#include <optional>
+
 #include "kernels/library_impl.h"
+#include "kernels/quantize_activations.h"
 
 namespace kdsl::kernels::detail {
+
+// The rows of x an integer-dot product quantizes: rows in memory, or rows that the step before
+// the product makes inside the quantizer's launch (MadeRows: Library::matmul_normed and
+// matmul_swiglu), from `x` (rmsnorm's input, updated in place by AddRmsNorm; SwiGLU's gate)
+// and `other` (AddRmsNorm's residual; SwiGLU's up).
+struct ActivationRows {
+  ActivationRows(const float *rows) : x(rows) {}  // NOLINT: plain rows convert
+  ActivationRows(MadeRows step, float *x, const float *other, const float *norm_w, float eps)
+      : x(x), written(step == MadeRows::AddRmsNorm ? x : nullptr), other(other), norm_w(norm_w), eps(eps), made(step) {}
+
+  const float *x;
+  float *written = nullptr;  // x, where the step writes it back (AddRmsNorm)
+  const float *other = nullptr;
+  const float *norm_w = nullptr;
+  float eps = 0.0f;
+  std::optional<MadeRows> made;
+};
 
 // Library::matmul over weights of format F (a Name##Format of weight_types.def) by activation
 // quantization and integer dot products, where F has an integer-dot policy
 // (int_dot_policy.h), the device is the CPU and rows <= the Library's integer_dot_rows; false
 // (nothing run) elsewhere, for the caller's f32 dequantize path.
 template <class F>
-bool matmul_int_dot(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K);
+bool matmul_int_dot(Library::Impl &im, const ActivationRows &x, const void *w, const float *bias, float *out, int rows, int N, int K);
 
 // The same over W grouped by int_dot_policy<F>::row_group rows (formats/row_groups.h) for
 // products of up to a few rows on the CPU; false (nothing run) for more rows or elsewhere,
 // where the caller copies W back to rows as stored.
 template <class F>
-bool matmul_int_dot_grouped(Library::Impl &im, const float *x, const void *w, const float *bias, float *out, int rows, int N, int K);
+bool matmul_int_dot_grouped(Library::Impl &im, const ActivationRows &x, const void *w, const float *bias, float *out, int rows, int N, int K);
 
 // The rows a matrix of format F with N rows is grouped by for this Library (Library::row_group).
 template <class F>

@@ -202,6 +202,32 @@ void regroup(const void *in, void *out, int64_t N, int64_t K, int R, bool to_gro
   internal_error("Library: a format grouped by rows has no row-group plan");
 }
 
+// The grouping row_group, which W of wtype with N rows says it has: 1 (as stored), or the
+// grouping the format has on this CPU (int_dot_policy.h), whether or not this Library would now
+// choose it (a Library told to take the f32 path reads grouped weights through a copy). Any
+// other is a user error naming both; returns row_group.
+int require_row_group(const Library::Impl &im, const char *what, WeightType wtype, int row_group, int64_t N) {
+  if (row_group == 1) return 1;
+  const int R = with_block_format(wtype, [&]<class F>() { return row_group_on<F>(im.device); }, [] { return 1; });
+  detail::require(R > 1 && row_group == R && N % R == 0, what, [&] {
+    return "W is grouped by " + std::to_string(row_group) + " rows, but a " + std::string(weight_type_info(wtype).name) + " matrix of " +
+           std::to_string(N) + " rows " + (R > 1 ? "is grouped by " + std::to_string(R) + " where N is a multiple of it" : "has no grouped layout");
+  });
+  return R;
+}
+
+// The integer-dot product over rows a step makes in its quantizer's launch (Library::
+// matmul_normed, matmul_swiglu), where one takes these rows; false (nothing run) elsewhere.
+bool matmul_made_rows(Library::Impl &im, const detail::ActivationRows &x, const void *w, WeightType wtype, const float *bias, float *out, int rows, int N,
+                      int K, int row_group) {
+  return with_block_format(
+      wtype,
+      [&]<class F>() {
+        return row_group == 1 ? detail::matmul_int_dot<F>(im, x, w, bias, out, rows, N, K) : detail::matmul_int_dot_grouped<F>(im, x, w, bias, out, rows, N, K);
+      },
+      [] { return false; });
+}
+
 }  // namespace
 
 void Library::matmul(const float *x, const void *w, WeightType wtype, const float *bias, float *out, int rows, int N, int K) {
@@ -238,14 +264,7 @@ void Library::group_rows(const void *w, WeightType wtype, int64_t N, int64_t K, 
 void Library::matmul(const float *x, const void *w, WeightType wtype, const float *bias, float *out, int rows, int N, int K, int row_group,
                      const void *w_stored) {
   if (row_group == 1) return matmul(x, w, wtype, bias, out, rows, N, K);
-  // The grouping a format has on this CPU (int_dot_policy.h), whether or not this Library
-  // would now choose it (a Library told to take the f32 path reads grouped weights through the
-  // copy).
-  const int R = with_block_format(wtype, [&]<class F>() { return row_group_on<F>(impl_->device); }, [] { return 1; });
-  detail::require(R > 1 && row_group == R && N % R == 0, "matmul", [&] {
-    return "W is grouped by " + std::to_string(row_group) + " rows, but a " + std::string(weight_type_info(wtype).name) + " matrix of " +
-           std::to_string(N) + " rows " + (R > 1 ? "is grouped by " + std::to_string(R) + " where N is a multiple of it" : "has no grouped layout");
-  });
+  const int R = require_row_group(*impl_, "matmul", wtype, row_group, N);
   detail::require(rows >= 0 && K > 0, "matmul", [&] { return "sizes must be positive (rows " + std::to_string(rows) + ", K " + std::to_string(K) + ")"; });
   require_whole_blocks("matmul", "K", wtype, K);
   if (rows == 0) return;
@@ -281,6 +300,49 @@ void Library::embedding(const int32_t *ids, const void *table, WeightType ttype,
 #undef KDSL_KERNELS_Plain
 #undef KDSL_KERNELS_Scaled
 #undef KDSL_KERNELS_Decoded
+}
+
+}  // namespace kdsl::kernels
+
+namespace kdsl::kernels {
+
+void Library::matmul_normed(float *x, const float *residual, const float *norm_w, float eps, const void *w, WeightType wtype, const float *bias,
+                            float *out, int rows, int N, int K, int row_group, const void *w_stored) {
+  const char *what = residual ? "matmul_normed (with a residual)" : "matmul_normed";
+  detail::require(rows >= 0 && N > 0 && K > 0, what, [&] {
+    return "sizes must be positive (rows " + std::to_string(rows) + ", N " + std::to_string(N) + ", K " + std::to_string(K) + ")";
+  });
+  require_whole_blocks(what, "K", wtype, K);
+  require_row_group(*impl_, what, wtype, row_group, N);
+  // x is the residual stream, which the product's output must not overwrite.
+  const auto o = reinterpret_cast<uintptr_t>(out), i = reinterpret_cast<uintptr_t>(x);
+  detail::require(o + size_t(rows) * size_t(N) * sizeof(float) <= i || i + size_t(rows) * size_t(K) * sizeof(float) <= o, what,
+                  [] { return std::string("out overlaps x: x is the residual stream the product's output must not overwrite"); });
+  if (rows == 0) return;
+  const MadeRows step = residual ? MadeRows::AddRmsNorm : MadeRows::RmsNorm;
+  if (matmul_made_rows(*impl_, detail::ActivationRows(step, x, residual, norm_w, eps), w, wtype, bias, out, rows, N, K, row_group)) return;
+  const DType type = product_input_type(wtype);
+  void *made = detail::reserve(*impl_, impl_->made_rows, size_t(rows) * size_t(K) * dtype_bytes(type));
+  if (residual) add_rmsnorm(x, residual, norm_w, made, type, rows, K, eps);
+  else rmsnorm(x, norm_w, made, type, rows, K, eps);
+  matmul(made, type, w, wtype, bias, out, rows, N, K, row_group, w_stored);
+}
+
+void Library::matmul_swiglu(const float *gate, const float *up, const void *w, WeightType wtype, const float *bias, float *out, int rows, int N, int K,
+                            int row_group, const void *w_stored) {
+  detail::require(rows >= 0 && N > 0 && K > 0, "matmul_swiglu", [&] {
+    return "sizes must be positive (rows " + std::to_string(rows) + ", N " + std::to_string(N) + ", K " + std::to_string(K) + ")";
+  });
+  require_whole_blocks("matmul_swiglu", "K", wtype, K);
+  require_row_group(*impl_, "matmul_swiglu", wtype, row_group, N);
+  if (rows == 0) return;
+  if (matmul_made_rows(*impl_, detail::ActivationRows(MadeRows::Swiglu, const_cast<float *>(gate), up, nullptr, 0.0f), w, wtype, bias, out, rows, N, K,
+                       row_group))
+    return;
+  const DType type = product_input_type(wtype);
+  void *made = detail::reserve(*impl_, impl_->made_rows, size_t(rows) * size_t(K) * dtype_bytes(type));
+  swiglu(gate, up, made, type, int64_t(rows) * K);
+  matmul(made, type, w, wtype, bias, out, rows, N, K, row_group, w_stored);
 }
 
 }  // namespace kdsl::kernels

@@ -362,10 +362,14 @@ std::span<const float> Engine::run(std::span<const int> tokens, int pos, int log
 void Engine::run_chunk(const int32_t *ids, int n, int start, RowPositions where, int first_logit) {
   const ModelHParams &h = model_.hparams;
   kernels_.embedding(ids, weights_.token_embd.data, weights_.token_embd.type, x_.data(), n, dim_);
-  // One row on a GPU takes the products with the norms and residual adds fused in (layer()).
-  const bool fused = n == 1 && fuses_norms_ && !observer_;
-  if (!fused) kernels_.rmsnorm(x_.data(), weights_.layers[0].attn_norm.f32(), xb_.data(), input_type(product_inputs_[0].attn), n, dim_, h.rms_eps);
-  for (int l = 0; l < int(weights_.layers.size()); ++l) layer(l, n, where, fused);
+  // One row takes the norms, residual adds and SwiGLU with the products: on a GPU inside them,
+  // elsewhere in the launches that make their rows. An observer is shown the rows apart.
+  const Fusion fusion = n != 1 || observer_ ? Fusion::Apart : fuses_norms_ ? Fusion::InProducts : Fusion::BeforeProducts;
+  const bool fused = fusion == Fusion::InProducts;
+  pending_residual_ = nullptr;
+  if (fusion == Fusion::Apart)
+    kernels_.rmsnorm(x_.data(), weights_.layers[0].attn_norm.f32(), xb_.data(), input_type(product_inputs_[0].attn), n, dim_, h.rms_eps);
+  for (int l = 0; l < int(weights_.layers.size()); ++l) layer(l, n, where, fusion);
   // After the last layer xb holds the final norm of every row (fused: x, not yet normed);
   // only the wanted rows' logits are computed (a prompt's prefill wants its last row alone).
   int from = std::max(start, first_logit);
@@ -374,6 +378,9 @@ void Engine::run_chunk(const int32_t *ids, int n, int start, RowPositions where,
   const Weight &o = weights_.output;
   if (fused) {
     kernels_.matvec_fused(x_.data(), weights_.output_norm.f32(), h.rms_eps, o.data, o.type, nullptr, out, AfterProduct::Store, vocab_, dim_);
+  } else if (fusion == Fusion::BeforeProducts) {
+    kernels_.matmul_normed(x_.data(), pending_residual_, weights_.output_norm.f32(), h.rms_eps, o.data, o.type, nullptr, out, 1, vocab_, dim_,
+                           o.row_group, o.stored);
   } else {
     const DType type = input_type(output_input_);
     const void *rows = reinterpret_cast<const uint8_t *>(xb_.data()) + size_t(from - start) * size_t(dim_) * dtype_bytes(type);
@@ -440,11 +447,14 @@ void Engine::show_input(TensorName weight, int layer, const Buffer<float> &input
   observer_->observe(weight, layer, std::span<const float>(rows, count), cols);
 }
 
-// Unfused, expects xb = attn_norm(x) for this layer and leaves xb = the next layer's
-// attn_norm(x) (or the final output norm). Fused (one row on a GPU: Engine::run says when),
-// reads and updates x alone: each norm is part of the product after it, each residual add part
-// of the product before it, and xb is not written.
-void Engine::layer(int l, int n, RowPositions where, bool fused) {
+// Apart, expects xb = attn_norm(x) for this layer and leaves xb = the next layer's
+// attn_norm(x) (or the final output norm). InProducts (one row on a GPU) reads and updates x
+// alone: each norm is part of the product after it, each residual add part of the product
+// before it, and xb is not written. BeforeProducts (one row elsewhere) expects x plus
+// pending_residual_ and leaves the same: each norm, with the residual add before it, and
+// SwiGLU are made in the launch of the product after them.
+void Engine::layer(int l, int n, RowPositions where, Fusion fusion) {
+  const bool fused = fusion == Fusion::InProducts, before = fusion == Fusion::BeforeProducts;
   const int pos = where.pos;
   const ModelHParams &h = model_.hparams;
   const LayerWeights &w = weights_.layers[size_t(l)];
@@ -453,13 +463,15 @@ void Engine::layer(int l, int n, RowPositions where, bool fused) {
   // The types in which this layer's producers write the products' rows; decode's fused
   // products read f32 x and write f32 (SwiGLU inside the gate and up product).
   const ProductInputs &inputs = product_inputs_[size_t(l)];
-  const DType attn_in = input_type(inputs.attn), ffn_in = input_type(inputs.ffn), down_in = fused ? DType::F32 : input_type(inputs.down);
+  const DType attn_in = input_type(inputs.attn), ffn_in = input_type(inputs.ffn), down_in = fused || before ? DType::F32 : input_type(inputs.down);
   const bool last = l + 1 == int(weights_.layers.size());
   const DType next_in = input_type(last ? output_input_ : product_inputs_[size_t(l + 1)].attn);
   // A product of the normed residual stream: of xb (rows of xb_type), or of x with `norm` fused in.
   auto product_in = [&](const Weight &wt, const Weight &b, const Weight &norm, float *out, int N, DType xb_type) {
-    if (fused) kernels_.matvec_fused(x_.data(), norm.f32(), h.rms_eps, wt.data, wt.type, bias(b), out, AfterProduct::Store, N, dim_);
-    else kernels_.matmul(xb_.data(), xb_type, wt.data, wt.type, bias(b), out, n, N, dim_, wt.row_group, wt.stored);
+    if (fused) return kernels_.matvec_fused(x_.data(), norm.f32(), h.rms_eps, wt.data, wt.type, bias(b), out, AfterProduct::Store, N, dim_);
+    if (!before) return kernels_.matmul(xb_.data(), xb_type, wt.data, wt.type, bias(b), out, n, N, dim_, wt.row_group, wt.stored);
+    kernels_.matmul_normed(x_.data(), pending_residual_, norm.f32(), h.rms_eps, wt.data, wt.type, bias(b), out, n, N, dim_, wt.row_group, wt.stored);
+    pending_residual_ = nullptr;  // added to x now
   };
   // The first of weights that lie back to back, read as one: the rows as the file stores them
   // need not be back to back there, so the view has none.
@@ -473,7 +485,8 @@ void Engine::layer(int l, int n, RowPositions where, bool fused) {
     if (fused)
       return kernels_.matvec_fused(static_cast<const float *>(in), nullptr, 0.0f, wt.data, wt.type, nullptr, x_.data(), AfterProduct::AddToOut, dim_, K);
     kernels_.matmul(in, in_type, wt.data, wt.type, nullptr, proj_.data(), n, dim_, K, wt.row_group, wt.stored);
-    kernels_.add_rmsnorm(x_.data(), proj_.data(), next_norm, xb_.data(), xb_type, n, dim_, h.rms_eps);
+    if (before) pending_residual_ = proj_.data();  // the next norm adds it
+    else kernels_.add_rmsnorm(x_.data(), proj_.data(), next_norm, xb_.data(), xb_type, n, dim_, h.rms_eps);
   };
 
   // Decode multiplies one row by q, k and v (and by gate and up) in one product where their
@@ -525,14 +538,25 @@ void Engine::layer(int l, int n, RowPositions where, bool fused) {
   void *down_rows = down_in == DType::F32 ? static_cast<void *>(gate_.data()) : down_in_.data();
   if (fused && back_to_back(w.w_gate, w.w_up)) {  // gate, up and SwiGLU in one launch
     kernels_.matvec_fused(x_.data(), w.ffn_norm.f32(), h.rms_eps, w.w_gate.data, w.w_gate.type, nullptr, gate_.data(), AfterProduct::Swiglu, ff_, dim_);
-  } else if (n == 1 && back_to_back(w.w_gate, w.w_up)) {
-    float *gate_up = gate_up_.data();
-    product_in(stacked(w.w_gate), Weight{}, w.ffn_norm, gate_up, 2 * ff_, ffn_in);
-    kernels_.swiglu(gate_up, gate_up + ff_, down_rows, down_in, ff_);
   } else {
-    product_in(w.w_gate, Weight{}, w.ffn_norm, gate_.data(), ff_, ffn_in);
-    product_in(w.w_up, Weight{}, w.ffn_norm, up_.data(), ff_, ffn_in);
-    kernels_.swiglu(gate_.data(), up_.data(), down_rows, down_in, int64_t(n) * ff_);
+    // SwiGLU of the gate and up rows, into down's rows; BeforeProducts makes them in the down
+    // product's launch.
+    const float *gate = gate_.data(), *up = up_.data();
+    if (n == 1 && back_to_back(w.w_gate, w.w_up)) {
+      float *gate_up = gate_up_.data();
+      product_in(stacked(w.w_gate), Weight{}, w.ffn_norm, gate_up, 2 * ff_, ffn_in);
+      gate = gate_up, up = gate_up + ff_;
+    } else {
+      product_in(w.w_gate, Weight{}, w.ffn_norm, gate_.data(), ff_, ffn_in);
+      product_in(w.w_up, Weight{}, w.ffn_norm, up_.data(), ff_, ffn_in);
+    }
+    if (before) {
+      const Weight &wd = w.w_down;
+      kernels_.matmul_swiglu(gate, up, wd.data, wd.type, nullptr, proj_.data(), n, dim_, ff_, wd.row_group, wd.stored);
+      pending_residual_ = proj_.data();
+      return;
+    }
+    kernels_.swiglu(gate, up, down_rows, down_in, int64_t(n) * ff_);
   }
   show_input(TensorName::FfnDown, l, gate_, 0, n, ff_);
   const float *next_norm = last ? weights_.output_norm.f32() : weights_.layers[size_t(l + 1)].attn_norm.f32();

@@ -130,7 +130,14 @@ class Engine {
   // Runs rows start .. start + n - 1 of a pass (token ids at `ids` in device memory) and
   // computes the logits of those from first_logit on.
   void run_chunk(const int32_t *ids, int n, int start, RowPositions where, int first_logit);
-  void layer(int l, int n, RowPositions where, bool fused);
+  // Where a pass's norms, residual adds and SwiGLU run (run_chunk chooses):
+  //   Apart: launches of their own, xb_ holding the normed rows the products read;
+  //   InProducts: a GPU's decode, inside the product kernels (Library::matvec_fused);
+  //   BeforeProducts: a decode step elsewhere, in the launch that makes each product's rows
+  //     (Library::matmul_normed, matmul_swiglu: on the CPU, the activation quantizer's); a
+  //     product's residual add waits in pending_residual_ for the norm after it.
+  enum class Fusion { Apart, InProducts, BeforeProducts };
+  void layer(int l, int n, RowPositions where, Fusion fusion);
   // A decode step or a speculative check (n rows, every row's logits; a chain, or a tree whose
   // node positions and ancestors forward_tree has copied) through the graph for n rows: the
   // tokens and positions copied to step_, the graph replayed, or captured first (after one
@@ -197,6 +204,9 @@ class Engine {
   // SwiGLU's rows where the down product reads them in 16 bits (in gate_ where f32): a narrower
   // type cannot be written over its own f32 inputs in place.
   Buffer<uint8_t> down_in_;
+  // Fusion::BeforeProducts: the rows (proj_) still to be added to x_, by the next norm; null
+  // where x_ is whole.
+  const float *pending_residual_ = nullptr;
 };
 
 }  // namespace kdsl::models
