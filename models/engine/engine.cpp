@@ -364,7 +364,8 @@ void Engine::run_chunk(const int32_t *ids, int n, int start, RowPositions where,
   kernels_.embedding(ids, weights_.token_embd.data, weights_.token_embd.type, x_.data(), n, dim_);
   // One row takes the norms, residual adds and SwiGLU with the products: on a GPU inside them,
   // elsewhere in the launches that make their rows. An observer is shown the rows apart.
-  const Fusion fusion = n != 1 || observer_ ? Fusion::Apart : fuses_norms_ ? Fusion::InProducts : Fusion::BeforeProducts;
+  Fusion fusion = Fusion::Apart;
+  if (n == 1 && !observer_) fusion = fuses_norms_ ? Fusion::InProducts : options_.fuse_decode_steps ? Fusion::BeforeProducts : Fusion::Apart;
   const bool fused = fusion == Fusion::InProducts;
   pending_residual_ = nullptr;
   if (fusion == Fusion::Apart)

@@ -50,6 +50,10 @@ struct EngineOptions {
   // Matrices the CPU's decode reads faster with their rows grouped are copied so at load
   // (Library::row_group); false leaves every matrix as stored, for comparing the two.
   bool row_groups = true;
+  // A decode step on the CPU makes its norms, residual adds and SwiGLU in the launches of the
+  // products after them (Engine::Fusion::BeforeProducts); false gives each its own launch, as a
+  // prefill does, for comparing the two.
+  bool fuse_decode_steps = true;
   // A decode step (one token, no tree, nothing observing) runs as launches that read its token
   // and position from device memory, captured once as a kdsl::LaunchGraph (a CUDA graph on
   // NVIDIA) and replayed at every later step (--decode-graph); so does a speculative check of

@@ -67,6 +67,7 @@ struct BenchShape {
   int decode_tokens = 32, warmup_tokens = 4, prompt_tokens = 512, prompt_repeats = 1;
   int integer_dot_rows = -1;
   bool row_groups = true;
+  bool fuse_decode_steps = true;
   kernels::KvTypes kv_types;
   DecodeGraph decode_graph = DecodeGraph::Auto;
 };
@@ -81,6 +82,7 @@ Row bench_model(const std::string &path, const std::string &label, const Device 
   eo.context = std::max(prompt_tokens, 1 + warmup_tokens + decode_tokens) + 16;
   eo.integer_dot_rows = shape.integer_dot_rows;
   eo.row_groups = shape.row_groups;
+  eo.fuse_decode_steps = shape.fuse_decode_steps;
   eo.kv_types = shape.kv_types;
   eo.decode_graph = shape.decode_graph;
   Engine engine(model, dev, eo);
@@ -309,7 +311,7 @@ int main(int argc, char **argv) {
   int threads = 0;
   BenchShape shape;
   std::string cache_type_k, cache_type_v, decode_graph = "auto";
-  bool quick = false, keep = false, no_kernels = false, spec = false, spec_fixed = false, llama_shapes = false, no_row_groups = false;
+  bool quick = false, keep = false, no_kernels = false, spec = false, spec_fixed = false, llama_shapes = false, no_row_groups = false, no_step_fusion = false;
   std::string llama_bench;
   std::vector<std::string> draft_types = {"q4_0", "q8_0"};
   int spec_tokens = 64, draft_max = 7, draft_branches = 3, spec_repeats = 2;
@@ -325,6 +327,8 @@ int main(int argc, char **argv) {
   app.add_option("--prompt", shape.prompt_tokens, "prompt tokens for prompt processing (0: skip)")->check(CLI::NonNegativeNumber);
   app.add_option("--prompt-repeats", shape.prompt_repeats, "timed prefills after the warm-up one (the best counts)")->check(CLI::PositiveNumber);
   app.add_option("--int-dot-rows", shape.integer_dot_rows, "the most rows a quantized product on the CPU takes through integer dot products (-1: the library's default, 0: none: the f32 dequantize path everywhere, to compare the two)");
+  app.add_flag("--no-step-fusion", no_step_fusion,
+               "give decode's norms, residual adds and SwiGLU launches of their own on the CPU (they are otherwise made in the activation quantizer of the product after them: Library::matmul_normed), to compare the two");
   app.add_flag("--no-row-groups", no_row_groups, "leave every matrix as stored on the CPU (the integer-dot formats are otherwise grouped by 16 or 8 rows at load: Library::row_group), to compare the two");
   app.add_option("--cache-type-k", cache_type_k,
                  "the KV cache's element type: f16 (the default, as llama-bench's), f32, bf16 or q8_0; with --llama-bench, llama-bench reads the same type");
@@ -349,6 +353,7 @@ int main(int argc, char **argv) {
   if (quick) preset = "tiny", shape.decode_tokens = 8, shape.prompt_tokens = 64;
   if (llama_shapes) shape.decode_tokens = 128, shape.prompt_tokens = 512;
   shape.row_groups = !no_row_groups;
+  shape.fuse_decode_steps = !no_step_fusion;
   shape.decode_graph = tools::decode_graph_mode(decode_graph);
 
   std::filesystem::path tmp;
