@@ -371,8 +371,9 @@ void Engine::run_chunk(const int32_t *ids, int n, int start, RowPositions where,
   if (fusion == Fusion::Apart)
     kernels_.rmsnorm(x_.data(), weights_.layers[0].attn_norm.f32(), xb_.data(), input_type(product_inputs_[0].attn), n, dim_, h.rms_eps);
   for (int l = 0; l < int(weights_.layers.size()); ++l) layer(l, n, where, fusion);
-  // After the last layer xb holds the final norm of every row (fused: x, not yet normed);
-  // only the wanted rows' logits are computed (a prompt's prefill wants its last row alone).
+  // After the last layer xb holds the final norm of every row (InProducts: x, not yet normed;
+  // BeforeProducts: x, with pending_residual_ still to add); only the wanted rows' logits are
+  // computed (a prompt's prefill wants its last row alone).
   int from = std::max(start, first_logit);
   if (from >= start + n) return;
   float *out = logits_.data() + size_t(from - first_logit) * size_t(vocab_);
