@@ -13,8 +13,19 @@ namespace kdsl::kernels::detail {
 // and `other` (AddRmsNorm's residual; SwiGLU's up).
 struct ActivationRows {
   ActivationRows(const float *rows) : x(rows) {}  // NOLINT: plain rows convert
-  ActivationRows(MadeRows step, float *x, const float *other, const float *norm_w, float eps)
-      : x(x), written(step == MadeRows::AddRmsNorm ? x : nullptr), other(other), norm_w(norm_w), eps(eps), made(step) {}
+  // rmsnorm(x) * norm_w, after x += residual (written back) where residual is non-null.
+  static ActivationRows normed(float *x, const float *residual, const float *norm_w, float eps) {
+    ActivationRows r(x);
+    r.made = residual ? MadeRows::AddRmsNorm : MadeRows::RmsNorm;
+    r.written = residual ? x : nullptr, r.other = residual, r.norm_w = norm_w, r.eps = eps;
+    return r;
+  }
+  // silu(gate) * up.
+  static ActivationRows swiglu(const float *gate, const float *up) {
+    ActivationRows r(gate);
+    r.made = MadeRows::Swiglu, r.other = up;
+    return r;
+  }
 
   const float *x;
   float *written = nullptr;  // x, where the step writes it back (AddRmsNorm)

@@ -202,6 +202,13 @@ void regroup(const void *in, void *out, int64_t N, int64_t K, int R, bool to_gro
   internal_error("Library: a format grouped by rows has no row-group plan");
 }
 
+// A product's sizes: rows >= 0, N and K positive; else a user error naming `what`.
+void require_product_sizes(const char *what, int rows, int N, int K) {
+  detail::require(rows >= 0 && N > 0 && K > 0, what, [&] {
+    return "sizes must be positive (rows " + std::to_string(rows) + ", N " + std::to_string(N) + ", K " + std::to_string(K) + ")";
+  });
+}
+
 // The grouping row_group, which W of wtype with N rows says it has: 1 (as stored), or the
 // grouping the format has on this CPU (int_dot_policy.h), whether or not this Library would now
 // choose it (a Library told to take the f32 path reads grouped weights through a copy). Any
@@ -228,13 +235,26 @@ bool matmul_made_rows(Library::Impl &im, const detail::ActivationRows &x, const 
       [] { return false; });
 }
 
+// matmul_normed's and matmul_swiglu's course after their sizes are checked: K and the grouping
+// checked, then the product with the step in its quantizer's launch, or else
+// make_apart(made, type) writes the rows into scratch in `type` and the product reads them.
+template <class MakeApart>
+void product_of_made_rows(Library &lib, Library::Impl &im, const char *what, const detail::ActivationRows &x, const void *w, WeightType wtype,
+                          const float *bias, float *out, int rows, int N, int K, int row_group, const void *w_stored, MakeApart &&make_apart) {
+  require_whole_blocks(what, "K", wtype, K);
+  require_row_group(im, what, wtype, row_group, N);
+  if (rows == 0 || matmul_made_rows(im, x, w, wtype, bias, out, rows, N, K, row_group)) return;
+  const DType type = lib.product_input_type(wtype);
+  void *made = detail::reserve(im, im.made_rows, size_t(rows) * size_t(K) * dtype_bytes(type));
+  make_apart(made, type);
+  lib.matmul(made, type, w, wtype, bias, out, rows, N, K, row_group, w_stored);
+}
+
 }  // namespace
 
 void Library::matmul(const float *x, const void *w, WeightType wtype, const float *bias, float *out, int rows, int N, int K) {
   if (auto plain = dtype_of(wtype)) return matmul(x, w, *plain, bias, out, rows, N, K);
-  detail::require(rows >= 0 && N > 0 && K > 0, "matmul", [&] {
-    return "sizes must be positive (rows " + std::to_string(rows) + ", N " + std::to_string(N) + ", K " + std::to_string(K) + ")";
-  });
+  require_product_sizes("matmul", rows, N, K);
   require_whole_blocks("matmul", "K", wtype, K);
   if (rows == 0) return;
   // One case per row of weight_types.def with block kernels, each format's Name##Format.
@@ -302,47 +322,26 @@ void Library::embedding(const int32_t *ids, const void *table, WeightType ttype,
 #undef KDSL_KERNELS_Decoded
 }
 
-}  // namespace kdsl::kernels
-
-namespace kdsl::kernels {
-
 void Library::matmul_normed(float *x, const float *residual, const float *norm_w, float eps, const void *w, WeightType wtype, const float *bias,
                             float *out, int rows, int N, int K, int row_group, const void *w_stored) {
   const char *what = residual ? "matmul_normed (with a residual)" : "matmul_normed";
-  detail::require(rows >= 0 && N > 0 && K > 0, what, [&] {
-    return "sizes must be positive (rows " + std::to_string(rows) + ", N " + std::to_string(N) + ", K " + std::to_string(K) + ")";
-  });
-  require_whole_blocks(what, "K", wtype, K);
-  require_row_group(*impl_, what, wtype, row_group, N);
+  require_product_sizes(what, rows, N, K);
   // x is the residual stream, which the product's output must not overwrite.
   const auto o = reinterpret_cast<uintptr_t>(out), i = reinterpret_cast<uintptr_t>(x);
   detail::require(o + size_t(rows) * size_t(N) * sizeof(float) <= i || i + size_t(rows) * size_t(K) * sizeof(float) <= o, what,
                   [] { return std::string("out overlaps x: x is the residual stream the product's output must not overwrite"); });
-  if (rows == 0) return;
-  const MadeRows step = residual ? MadeRows::AddRmsNorm : MadeRows::RmsNorm;
-  if (matmul_made_rows(*impl_, detail::ActivationRows(step, x, residual, norm_w, eps), w, wtype, bias, out, rows, N, K, row_group)) return;
-  const DType type = product_input_type(wtype);
-  void *made = detail::reserve(*impl_, impl_->made_rows, size_t(rows) * size_t(K) * dtype_bytes(type));
-  if (residual) add_rmsnorm(x, residual, norm_w, made, type, rows, K, eps);
-  else rmsnorm(x, norm_w, made, type, rows, K, eps);
-  matmul(made, type, w, wtype, bias, out, rows, N, K, row_group, w_stored);
+  product_of_made_rows(*this, *impl_, what, detail::ActivationRows::normed(x, residual, norm_w, eps), w, wtype, bias, out, rows, N, K, row_group,
+                       w_stored, [&](void *made, DType type) {
+                         if (residual) add_rmsnorm(x, residual, norm_w, made, type, rows, K, eps);
+                         else rmsnorm(x, norm_w, made, type, rows, K, eps);
+                       });
 }
 
 void Library::matmul_swiglu(const float *gate, const float *up, const void *w, WeightType wtype, const float *bias, float *out, int rows, int N, int K,
                             int row_group, const void *w_stored) {
-  detail::require(rows >= 0 && N > 0 && K > 0, "matmul_swiglu", [&] {
-    return "sizes must be positive (rows " + std::to_string(rows) + ", N " + std::to_string(N) + ", K " + std::to_string(K) + ")";
-  });
-  require_whole_blocks("matmul_swiglu", "K", wtype, K);
-  require_row_group(*impl_, "matmul_swiglu", wtype, row_group, N);
-  if (rows == 0) return;
-  if (matmul_made_rows(*impl_, detail::ActivationRows(MadeRows::Swiglu, const_cast<float *>(gate), up, nullptr, 0.0f), w, wtype, bias, out, rows, N, K,
-                       row_group))
-    return;
-  const DType type = product_input_type(wtype);
-  void *made = detail::reserve(*impl_, impl_->made_rows, size_t(rows) * size_t(K) * dtype_bytes(type));
-  swiglu(gate, up, made, type, int64_t(rows) * K);
-  matmul(made, type, w, wtype, bias, out, rows, N, K, row_group, w_stored);
+  require_product_sizes("matmul_swiglu", rows, N, K);
+  product_of_made_rows(*this, *impl_, "matmul_swiglu", detail::ActivationRows::swiglu(gate, up), w, wtype, bias, out, rows, N, K, row_group, w_stored,
+                       [&](void *made, DType type) { swiglu(gate, up, made, type, int64_t(rows) * K); });
 }
 
 }  // namespace kdsl::kernels

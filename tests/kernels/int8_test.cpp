@@ -45,15 +45,13 @@ TEST_CASE("kernels: the activation quantizer with group sums equals its scalar s
 // (13: more than one prefetch distance).
 TEST_CASE("kernels: integer-dot decode (one row) and few-row products of every format with a policy, aligned and ragged N, several K, with and without bias") {
   KDSL_TEST_RNG(rng);
-  int checked = 0;
-  for (const kdsl::formats::WeightTypeInfo &info : kdsl::formats::kWeightTypes) {
-    if (!has_int_dot(info.type)) continue;
-    ++checked;
+  const auto formats = int_dot_formats();
+  for (const kdsl::formats::WeightTypeInfo &info : formats) {
     const int block = info.block_elements;
     for (int rows : {1, 2, 3, 8, 13, 16})
       for (auto [N, blocks] : {std::pair{64, 1}, std::pair{37, 3}, std::pair{5, 13}}) check_int8_matmul(rng, info.type, rows, N, blocks * block, rows % 2 == 1);
   }
-  CHECK(checked == 9);  // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL
+  CHECK(formats.size() == 9);  // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL
 }
 
 // Prefill-sized products: the formats whose policy says so take any row count through their
@@ -64,8 +62,7 @@ TEST_CASE("kernels: integer-dot products of prefill size (40 and 67 rows), by de
   KDSL_TEST_RNG(rng);
   kdsl::kernels::Library every_row(kdsl_test::cpu());
   every_row.set_integer_dot_rows(1000);
-  for (const kdsl::formats::WeightTypeInfo &info : kdsl::formats::kWeightTypes) {
-    if (!has_int_dot(info.type)) continue;
+  for (const kdsl::formats::WeightTypeInfo &info : int_dot_formats()) {
     for (int rows : {40, 67})
       check_int8_matmul(rng, info.type, rows, 37, 3 * info.block_elements, rows == 67, rows <= int_dot_default_rows(info.type) ? library() : every_row);
   }
@@ -79,13 +76,10 @@ TEST_CASE("kernels: every format's byte-dot prefill tiles (33 and 67 rows, ragge
   kdsl::kernels::Library tiles(kdsl_test::cpu());
   tiles.set_integer_dot_rows(1000);
   tiles.set_prefill_tiles_everywhere(true);
-  int checked = 0;
-  for (const kdsl::formats::WeightTypeInfo &info : kdsl::formats::kWeightTypes) {
-    if (!has_int_dot(info.type)) continue;
-    ++checked;
+  const auto formats = int_dot_formats();
+  for (const kdsl::formats::WeightTypeInfo &info : formats)
     for (int rows : {33, 67}) check_int8_matmul(rng, info.type, rows, 37, 2 * info.block_elements, rows == 67, tiles);
-  }
-  CHECK(checked == 9);
+  CHECK(formats.size() == 9);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include <kdsl/formats/half.h>
 #include <kdsl/formats/quant_blocks.h>
@@ -36,6 +37,13 @@ inline int int_dot_default_rows(WeightType t) {
   }
 }
 inline bool has_int_dot(WeightType t) { return int_dot_default_rows(t) > 0; }
+// The formats with an integer-dot policy (has_int_dot), in weight_types.def's order.
+inline std::vector<kdsl::formats::WeightTypeInfo> int_dot_formats() {
+  std::vector<kdsl::formats::WeightTypeInfo> out;
+  for (const kdsl::formats::WeightTypeInfo &info : kdsl::formats::kWeightTypes)
+    if (has_int_dot(info.type)) out.push_back(info);
+  return out;
+}
 
 // The activation blocks each format meets: 256 values per scale with sums of 16 for the
 // k-quants (ggml's Q8_K), 32 with one sum (ggml's Q8_1) for the 32-value formats.

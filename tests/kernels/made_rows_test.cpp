@@ -125,10 +125,8 @@ void check_made_rows(kdsl::kernels::Library &lib, std::mt19937 &rng, Step step, 
 
 TEST_CASE("kernels: a decode product's norm, residual add or SwiGLU made in its quantizer's launch, every integer-dot format, as stored and grouped") {
   KDSL_TEST_RNG(rng);
-  int checked = 0;
-  for (const kdsl::formats::WeightTypeInfo &info : kdsl::formats::kWeightTypes) {
-    if (!has_int_dot(info.type)) continue;
-    ++checked;
+  const auto formats = int_dot_formats();
+  for (const kdsl::formats::WeightTypeInfo &info : formats) {
     const int block = info.block_elements;
     for (Step step : {Step::RmsNorm, Step::AddRmsNorm, Step::Swiglu}) {
       check_made_rows(library(), rng, step, info.type, 1, 37, 3 * block, true);
@@ -136,7 +134,7 @@ TEST_CASE("kernels: a decode product's norm, residual add or SwiGLU made in its 
       if (library().row_group(info.type, 64) > 1) check_made_rows(library(), rng, step, info.type, 1, 64, 2 * block, true, true);
     }
   }
-  CHECK(checked == 9);
+  CHECK(formats.size() == 9);
 }
 
 TEST_CASE("kernels: products of made rows past the quantizer: a prefill's rows, dense weights and a Library without integer dots make them apart") {
