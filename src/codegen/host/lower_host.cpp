@@ -1010,6 +1010,11 @@ class HostLowering {
         return operand(0);
       }
       case OpKind::ExpandDims: return def->ints[0] == last ? std::optional<int64_t>(0) : operand(0);
+      case OpKind::Reshape: {  // row-major order kept: the same last axis is the same rows
+        const ir::Shape &in = fn_.type(def->operands[0]).shape;
+        if (in.rank == 0) return 0;
+        return in[in.rank - 1] == t.shape[last] ? operand(0) : std::nullopt;
+      }
       case OpKind::Add:
       case OpKind::Sub:
       case OpKind::PtrAdd: {
