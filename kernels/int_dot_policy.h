@@ -1,5 +1,6 @@
 // int_dot_policy.h - which weight formats the CPU multiplies by integer dot products, and with which policy
 #pragma once
+#include <cstdint>
 #include <type_traits>
 
 #include <kdsl/device.h>
@@ -37,7 +38,13 @@ namespace kdsl::kernels {
 // where it is not `type` (Q4_K and Q5_K: sub-blocks scaled by their i32 codes,
 // kquant_int_dot.h).
 // tiles: the format's prefill tiles (has_prefill_tiles below).
+// grouped_prefetch: how many bytes ahead the grouped decode and few-row kernels ask for their
+// weights (matvec_grouped_sums' PREFETCH; none where absent). 2 KiB took 8-25% off the
+// products of the 32-value formats and Q4_K on a znver3 VM at 1 and 2 threads; Q5_K's and
+// Q6_K's products, which compute longer a byte, measured faster and slower in turn, and stay
+// without (bench/RESULTS.md, 2026-12-07, "a prefetch distance for grouped decode").
 inline constexpr int kEveryRow = 1 << 30;  // default_int_dot_rows' "every row"
+inline constexpr int64_t kGroupedPrefetch = 2048;
 
 template <class F>
 struct int_dot_policy {
@@ -49,6 +56,7 @@ struct int_dot_policy<Q8_0Format> {
   static constexpr const char *name = "q8_0";
   static constexpr int few_rows_launch = 16;
   static constexpr int row_group = 16;
+  static constexpr int64_t grouped_prefetch = kGroupedPrefetch;
   using tiles = Q8_0Tiles;
 };
 template <>
@@ -57,6 +65,7 @@ struct int_dot_policy<Q4_0Format> {
   static constexpr const char *name = "q4_0";
   static constexpr int few_rows_launch = 16;
   static constexpr int row_group = 16;
+  static constexpr int64_t grouped_prefetch = kGroupedPrefetch;
   using tiles = Q4_0Tiles;
 };
 template <>
@@ -65,6 +74,7 @@ struct int_dot_policy<IQ4_NLFormat> {
   static constexpr const char *name = "iq4_nl";
   static constexpr int few_rows_launch = 16;
   static constexpr int row_group = 16;
+  static constexpr int64_t grouped_prefetch = kGroupedPrefetch;
   using tiles = IQ4_NLTiles;
 };
 template <>
@@ -75,6 +85,7 @@ struct int_dot_policy<Q4_KFormat> {
   static constexpr int few_rows_launch = 4;
   using tiles = type;
   static constexpr int row_group = 16;
+  static constexpr int64_t grouped_prefetch = kGroupedPrefetch;
   static constexpr int row_group_ymm = 8;
 };
 template <>
@@ -102,6 +113,7 @@ struct int_dot_policy<Q4_1Format> {
   static constexpr const char *name = "q4_1";
   static constexpr int few_rows_launch = 4;
   static constexpr int row_group = 16;
+  static constexpr int64_t grouped_prefetch = kGroupedPrefetch;
   using tiles = type;
 };
 template <>
@@ -110,6 +122,7 @@ struct int_dot_policy<Q5_0Format> {
   static constexpr const char *name = "q5_0";
   static constexpr int few_rows_launch = 4;
   static constexpr int row_group = 16;
+  static constexpr int64_t grouped_prefetch = kGroupedPrefetch;
   using tiles = type;
 };
 template <>
@@ -118,6 +131,7 @@ struct int_dot_policy<Q5_1Format> {
   static constexpr const char *name = "q5_1";
   static constexpr int few_rows_launch = 4;
   static constexpr int row_group = 16;
+  static constexpr int64_t grouped_prefetch = kGroupedPrefetch;
   using tiles = type;
 };
 
@@ -131,6 +145,13 @@ int row_group_on(const Device &cpu) {
   }
   if constexpr (requires { Policy::row_group; }) return Policy::row_group;
   else return 1;
+}
+
+// The bytes ahead format F's grouped kernels prefetch (0: none).
+template <class F>
+constexpr int64_t grouped_prefetch() {
+  if constexpr (requires { int_dot_policy<F>::grouped_prefetch; }) return int_dot_policy<F>::grouped_prefetch;
+  else return 0;
 }
 
 // Whether format F has byte-dot prefill tiles (matmul_int_tiles.h with the policy's `tiles`:

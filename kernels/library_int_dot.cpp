@@ -228,12 +228,13 @@ void run_int_dot_grouped(Library::Impl &im, const ActivationRows &x, const void 
     const float *d = xq.scales + int64_t(first) * blocks;
     const int32_t *sums = xq.sums + int64_t(first) * (K / GS);
     float *o = out + int64_t(first) * N;
+    constexpr int64_t kAhead = grouped_prefetch<F>();
     if constexpr (kSums) {
-      if (bias) im.kernel<matvec_grouped_sums<P, BR, R, true>>()(g, q, d, sums, wq, b, o, count, N, K);
-      else im.kernel<matvec_grouped_sums<P, BR, R, false>>()(g, q, d, sums, wq, b, o, count, N, K);
+      if (bias) im.kernel<matvec_grouped_sums<P, BR, R, true, kAhead>>()(g, q, d, sums, wq, b, o, count, N, K);
+      else im.kernel<matvec_grouped_sums<P, BR, R, false, kAhead>>()(g, q, d, sums, wq, b, o, count, N, K);
     } else {
-      if (bias) im.kernel<matvec_grouped_int8<P, BR, R, true>>()(g, q, d, sums, wq, b, o, count, N, K);
-      else im.kernel<matvec_grouped_int8<P, BR, R, false>>()(g, q, d, sums, wq, b, o, count, N, K);
+      if (bias) im.kernel<matvec_grouped_int8<P, BR, R, true, kAhead>>()(g, q, d, sums, wq, b, o, count, N, K);
+      else im.kernel<matvec_grouped_int8<P, BR, R, false, kAhead>>()(g, q, d, sums, wq, b, o, count, N, K);
     }
   };
   for_few_row_launches(

@@ -172,8 +172,9 @@ void matvec_int8(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs, Ptr<con
 // weight_blocks.h), as matvec_grouped_sums (matvec_int8_sums.h) does for the formats with
 // sums: program i takes group i, rows iR .. iR + R - 1, and reads each block's scales of all
 // R rows as one run and its quants 4 bytes a row, 16 rows to a vpdpbusd, each row's sum in its
-// own lane. W holds N / R groups (N a multiple of R: Library::row_group).
-template <class P, int BR, int R, bool HAS_BIAS>
+// own lane. W holds N / R groups (N a multiple of R: Library::row_group). PREFETCH: as
+// matvec_grouped_sums'.
+template <class P, int BR, int R, bool HAS_BIAS, int64_t PREFETCH = 0>
 void matvec_grouped_int8(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs, Ptr<const u8> wq, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> rows,
                          Scalar<i32> N, Scalar<i32> K) {
   using F = typename P::Format;
@@ -186,6 +187,7 @@ void matvec_grouped_int8(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs,
   auto first_block = wide(program_id(0)) * wide(blocks);  // the group's first block
   auto acc = for_range(0, blocks, 1, zeros<f32, BR, R, L>(), [&](auto b, auto acc) {
     const Blocks w{wq, first_block + wide(b)};
+    if constexpr (PREFETCH > 0) w.template prefetch_ahead<PREFETCH>();
     auto d_w = w.half(offsetof(typename F::Layout, d), wide(zeros<i32, 1, 1, 1>()));  // [1, R, 1]
     auto x_block = x_row * wide(blocks) + wide(b);                                    // [BR, 1, 1]
     auto d_x = load(xd + x_block);

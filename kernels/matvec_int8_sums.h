@@ -53,10 +53,13 @@ void matvec_int8_sums(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs, Pt
 // The same product over weights grouped by R rows (formats/row_groups.h; GroupedBlocks,
 // weight_blocks.h): program i takes group i, rows iR .. iR + R - 1, and reads each block's
 // field of all R rows as one run. W holds cdiv(N, R) groups; rows past N are the last
-// group's zero padding, and their outputs are not stored. No software prefetch: a program
-// walks its groups' blocks forward, which the hardware prefetches, and prefetching each
-// block's lines ahead measured slower.
-template <class P, int BR, int R, bool HAS_BIAS>
+// group's zero padding, and their outputs are not stored. PREFETCH > 0: each step asks for
+// the bytes that far past its group's block (GroupedBlocks::prefetch_ahead), the blocks a
+// thread reads a few steps later, its programs' groups lying one after another. Without it a
+// decode product's time was its compute's plus its reads' (the hardware prefetcher did not
+// run far enough ahead), not the larger of the two (bench/RESULTS.md, 2026-12-07,
+// "a prefetch distance for grouped decode").
+template <class P, int BR, int R, bool HAS_BIAS, int64_t PREFETCH = 0>
 void matvec_grouped_sums(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs, Ptr<const u8> wq, Ptr<const f32> bias, Ptr<f32> out, Scalar<i32> rows,
                          Scalar<i32> N, Scalar<i32> K) {
   constexpr int BE = P::kBlockElements, G = BE / P::kSumGroup;
@@ -71,6 +74,7 @@ void matvec_grouped_sums(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs,
   // through five registers and the stack every step (bench/RESULTS.md, 2026-12-07).
   auto acc = for_range(0, blocks, 1, zeros<f32, BR, R, 1>(), [&](auto b, auto acc) {
     auto group = first_block + wide(b);
+    if constexpr (PREFETCH > 0) GroupedBlocks<typename P::Layout, R>{wq, group}.template prefetch_ahead<PREFETCH>();
     auto x_block = x_row * wide(blocks) + wide(b);  // [BR, 1, 1]
     auto d_x = load(xd + x_block);                  // [BR, 1, 1]
     auto s = P::template block_dot<BR, R>(GroupedBlocks<typename P::Layout, R>{wq, group}, xq + x_block * BE, xs + x_block * G);

@@ -81,6 +81,14 @@ struct GroupedBlocks {
     if (p.grain != 4 || p.room != 4) internal_error("weight_blocks.h: run_of_16 reads whole grains of 4 bytes");
     return load(wq + (group * kGroupBytes + p.first + wide(reshape<1, R / 4, 16>(arange<R * 4>()))));
   }
+  // Asks for the group's bytes DISTANCE further on (a later group's, which this program's next
+  // steps or a later program read), one prefetch a cache line; past the matrix's end it asks
+  // for bytes nobody reads, which a prefetch may (it never faults).
+  template <int64_t DISTANCE>
+  void prefetch_ahead() const {
+    constexpr int kLines = int((kGroupBytes + 63) / 64);
+    prefetch(wq + (group * kGroupBytes + DISTANCE + wide(arange<kLines * 64>())));
+  }
   template <class Piece>
   auto half(size_t offset, const Piece &spread) const {
     constexpr formats::RowGroupPlan plan = formats::row_group_plan<Layout>();
