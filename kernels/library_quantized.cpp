@@ -225,12 +225,16 @@ int require_row_group(const Library::Impl &im, const char *what, WeightType wtyp
 
 // The integer-dot product over rows a step makes in its quantizer's launch (Library::
 // matmul_normed, matmul_swiglu), where one takes these rows; false (nothing run) elsewhere.
+// Rows past the grouped kernels' (a prefill) read W as stored, where the caller has it (as
+// Library::matmul's grouped overload does); without it, the course apart puts W back.
 bool matmul_made_rows(Library::Impl &im, const detail::ActivationRows &x, const void *w, WeightType wtype, const float *bias, float *out, int rows, int N,
-                      int K, int row_group) {
+                      int K, int row_group, const void *w_stored) {
   return with_block_format(
       wtype,
       [&]<class F>() {
-        return row_group == 1 ? detail::matmul_int_dot<F>(im, x, w, bias, out, rows, N, K) : detail::matmul_int_dot_grouped<F>(im, x, w, bias, out, rows, N, K);
+        if (row_group == 1) return detail::matmul_int_dot<F>(im, x, w, bias, out, rows, N, K);
+        if (detail::matmul_int_dot_grouped<F>(im, x, w, bias, out, rows, N, K)) return true;
+        return w_stored && detail::matmul_int_dot<F>(im, x, w_stored, bias, out, rows, N, K);
       },
       [] { return false; });
 }
@@ -243,7 +247,7 @@ void product_of_made_rows(Library &lib, Library::Impl &im, const char *what, con
                           const float *bias, float *out, int rows, int N, int K, int row_group, const void *w_stored, MakeApart &&make_apart) {
   require_whole_blocks(what, "K", wtype, K);
   require_row_group(im, what, wtype, row_group, N);
-  if (rows == 0 || matmul_made_rows(im, x, w, wtype, bias, out, rows, N, K, row_group)) return;
+  if (rows == 0 || matmul_made_rows(im, x, w, wtype, bias, out, rows, N, K, row_group, w_stored)) return;
   const DType type = lib.product_input_type(wtype);
   void *made = detail::reserve(im, im.made_rows, size_t(rows) * size_t(K) * dtype_bytes(type));
   make_apart(made, type);

@@ -44,6 +44,20 @@ bool records_only(const EngineOptions &o) { return o.recorder && !o.recorder->la
 
 // Whether b lies right after a in memory, of the same type and row grouping, so that the two read as one
 // weight: a matrix of a's rows then b's (same columns), or one vector (biases).
+// Whether a pass of several rows on this device makes its norms, residual adds and SwiGLU in
+// the products' activation quantizers (Library::matmul_normed, matmul_swiglu): on the CPU
+// (not dispatching as a GPU), with integer dots on, where every product's weights are
+// block-quantized. Elsewhere each of q, k and v (gate and up) would make its rows apart, one
+// norm a product where Apart takes one a layer. (f8_e4m3 has no integer dots and takes that
+// course: correct, one pass slower.)
+bool quantizers_make_rows(const DeviceWeights &w, const Device &device, const EngineOptions &o) {
+  if (device.kind() != Device::Kind::Cpu || o.gpu_forms || o.integer_dot_rows == 0 || !kernels::is_quantized(w.output.type)) return false;
+  for (const LayerWeights &l : w.layers)
+    for (const Weight *m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+      if (!kernels::is_quantized(m->type)) return false;
+  return true;
+}
+
 bool back_to_back(const Weight &a, const Weight &b) {
   const bool stackable = a.cols == b.cols || (a.rows == 1 && b.rows == 1);
   return a && b && a.type == b.type && a.row_group == b.row_group && stackable && static_cast<const uint8_t *>(a.data) + a.bytes() == b.data;
@@ -363,9 +377,12 @@ void Engine::run_chunk(const int32_t *ids, int n, int start, RowPositions where,
   const ModelHParams &h = model_.hparams;
   kernels_.embedding(ids, weights_.token_embd.data, weights_.token_embd.type, x_.data(), n, dim_);
   // One row takes the norms, residual adds and SwiGLU with the products: on a GPU inside them,
-  // elsewhere in the launches that make their rows. An observer is shown the rows apart.
+  // elsewhere in the launches that make their rows; so do more rows on the CPU where every
+  // product's weights are block-quantized (their quantizers make the rows). An observer is
+  // shown the rows apart.
   Fusion fusion = Fusion::Apart;
   if (n == 1 && !observer_) fusion = fuses_norms_ ? Fusion::InProducts : options_.fuse_decode_steps ? Fusion::BeforeProducts : Fusion::Apart;
+  else if (!observer_ && options_.fuse_decode_steps && quantizers_make_rows(weights_, device_, options_)) fusion = Fusion::BeforeProducts;
   const bool fused = fusion == Fusion::InProducts;
   pending_residual_ = nullptr;
   if (fusion == Fusion::Apart)
@@ -381,8 +398,10 @@ void Engine::run_chunk(const int32_t *ids, int n, int start, RowPositions where,
   if (fused) {
     kernels_.matvec_fused(x_.data(), weights_.output_norm.f32(), h.rms_eps, o.data, o.type, nullptr, out, AfterProduct::Store, vocab_, dim_);
   } else if (fusion == Fusion::BeforeProducts) {
-    kernels_.matmul_normed(x_.data(), pending_residual_, weights_.output_norm.f32(), h.rms_eps, o.data, o.type, nullptr, out, 1, vocab_, dim_,
-                           o.row_group, o.stored);
+    // The rows wanted alone: x's others are not read again this pass.
+    const size_t skipped = size_t(from - start) * size_t(dim_);
+    kernels_.matmul_normed(x_.data() + skipped, pending_residual_ ? pending_residual_ + skipped : nullptr, weights_.output_norm.f32(), h.rms_eps, o.data,
+                           o.type, nullptr, out, start + n - from, vocab_, dim_, o.row_group, o.stored);
   } else {
     const DType type = input_type(output_input_);
     const void *rows = reinterpret_cast<const uint8_t *>(xb_.data()) + size_t(from - start) * size_t(dim_) * dtype_bytes(type);
@@ -452,7 +471,7 @@ void Engine::show_input(TensorName weight, int layer, const Buffer<float> &input
 // Apart, expects xb = attn_norm(x) for this layer and leaves xb = the next layer's
 // attn_norm(x) (or the final output norm). InProducts (one row on a GPU) reads and updates x
 // alone: each norm is part of the product after it, each residual add part of the product
-// before it, and xb is not written. BeforeProducts (one row elsewhere) expects x plus
+// before it, and xb is not written. BeforeProducts (run_chunk says where) expects x plus
 // pending_residual_ and leaves the same: each norm, with the residual add before it, and
 // SwiGLU are made in the launch of the product after them.
 void Engine::layer(int l, int n, RowPositions where, Fusion fusion) {

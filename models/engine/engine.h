@@ -51,8 +51,8 @@ struct EngineOptions {
   // (Library::row_group); false leaves every matrix as stored, for comparing the two.
   bool row_groups = true;
   // A decode step on the CPU makes its norms, residual adds and SwiGLU in the launches of the
-  // products after them (Engine::Fusion::BeforeProducts); false gives each its own launch, as a
-  // prefill does, for comparing the two.
+  // products after them (Engine::Fusion::BeforeProducts), and so does a prefill whose products'
+  // weights are all block-quantized; false gives each its own launch, for comparing the two.
   bool fuse_decode_steps = true;
   // A decode step (one token, no tree, nothing observing) runs as launches that read its token
   // and position from device memory, captured once as a kdsl::LaunchGraph (a CUDA graph on
@@ -137,9 +137,10 @@ class Engine {
   // Where a pass's norms, residual adds and SwiGLU run (run_chunk chooses):
   //   Apart: launches of their own, xb_ holding the normed rows the products read;
   //   InProducts: a GPU's decode, inside the product kernels (Library::matvec_fused);
-  //   BeforeProducts: a decode step elsewhere, in the launch that makes each product's rows
-  //     (Library::matmul_normed, matmul_swiglu: on the CPU, the activation quantizer's); a
-  //     product's residual add waits in pending_residual_ for the norm after it.
+  //   BeforeProducts: a decode step elsewhere, or a prefill on the CPU over block-quantized
+  //     weights, in the launch that makes each product's rows (Library::matmul_normed,
+  //     matmul_swiglu: on the CPU, the activation quantizer's); a product's residual add waits
+  //     in pending_residual_ for the norm after it.
   enum class Fusion { Apart, InProducts, BeforeProducts };
   void layer(int l, int n, RowPositions where, Fusion fusion);
   // A decode step or a speculative check (n rows, every row's logits; a chain, or a tree whose

@@ -328,7 +328,7 @@ int main(int argc, char **argv) {
   app.add_option("--prompt-repeats", shape.prompt_repeats, "timed prefills after the warm-up one (the best counts)")->check(CLI::PositiveNumber);
   app.add_option("--int-dot-rows", shape.integer_dot_rows, "the most rows a quantized product on the CPU takes through integer dot products (-1: the library's default, 0: none: the f32 dequantize path everywhere, to compare the two)");
   app.add_flag("--no-step-fusion", no_step_fusion,
-               "give decode's norms, residual adds and SwiGLU launches of their own on the CPU (they are otherwise made in the activation quantizer of the product after them: Library::matmul_normed), to compare the two");
+               "give the norms, residual adds and SwiGLU of decode and of a quantized prefill launches of their own on the CPU (they are otherwise made in the activation quantizer of the product after them: Library::matmul_normed), to compare the two");
   app.add_flag("--no-row-groups", no_row_groups, "leave every matrix as stored on the CPU (the integer-dot formats are otherwise grouped by 16 or 8 rows at load: Library::row_group), to compare the two");
   app.add_option("--cache-type-k", cache_type_k,
                  "the KV cache's element type: f16 (the default, as llama-bench's), f32, bf16 or q8_0; with --llama-bench, llama-bench reads the same type");

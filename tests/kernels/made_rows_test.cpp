@@ -146,6 +146,10 @@ TEST_CASE("kernels: products of made rows past the quantizer: a prefill's rows, 
     // makes them there too), the rest through the f32 path.
     check_made_rows(library(), rng, step, WeightType::Q4_K, 40, 37, 256, int_dot_default_rows(WeightType::Q4_K) >= 40);
     check_made_rows(library(), rng, step, WeightType::Q8_0, 40, 37, 64, int_dot_default_rows(WeightType::Q8_0) >= 40);
+    // The same over grouped weights, as the engine's prefill gives them: the tiles read W as
+    // stored (w_stored) with the quantizer making the rows.
+    for (WeightType t : {WeightType::Q4_K, WeightType::Q6_K, WeightType::IQ4_NL})
+      if (library().row_group(t, 64) > 1) check_made_rows(library(), rng, step, t, 40, 64, 256, int_dot_default_rows(t) >= 40, true);
     check_made_rows(f32_path, rng, step, WeightType::Q4_0, 1, 37, 96, false);
     check_made_rows(f32_path, rng, step, WeightType::Q6_K, 2, 16, 256, false, f32_path.row_group(WeightType::Q6_K, 16) > 1);
     check_made_rows(library(), rng, step, WeightType::F16, 1, 37, 100, false);
