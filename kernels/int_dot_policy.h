@@ -39,10 +39,10 @@ namespace kdsl::kernels {
 // kquant_int_dot.h).
 // tiles: the format's prefill tiles (has_prefill_tiles below).
 // grouped_prefetch: how many bytes ahead the grouped decode and few-row kernels ask for their
-// weights (matvec_grouped_sums' PREFETCH; none where absent). 2 KiB took 8-25% off the
-// products of the 32-value formats and Q4_K on a znver3 VM at 1 and 2 threads; Q5_K's and
-// Q6_K's products, which compute longer a byte, measured faster and slower in turn, and stay
-// without (bench/RESULTS.md, 2026-12-07, "a prefetch distance for grouped decode").
+// weights (matvec_grouped_sums' PREFETCH), where not kGroupedPrefetch: 0 for Q5_K and Q6_K,
+// whose products compute longer a byte and measured faster and slower with it in turn, where
+// the others' measured faster (bench/RESULTS.md, 2026-12-07, "A prefetch distance for
+// grouped decode").
 inline constexpr int kEveryRow = 1 << 30;  // default_int_dot_rows' "every row"
 inline constexpr int64_t kGroupedPrefetch = 2048;
 
@@ -56,7 +56,6 @@ struct int_dot_policy<Q8_0Format> {
   static constexpr const char *name = "q8_0";
   static constexpr int few_rows_launch = 16;
   static constexpr int row_group = 16;
-  static constexpr int64_t grouped_prefetch = kGroupedPrefetch;
   using tiles = Q8_0Tiles;
 };
 template <>
@@ -65,7 +64,6 @@ struct int_dot_policy<Q4_0Format> {
   static constexpr const char *name = "q4_0";
   static constexpr int few_rows_launch = 16;
   static constexpr int row_group = 16;
-  static constexpr int64_t grouped_prefetch = kGroupedPrefetch;
   using tiles = Q4_0Tiles;
 };
 template <>
@@ -74,7 +72,6 @@ struct int_dot_policy<IQ4_NLFormat> {
   static constexpr const char *name = "iq4_nl";
   static constexpr int few_rows_launch = 16;
   static constexpr int row_group = 16;
-  static constexpr int64_t grouped_prefetch = kGroupedPrefetch;
   using tiles = IQ4_NLTiles;
 };
 template <>
@@ -85,7 +82,6 @@ struct int_dot_policy<Q4_KFormat> {
   static constexpr int few_rows_launch = 4;
   using tiles = type;
   static constexpr int row_group = 16;
-  static constexpr int64_t grouped_prefetch = kGroupedPrefetch;
   static constexpr int row_group_ymm = 8;
 };
 template <>
@@ -96,6 +92,7 @@ struct int_dot_policy<Q5_KFormat> {
   static constexpr int few_rows_launch = 4;
   using tiles = type;
   static constexpr int row_group = 16;
+  static constexpr int64_t grouped_prefetch = 0;
   static constexpr int row_group_ymm = 8;
 };
 template <>
@@ -105,6 +102,7 @@ struct int_dot_policy<Q6_KFormat> {
   static constexpr int few_rows_launch = 4;
   using tiles = type;
   static constexpr int row_group = 16;
+  static constexpr int64_t grouped_prefetch = 0;
   static constexpr int row_group_ymm = 8;
 };
 template <>
@@ -113,7 +111,6 @@ struct int_dot_policy<Q4_1Format> {
   static constexpr const char *name = "q4_1";
   static constexpr int few_rows_launch = 4;
   static constexpr int row_group = 16;
-  static constexpr int64_t grouped_prefetch = kGroupedPrefetch;
   using tiles = type;
 };
 template <>
@@ -122,7 +119,6 @@ struct int_dot_policy<Q5_0Format> {
   static constexpr const char *name = "q5_0";
   static constexpr int few_rows_launch = 4;
   static constexpr int row_group = 16;
-  static constexpr int64_t grouped_prefetch = kGroupedPrefetch;
   using tiles = type;
 };
 template <>
@@ -131,7 +127,6 @@ struct int_dot_policy<Q5_1Format> {
   static constexpr const char *name = "q5_1";
   static constexpr int few_rows_launch = 4;
   static constexpr int row_group = 16;
-  static constexpr int64_t grouped_prefetch = kGroupedPrefetch;
   using tiles = type;
 };
 
@@ -151,7 +146,7 @@ int row_group_on(const Device &cpu) {
 template <class F>
 constexpr int64_t grouped_prefetch() {
   if constexpr (requires { int_dot_policy<F>::grouped_prefetch; }) return int_dot_policy<F>::grouped_prefetch;
-  else return 0;
+  else return kGroupedPrefetch;
 }
 
 // Whether format F has byte-dot prefill tiles (matmul_int_tiles.h with the policy's `tiles`:

@@ -73,11 +73,11 @@ void matvec_grouped_sums(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs,
   // carried apart, the two took twice the registers, and LLVM rotated Q4_1's four accumulators
   // through five registers and the stack every step (bench/RESULTS.md, 2026-12-07).
   auto acc = for_range(0, blocks, 1, zeros<f32, BR, R, 1>(), [&](auto b, auto acc) {
-    auto group = first_block + wide(b);
-    if constexpr (PREFETCH > 0) GroupedBlocks<typename P::Layout, R>{wq, group}.template prefetch_ahead<PREFETCH>();
+    const GroupedBlocks<typename P::Layout, R> w{wq, first_block + wide(b)};
+    if constexpr (PREFETCH > 0) w.template prefetch_ahead<PREFETCH>();
     auto x_block = x_row * wide(blocks) + wide(b);  // [BR, 1, 1]
     auto d_x = load(xd + x_block);                  // [BR, 1, 1]
-    auto s = P::template block_dot<BR, R>(GroupedBlocks<typename P::Layout, R>{wq, group}, xq + x_block * BE, xs + x_block * G);
+    auto s = P::template block_dot<BR, R>(w, xq + x_block * BE, xs + x_block * G);
     return acc + (s.lanes + reshape<BR, R, 1>(s.offset)) * d_x;
   });
   store_product<HAS_BIAS>(out, bias, reshape<BR, R>(acc), r, rn, rows, N);

@@ -42,8 +42,16 @@ alignas(256) const uint8_t kUploadStandIn[256] = {};
 
 bool records_only(const EngineOptions &o) { return o.recorder && !o.recorder->launches(); }
 
-// Whether b lies right after a in memory, of the same type and row grouping, so that the two read as one
-// weight: a matrix of a's rows then b's (same columns), or one vector (biases).
+// Whether every product's weights (each layer's seven matrices and the output's) pass `test`.
+template <class Test>
+bool every_product_weight(const DeviceWeights &w, Test &&test) {
+  if (!test(w.output)) return false;
+  for (const LayerWeights &l : w.layers)
+    for (const Weight *m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+      if (!test(*m)) return false;
+  return true;
+}
+
 // Whether a pass of several rows on this device makes its norms, residual adds and SwiGLU in
 // the products' activation quantizers (Library::matmul_normed, matmul_swiglu): on the CPU
 // (not dispatching as a GPU), with integer dots on, where every product's weights are
@@ -51,13 +59,12 @@ bool records_only(const EngineOptions &o) { return o.recorder && !o.recorder->la
 // norm a product where Apart takes one a layer. (f8_e4m3 has no integer dots and takes that
 // course: correct, one pass slower.)
 bool quantizers_make_rows(const DeviceWeights &w, const Device &device, const EngineOptions &o) {
-  if (device.kind() != Device::Kind::Cpu || o.gpu_forms || o.integer_dot_rows == 0 || !kernels::is_quantized(w.output.type)) return false;
-  for (const LayerWeights &l : w.layers)
-    for (const Weight *m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
-      if (!kernels::is_quantized(m->type)) return false;
-  return true;
+  if (device.kind() != Device::Kind::Cpu || o.gpu_forms || o.integer_dot_rows == 0) return false;
+  return every_product_weight(w, [](const Weight &m) { return kernels::is_quantized(m.type); });
 }
 
+// Whether b lies right after a in memory, of the same type and row grouping, so that the two read as one
+// weight: a matrix of a's rows then b's (same columns), or one vector (biases).
 bool back_to_back(const Weight &a, const Weight &b) {
   const bool stackable = a.cols == b.cols || (a.rows == 1 && b.rows == 1);
   return a && b && a.type == b.type && a.row_group == b.row_group && stackable && static_cast<const uint8_t *>(a.data) + a.bytes() == b.data;
@@ -229,9 +236,8 @@ Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions op
   kernels_.set_gpu_forms(options.gpu_forms);
   kernels_.set_row_groups(options.row_groups);
   weights_ = place_weights(model, device, kernels_, options);
-  fuses_norms_ = kernels_.fuses_norm_and_add(weights_.output.type);
-  for (const LayerWeights &l : weights_.layers)
-    for (const Weight *w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) fuses_norms_ = fuses_norms_ && kernels_.fuses_norm_and_add(w->type);
+  fuses_norms_ = every_product_weight(weights_, [&](const Weight &w) { return kernels_.fuses_norm_and_add(w.type); });
+  rows_made_in_quantizers_ = options.fuse_steps && quantizers_make_rows(weights_, device, options);
   if (options.page_size < 1 || options.page_size > 4096) throw Error(fmt::format("KV page size: expected 1 to 4096, got {}", options.page_size));
   if (options.max_logit_rows < 1 || options.max_logit_rows > 1024)
     throw Error(fmt::format("rows of logits per forward pass: expected 1 to 1024, got {} (--draft-max is at most 1023)", options.max_logit_rows));
@@ -381,8 +387,8 @@ void Engine::run_chunk(const int32_t *ids, int n, int start, RowPositions where,
   // product's weights are block-quantized (their quantizers make the rows). An observer is
   // shown the rows apart.
   Fusion fusion = Fusion::Apart;
-  if (n == 1 && !observer_) fusion = fuses_norms_ ? Fusion::InProducts : options_.fuse_decode_steps ? Fusion::BeforeProducts : Fusion::Apart;
-  else if (!observer_ && options_.fuse_decode_steps && quantizers_make_rows(weights_, device_, options_)) fusion = Fusion::BeforeProducts;
+  if (n == 1 && !observer_) fusion = fuses_norms_ ? Fusion::InProducts : options_.fuse_steps ? Fusion::BeforeProducts : Fusion::Apart;
+  else if (!observer_ && rows_made_in_quantizers_) fusion = Fusion::BeforeProducts;
   const bool fused = fusion == Fusion::InProducts;
   pending_residual_ = nullptr;
   if (fusion == Fusion::Apart)

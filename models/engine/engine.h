@@ -53,7 +53,7 @@ struct EngineOptions {
   // A decode step on the CPU makes its norms, residual adds and SwiGLU in the launches of the
   // products after them (Engine::Fusion::BeforeProducts), and so does a prefill whose products'
   // weights are all block-quantized; false gives each its own launch, for comparing the two.
-  bool fuse_decode_steps = true;
+  bool fuse_steps = true;
   // A decode step (one token, no tree, nothing observing) runs as launches that read its token
   // and position from device memory, captured once as a kdsl::LaunchGraph (a CUDA graph on
   // NVIDIA) and replayed at every later step (--decode-graph); so does a speculative check of
@@ -194,6 +194,9 @@ class Engine {
   // Whether every product's weights have a kernel here that fuses the norm before it and the
   // residual add after it (Library::fuses_norm_and_add: on a GPU), so decode takes them.
   bool fuses_norms_ = false;
+  // Whether a pass of several rows makes its norms, residual adds and SwiGLU in the products'
+  // activation quantizers (Fusion::BeforeProducts; quantizers_make_rows in engine.cpp).
+  bool rows_made_in_quantizers_ = false;
   // The element types in which the unfused steps' producers write the rows the products read
   // (Library::product_input_type: on a GPU, the f16 / bf16 of the weights that follow, which the
   // tensor cores take as stored; F32 elsewhere): per layer, the attention norm's (q, k, v), the

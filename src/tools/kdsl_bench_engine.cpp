@@ -67,7 +67,7 @@ struct BenchShape {
   int decode_tokens = 32, warmup_tokens = 4, prompt_tokens = 512, prompt_repeats = 1;
   int integer_dot_rows = -1;
   bool row_groups = true;
-  bool fuse_decode_steps = true;
+  bool fuse_steps = true;
   kernels::KvTypes kv_types;
   DecodeGraph decode_graph = DecodeGraph::Auto;
 };
@@ -82,7 +82,7 @@ Row bench_model(const std::string &path, const std::string &label, const Device 
   eo.context = std::max(prompt_tokens, 1 + warmup_tokens + decode_tokens) + 16;
   eo.integer_dot_rows = shape.integer_dot_rows;
   eo.row_groups = shape.row_groups;
-  eo.fuse_decode_steps = shape.fuse_decode_steps;
+  eo.fuse_steps = shape.fuse_steps;
   eo.kv_types = shape.kv_types;
   eo.decode_graph = shape.decode_graph;
   Engine engine(model, dev, eo);
@@ -353,7 +353,7 @@ int main(int argc, char **argv) {
   if (quick) preset = "tiny", shape.decode_tokens = 8, shape.prompt_tokens = 64;
   if (llama_shapes) shape.decode_tokens = 128, shape.prompt_tokens = 512;
   shape.row_groups = !no_row_groups;
-  shape.fuse_decode_steps = !no_step_fusion;
+  shape.fuse_steps = !no_step_fusion;
   shape.decode_graph = tools::decode_graph_mode(decode_graph);
 
   std::filesystem::path tmp;
