@@ -39,10 +39,10 @@ namespace kdsl::kernels {
 // kquant_int_dot.h).
 // tiles: the format's prefill tiles (has_prefill_tiles below).
 // grouped_prefetch: how many bytes ahead the grouped decode and few-row kernels ask for their
-// weights (matvec_grouped_sums' PREFETCH), where not kGroupedPrefetch: 0 for Q5_K and Q6_K,
-// whose products compute longer a byte and measured faster and slower with it in turn, where
-// the others' measured faster (bench/RESULTS.md, 2026-12-07, "A prefetch distance for
-// grouped decode").
+// weights (matvec_grouped_sums' PREFETCH), where not kGroupedPrefetch: 0 for Q5_K, whose
+// products compute longest a byte and measured the same with it and without, where the others'
+// measured faster (bench/RESULTS.md, 2026-12-07, "A prefetch distance for grouped decode",
+// and "Q6_K's grouped decode prefetches too"). Twice the distance measured no faster.
 inline constexpr int kEveryRow = 1 << 30;  // default_int_dot_rows' "every row"
 inline constexpr int64_t kGroupedPrefetch = 2048;
 
@@ -102,7 +102,6 @@ struct int_dot_policy<Q6_KFormat> {
   static constexpr int few_rows_launch = 4;
   using tiles = type;
   static constexpr int row_group = 16;
-  static constexpr int64_t grouped_prefetch = 0;
   static constexpr int row_group_ymm = 8;
 };
 template <>
