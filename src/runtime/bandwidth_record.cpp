@@ -23,8 +23,9 @@ namespace fs = std::filesystem;
 // How the ceiling is measured, written into each record: a record of another method is
 // measured anew. 2: the read stream sums vectors of each target's own width; method 1's AVX2
 // code went through the stack and read low wherever memory was faster than that code
-// (bench/RESULTS.md, 2026-12-06, "The read stream's AVX2 code").
-constexpr int kMeasurementMethod = 2;
+// (bench/RESULTS.md, 2026-12-06, "The read stream's AVX2 code"). 3: the stream reads the
+// pages the weights get (2 MiB where granted) instead of a std::vector's 4 KiB ones.
+constexpr int kMeasurementMethod = 3;
 
 fs::path record_path(const Device &device, const fs::path &dir) {
   std::string name = device.name();
