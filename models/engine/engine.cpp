@@ -20,16 +20,9 @@ using AfterProduct = kernels::Library::AfterProduct;
 
 // The model's context, capped so the KV cache takes at most a quarter of the device's free
 // memory (measured after the weights are placed there).
-// Bytes of one position's keys and values in one layer: a row of n_head_kv * head_dim values
-// of each type (q8_0: 34 bytes per 32 values, its quants and scale).
-int64_t kv_row_bytes(const ModelHParams &h, kernels::KvTypes kv) {
-  int64_t row = h.n_head_kv * h.head_dim;
-  return kernels::weight_bytes(kv.k, row) + kernels::weight_bytes(kv.v, row);
-}
-
 int default_context(const ModelHParams &h, const Device &device, kernels::KvTypes kv) {
   int64_t wanted = h.context_length > 0 ? h.context_length : 2048;
-  int64_t per_position = h.n_layer * kv_row_bytes(h, kv);
+  int64_t per_position = kv_cache_bytes_per_position(h, kv);
   int64_t free_bytes = int64_t(device.free_memory());
   if (free_bytes > 0 && per_position > 0) wanted = std::min(wanted, std::max<int64_t>(256, free_bytes / 4 / per_position));
   return int(std::min<int64_t>(wanted, 1 << 20));
@@ -188,7 +181,7 @@ DeviceWeights place_weights(const ModelWeights &model, const Device &device, con
 // since a context read from the command line may be anything up to INT_MAX.
 int64_t kv_cache_bytes(const ModelHParams &h, int64_t context, int page_size, kernels::KvTypes kv) {
   int64_t pages = (context + page_size - 1) / page_size;
-  return pages * page_size * h.n_layer * kv_row_bytes(h, kv);
+  return pages * page_size * kv_cache_bytes_per_position(h, kv);
 }
 
 // A context given by the user is what they get, or a clear refusal: never an overflow, never an
@@ -227,6 +220,13 @@ void check_kv_types(const ModelHParams &h, kernels::KvTypes kv) {
 }
 
 }  // namespace
+
+// A position's row of n_head_kv * head_dim values of each type in every layer (q8_0: 34 bytes
+// per 32 values, its quants and scale).
+int64_t kv_cache_bytes_per_position(const ModelHParams &h, kernels::KvTypes kv) {
+  const int64_t row = h.n_head_kv * h.head_dim;
+  return h.n_layer * (kernels::weight_bytes(kv.k, row) + kernels::weight_bytes(kv.v, row));
+}
 
 Engine::Engine(const ModelWeights &model, const Device &device, EngineOptions options)
     : model_(model), device_(device), kernels_(device, options.recorder), options_(options) {

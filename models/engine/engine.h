@@ -61,6 +61,10 @@ struct EngineOptions {
   DecodeGraph decode_graph = DecodeGraph::Auto;
 };
 
+// Bytes of the KV cache one position takes over all layers (keys and values, as the cache
+// types store them): what a decode step at context c reads besides the weights, c times over.
+int64_t kv_cache_bytes_per_position(const ModelHParams &h, kernels::KvTypes kv);
+
 // The weights as the kernels read them, in the device's memory: on the CPU the ModelWeights'
 // own views (the mapped file, nothing copied); on a GPU views of copies uploaded once.
 struct DeviceWeights {

@@ -39,8 +39,9 @@ struct Row {
   std::string model;
   double decode_tps = 0;    // batch 1, after warm-up: 1 / the median step time
   double decode_mean_tps = 0;  // the same over the total time of the steps
-  int64_t bytes_per_token = 0;
-  double achieved_gbs = 0;  // weight bytes per token x decode tokens/s
+  int64_t bytes_per_token = 0;     // the weights, read once a token
+  int64_t kv_bytes_per_token = 0;  // the KV cache the middle timed step reads: every layer's keys and values of its context
+  double achieved_gbs = 0;         // (weights + KV cache) bytes per token x decode tokens/s
   double stream_before_gbs = 0, stream_after_gbs = 0;  // the memory bandwidth measured just before and just after the timed steps
   double ceiling_gbs() const { return std::max(stream_before_gbs, stream_after_gbs); }
   double prompt_tps = 0;    // one batched prefill of the prompt
@@ -117,7 +118,12 @@ Row bench_model(const std::string &path, const std::string &label, const Device 
   double median_ms = steps.size() % 2 ? steps[steps.size() / 2] : (steps[steps.size() / 2 - 1] + steps[steps.size() / 2]) / 2;
   row.decode_tps = 1e3 / median_ms;
   row.decode_mean_tps = decode_tokens / (std::accumulate(steps.begin(), steps.end(), 0.0) / 1e3);
-  row.achieved_gbs = double(row.bytes_per_token) * row.decode_tps / 1e9;
+  // A step at context c reads c positions of keys and values besides the weights; the median
+  // step is near the middle one, at context pos0 + decode_tokens / 2 (pos0: the first timed
+  // step's position). Left out, the fraction would fall as the context grows.
+  const int middle_context = pos - decode_tokens + (decode_tokens + 1) / 2;
+  row.kv_bytes_per_token = int64_t(middle_context) * models::kv_cache_bytes_per_position(model.hparams, shape.kv_types);
+  row.achieved_gbs = double(row.bytes_per_token + row.kv_bytes_per_token) * row.decode_tps / 1e9;
   row.stream_after_gbs = runtime::measure_device_bandwidth(dev, kBandwidthBytes, 2).gbs;
 
   // Prompt processing: the whole prompt in one forward call from position 0 (the engine cuts
@@ -445,13 +451,13 @@ int main(int argc, char **argv) {
 
     fmt::print("kdsl-bench-engine on {}: decode at batch 1 (median of {} steps after {} warm-up), prompt of {} tokens (best of {}), {} KV cache\n\n",
                dev.name(), shape.decode_tokens, shape.warmup_tokens, shape.prompt_tokens, shape.prompt_repeats, kernels::weight_type_info(shape.kv_types.k).name);
-    fmt::print("| {:<24} | {:>14} | {:>15} | {:>13} | {:>17} | {:>11} | {:>19} |\n", "model", "decode tok/s", "weights/token", "achieved", "bandwidth",
-               "fraction", fmt::format("prompt tok/s ({})", shape.prompt_tokens));
-    fmt::print("|{:-<26}|{:->16}|{:->17}|{:->15}|{:->19}|{:->13}|{:->21}|\n", "", "", "", "", "", "", "");
+    fmt::print("| {:<24} | {:>14} | {:>15} | {:>12} | {:>13} | {:>17} | {:>11} | {:>19} |\n", "model", "decode tok/s", "weights/token", "KV/token",
+               "achieved", "bandwidth", "fraction", fmt::format("prompt tok/s ({})", shape.prompt_tokens));
+    fmt::print("|{:-<26}|{:->16}|{:->17}|{:->14}|{:->15}|{:->19}|{:->13}|{:->21}|\n", "", "", "", "", "", "", "", "");
     for (const Row &r : rows)
-      fmt::print("| {:<24} | {:>14.2f} | {:>12.1f} MB | {:>8.2f} GB/s | {:>12.2f} GB/s | {:>10.0f}% | {:>19} |\n", r.model, r.decode_tps,
-                 r.bytes_per_token / 1e6, r.achieved_gbs, r.ceiling_gbs(), 100 * r.achieved_gbs / r.ceiling_gbs(),
-                 shape.prompt_tokens > 0 ? fmt::format("{:.1f}", r.prompt_tps) : "-");
+      fmt::print("| {:<24} | {:>14.2f} | {:>12.1f} MB | {:>9.2f} MB | {:>8.2f} GB/s | {:>12.2f} GB/s | {:>10.0f}% | {:>19} |\n", r.model,
+                 r.decode_tps, r.bytes_per_token / 1e6, r.kv_bytes_per_token / 1e6, r.achieved_gbs, r.ceiling_gbs(),
+                 100 * r.achieved_gbs / r.ceiling_gbs(), shape.prompt_tokens > 0 ? fmt::format("{:.1f}", r.prompt_tps) : "-");
     if (!llama_bench.empty()) {
       // kdsl's decode here is over the whole timed run, as llama-bench's tg is; both prompt
       // figures are the best of their repeats.
@@ -493,7 +499,7 @@ int main(int argc, char **argv) {
     fmt::print("\nkernels: {} compiled ({:.0f} ms), {} loaded from the disk cache; warm-up ", cs.compiled, cs.compile_ms, cs.disk_hits);
     for (size_t i = 0; i < rows.size(); ++i) fmt::print("{}{:.1f} s", i ? ", " : "", rows[i].warmup_ms / 1e3);
     fmt::print(".\nbandwidth: {}; for each model the better of two measurements just before and just after its decode steps (decode "
-               "reads its weights once per token), for the single products the best of the run's first and last: {:.2f} GB/s. Every "
+               "reads its weights once per token, and the KV cache of its context: KV/token at the middle timed step's), for the single products the best of the run's first and last: {:.2f} GB/s. Every "
                "measurement of the run: ",
                ceiling.what, read_gbs);
     fmt::print("first {:.2f}", first_gbs);

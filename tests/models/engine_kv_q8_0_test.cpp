@@ -135,3 +135,13 @@ TEST_CASE("engine: a q8_0 KV cache refuses heads that are not whole blocks of 32
                                         "; a q8_0 KV cache needs a multiple of 32"));
   }
 }
+
+TEST_CASE("engine: a position's KV cache bytes count both sides of every layer in the cache's types") {
+  ModelHParams h;
+  h.n_layer = 3;
+  h.n_head_kv = 2;
+  h.head_dim = 64;  // a row of 128 values a side
+  CHECK(kv_cache_bytes_per_position(h, {GgmlType::F16, GgmlType::F16}) == 3 * 2 * 128 * 2);
+  CHECK(kv_cache_bytes_per_position(h, {GgmlType::F32, GgmlType::F16}) == 3 * (128 * 4 + 128 * 2));
+  CHECK(kv_cache_bytes_per_position(h, kQ8_0) == 3 * 2 * (128 / 32) * 34);
+}
