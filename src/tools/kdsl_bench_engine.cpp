@@ -2,6 +2,7 @@
 // against the memory bandwidth measured in the same run
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -33,6 +34,14 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+// The middle value (the mean of the two middle ones for an even count); 0 for none.
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
 struct Row {
@@ -42,8 +51,11 @@ struct Row {
   int64_t bytes_per_token = 0;     // the weights, read once a token
   int64_t kv_bytes_per_token = 0;  // the KV cache the middle timed step reads: every layer's keys and values of its context
   double achieved_gbs = 0;         // (weights + KV cache) bytes per token x decode tokens/s
-  double stream_before_gbs = 0, stream_after_gbs = 0;  // the memory bandwidth measured just before and just after the timed steps
-  double ceiling_gbs() const { return std::max(stream_before_gbs, stream_after_gbs); }
+  std::vector<double> streams_gbs;         // the memory bandwidth measured before each round of timed steps and after the last
+  std::vector<double> round_ceilings_gbs;  // each round's ceiling: the better measurement next to it
+  std::vector<double> round_fractions;     // each round's achieved bandwidth over its ceiling
+  double ceiling_gbs() const { return median(round_ceilings_gbs); }
+  double fraction() const { return median(round_fractions); }
   double prompt_tps = 0;    // one batched prefill of the prompt
   double warmup_ms = 0;     // first prefill and first decode steps (compiles or cache loads)
   tools::LlamaBenchFigures llama;  // llama-bench on the same file and threads, with --llama-bench
@@ -66,6 +78,7 @@ constexpr size_t kBandwidthBytes = size_t(1) << 30;
 
 struct BenchShape {
   int decode_tokens = 32, warmup_tokens = 4, prompt_tokens = 512, prompt_repeats = 1;
+  int decode_rounds = 4;  // rounds of timed decode steps, the read stream measured between them
   int integer_dot_rows = -1;
   bool row_groups = true;
   bool fuse_steps = true;
@@ -100,31 +113,41 @@ Row bench_model(const std::string &path, const std::string &label, const Device 
     logits = engine.forward(token, pos++);
   }
   row.warmup_ms += ms_since(t);
-  // The ceiling decode is judged by, measured next to its steps. A VM's memory can move by
-  // half between minutes (bench/RESULTS.md, the entry of 2026-12-06 on the read stream's AVX2
-  // code), so a figure from the start or the end of a run of several models judges some of
-  // them against a machine they never ran on.
-  row.stream_before_gbs = runtime::measure_device_bandwidth(dev, kBandwidthBytes, 2).gbs;
+  // The ceiling decode is judged by, measured between its steps. A VM's read stream moved by a
+  // quarter between the measurements just before and just after one model's decode
+  // (bench/RESULTS.md, 2026-12-07, "decode judged round by round"), so the steps run in rounds
+  // with a measurement before each round and after the last, each round is judged by the
+  // better of the two around it, and the fraction is the median round's.
+  const int rounds = std::min(shape.decode_rounds, decode_tokens);
+  const int64_t kv_per_position = models::kv_cache_bytes_per_position(model.hparams, shape.kv_types);
+  auto bytes_at = [&](int context) { return row.bytes_per_token + int64_t(context) * kv_per_position; };
+  row.streams_gbs.push_back(runtime::measure_device_bandwidth(dev, kBandwidthBytes, 2).gbs);
   // Each step timed alone; the median step sets the rate, so a burst of other work on a
   // shared machine does not decide the figure (the copy bandwidth is a best-of too).
   std::vector<double> steps;
-  for (int i = 0; i < decode_tokens; ++i) {
-    t = Clock::now();
-    token[0] = argmax(logits);
-    logits = engine.forward(token, pos++);
-    steps.push_back(ms_since(t));
+  const int first_pos = pos;
+  for (int round = 0; round < rounds; ++round) {
+    const int begin = decode_tokens * round / rounds, end = decode_tokens * (round + 1) / rounds;
+    std::vector<double> round_steps;
+    for (int i = begin; i < end; ++i) {
+      t = Clock::now();
+      token[0] = argmax(logits);
+      logits = engine.forward(token, pos++);
+      round_steps.push_back(ms_since(t));
+    }
+    row.streams_gbs.push_back(runtime::measure_device_bandwidth(dev, kBandwidthBytes, 2).gbs);
+    // A step at context c reads c positions of keys and values besides the weights: the
+    // round's middle step's context counts (left out, the fraction would fall as it grows).
+    const double gbs = double(bytes_at(first_pos + begin + (end - begin + 1) / 2)) / median(round_steps) / 1e6;
+    const double ceiling = std::max(row.streams_gbs[size_t(round)], row.streams_gbs[size_t(round) + 1]);
+    row.round_ceilings_gbs.push_back(ceiling);
+    row.round_fractions.push_back(gbs / ceiling);
+    steps.insert(steps.end(), round_steps.begin(), round_steps.end());
   }
-  std::sort(steps.begin(), steps.end());
-  double median_ms = steps.size() % 2 ? steps[steps.size() / 2] : (steps[steps.size() / 2 - 1] + steps[steps.size() / 2]) / 2;
-  row.decode_tps = 1e3 / median_ms;
+  row.decode_tps = 1e3 / median(steps);
   row.decode_mean_tps = decode_tokens / (std::accumulate(steps.begin(), steps.end(), 0.0) / 1e3);
-  // A step at context c reads c positions of keys and values besides the weights; the median
-  // step is near the middle one, at context pos0 + decode_tokens / 2 (pos0: the first timed
-  // step's position). Left out, the fraction would fall as the context grows.
-  const int middle_context = pos - decode_tokens + (decode_tokens + 1) / 2;
-  row.kv_bytes_per_token = int64_t(middle_context) * models::kv_cache_bytes_per_position(model.hparams, shape.kv_types);
+  row.kv_bytes_per_token = bytes_at(first_pos + (decode_tokens + 1) / 2) - row.bytes_per_token;  // the middle step's
   row.achieved_gbs = double(row.bytes_per_token + row.kv_bytes_per_token) * row.decode_tps / 1e9;
-  row.stream_after_gbs = runtime::measure_device_bandwidth(dev, kBandwidthBytes, 2).gbs;
 
   // Prompt processing: the whole prompt in one forward call from position 0 (the engine cuts
   // it into chunks of its max batch). The first call is the warm-up; the best of the rest counts.
@@ -330,6 +353,10 @@ int main(int argc, char **argv) {
   app.add_option("--device", device_name, "cpu or cuda (GPU 0)")->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--decode", shape.decode_tokens, "decode steps timed at batch 1")->check(CLI::PositiveNumber);
   app.add_option("--warmup", shape.warmup_tokens, "decode steps before timing")->check(CLI::NonNegativeNumber);
+  app.add_option("--decode-rounds", shape.decode_rounds,
+                 "rounds the timed decode steps run in, the read stream measured before each and after the last; a round is judged by the better "
+                 "measurement next to it, and decode's fraction of the stream is the median round's")
+      ->check(CLI::PositiveNumber);
   app.add_option("--prompt", shape.prompt_tokens, "prompt tokens for prompt processing (0: skip)")->check(CLI::NonNegativeNumber);
   app.add_option("--prompt-repeats", shape.prompt_repeats, "timed prefills after the warm-up one (the best counts)")->check(CLI::PositiveNumber);
   app.add_option("--int-dot-rows", shape.integer_dot_rows, "the most rows a quantized product on the CPU takes through integer dot products (-1: the library's default, 0: none: the f32 dequantize path everywhere, to compare the two)");
@@ -457,7 +484,7 @@ int main(int argc, char **argv) {
     for (const Row &r : rows)
       fmt::print("| {:<24} | {:>14.2f} | {:>12.1f} MB | {:>9.2f} MB | {:>8.2f} GB/s | {:>12.2f} GB/s | {:>10.0f}% | {:>19} |\n", r.model,
                  r.decode_tps, r.bytes_per_token / 1e6, r.kv_bytes_per_token / 1e6, r.achieved_gbs, r.ceiling_gbs(),
-                 100 * r.achieved_gbs / r.ceiling_gbs(), shape.prompt_tokens > 0 ? fmt::format("{:.1f}", r.prompt_tps) : "-");
+                 100 * r.fraction(), shape.prompt_tokens > 0 ? fmt::format("{:.1f}", r.prompt_tps) : "-");
     if (!llama_bench.empty()) {
       // kdsl's decode here is over the whole timed run, as llama-bench's tg is; both prompt
       // figures are the best of their repeats.
@@ -498,13 +525,19 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < rows.size(); ++i) fmt::print("{}{:.2f}", i ? ", " : "", rows[i].decode_mean_tps);
     fmt::print("\nkernels: {} compiled ({:.0f} ms), {} loaded from the disk cache; warm-up ", cs.compiled, cs.compile_ms, cs.disk_hits);
     for (size_t i = 0; i < rows.size(); ++i) fmt::print("{}{:.1f} s", i ? ", " : "", rows[i].warmup_ms / 1e3);
-    fmt::print(".\nbandwidth: {}; for each model the better of two measurements just before and just after its decode steps (decode "
-               "reads its weights once per token, and the KV cache of its context: KV/token at the middle timed step's), for the single products the best of the run's first and last: {:.2f} GB/s. Every "
+    fmt::print(".\nbandwidth: {}; for each model one before each round of its decode steps and one after the last, each round judged by the better one next to it (decode "
+               "reads its weights once per token, and the KV cache of its context: KV/token at the middle timed step's; the fraction is the median round's), for the single products the best of the run's first and last: {:.2f} GB/s. Every "
                "measurement of the run: ",
                ceiling.what, read_gbs);
     fmt::print("first {:.2f}", first_gbs);
-    for (const Row &r : rows) fmt::print(", {:.2f} and {:.2f} ({})", r.stream_before_gbs, r.stream_after_gbs, r.model);
-    fmt::print(", last {:.2f} GB/s.\n", last_gbs);
+    for (const Row &r : rows) fmt::print(", {:.2f} ({})", fmt::join(r.streams_gbs, ", "), r.model);
+    fmt::print(", last {:.2f} GB/s.\ndecode's fraction of the stream by round: ", last_gbs);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      std::vector<std::string> percents;
+      for (double f : rows[i].round_fractions) percents.push_back(fmt::format("{:.0f}%", 100 * f));
+      fmt::print("{}{} {}", i ? "; " : "", rows[i].model, fmt::join(percents, ", "));
+    }
+    fmt::print(".\n");
   } catch (const Error &e) {
     fmt::print(stderr, "kdsl-bench-engine: error: {}\n", e.what());
     if (remove_tmp && !tmp.empty()) std::filesystem::remove_all(tmp);
