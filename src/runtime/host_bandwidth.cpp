@@ -27,6 +27,13 @@ void on_threads(int threads, size_t bytes, F &&body) {
   for (auto &th : pool) th.join();
 }
 
+// A buffer from the CPU device's allocator (host_memory.h), released with it.
+struct ReleaseHostBuffer {
+  void operator()(char *p) const noexcept { release_host_buffer(p); }
+};
+using HostBytes = std::unique_ptr<char[], ReleaseHostBuffer>;
+HostBytes host_bytes(size_t bytes) { return HostBytes(static_cast<char *>(allocate_host_buffer(bytes))); }
+
 template <class F>
 double best_gbs(int repeats, double bytes_moved, F &&run) {
   double best = 0;
@@ -97,8 +104,9 @@ float sum_stream(const float *p, size_t n, int streams) {
 double measure_copy_bandwidth(int threads, size_t bytes, int repeats) {
   if (threads < 1) threads = int(std::thread::hardware_concurrency());
   bytes = bytes / 256 * 256;
-  std::unique_ptr<char[]> src(new char[bytes]), dst(new char[bytes]);
-  // Touch every page first (from the threads that will copy them), so the timing sees no faults.
+  // On the pages kernels' buffers get (measure_read_bandwidth says why), every page touched
+  // first by the thread that will copy it, so the timing sees no faults.
+  const HostBytes src = host_bytes(bytes), dst = host_bytes(bytes);
   on_threads(threads, bytes, [&](int, size_t b, size_t e) {
     std::memset(src.get() + b, 1, e - b);
     std::memset(dst.get() + b, 0, e - b);
@@ -114,9 +122,9 @@ double measure_read_bandwidth(int threads, size_t bytes, int repeats) {
   // On the pages the weights and the KV cache get (host_memory.h: 2 MiB where the kernel grants
   // them), so the ceiling and what is judged by it pay the same TLB costs; every page touched
   // first, by the thread that reads it, so the timing sees no faults.
-  const std::unique_ptr<void, void (*)(void *) noexcept> memory(allocate_host_buffer(bytes), release_host_buffer);
-  auto *data = static_cast<float *>(memory.get());
-  on_threads(threads, bytes, [&](int, size_t b, size_t e) { std::memset(reinterpret_cast<char *>(data) + b, 0, e - b); });
+  const HostBytes memory = host_bytes(bytes);
+  on_threads(threads, bytes, [&](int, size_t b, size_t e) { std::memset(memory.get() + b, 0, e - b); });
+  const auto *data = reinterpret_cast<const float *>(memory.get());
   std::vector<float> sums(size_t(threads) * 16);  // one cache line per thread: the result stays live
   double best = 0;
   for (int streams : {1, 2, 4, 8})
