@@ -149,7 +149,7 @@ SamplerParams sampler_params(const Options &o) {
 }
 
 void print_summary(const ModelWeights &m, const Device &dev, const GenerationResult &r, double load_ms, const runtime::MeasuredBandwidth &bandwidth,
-                   const std::string &spec_drafter, bool json, nlohmann::json &out) {
+                   kernels::KvTypes kv_types, const std::string &spec_drafter, bool json, nlohmann::json &out) {
   CacheStats cs = cache_stats();
   TuneStats ts = tune_stats();
   // Rates leave out first-use work (kernel compiles and autotuning, in wall time, reported
@@ -158,8 +158,12 @@ void print_summary(const ModelWeights &m, const Device &dev, const GenerationRes
   double prompt_tps = r.prompt_ids.size() / (prompt_ms / 1e3);
   size_t decode_steps = r.generated_ids.empty() ? 0 : r.generated_ids.size() - 1;
   double gen_tps = decode_steps ? decode_steps / (gen_ms / 1e3) : 0;
+  // A step at context c reads c positions of keys and values besides the weights: the middle
+  // generated step's context counts, as kdsl-bench-engine counts it.
+  const int64_t middle_context = int64_t(r.prompt_ids.size()) + int64_t(decode_steps + 1) / 2;
+  const int64_t kv_bytes_per_token = decode_steps ? middle_context * kv_cache_bytes_per_position(m.hparams, kv_types) : 0;
   double gb_per_token = double(m.bytes_per_token()) / 1e9;
-  double achieved = gen_tps * gb_per_token;
+  double achieved = gen_tps * (gb_per_token + double(kv_bytes_per_token) / 1e9);
   double ceiling = bandwidth.gbs;
   // Speculation: the share of drafts kept, and drafts kept per check (each check also yields
   // the target's own token after them).
@@ -176,6 +180,7 @@ void print_summary(const ModelWeights &m, const Device &dev, const GenerationRes
                       {"generation_ms", r.generation_ms},
                       {"generation_compile_ms", r.generation_compile_ms},
                       {"weight_bytes_per_token", m.bytes_per_token()},
+                      {"kv_cache_bytes_per_token", kv_bytes_per_token},
                       {"achieved_gb_per_s", achieved},
                       {"measured_bandwidth_gb_per_s", ceiling},
                       {"bandwidth_measured_by", bandwidth.what},
@@ -206,8 +211,8 @@ void print_summary(const ModelWeights &m, const Device &dev, const GenerationRes
              compiling(r.prompt_compile_ms));
   fmt::print(stderr, "generation      {:10.1f} tokens/s  ({} tokens in {:.1f} ms{}; stop: {})\n", gen_tps, r.generated_ids.size(), gen_ms,
              compiling(r.generation_compile_ms), r.stop_reason);
-  fmt::print(stderr, "weights/token   {:10.2f} MB; achieved {:.2f} GB/s of {:.2f} GB/s measured ({:.0f}%; {})\n", gb_per_token * 1e3, achieved, ceiling,
-             ceiling > 0 ? 100 * achieved / ceiling : 0.0, bandwidth.what);
+  fmt::print(stderr, "weights/token   {:10.2f} MB, KV cache {:.2f} MB; achieved {:.2f} GB/s of {:.2f} GB/s measured ({:.0f}%; {})\n", gb_per_token * 1e3,
+             double(kv_bytes_per_token) / 1e6, achieved, ceiling, ceiling > 0 ? 100 * achieved / ceiling : 0.0, bandwidth.what);
   if (ceiling > 0 && achieved > ceiling)
     fmt::print(stderr, "                (above the recorded ceiling, which was measured on a busier machine: run once with --bandwidth)\n");
   if (!spec_drafter.empty()) {
@@ -338,7 +343,7 @@ int run(const Options &o) {
   nlohmann::json out;
   if (json) out = {{"prompt", prompt}, {"prompt_ids", r.prompt_ids}, {"generated_ids", r.generated_ids}, {"text", r.text}};
   runtime::MeasuredBandwidth bandwidth = runtime::recorded_device_bandwidth(dev, jit_cache::DiskCache::default_dir(), o.bandwidth);
-  print_summary(model, dev, r, load_ms, bandwidth, drafter ? drafter->name() : std::string(), json, out);
+  print_summary(model, dev, r, load_ms, bandwidth, eo.kv_types, drafter ? drafter->name() : std::string(), json, out);
   // Random or byte-level tokens can leave malformed UTF-8; JSON gets U+FFFD in their place.
   if (json) fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   return 0;

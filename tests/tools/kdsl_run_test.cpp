@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "models/engine/model_weights.h"
 #include "models/gguf/gguf_writer.h"
 #include "runtime/cuda/cuda_driver.h"
 #include "models/synth/synth_model.h"
@@ -298,6 +299,15 @@ TEST_CASE("kdsl-run: the same --seed gives the same text; the json summary has e
   const int64_t layer = 64 + 4 * 64 * 64 + 64 + 3 * 172 * 64;
   CHECK(s["weight_bytes_per_token"].get<int64_t>() == 4 * (4 * layer + 64 + 512 * 64));
   CHECK(s["achieved_gb_per_s"].get<double>() > 0);
+  // The KV cache the middle generated step reads: its context's keys and values (f32, kdsl-run's
+  // default) in every layer, a row of n_head_kv * head_dim values a side.
+  const json &g = a["generated_ids"];
+  const int64_t middle_context = int64_t(a["prompt_ids"].size()) + int64_t(g.size()) / 2;
+  const kdsl::models::ModelWeights m = kdsl::models::load_model_weights(*model);
+  const int64_t row = m.hparams.n_head_kv * m.hparams.head_dim;
+  CHECK(s["kv_cache_bytes_per_token"].get<int64_t>() == middle_context * m.hparams.n_layer * 2 * row * 4);
+  const double gb_per_token = double(s["weight_bytes_per_token"].get<int64_t>() + s["kv_cache_bytes_per_token"].get<int64_t>()) / 1e9;
+  CHECK(s["achieved_gb_per_s"].get<double>() == doctest::Approx(s["generation_tokens_per_s"].get<double>() * gb_per_token));
   CHECK(s["measured_bandwidth_gb_per_s"].get<double>() > 0);
   // Every kernel either compiled here or came from the cache.
   CHECK(s["kernels_compiled"].get<int64_t>() + s["kernel_cache_disk_hits"].get<int64_t>() > 0);
