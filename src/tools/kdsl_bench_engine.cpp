@@ -120,7 +120,7 @@ Row bench_model(const std::string &path, const std::string &label, const Device 
   // better of the two around it, and the fraction is the median round's.
   const int rounds = std::min(shape.decode_rounds, decode_tokens);
   const int64_t kv_per_position = models::kv_cache_bytes_per_position(model.hparams, shape.kv_types);
-  auto bytes_at = [&](int context) { return row.bytes_per_token + int64_t(context) * kv_per_position; };
+  auto kv_bytes_at = [&](int context) { return int64_t(context) * kv_per_position; };
   row.streams_gbs.push_back(runtime::measure_device_bandwidth(dev, kBandwidthBytes, 2).gbs);
   // Each step timed alone; the median step sets the rate, so a burst of other work on a
   // shared machine does not decide the figure (the copy bandwidth is a best-of too).
@@ -138,7 +138,7 @@ Row bench_model(const std::string &path, const std::string &label, const Device 
     row.streams_gbs.push_back(runtime::measure_device_bandwidth(dev, kBandwidthBytes, 2).gbs);
     // A step at context c reads c positions of keys and values besides the weights: the
     // round's middle step's context counts (left out, the fraction would fall as it grows).
-    const double gbs = double(bytes_at(first_pos + begin + (end - begin + 1) / 2)) / median(round_steps) / 1e6;
+    const double gbs = double(row.bytes_per_token + kv_bytes_at(first_pos + begin + (end - begin + 1) / 2)) / median(round_steps) / 1e6;
     const double ceiling = std::max(row.streams_gbs[size_t(round)], row.streams_gbs[size_t(round) + 1]);
     row.round_ceilings_gbs.push_back(ceiling);
     row.round_fractions.push_back(gbs / ceiling);
@@ -146,7 +146,7 @@ Row bench_model(const std::string &path, const std::string &label, const Device 
   }
   row.decode_tps = 1e3 / median(steps);
   row.decode_mean_tps = decode_tokens / (std::accumulate(steps.begin(), steps.end(), 0.0) / 1e3);
-  row.kv_bytes_per_token = bytes_at(first_pos + (decode_tokens + 1) / 2) - row.bytes_per_token;  // the middle step's
+  row.kv_bytes_per_token = kv_bytes_at(first_pos + (decode_tokens + 1) / 2);  // the middle step's
   row.achieved_gbs = double(row.bytes_per_token + row.kv_bytes_per_token) * row.decode_tps / 1e9;
 
   // Prompt processing: the whole prompt in one forward call from position 0 (the engine cuts
