@@ -122,6 +122,36 @@ TEST_CASE("codegen: the host dot's register tile fits the registers and keeps en
   CHECK(one_row.vectors == 8);
 }
 
+// The byte dots' machines (int_dot_tile.cpp's byte_dot_machine): registers less vpmaddubsw's
+// result, i16 adds beside each product, and on Zen a broadcast that issues on an FP pipe.
+TEST_CASE("codegen: a byte dot's register tile counts the vector ALU its adds and broadcasts take") {
+  DotMachine zen3{15, 8, 2, 2, 2};
+  zen3.alu_ports = 4, zen3.alu_ops_per_product = 1, zen3.alu_ops_per_row = 1;
+  DotMachine intel = zen3;
+  intel.alu_ports = 3, intel.alu_ops_per_row = 0;
+  DotMachine multiplies_only = zen3;
+  multiplies_only.alu_ports = 0, multiplies_only.fma_ports = 1;
+  // Counting multiplies and loads alone, 13 rows by one vector ties two rows by four and wins
+  // as the taller: a broadcast a product, which on Zen costs an FP pipe each.
+  const DotTile before = choose_dot_tile(128, 32, multiplies_only);
+  CHECK(before.rows == 13);
+  CHECK(before.vectors == 1);
+  for (int64_t M : {16, 32, 64, 128}) {
+    INFO("M=", M);
+    // Zen 3: four vectors a broadcast, the most the registers hold beside 8 accumulators.
+    const DotTile z = choose_dot_tile(M, 32, zen3);
+    CHECK(z.rows == 2);
+    CHECK(z.vectors == 4);
+    // Intel: broadcasts are loads alone, the adds bound every tile alike, and of the tiles as
+    // fast the fewest loads a product wins: 6 by 2 (8 loads for 12 products).
+    const DotTile i = choose_dot_tile(M, 32, intel);
+    CHECK(i.rows * i.vectors >= 9);
+    CHECK(i.rows + i.vectors <= 8);
+  }
+  // The f32 machine (no ALU ports modeled) keeps its choices: the test above.
+  CHECK(choose_dot_tile(128, 32, DotMachine{16, 8, 2, 2, 6}).rows == 6);
+}
+
 TEST_CASE("codegen: dots chained into one accumulator") {
   KDSL_TEST_RNG(rng);
   // Ragged register tiles: 13 rows (6 + 6 + 1) by 40 columns (5 registers: 2 + 2 + 1), and 7

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include <llvm/IR/IRBuilder.h>
@@ -17,15 +18,34 @@ namespace kdsl::codegen {
 
 namespace {
 
+// The host's vector pipes as a byte dot's tile meets them, from llvm-mca-19's models of the
+// throughput of vpmaddubsw, vpaddw and vpbroadcastd ymm from memory: Zen 1 and 2 multiply on
+// one pipe of three ALU pipes, Zen 3 and later on two of four, both issuing a broadcast from
+// memory on an FP pipe besides its load; Intel's cores multiply on two of three ALU ports and
+// broadcast on the load ports alone.
+DotMachine byte_dot_machine() {
+  DotMachine machine;
+  machine.registers = host_has_feature("avx512f") ? 32 : 16;
+  machine.lanes = 8;  // i32 columns a vector
+  const std::string &cpu = host_target().arch;
+  const bool zen = cpu.rfind("znver", 0) == 0, early_zen = cpu == "znver1" || cpu == "znver2";
+  machine.fma_ports = early_zen ? 1 : 2;
+  machine.alu_ports = zen && !early_zen ? 4 : 3;
+  machine.alu_ops_per_row = zen ? 1 : 0;  // A's broadcast
+  return machine;
+}
+
 // s8 x s8 without VNNI, one operand within +-127 (int_dot_tile.h, SignedMaddubs).
 IntDotTilePlan signed_maddubs_plan(int64_t M, int64_t N, ByteKind a, DotMachine machine) {
   IntDotTilePlan plan;
   plan.kind = IntDotTilePlan::Kind::SignedMaddubs;
   plan.b_is_u8 = plan.magnitude_of_b = a.within_127();
   machine.fma_latency = 2;   // the chains are vpaddd's; the products are independent
+  machine.multiplies_per_product = 2;  // vpmaddubsw, and vpmaddwd widening its pairs at once
+  machine.alu_ops_per_product = 2;     // vpsignb, and the vpaddd into the accumulator
   machine.registers -= 2;    // the signed operand and vpmaddubsw's result before they are used
-  if (plan.magnitude_of_b) machine.registers_per_b_vector = 2;  // B and |B|
-  else machine.registers -= 1;                                   // |A| beside A's broadcast
+  if (plan.magnitude_of_b) machine.registers_per_b_vector = 2, machine.alu_ops_per_b_vector = 1;  // B and |B|
+  else machine.registers -= 1, machine.alu_ops_per_row += 1;                                     // |A| beside A's broadcast
   plan.tile = choose_dot_tile(M, N, machine);
   return plan;
 }
@@ -36,10 +56,7 @@ std::optional<IntDotTilePlan> plan_int_dot_tile(int64_t M, int64_t N, int64_t K,
   path = resolve_int_dot_path(path);
   IntDotTilePlan plan;
   // One broadcast of A and the panel's vectors of B stay in registers beside the accumulators.
-  DotMachine machine;
-  machine.registers = host_has_feature("avx512f") ? 32 : 16;
-  machine.lanes = 8;       // i32 columns a vector
-  machine.fma_ports = 1;   // vpmaddubsw / vpdpbusd: one multiply port on Zen 2 (two on Intel cores)
+  DotMachine machine = byte_dot_machine();
   ByteKind u, s;
   if (path == IntDotPath::Vnni) {
     if (b.reads_as_u8() && a.reads_as_s8()) plan.b_is_u8 = true;
@@ -59,6 +76,7 @@ std::optional<IntDotTilePlan> plan_int_dot_tile(int64_t M, int64_t N, int64_t K,
     const int64_t pair = 2 * int64_t(u.hi) * std::max<int64_t>(-int64_t(s.lo), s.hi);
     plan.group_quads = pair == 0 ? (K + 3) / 4 : std::max<int64_t>(1, 32767 / pair);
     machine.fma_latency = 2;  // the chains are vpaddw's; the vpmaddubsw are independent
+    machine.alu_ops_per_product = 1;  // the vpaddw summing its pairs in i16
     machine.registers -= 1;   // vpmaddubsw's result before it is added
   } else {
     return std::nullopt;
