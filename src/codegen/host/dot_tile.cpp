@@ -1,4 +1,4 @@
-// dot_tile.cpp - the host f32 dot's register tile, chosen by counting FMAs, loads and latency per k
+// dot_tile.cpp - the host dots' register tile (f32 and byte dots), chosen by counting multiplies, loads, vector ALU work and latency per k
 #include "codegen/host/dot_tile.h"
 
 #include <algorithm>

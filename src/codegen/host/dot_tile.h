@@ -1,4 +1,4 @@
-// dot_tile.h - the register tile of the host's f32 dot: rows of C by vectors of columns, from a cost model of the loop it becomes
+// dot_tile.h - the register tile of the host's dots (f32 and bytes): rows of C by vectors of columns, from a cost model of the loop it becomes
 #pragma once
 #include <cstdint>
 
@@ -46,8 +46,9 @@ struct DotTile {
 // accumulators' chains run one after another; tiles do not overlap, each being a loop of its
 // own). Where the ALU is modeled, of tiles as fast the one with the fewest loads and broadcasts
 // a product wins (they share the load ports with C's and the spills' traffic, which the model
-// does not count), then the taller. Only tiles whose accumulators, one row of B (none for one row of C: its
-// FMAs take each B vector from memory) and one broadcast fit in the registers are considered.
+// does not count), then the taller. Only tiles whose accumulators, one row of B (none for one
+// row of C: its FMAs take each B vector from memory) and one broadcast fit in the registers are
+// considered.
 // Where C has rows enough, one row by the whole of N loses: it loads more than it multiplies
 // and keeps too few chains in flight to hide the latency.
 DotTile choose_dot_tile(int64_t M, int64_t N, const DotMachine &machine);
