@@ -148,8 +148,7 @@ TEST_CASE("codegen: a byte dot's register tile counts the vector ALU its adds an
     CHECK(i.rows * i.vectors >= 9);
     CHECK(i.rows + i.vectors <= 8);
   }
-  // The f32 machine (no ALU ports modeled) keeps its choices: the test above.
-  CHECK(choose_dot_tile(128, 32, DotMachine{16, 8, 2, 2, 6}).rows == 6);
+  // The f32 machine, with no ALU ports modeled, keeps its choices: the test above checks them.
 }
 
 TEST_CASE("codegen: dots chained into one accumulator") {
