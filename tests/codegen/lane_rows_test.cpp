@@ -251,3 +251,53 @@ TEST_CASE("lane rows: byte lanes (a quant block's nibbles and fifth bits, signed
   CHECK(assembly.find("pinsrb") == std::string::npos);
   CHECK(assembly.find("pextrb") == std::string::npos);
 }
+
+namespace lane_rows_test {
+
+// The prefill's byte dot of Q5_0-style quants (kernels/decoded_int_dot.h, tile_dot): x [M, 16]
+// i8 by trans(W), W the nibbles of qs or-ed with the fifth bits of qh's pair of bytes for the
+// half, spread along the lanes ([N, 2, 8]) and reshaped to rows of 16, read as i8 by the dot.
+// W is computed into the dot's operand array in byte lanes; element by element LLVM gathered
+// it a byte insert at a time (1112 vpinsrb in the Q5_0 prefill kernel).
+template <int M, int N>
+void fifth_bit_dot_kernel(Ptr<const i8> x, Ptr<const u8> qs, Ptr<const u8> qh, Ptr<i32> out) {
+  auto sixteen = expand_dims<0>(arange<16>());  // [1, 16]
+  auto q = load(qs + (expand_dims<1>(arange<N>()) * 16 + sixteen));  // [N, 16]
+  auto pair_bytes = load(qh + (reshape<N, 1, 1>(arange<N>()) * 2 + reshape<1, 2, 1>(arange<2>())));  // [N, 2, 1]
+  auto lane_bit = reshape<1, 1, 16>(cast<u8>(full<i32, 16>(1) << (arange<16>() & 7)));
+  auto fifth = reshape<N, 16>(minimum(reshape<1, N, 16>(broadcast_to<N, 2, 8>(pair_bytes)) & lane_bit, 1) << 4);
+  auto w = cast<i8>((q & 15) | fifth);
+  auto rows = expand_dims<1>(arange<M>());
+  store(out + (rows * N + expand_dims<0>(arange<N>())), dot(load(x + (rows * 16 + sixteen)), trans(w)));
+}
+
+void check_fifth_bit_dot(std::mt19937 &rng) {
+  constexpr int M = 4, N = 32;
+  std::uniform_int_distribution<int> byte(0, 255), signed_byte(-128, 127);
+  std::vector<int8_t> x(size_t(M * 16));
+  std::vector<uint8_t> qs(size_t(N * 16)), qh(size_t(N * 2));
+  for (int8_t &v : x) v = int8_t(signed_byte(rng));
+  for (uint8_t &v : qs) v = uint8_t(byte(rng));
+  for (uint8_t &v : qh) v = uint8_t(byte(rng));
+  std::vector<int32_t> out(size_t(M * N), -1);
+  compile<lane_rows_test::fifth_bit_dot_kernel<M, N>>(kdsl_test::cpu())(grid(1), x.data(), qs.data(), qh.data(), out.data());
+  int bad = 0;
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      int32_t want = 0;
+      for (int i = 0; i < 16; ++i) want += x[size_t(m * 16 + i)] * ((qs[size_t(n * 16 + i)] & 15) | (((qh[size_t(n * 2 + i / 8)] >> (i % 8)) & 1) << 4));
+      if (out[size_t(m * N + n)] != want && bad++ < 5) FAIL_CHECK("[", m, ", ", n, "]: got ", out[size_t(m * N + n)], ", want ", want);
+    }
+  CHECK(bad == 0);
+  const std::string assembly = kdsl_test::host_assembly(kdsl_test::traced<lane_rows_test::fifth_bit_dot_kernel<M, N>>(), "fifth_bit_dot");
+  size_t inserts = 0;
+  for (size_t at = assembly.find("pinsrb"); at != std::string::npos; at = assembly.find("pinsrb", at + 1)) ++inserts;
+  CHECK(inserts <= size_t(2 * N));  // at most qh's pair a row; the 16 bytes of each row come as vectors
+}
+
+}  // namespace lane_rows_test
+
+TEST_CASE("lane rows: a byte dot's transposed operand built from fifth bits in byte lanes, against a scalar reference") {
+  KDSL_TEST_RNG(rng);
+  lane_rows_test::check_fifth_bit_dot(rng);
+}

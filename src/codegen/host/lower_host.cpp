@@ -602,8 +602,9 @@ class HostLowering {
 
   // Whether v is computed in rows of lanes, and how many: lane_count, but bytes only where
   // what v is computed from puts lanes together from other shapes (a reshape, a broadcast
-  // along the lanes, a cast from wider lanes: Q5_0's fifth bits). Element by element, LLVM
-  // built those a byte at a time; but plain masks and shifts of loaded bytes (Q4_K's and
+  // along the lanes, a cast from wider lanes: Q5_0's fifth bits; a cast between u8 and i8
+  // passes the question on, as the prefill's byte dot reads those quants). Element by element,
+  // LLVM built those a byte at a time; but plain masks and shifts of loaded bytes (Q4_K's and
   // Q6_K's quants) it vectorizes across rows as wide as the CPU's, and rows of 16 bytes made
   // those kernels slower (bench/RESULTS.md, 2026-12-05, "... Q5_0 and Q5_1's fifth bits as
   // byte lanes").
@@ -628,7 +629,9 @@ class HostLowering {
     const ir::Type &t = fn_.type(v);
     switch (def.kind) {
       case OpKind::Reshape: return true;
-      case OpKind::Cast: return dtype_bytes(fn_.type(def.operands[0]).elem) != dtype_bytes(t.elem);
+      case OpKind::Cast:  // between bytes (u8 quants read as i8 by a byte dot) it asks its operand
+        if (dtype_bytes(fn_.type(def.operands[0]).elem) != dtype_bytes(t.elem)) return true;
+        break;
       case OpKind::Broadcast: {
         const ir::Type &in = fn_.type(def.operands[0]);
         if (in.shape.rank == t.shape.rank && in.shape[in.shape.rank - 1] == 1 && t.shape[t.shape.rank - 1] > 1) return true;
