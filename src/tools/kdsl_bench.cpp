@@ -16,6 +16,7 @@
 #include "examples/softmax.h"
 #include "examples/vector_add.h"
 #include "runtime/host_bandwidth.h"
+#include "src/tools/median.h"
 
 using namespace kdsl;
 using Clock = std::chrono::steady_clock;
@@ -24,10 +25,7 @@ namespace {
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using tools::median;
 
 void row(const std::string &what, const std::string &measured, const std::string &ceiling, const std::string &ratio) {
   fmt::print("| {:<46} | {:>16} | {:>22} | {:>9} |\n", what, measured, ceiling, ratio);

@@ -27,6 +27,7 @@
 #include "src/tools/decode_graph_option.h"
 #include "src/tools/kv_cache_type.h"
 #include "src/tools/llama_bench_reference.h"
+#include "src/tools/median.h"
 
 using namespace kdsl;
 using namespace kdsl::models;
@@ -34,13 +35,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// The middle value (the mean of the two middle ones for an even count); 0 for none.
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+using tools::median;
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
@@ -221,8 +216,7 @@ MatvecRow bench_matvec(kernels::Library &lib, GgmlType type, kernels::WeightType
       product(copy(call));
       times.push_back(ms_since(t) * 1e3);
     }
-    std::nth_element(times.begin(), times.begin() + long(times.size() / 2), times.end());
-    return times[times.size() / 2];
+    return median(times);
   };
   MatvecRow r;
   r.label = fmt::format("{} {} [{} x {}]{}", kernels::weight_type_info(wtype).name, what, N, K, row_group > 1 ? fmt::format(" /{}", row_group) : "");
