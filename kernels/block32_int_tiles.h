@@ -21,13 +21,13 @@ struct Q4_0Tiles {
   static constexpr int kBlockElements = 32, kSumGroup = 32, kBlockBytes = int(sizeof(Layout));
 
   template <int BM, int BN, class XP, class SP, class DP>
-  static Block<f32, BM, BN> tile_dot(Ptr<const u8> wq, const Block<i64, BN> &block, const XP &x, const SP &xs, const DP &xd) {
+  static Block<f32, BM, BN> tile_dot(Ptr<const u8> wq, const Block<i64, BN> &block, const XP &x, const SP &xs, const DP &xd, const Block<f32, BM, BN> &acc) {
     auto r16 = row(wide(arange<16>()));                                                     // [1, 16]
     auto qs = load(wq + (col(block) * kBlockBytes + int(offsetof(Layout, qs)) + r16));       // [BN, 16]
     auto low = dot(load(x + r16), trans(cast<i8>(qs & 15)));                                // [BM, BN]
     auto sums = dot(load(x + (r16 + 16)), trans(cast<i8>(qs >> 4)), low);                  // exact
     auto d = block_half_factor<Layout>(wq, block, offsetof(Layout, d));  // [1, BN]
-    return (cast<f32>(sums) - cast<f32>(load(xs)) * 8.0f) * d * load(xd);
+    return fma(cast<f32>(sums) - cast<f32>(load(xs)) * 8.0f, d * load(xd), acc);
   }
 };
 
@@ -49,12 +49,12 @@ struct Q8_0Tiles {
   static constexpr int kBlockElements = 32, kSumGroup = 32, kBlockBytes = int(sizeof(Layout));
 
   template <int BM, int BN, class XP, class SP, class DP>
-  static Block<f32, BM, BN> tile_dot(Ptr<const u8> wq, const Block<i64, BN> &block, const XP &x, const SP &, const DP &xd) {
+  static Block<f32, BM, BN> tile_dot(Ptr<const u8> wq, const Block<i64, BN> &block, const XP &x, const SP &, const DP &xd, const Block<f32, BM, BN> &acc) {
     auto r32 = row(wide(arange<32>()));                                                                    // [1, 32]
     auto q = load(reinterpret<i8>(wq) + (col(block) * kBlockBytes + int(offsetof(Layout, qs)) + r32));       // [BN, 32]
     auto sums = dot(activations_within_127<32>(x, 0), trans(q));                                          // [BM, BN], exact
     auto d = block_half_factor<Layout>(wq, block, offsetof(Layout, d));  // [1, BN]
-    return cast<f32>(sums) * d * load(xd);
+    return fma(cast<f32>(sums), d * load(xd), acc);
   }
 };
 
@@ -66,14 +66,14 @@ struct IQ4_NLTiles {
   static constexpr int kBlockElements = 32, kSumGroup = 32, kBlockBytes = int(sizeof(Layout));
 
   template <int BM, int BN, class XP, class SP, class DP>
-  static Block<f32, BM, BN> tile_dot(Ptr<const u8> wq, const Block<i64, BN> &block, const XP &x, const SP &, const DP &xd) {
+  static Block<f32, BM, BN> tile_dot(Ptr<const u8> wq, const Block<i64, BN> &block, const XP &x, const SP &, const DP &xd, const Block<f32, BM, BN> &acc) {
     auto r16 = row(wide(arange<16>()));                                                      // [1, 16]
     auto qs = load(wq + (col(block) * kBlockBytes + int(offsetof(Layout, qs)) + r16));        // [BN, 16]
     auto grid = broadcast_to<BN, 16>(IQ4_NLFormat::levels<i8>(cast<u8>(row(arange<16>()))));  // the 16 levels, each row
     auto low = dot(activations_within_127<16>(x, 0), trans(gather(grid, qs & 15, 1)));      // [BM, BN]
     auto sums = dot(activations_within_127<16>(x, 16), trans(gather(grid, qs >> 4, 1)), low);  // exact
     auto d = block_half_factor<Layout>(wq, block, offsetof(Layout, d));  // [1, BN]
-    return cast<f32>(sums) * d * load(xd);
+    return fma(cast<f32>(sums), d * load(xd), acc);
   }
 };
 

@@ -104,7 +104,7 @@ struct HalfPartIntDot {
   // x . q is two byte dots of x's halves by the transposed [BN, 16] quants (0..31), chained:
   // exact in i32 (|x . q| <= 32 * 31 * 127).
   template <int BM, int BN, class XP, class SP, class DP>
-  static Block<f32, BM, BN> tile_dot(Ptr<const u8> wq, const Block<i64, BN> &block, const XP &x, const SP &xs, const DP &xd) {
+  static Block<f32, BM, BN> tile_dot(Ptr<const u8> wq, const Block<i64, BN> &block, const XP &x, const SP &xs, const DP &xd, const Block<f32, BM, BN> &acc) {
     auto base = col(block) * kBlockBytes;  // [BN, 1]
     auto r16 = row(wide(arange<16>()));    // [1, 16]
     auto qs = load(wq + (base + int(offsetof(Layout, qs)) + r16));  // [BN, 16]
@@ -119,7 +119,8 @@ struct HalfPartIntDot {
       if constexpr (kHasMin) return block_half_factor<Layout>(wq, block, offsetof(Layout, m));
       else return d * -16.0f;
     }();
-    return (cast<f32>(sums) * d + cast<f32>(load(xs)) * c) * load(xd);
+    auto x_scale = load(xd);  // [BM, 1]
+    return fma(cast<f32>(sums), d * x_scale, fma(cast<f32>(load(xs)) * x_scale, c, acc));
   }
 };
 

@@ -194,7 +194,7 @@ struct SubBlock32IntDot {
   // (src/codegen/host/scaled_dot.h): the i16 pair sums widen by sc, in place, and d meets
   // the total once; exact (|x_j . q_j| <= 32 * 31 * 127, times sc <= 63, over 8: < 2^26).
   template <int BM, int BN, class XP, class SP, class DP>
-  static Block<f32, BM, BN> tile_dot(Ptr<const u8> wq, const Block<i64, BN> &block, const XP &x, const SP &xs, const DP &xd) {
+  static Block<f32, BM, BN> tile_dot(Ptr<const u8> wq, const Block<i64, BN> &block, const XP &x, const SP &xs, const DP &xd, const Block<f32, BM, BN> &acc) {
     auto codes = sub_block_codes<Layout>(StoredBlocks<Layout, Block<i64, 1, BN>>{wq, row(block)}, wide(zeros<i32, 1, 1>()));  // [1, BN] each
     auto base = col(block) * kBlockBytes;                                           // [BN, 1]
     auto r32 = row(wide(arange<32>()));                                                 // [1, 32]
@@ -215,7 +215,7 @@ struct SubBlock32IntDot {
     auto minimums = zeros<f32, BM, BN>();
     for (int j = 0; j < 8; ++j)
       minimums = minimums + cast<f32>(load(xs + 2 * j) + load(xs + (2 * j + 1))) * (cast<f32>(codes.min[size_t(j)]) * codes.dmin);
-    return (cast<f32>(scaled) * codes.d - minimums) * load(xd);
+    return fma(cast<f32>(scaled) * codes.d - minimums, load(xd), acc);
   }
 };
 
@@ -322,7 +322,7 @@ struct Q6_KIntDot {
   // the sum below 2^22), where 16 outer products of a [BM, 1] by a [1, BN] cost a multiply
   // and an add per output each.
   template <int BM, int BN, class XP, class SP, class DP>
-  static Block<f32, BM, BN> tile_dot(Ptr<const u8> wq, const Block<i64, BN> &block, const XP &x, const SP &xs, const DP &xd) {
+  static Block<f32, BM, BN> tile_dot(Ptr<const u8> wq, const Block<i64, BN> &block, const XP &x, const SP &xs, const DP &xd, const Block<f32, BM, BN> &acc) {
     auto base = col(block) * kBlockBytes;  // [BN, 1]
     auto r16 = row(wide(arange<16>()));     // [1, 16]
     auto scaled = zeros<i32, BM, BN>();
@@ -341,7 +341,7 @@ struct Q6_KIntDot {
     auto scales = cast<f32>(bitcast<i8>(load(wq + (base + int(offsetof(Layout, scales)) + r16))));  // [BN, 16]
     auto offsets = dot(cast<f32>(load(xs + r16)), trans(scales));                              // [BM, BN]
     auto d = block_half_factor<Layout>(wq, block, offsetof(Layout, d));  // [1, BN]
-    return (cast<f32>(scaled) - offsets * 32.0f) * d * load(xd);
+    return fma(cast<f32>(scaled) - offsets * 32.0f, d * load(xd), acc);
   }
 };
 

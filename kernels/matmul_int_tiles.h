@@ -11,7 +11,10 @@ namespace kdsl::kernels {
 // kSumGroup quants xs. One program per BM x BN output tile, one block of BN weight rows per
 // step: the policy's tile_dot multiplies x's [BM, block] quants by the block's, a byte dot
 // per sub-block (exact in i32) scaled by the sub-block's factors and d_x, the offsets or
-// minimums through the group sums. The host lowers the byte dot as register tiles of
+// minimums through the group sums, added into the tile's accumulator by fma: for the formats
+// of 32-value blocks this step runs every 32 k over the whole [BM, BN] tile, and a multiply
+// then an add cost an op more an output each (bench/RESULTS.md, 2026-12-07, "the blocks'
+// scaling by fma"). The host lowers the byte dot as register tiles of
 // vpmaddubsw summed in i16 (src/codegen/host/int_dot_tile.h), where the f32 tiles
 // (matvec_kquant.h's matmul_kquant) decode W to f32 and spend an FMA on every 8 products.
 // Rows past M and N are clamped for loading; stores are masked.
@@ -31,7 +34,7 @@ void matmul_int_tiles(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs, Pt
     auto x_block = x_row * wide(blocks) + wide(b);  // [BM, 1]
     auto x_quants = xq + x_block * kBlock;          // this block's quants
     auto x_sums = xs + x_block * kGroups;
-    return acc + P::template tile_dot<BM, BN>(wq, w_first + wide(b), x_quants, x_sums, xd + x_block);
+    return P::template tile_dot<BM, BN>(wq, w_first + wide(b), x_quants, x_sums, xd + x_block, acc);
   });
   if constexpr (HAS_BIAS) acc = acc + row(load(bias + minimum(rn, N - 1)));
   store(out + col(wide(rm) * wide(N)) + row(rn), acc, col(rm < M) && row(rn < N));
