@@ -100,7 +100,8 @@ void run_rows(Library::Impl &im, const IntDotPoints &points, int rows, int N, in
 constexpr int kPrefillTileLo = 32, kPrefillTileM = 128, kPrefillTileN = 32;
 
 // x's rows quantized into the Library's scratch: int8 quants, an f32 scale per BE values and
-// the integer sum of each GS quants (quantize_activations_sums).
+// the integer sum of each GS quants (quantize_activations_sums). The scratch holds at least
+// `padded_rows` rows; those past `rows` hold zeros or an earlier launch's rows (finite).
 struct QuantizedX {
   int8_t *quants;
   float *scales;
@@ -108,11 +109,12 @@ struct QuantizedX {
 };
 // Rows made by a step (ActivationRows::made) are made in the same launch.
 template <int BE, int GS>
-QuantizedX quantize_x(Library::Impl &im, const ActivationRows &x, int rows, int K) {
+QuantizedX quantize_x(Library::Impl &im, const ActivationRows &x, int rows, int K, int padded_rows = 0) {
   const int blocks = K / BE;
   const auto g = grid(rows);
-  QuantizedX q{reserve(im, im.activation_quants, size_t(rows) * size_t(K)), reserve(im, im.activation_scales, size_t(rows) * size_t(blocks)),
-               reserve(im, im.activation_sums, size_t(rows) * size_t(K / GS))};
+  const size_t held = size_t(std::max(rows, padded_rows));
+  QuantizedX q{reserve(im, im.activation_quants, held * size_t(K)), reserve(im, im.activation_scales, held * size_t(blocks)),
+               reserve(im, im.activation_sums, held * size_t(K / GS))};
   if (!x.made) {
     im.kernel<quantize_activations_sums<BE, GS>>()(g, x.x, q.quants, q.scales, q.sums, K);
     return q;
@@ -151,10 +153,12 @@ struct ActivationBlocks {
 };
 
 // x quantized as tiles policy T's activation blocks ask (its block, its sum group), then the
-// tiles over all its rows.
+// tiles over all its rows. The tiles read x's rows unclamped, whole tiles of them
+// (matmul_int_tiles.h): the scratch holds rows to a multiple of kPrefillTileM, which every
+// tile height divides.
 template <class T>
 void run_prefill_tiles(Library::Impl &im, const ActivationRows &x, const void *w, const float *bias, float *out, int rows, int N, int K) {
-  const QuantizedX q = quantize_x<T::kBlockElements, T::kSumGroup>(im, x, rows, K);
+  const QuantizedX q = quantize_x<T::kBlockElements, T::kSumGroup>(im, x, rows, K, cdiv(rows, kPrefillTileM) * kPrefillTileM);
   const float *b = bias ? bias : out;  // unread without a bias
   auto wq = static_cast<const uint8_t *>(w);
   with_block<kPrefillTileLo, kPrefillTileM>("matmul", "rows", std::min(rows, kPrefillTileM), [&]<int BM>() {

@@ -17,7 +17,10 @@ namespace kdsl::kernels {
 // scaling by fma"). The host lowers the byte dot as register tiles of
 // vpmaddubsw summed in i16 (src/codegen/host/int_dot_tile.h), where the f32 tiles
 // (matvec_kquant.h's matmul_kquant) decode W to f32 and spend an FMA on every 8 products.
-// Rows past M and N are clamped for loading; stores are masked.
+// x's arrays hold whole tiles of rows, cdiv(M, BM) * BM of them (the Library's scratch): the
+// rows past M hold finite values, their outputs are masked, so x's rows are read unclamped
+// and each row's address steps by one row from the last, where a clamp cost a compare, a
+// move and a multiply a row every block. W's rows past N are clamped; stores are masked.
 //
 // Numerics: as matvec_int8_sums.h's; against the f32 path the difference is the activations'
 // quantization.
@@ -28,7 +31,7 @@ void matmul_int_tiles(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs, Pt
   auto blocks = K / kBlock;
   auto rm = program_id(0) * BM + arange<BM>();
   auto rn = program_id(1) * BN + arange<BN>();
-  auto x_row = col(wide(minimum(rm, M - 1)));               // [BM, 1]
+  auto x_row = col(wide(rm));                                // [BM, 1]: whole tiles of rows (above)
   auto w_first = wide(minimum(rn, N - 1)) * wide(blocks);  // [BN]: each weight row's first block
   auto acc = for_range(0, blocks, 1, zeros<f32, BM, BN>(), [&](auto b, auto acc) {
     auto x_block = x_row * wide(blocks) + wide(b);  // [BM, 1]
