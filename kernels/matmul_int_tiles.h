@@ -31,7 +31,9 @@ void matmul_int_tiles(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs, Pt
   auto blocks = K / kBlock;
   auto rm = program_id(0) * BM + arange<BM>();
   auto rn = program_id(1) * BN + arange<BN>();
-  auto x_row = col(wide(rm));                                // [BM, 1]: whole tiles of rows (above)
+  // [BM, 1]: whole tiles of rows (above), in i64 from the start: a row widened from i32
+  // (rm) after its add kept LLVM from stepping the rows' addresses by one row each.
+  auto x_row = col(wide(program_id(0)) * BM + wide(arange<BM>()));
   auto w_first = wide(minimum(rn, N - 1)) * wide(blocks);  // [BN]: each weight row's first block
   auto acc = for_range(0, blocks, 1, zeros<f32, BM, BN>(), [&](auto b, auto acc) {
     auto x_block = x_row * wide(blocks) + wide(b);  // [BM, 1]
