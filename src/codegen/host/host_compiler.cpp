@@ -9,9 +9,10 @@ namespace kdsl::codegen {
 // Code generation changes the module it runs on (loop strength reduction, CodeGenPrepare), and
 // what it makes depends on the order of each value's uses, which CloneModule does not keep: the
 // assembly printed from the module after the object's run showed other code than the object's
-// (a prefill tile kernel's rows' address multiplies, 14 against 9), and printed from a copy it
-// still differed in a loop's start. So the object and the dumped assembly each come from a copy
-// made the same way, dumped or not: the assembly is the code that runs.
+// (a prefill tile kernel's rows' address multiplies; bench/RESULTS.md, 2026-12-07, "x's rows
+// unclamped"), and printed from a copy it still differed in a loop's start. So the object and
+// the dumped assembly each come from a copy made the same way, dumped or not: the assembly is
+// the code that runs (tests/codegen/dump_assembly_test.cpp).
 void emit_host_object(llvm::Module &m, llvm::TargetMachine &tm, CompiledObject &out, StageDump &stages) {
   out.object = emit_machine_code(*llvm::CloneModule(m), tm, llvm::CodeGenFileType::ObjectFile);
   out.format = "object";
