@@ -93,7 +93,7 @@ void check_dump_matches_object(const kdsl::ir::Function &fn, const std::string &
 
 // Code generation changes the module it runs on (loop strength reduction, CodeGenPrepare): the
 // assembly printed from the module after the object had been made showed other code than the
-// object's (a prefill tile kernel's rows' address multiplies, 14 against the object's 9).
+// object's (a prefill tile kernel's rows' address multiplies; bench/RESULTS.md, 2026-12-07).
 TEST_CASE("dump: KDSL_DUMP=asm's assembly is the host object's code, instruction for instruction") {
   const std::string tool = dump_assembly_test::objdump();
   REQUIRE_MESSAGE(!tool.empty(), "llvm-objdump from LLVM 19 (Debian's llvm-19) was not found");
