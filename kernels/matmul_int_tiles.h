@@ -29,11 +29,11 @@ void matmul_int_tiles(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs, Pt
                       Scalar<i32> N, Scalar<i32> K) {
   constexpr int kBlock = P::kBlockElements, kGroups = kBlock / P::kSumGroup;
   auto blocks = K / kBlock;
-  auto rm = program_id(0) * BM + arange<BM>();
+  // This program's rows, in i64 from the start: a row widened from i32 after its add kept LLVM
+  // from stepping x's row addresses by one row each.
+  auto rm = wide(program_id(0)) * BM + wide(arange<BM>());
   auto rn = program_id(1) * BN + arange<BN>();
-  // [BM, 1]: whole tiles of rows (above), in i64 from the start: a row widened from i32
-  // (rm) after its add kept LLVM from stepping the rows' addresses by one row each.
-  auto x_row = col(wide(program_id(0)) * BM + wide(arange<BM>()));
+  auto x_row = col(rm);  // [BM, 1]: whole tiles of rows (above)
   auto w_first = wide(minimum(rn, N - 1)) * wide(blocks);  // [BN]: each weight row's first block
   auto acc = for_range(0, blocks, 1, zeros<f32, BM, BN>(), [&](auto b, auto acc) {
     auto x_block = x_row * wide(blocks) + wide(b);  // [BM, 1]
@@ -42,7 +42,7 @@ void matmul_int_tiles(Ptr<const i8> xq, Ptr<const f32> xd, Ptr<const i32> xs, Pt
     return P::template tile_dot<BM, BN>(wq, w_first + wide(b), x_quants, x_sums, xd + x_block, acc);
   });
   if constexpr (HAS_BIAS) acc = acc + row(load(bias + minimum(rn, N - 1)));
-  store(out + col(wide(rm) * wide(N)) + row(rn), acc, col(rm < M) && row(rn < N));
+  store(out + col(rm * wide(N)) + row(rn), acc, col(rm < wide(M)) && row(rn < N));
 }
 
 }  // namespace kdsl::kernels

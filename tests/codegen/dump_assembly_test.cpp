@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "codegen/codegen.h"
+#include "tests/codegen/host_assembly.h"
 #include "examples/softmax.h"
 #include "kernels/block32_int_tiles.h"
 #include "kernels/matmul_int_tiles.h"
@@ -68,16 +69,9 @@ Mnemonics of_object(const std::vector<uint8_t> &object, const std::string &tool)
 
 void check_dump_matches_object(const kdsl::ir::Function &fn, const std::string &symbol, const std::string &tool) {
   CAPTURE(symbol);
-  const fs::path dir = fs::temp_directory_path() / ("kdsl-dump-assembly-" + symbol + "-" + std::to_string(getpid()));
-  kdsl::codegen::DumpOptions dump;
-  dump.dir = dir.string();
-  dump.asm_text = true;
-  const kdsl::codegen::CompiledObject compiled = kdsl::codegen::compile(fn, symbol, kdsl::codegen::Target::host(), {}, dump);
-  std::ostringstream text;
-  for (const auto &e : fs::directory_iterator(dir))
-    if (e.path().extension() == ".s") text << std::ifstream(e.path()).rdbuf();
-  fs::remove_all(dir);
-  const Mnemonics dumped = of_assembly(text.str()), ran = of_object(compiled.object, tool);
+  kdsl::codegen::CompiledObject compiled;
+  const std::string text = kdsl_test::host_assembly(fn, symbol, {}, &compiled);
+  const Mnemonics dumped = of_assembly(text), ran = of_object(compiled.object, tool);
   REQUIRE(!ran.empty());
   int differing = 0;
   for (const auto &[mnemonic, n] : ran)

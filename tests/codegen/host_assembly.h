@@ -6,17 +6,21 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "codegen/codegen.h"
 
 namespace kdsl_test {
 
-inline std::string host_assembly(const kdsl::ir::Function &fn, const std::string &symbol, const kdsl::codegen::Options &options = {}) {
+// `compiled`, where given, receives what the compile made (the object the listing is of).
+inline std::string host_assembly(const kdsl::ir::Function &fn, const std::string &symbol, const kdsl::codegen::Options &options = {},
+                                 kdsl::codegen::CompiledObject *compiled = nullptr) {
   std::filesystem::path dir = std::filesystem::temp_directory_path() / ("kdsl-" + symbol + "-" + std::to_string(getpid()));
   kdsl::codegen::DumpOptions dump;
   dump.dir = dir.string();
   dump.asm_text = true;
-  kdsl::codegen::compile(fn, symbol, kdsl::codegen::Target::host(), options, dump);
+  kdsl::codegen::CompiledObject made = kdsl::codegen::compile(fn, symbol, kdsl::codegen::Target::host(), options, dump);
+  if (compiled) *compiled = std::move(made);
   std::ostringstream s;
   for (const auto &e : std::filesystem::directory_iterator(dir))
     if (e.path().extension() == ".s") s << std::ifstream(e.path()).rdbuf();
