@@ -44,14 +44,16 @@ void with_kv_step(int page_size, F &&f) {
     f.template operator()<32, false>();
 }
 
-// Calls f.template operator()<TC>(): whether the prefill and tree kernels take their dots on
-// tensor cores (attention_prefill.h), for an f16 or bf16 cache on a GPU.
+// Calls f.template operator()<FORM>() with how the prefill and tree kernels take their scores
+// and the values' product (attention_prefill.h's ScoreForm): transposed on the CPU, on tensor
+// cores for an f16 or bf16 cache on a GPU, reduced along head_dim for a GPU's other caches.
 template <class KP, class VP, class F>
-void with_tensor_cores(const Library::Impl &im, F &&f) {
-  if constexpr (kTensorCoreCache<KP, VP>) {
-    if (!dispatches_for_cpu(im)) return f.template operator()<true>();
-  }
-  f.template operator()<false>();
+void with_score_form(const Library::Impl &im, F &&f) {
+  if (dispatches_for_cpu(im)) return f.template operator()<ScoreForm::kTransposed>();
+  if constexpr (kTensorCoreCache<KP, VP>)
+    f.template operator()<ScoreForm::kTensorCores>();
+  else
+    f.template operator()<ScoreForm::kRowsReduced>();
 }
 
 // Calls f.template operator()<FULL_D>(): whether head_dim fills the block D (no masking).
@@ -72,14 +74,14 @@ void run_attention_tree(Library::Impl &im, const AttentionCall &c) {
     with_kv_step(c.page_size, [&]<int STEP, bool TILE_IN_PAGE>() {
       with_full_d<D>(c.head_dim, [&]<bool FULL_D>() {
         with_query_rows(im, c.rows, [&]<int BM>() {
-          with_tensor_cores<KP, VP>(im, [&]<bool TC>() {
+          with_score_form<KP, VP>(im, [&]<ScoreForm FORM>() {
             const Grid g = grid(cdiv(c.rows, BM), c.n_heads);
             if (c.position)
-              im.kernel<kernels::attention_tree_at<BM, STEP, D, TILE_IN_PAGE, FULL_D, KP, VP, TC>>()(
+              im.kernel<kernels::attention_tree_at<BM, STEP, D, TILE_IN_PAGE, FULL_D, KP, VP, FORM>>()(
                   g, c.q, kp, vp, c.block_table, c.ancestors, c.position, c.out, c.rows, c.n_heads, group, c.n_kv_heads, c.head_dim, c.page_size,
                   c.scale);
             else
-              im.kernel<kernels::attention_tree<BM, STEP, D, TILE_IN_PAGE, FULL_D, KP, VP, TC>>()(
+              im.kernel<kernels::attention_tree<BM, STEP, D, TILE_IN_PAGE, FULL_D, KP, VP, FORM>>()(
                   g, c.q, kp, vp, c.block_table, c.ancestors, c.out, c.rows, c.pos0, c.n_heads, group, c.n_kv_heads, c.head_dim, c.page_size,
                   c.scale);
           });
@@ -99,13 +101,13 @@ void run_attention(Library::Impl &im, const AttentionCall &c) {
       with_kv_step(c.page_size, [&]<int STEP, bool TILE_IN_PAGE>() {
         with_full_d<D>(c.head_dim, [&]<bool FULL_D>() {
           with_query_rows(im, c.rows, [&]<int BM>() {
-            with_tensor_cores<KP, VP>(im, [&]<bool TC>() {
+            with_score_form<KP, VP>(im, [&]<ScoreForm FORM>() {
               const Grid g = grid(cdiv(c.rows, BM), c.n_heads);
               if (c.position)
-                im.kernel<attention_prefill_at<BM, STEP, D, TILE_IN_PAGE, FULL_D, KP, VP, TC>>()(
+                im.kernel<attention_prefill_at<BM, STEP, D, TILE_IN_PAGE, FULL_D, KP, VP, FORM>>()(
                     g, c.q, kp, vp, c.block_table, c.position, c.out, c.rows, c.n_heads, group, c.n_kv_heads, c.head_dim, c.page_size, c.scale);
               else
-                im.kernel<attention_prefill<BM, STEP, D, TILE_IN_PAGE, FULL_D, KP, VP, TC>>()(
+                im.kernel<attention_prefill<BM, STEP, D, TILE_IN_PAGE, FULL_D, KP, VP, FORM>>()(
                     g, c.q, kp, vp, c.block_table, c.out, c.rows, c.pos0, c.n_heads, group, c.n_kv_heads, c.head_dim, c.page_size, c.scale);
             });
           });

@@ -126,7 +126,7 @@ TEST_CASE("nvptx: the GPU prefill over bf16 x copies x's tiles ahead (cp.async) 
 // B the keys' tile transposed, P fed to the second from registers; no spills.
 TEST_CASE("nvptx: prefill attention over an f16 KV cache takes both dots on mma.sync, without spills") {
   if (!have_libdevice()) return;
-  auto k = tools::named_kernel<kernels::attention_prefill<16, 32, 128, true, true, kernels::KvPlain<f16>, kernels::KvPlain<f16>, true>>(
+  auto k = tools::named_kernel<kernels::attention_prefill<16, 32, 128, true, true, kernels::KvPlain<f16>, kernels::KvPlain<f16>, kernels::ScoreForm::kTensorCores>>(
       "attention_prefill_tc", 4);
   for (const char *arch : {"sm_80", "sm_90a"}) {
     CAPTURE(arch);
@@ -136,7 +136,7 @@ TEST_CASE("nvptx: prefill attention over an f16 KV cache takes both dots on mma.
     MESSAGE(std::string(arch), " tensor-core form: ", obj.resources.registers, " registers, ", obj.resources.dynamic_shared_bytes, " bytes of shared memory");
   }
   // The f32 form (the CPU's) multiplies on FMAs: its dots are f32.
-  auto plain = tools::named_kernel<kernels::attention_prefill<16, 32, 128, true, true, kernels::KvPlain<f16>, kernels::KvPlain<f16>, false>>(
+  auto plain = tools::named_kernel<kernels::attention_prefill<16, 32, 128, true, true, kernels::KvPlain<f16>, kernels::KvPlain<f16>, kernels::ScoreForm::kRowsReduced>>(
       "attention_prefill_f32", 4);
   codegen::CompiledObject f32_form = compile(plain, "sm_80");
   CHECK_FALSE(contains(f32_form.ptx, "mma.sync"));

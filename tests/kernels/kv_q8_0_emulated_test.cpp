@@ -187,7 +187,7 @@ TEST_CASE("emulated: prefill and tree attention on tensor cores over f16 and bf1
     c.fill(rng, pos0 + rows);
     auto q = kernels_test::random_floats(rng, size_t(rows) * n_heads * 64, -2, 2);
     std::vector<float> out(q.size());
-    CHECK(compare(named_kernel<kernels::attention_prefill<16, 16, 64, true, true, KvPlain<f16>, KvPlain<f16>, true>>("prefill_tc_f16"),
+    CHECK(compare(named_kernel<kernels::attention_prefill<16, 16, 64, true, true, KvPlain<f16>, KvPlain<f16>, kernels::ScoreForm::kTensorCores>>("prefill_tc_f16"),
                   grid(cdiv(rows, 16), n_heads),
                   {array(q), array(stored(c.k_pages, half())), array(stored(c.v_pages, half())), array(c.block_table), array(out), value(rows), value(pos0),
                    value(n_heads), value(group), value(n_kv), value(64), value(16), value(0.125f)},
@@ -200,7 +200,7 @@ TEST_CASE("emulated: prefill and tree attention on tensor cores over f16 and bf1
     std::vector<float> out(q.size());
     std::vector<int64_t> ancestors(size_t(rows), 1);
     for (int i = 1; i < rows; ++i) ancestors[size_t(i)] = ancestors[size_t(i / 2)] | (int64_t(1) << i);
-    CHECK(compare(named_kernel<kernels::attention_tree<16, 32, 64, false, false, KvPlain<bf16>, KvPlain<bf16>, true>>("tree_tc_bf16"),
+    CHECK(compare(named_kernel<kernels::attention_tree<16, 32, 64, false, false, KvPlain<bf16>, KvPlain<bf16>, kernels::ScoreForm::kTensorCores>>("tree_tc_bf16"),
                   grid(cdiv(rows, 16), n_heads),
                   {array(q), array(stored(c.k_pages, bfloat16())), array(stored(c.v_pages, bfloat16())), array(c.block_table), array(ancestors), array(out),
                    value(rows), value(pos0), value(n_heads), value(group), value(n_kv), value(40), value(24), value(0.15f)},
