@@ -52,9 +52,11 @@ void flash_attention_rows(Ptr<const f32> q, Ptr<const typename KP::Storage> k_pa
       for_range(0, end, BN, full<f32, BM>(-inf<f32>()), zeros<f32, BM>(), zeros<f32, BM, D>(), [&](auto start, auto m, auto l, auto acc) {
         auto slot = start + t;
         auto at = paged_slots<BN, TILE_IN_PAGE>(block_table, start, end, page_size);
+        // Which of this step's slots each row sees, [BM, BN].
+        auto seen = [&] { return visible(row(slot), r) && row(slot < end); };
         // [BN, D] keys and values, clamped: no mask.
         auto step = [&](const auto &s_raw, const auto &vt, auto &&round_p) {
-          auto s = where(visible(row(slot), r) && row(slot < end), s_raw, -inf<f32>());  // [BM, BN]
+          auto s = where(seen(), s_raw, -inf<f32>());  // [BM, BN]
           auto m_new = maximum(m, max<1>(s));
           auto p = exp(s - col(m_new));
           auto alpha = exp(m - m_new);
@@ -65,18 +67,18 @@ void flash_attention_rows(Ptr<const f32> q, Ptr<const typename KP::Storage> k_pa
           auto kt = KP::template load_head_stored<BN, D, FULL_D>(k_pages, at, page_size, n_kv_heads, head_dim, kv_head);
           auto vt = VP::template load_head_stored<BN, D, FULL_D>(v_pages, at, page_size, n_kv_heads, head_dim, kv_head);
           return step(dot(q_dot, trans(kt)), vt, [](const auto &p) { return cast<Stored>(p); });
-        } else if constexpr (FORM == ScoreForm::kTransposed) {
-          auto kt = KP::template load_head<BN, D, FULL_D>(k_pages, at, page_size, n_kv_heads, head_dim, kv_head);
-          auto vt = VP::template load_head<BN, D, FULL_D>(v_pages, at, page_size, n_kv_heads, head_dim, kv_head);
-          auto s = where(trans(visible(row(slot), r) && row(slot < end)), dot(kt, q_dot), -inf<f32>());  // [BN, BM]
-          auto m_new = maximum(m, max<0>(s));
-          auto p = exp(s - row(m_new));  // P^T
-          auto alpha = exp(m - m_new);
-          return std::tuple(m_new, l * alpha + sum<0>(p), dot(trans(p), vt, acc * col(alpha)));
         } else {
           auto kt = KP::template load_head<BN, D, FULL_D>(k_pages, at, page_size, n_kv_heads, head_dim, kv_head);
           auto vt = VP::template load_head<BN, D, FULL_D>(v_pages, at, page_size, n_kv_heads, head_dim, kv_head);
-          return step(sum<2>(expand_dims<1>(q_dot) * expand_dims<0>(kt)), vt, [](const auto &p) { return p; });
+          if constexpr (FORM == ScoreForm::kTransposed) {  // step's softmax down the columns of S^T
+            auto s = where(trans(seen()), dot(kt, q_dot), -inf<f32>());  // [BN, BM]
+            auto m_new = maximum(m, max<0>(s));
+            auto p = exp(s - row(m_new));  // P^T
+            auto alpha = exp(m - m_new);
+            return std::tuple(m_new, l * alpha + sum<0>(p), dot(trans(p), vt, acc * col(alpha)));
+          } else {
+            return step(sum<2>(expand_dims<1>(q_dot) * expand_dims<0>(kt)), vt, [](const auto &p) { return p; });
+          }
         }
       });
   store(out + io_offs, acc / col(l), io_mask);

@@ -135,7 +135,7 @@ TEST_CASE("nvptx: prefill attention over an f16 KV cache takes both dots on mma.
     CHECK(obj.resources.spill_store_bytes == 0);
     MESSAGE(std::string(arch), " tensor-core form: ", obj.resources.registers, " registers, ", obj.resources.dynamic_shared_bytes, " bytes of shared memory");
   }
-  // The f32 form (the CPU's) multiplies on FMAs: its dots are f32.
+  // The f32 form (a GPU's f32 and q8_0 caches) multiplies on FMAs: its dots are f32.
   auto plain = tools::named_kernel<kernels::attention_prefill<16, 32, 128, true, true, kernels::KvPlain<f16>, kernels::KvPlain<f16>, kernels::ScoreForm::kRowsReduced>>(
       "attention_prefill_f32", 4);
   codegen::CompiledObject f32_form = compile(plain, "sm_80");
