@@ -3,6 +3,10 @@
 #include <kdsl/compile_for.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,6 +28,42 @@ void chained_dot4(Ptr<const u8> w, Ptr<const i8> x, Ptr<i32> out) {
   auto first = dot4(load(w + at) & MASK, load(x + at));
   auto both = dot4(load(w + (at + R * 32)) & MASK, load(x + (at + R * 32)), first);
   store(out + reshape<R, 8>(arange<R * 8>()), both);
+}
+
+// out[g] = the chain of N dot4s over 32-byte pieces of one row: Q4_K's sub-block, as its
+// grouped decode makes it (8 pieces of 4 bytes for each of 8 rows, one vector a piece).
+template <int N>
+void chained_pieces(Ptr<const u8> w, Ptr<const i8> x, Ptr<i32> out) {
+  auto at = reshape<1, 32>(arange<32>());
+  auto sums = zeros<i32, 1, 8>();
+  for (int i = 0; i < N; ++i) sums = dot4(load(w + (at + 32 * i)) & 15, load(x + (at + 32 * i)), sums);
+  store(out + reshape<1, 8>(arange<8>()), sums);
+}
+
+// The optimized LLVM IR of a kernel (the .opt.ll KDSL_DUMP=llvm writes).
+std::string optimized_ir(const ir::Function &fn, const std::string &symbol, const codegen::Options &options) {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("kdsl-" + symbol + "-" + std::to_string(getpid()));
+  codegen::DumpOptions dump;
+  dump.dir = dir.string();
+  dump.llvm = true;
+  codegen::compile(fn, symbol, codegen::Target::host(), options, dump);
+  std::ostringstream s;
+  for (const auto &e : std::filesystem::directory_iterator(dir))
+    if (e.path().string().ends_with(".opt.ll")) s << std::ifstream(e.path()).rdbuf();
+  std::filesystem::remove_all(dir);
+  return s.str();
+}
+
+// The most i16 pair sums alive at once, walking the IR in order: a vpmaddubsw makes one, an
+// i16 add takes two and makes one.
+int most_pair_sums_alive(const std::string &ll) {
+  int alive = 0, most = 0;
+  std::istringstream lines(ll);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("call <16 x i16> @llvm.x86.avx2.pmadd.ub.sw") != std::string::npos) most = std::max(most, ++alive);
+    else if (line.find("= add <16 x i16>") != std::string::npos) --alive;
+  }
+  return most;
 }
 
 template <int MASK>
@@ -75,5 +115,20 @@ TEST_CASE("chained dot4 on AVX2: nibble pair sums share one vpmaddwd, wider ones
   // Below 128 against s8: a pair reaches 2 * 127 * 128, so each widens alone (on a host with
   // AVX512-VNNI, LLVM makes a widening and the add after it one vpdpwssd).
   CHECK(count(wide, "vpmaddwd") + count(wide, "vpdpwssd") == count(wide, "vpmaddubsw"));
+#endif
+}
+
+TEST_CASE("chained dot4 on AVX2: each pair sum is added where it is made, one running i16 sum alive between them") {
+#if defined(__x86_64__)
+  if (!codegen::host_target().has_feature("avx2")) return;
+  codegen::Options options;
+  options.int_dot = codegen::IntDotPath::Pmaddwd;
+  // Eight nibble pieces: all of them share one widening (8 * 2 * 15 * 128 < 32768). Added at
+  // the chain's end, all eight pair sums were alive there: with Q4_K's 8 sub-blocks a step, more
+  // vectors than AVX2 has registers.
+  const std::string ll = optimized_ir(kdsl_test::traced<chained_pieces<8>>(), "i16_pairs_chain", options);
+  REQUIRE(count(ll, "@llvm.x86.avx2.pmadd.ub.sw(") == 8 + 1);  // 8 calls and the declaration
+  CHECK(count(ll, "@llvm.x86.avx2.pmadd.wd(") == 1 + 1);
+  CHECK(most_pair_sums_alive(ll) == 2);
 #endif
 }

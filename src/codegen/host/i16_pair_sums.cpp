@@ -8,6 +8,7 @@
 #include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/Module.h>
 
+#include <algorithm>
 #include <unordered_map>
 #include <vector>
 
@@ -104,9 +105,22 @@ class Grouper {
     llvm::Value *total = nullptr;
     auto add = [&](llvm::Value *v) { total = total ? b.CreateAdd(total, v) : v; };
     for (llvm::Value *v : others) add(v);
-    for (const Group &g : groups) {
+    for (Group &g : groups) {
+      // The group's pair sums in the order they are made, each added right where it is made:
+      // one running i16 sum is alive between them, where adding them all at the root kept
+      // every one alive until then (Q4_K's decode step: 64 of them, and spills).
+      const bool in_root_block = std::all_of(g.pairs.begin(), g.pairs.end(), [&](llvm::Value *v) {
+        auto *made = llvm::dyn_cast<llvm::Instruction>(v);
+        return made && made->getParent() == root->getParent();
+      });
+      auto made_before = [](llvm::Value *x, llvm::Value *y) { return llvm::cast<llvm::Instruction>(x)->comesBefore(llvm::cast<llvm::Instruction>(y)); };
+      if (in_root_block) std::sort(g.pairs.begin(), g.pairs.end(), made_before);
       llvm::Value *sum = g.pairs[0];
-      for (size_t i = 1; i < g.pairs.size(); ++i) sum = b.CreateAdd(sum, g.pairs[i]);
+      for (size_t i = 1; i < g.pairs.size(); ++i) {
+        llvm::IRBuilder<> at(root);
+        if (in_root_block) at.SetInsertPoint(llvm::cast<llvm::Instruction>(g.pairs[i])->getNextNode());
+        sum = at.CreateAdd(sum, g.pairs[i]);
+      }
       auto *ones = llvm::ConstantInt::get(sum->getType(), 1);
       const bool wide = llvm::cast<llvm::FixedVectorType>(sum->getType())->getNumElements() == 16;
       add(b.CreateIntrinsic(wide ? llvm::Intrinsic::x86_avx2_pmadd_wd : llvm::Intrinsic::x86_sse2_pmadd_wd, {}, {sum, ones}));

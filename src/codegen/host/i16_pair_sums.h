@@ -16,8 +16,10 @@ void mark_pair_bound(llvm::CallInst &maddubs, int bound);
 // sums of 4), one multiply-port instruction each. Where i32 sums of that kind are added
 // together (a dot4 chained into another's accumulator: Q4_K's two halves of a sub-block), the
 // pair sums are added first in i16 (vpaddw), widened once: one vpmaddwd for the group instead
-// of one each. Exact: a group's marked bounds add up to at most 32767, so no i16 lane wraps,
-// and vpmaddwd by ones of a sum is the sum of the vpmaddwd. Returns the vpmaddwd removed.
+// of one each. Each pair sum is added to the group's running sum where it is made, so that
+// the group holds one vector between its vpmaddubsw. Exact: a group's marked bounds add up to
+// at most 32767, so no i16 lane wraps, and vpmaddwd by ones of a sum is the sum of the
+// vpmaddwd. Returns the vpmaddwd removed.
 int sum_pair_products_in_i16(llvm::Module &m);
 
 }  // namespace kdsl::codegen
