@@ -52,12 +52,12 @@ def parse(output, kernel_filter):
         cells = [c.strip() for c in line.split('|')]
         if len(cells) < 5 or not cells[1] or cells[1].startswith('-'):
             continue
-        # the engine table: model, decode tok/s, ..., prompt tok/s (last)
-        if re.match(r'^[0-9.]+$', cells[2]) and cells[-2] != '-' and re.match(r'^[0-9.]+$', cells[-2] or 'x'):
+        number = lambda cell: re.match(r'^[0-9.]+$', cell) is not None
+        # the engine table: model, decode tok/s, ..., prompt tok/s (last; '-' without a prompt)
+        if number(cells[2]):
             figures[f'decode tok/s: {cells[1]}'] = float(cells[2])
-            figures[f'prompt tok/s: {cells[1]}'] = float(cells[-2])
-        elif re.match(r'^[0-9.]+$', cells[2]):
-            figures[f'decode tok/s: {cells[1]}'] = float(cells[2])
+            if number(cells[-2]):
+                figures[f'prompt tok/s: {cells[1]}'] = float(cells[-2])
         # the products table: weights, bytes, time, achieved GB/s, bandwidth, fraction, from cache, from cache rate
         elif len(cells) >= 10 and cells[4].endswith('GB/s') and cells[8].endswith('GB/s'):
             figures[f'GB/s from memory: {cells[1]}'] = float(cells[4].split()[0])

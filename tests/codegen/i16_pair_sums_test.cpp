@@ -4,8 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -38,20 +36,6 @@ void chained_pieces(Ptr<const u8> w, Ptr<const i8> x, Ptr<i32> out) {
   auto sums = zeros<i32, 1, 8>();
   for (int i = 0; i < N; ++i) sums = dot4(load(w + (at + 32 * i)) & 15, load(x + (at + 32 * i)), sums);
   store(out + reshape<1, 8>(arange<8>()), sums);
-}
-
-// The optimized LLVM IR of a kernel (the .opt.ll KDSL_DUMP=llvm writes).
-std::string optimized_ir(const ir::Function &fn, const std::string &symbol, const codegen::Options &options) {
-  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("kdsl-" + symbol + "-" + std::to_string(getpid()));
-  codegen::DumpOptions dump;
-  dump.dir = dir.string();
-  dump.llvm = true;
-  codegen::compile(fn, symbol, codegen::Target::host(), options, dump);
-  std::ostringstream s;
-  for (const auto &e : std::filesystem::directory_iterator(dir))
-    if (e.path().string().ends_with(".opt.ll")) s << std::ifstream(e.path()).rdbuf();
-  std::filesystem::remove_all(dir);
-  return s.str();
 }
 
 // The most i16 pair sums alive at once, walking the IR in order: a vpmaddubsw makes one, an
@@ -126,7 +110,9 @@ TEST_CASE("chained dot4 on AVX2: each pair sum is added where it is made, one ru
   // Eight nibble pieces: all of them share one widening (8 * 2 * 15 * 128 < 32768). Added at
   // the chain's end, all eight pair sums were alive there: with Q4_K's 8 sub-blocks a step, more
   // vectors than AVX2 has registers.
-  const std::string ll = optimized_ir(kdsl_test::traced<chained_pieces<8>>(), "i16_pairs_chain", options);
+  codegen::DumpOptions llvm_ir;
+  llvm_ir.llvm = true;
+  const std::string ll = kdsl_test::host_dump_text(kdsl_test::traced<chained_pieces<8>>(), "i16_pairs_chain", llvm_ir, ".opt.ll", options);
   REQUIRE(count(ll, "@llvm.x86.avx2.pmadd.ub.sw(") == 8 + 1);  // 8 calls and the declaration
   CHECK(count(ll, "@llvm.x86.avx2.pmadd.wd(") == 1 + 1);
   CHECK(most_pair_sums_alive(ll) == 2);
